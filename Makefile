@@ -1,0 +1,73 @@
+# Shortcuts for the README's two commands; the real build is CMake + ctest.
+#   make demo   install what is missing, build, run the built-in demo
+#   make test   install what is missing, build, run every test (plain + ASan/UBSan + fuzz smoke)
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 20
+
+# Debian packages the build, the tests and the demo need.
+DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
+  libcurl4-openssl-dev libjansson-dev libevent-dev libhiredis-dev libsqlite3-dev \
+  libcmocka-dev curl redis-server nginx-light python3 python3-requests
+
+.PHONY: all deps build asan fuzz fuzz-build demo test test-unit test-asan clean install
+
+all: build
+
+# Installs only what is missing, so a second run is quick and needs no network.
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing: $$missing"; \
+	  SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPOLITE_SANITIZE=ON >/dev/null
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+fuzz-build: deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPOLITE_FUZZ=ON -DPOLITE_TESTS=OFF >/dev/null
+	cmake --build $(FUZZ_BUILD) -j$(JOBS)
+
+# A bounded run of every fuzz target (FUZZ_SECONDS each), seeded from tests/fuzz/corpus/NAME.
+fuzz: fuzz-build
+	@set -e; for f in $(FUZZ_BUILD)/fuzz_*; do \
+	  [ -x "$$f" ] || continue; n=$$(basename $$f); \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
+	  seeds=; [ -d tests/fuzz/corpus/$$n ] && seeds=tests/fuzz/corpus/$$n; \
+	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=0 \
+	     $(FUZZ_BUILD)/corpus/$$n $$seeds >$(FUZZ_BUILD)/$$n.log 2>&1 \
+	     || { tail -40 $(FUZZ_BUILD)/$$n.log; exit 1; }; \
+	done; echo "fuzz: all targets ran clean"
+
+demo: build
+	@bash tests/demo.sh $(BUILD)/polite
+
+test-unit: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -L unit
+
+test-asan: asan
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L unit
+
+# Everything: the whole suite on the normal build, the unit suite under
+# ASan+UBSan, and a short fuzz run of every parser.
+test: build asan
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L unit
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
