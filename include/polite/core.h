@@ -124,7 +124,9 @@ typedef struct {
   int64_t date_unix;              /* Date header, Unix seconds */
 
   /* Request limits, from RateLimit/RateLimit-Policy, RateLimit-*,
-   * X-RateLimit-*, x-ratelimit-*-requests (the most specific wins). */
+   * X-RateLimit-*, x-ratelimit-*-requests. When several headers speak, the
+   * most restrictive value wins (least remaining, longest reset), so the
+   * result does not depend on header order. */
   int64_t limit;
   int64_t remaining;
   int64_t reset_ms;  /* time until reset, ms (epoch resets converted) */
@@ -258,11 +260,18 @@ POLITE_EXTERN int polite_method_idempotent(const char *method);
 
 /* Generic cell rate algorithm on a theoretical arrival time (TAT), in
  * microseconds. Emission interval T = 1e6 / rate; burst tolerance
- * tau = (burst - 1) * T, so burst 1 spaces every start evenly. */
+ * tau = (burst - 1) * T, so burst 1 spaces every start evenly.
+ * The arithmetic is done in nanoseconds (the *_ns fields are the state that
+ * counts) so that a rate like 1.5/s (T = 666666.67 us) does not drift; the
+ * *_us fields are the same values rounded to microseconds, kept up to date
+ * by the functions below for display and for callers that think in us. */
 typedef struct {
   int64_t interval_us;
   int64_t tolerance_us;
   int64_t tat_us; /* 0 until first use */
+  int64_t interval_ns;  /* T in ns (exact state) */
+  int64_t tolerance_ns; /* tau in ns (exact state) */
+  int64_t tat_ns;       /* TAT in ns (exact state); 0 until first use */
 } polite_gcra;
 
 /* rate_per_s > 0, burst >= 1. Returns 0 or POLITE_EINVAL. */

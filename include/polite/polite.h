@@ -1,0 +1,8 @@
+/* polite: umbrella header for libpolite. */
+#ifndef POLITE_H
+#define POLITE_H
+
+#include <polite/version.h>
+#include <polite/core.h>
+
+#endif

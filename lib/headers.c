@@ -1,0 +1,884 @@
+/* Rate-limit response headers, Go-style durations and quota hints in bodies. */
+#include <polite/core.h>
+
+#include <string.h>
+
+/* Every wait and reset this file produces is capped here (the cap
+ * delay-seconds saturates at), so that callers can add to it safely. */
+#define CAP_MS (POLITE_RA_MAX_SECONDS * 1000)
+/* Numbers are parsed with saturation at this bound (far above any epoch in
+ * milliseconds, far below overflow when scaled by 1000). */
+#define NUM_SAT (INT64_C(1) << 52)
+
+static int is_ows(char c) {
+  return c == ' ' || c == '\t';
+}
+static int is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+static char lower(char c) {
+  return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+static void trim_ows(const char **s, size_t *len) {
+  while (*len > 0 && is_ows((*s)[0])) {
+    (*s)++;
+    (*len)--;
+  }
+  while (*len > 0 && is_ows((*s)[*len - 1]))
+    (*len)--;
+}
+
+/* Case-insensitive comparison of a counted name with a lowercase literal. */
+static int name_is(const char *s, size_t len, const char *lit) {
+  size_t n = strlen(lit);
+  if (len != n)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (lower(s[i]) != lit[i])
+      return 0;
+  return 1;
+}
+
+static int64_t min_known(int64_t cur, int64_t v) {
+  return cur < 0 || v < cur ? v : cur;
+}
+static int64_t max_i64(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+
+/* Parses a non-negative decimal "123" or "12.345" (no sign, no exponent) and
+ * returns ceil(value * mult) in *out, saturated at NUM_SAT * mult. Returns 1,
+ * or 0 when the text is not such a number. mult is 1 or 1000. */
+static int parse_decimal_scaled(const char *s, size_t len, int64_t mult,
+                                int64_t *out) {
+  size_t i = 0;
+  int64_t ip = 0;
+  int sat = 0;
+  if (len == 0)
+    return 0;
+  while (i < len && is_digit(s[i])) {
+    if (!sat) {
+      ip = ip * 10 + (s[i] - '0');
+      if (ip > NUM_SAT) {
+        ip = NUM_SAT;
+        sat = 1;
+      }
+    }
+    i++;
+  }
+  if (i == 0)
+    return 0; /* ".5" or "-1": a digit must come first */
+  int64_t frac_num = 0, frac_den = 1;
+  int sticky = 0;
+  if (i < len && s[i] == '.') {
+    i++;
+    size_t start = i;
+    while (i < len && is_digit(s[i])) {
+      if (frac_den < INT64_C(1000000000000000000)) {
+        frac_num = frac_num * 10 + (s[i] - '0');
+        frac_den *= 10;
+      } else if (s[i] != '0') {
+        sticky = 1; /* a digit too deep to keep still rounds up */
+      }
+      i++;
+    }
+    if (i == start)
+      return 0; /* "1." */
+  }
+  if (i != len)
+    return 0;
+  __int128 scaled = (__int128)frac_num * mult;
+  int64_t frac_part = (int64_t)(scaled / frac_den);
+  if (scaled % frac_den != 0 || sticky)
+    frac_part++;
+  *out = ip * mult + frac_part;
+  return 1;
+}
+
+/* A plain non-negative integer (1*DIGIT), saturated at NUM_SAT. */
+static int parse_uint(const char *s, size_t len, int64_t *out) {
+  if (len == 0)
+    return 0;
+  for (size_t i = 0; i < len; i++)
+    if (!is_digit(s[i]))
+      return 0;
+  return parse_decimal_scaled(s, len, 1, out);
+}
+
+static int64_t cap_ms(int64_t v) {
+  return v > CAP_MS ? CAP_MS : v;
+}
+
+/* A reset given in seconds, told apart from an epoch by size: values of at
+ * least 1e12 are epoch milliseconds, at least 1e9 (September 2001 as an
+ * epoch, 31 years as a delta) epoch seconds, anything smaller delta seconds.
+ * Epochs become a delta against now_ms; a past epoch gives 0. v_ms is the
+ * value times 1000, rounded up. */
+static int64_t reset_to_delta_ms(int64_t v_ms, int64_t now_ms) {
+  if (v_ms < INT64_C(1000000000000))
+    return cap_ms(v_ms);
+  __int128 epoch_ms = v_ms >= INT64_C(1000000000000000)
+                          ? (__int128)(v_ms / 1000) /* epoch in ms */
+                          : (__int128)v_ms;
+  __int128 d = epoch_ms - now_ms;
+  if (d <= 0)
+    return 0;
+  return d > CAP_MS ? CAP_MS : (int64_t)d;
+}
+
+/* A reset in seconds (epoch or delta, see reset_to_delta_ms) or, as some
+ * servers send in x-ratelimit-reset, a Go duration ("1m30s"). */
+static int parse_reset_ms(const char *s, size_t len, int64_t now_ms,
+                          int64_t *out) {
+  int64_t v;
+  if (parse_decimal_scaled(s, len, 1000, &v)) {
+    *out = reset_to_delta_ms(v, now_ms);
+    return 1;
+  }
+  return polite_go_duration_ms(s, len, out) == 0;
+}
+
+/* In retry_after.c: days since 1970-01-01 of a proleptic Gregorian date. */
+int64_t polite__days_from_civil(int64_t y, int m, int d);
+
+static int digits_at(const char *s, size_t len, size_t at, int n, int *out) {
+  int v = 0;
+  if (at + (size_t)n > len)
+    return 0;
+  for (int i = 0; i < n; i++) {
+    if (!is_digit(s[at + i]))
+      return 0;
+    v = v * 10 + (s[at + i] - '0');
+  }
+  *out = v;
+  return 1;
+}
+
+/* An RFC 3339 timestamp ("2024-05-01T12:00:30Z", "...30.5+02:00") as Anthropic
+ * sends in anthropic-ratelimit-*-reset, turned into the time until then in
+ * ms (rounded up; a past time gives 0). Returns 1, or 0 when malformed. */
+static int parse_rfc3339_delta_ms(const char *s, size_t len, int64_t now_ms,
+                                  int64_t *out) {
+  static const int k_mdays[12] = {31, 29, 31, 30, 31, 30,
+                                  31, 31, 30, 31, 30, 31};
+  int y, mo, d, h, mi, sec, oh = 0, om = 0;
+  if (len < 20 || !digits_at(s, len, 0, 4, &y) || s[4] != '-' ||
+      !digits_at(s, len, 5, 2, &mo) || s[7] != '-' ||
+      !digits_at(s, len, 8, 2, &d) || (s[10] != 'T' && s[10] != 't') ||
+      !digits_at(s, len, 11, 2, &h) || s[13] != ':' ||
+      !digits_at(s, len, 14, 2, &mi) || s[16] != ':' ||
+      !digits_at(s, len, 17, 2, &sec))
+    return 0;
+  int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > k_mdays[mo - 1] ||
+      (mo == 2 && d == 29 && !leap) || h > 23 || mi > 59 || sec > 60)
+    return 0;
+  size_t i = 19;
+  int64_t frac_ms = 0;
+  if (i < len && s[i] == '.') {
+    size_t start = ++i;
+    int64_t scale = 100;
+    int rest = 0;
+    while (i < len && is_digit(s[i])) {
+      if (scale > 0)
+        frac_ms += (s[i] - '0') * scale;
+      else if (s[i] != '0')
+        rest = 1;
+      scale /= 10;
+      i++;
+    }
+    if (i == start)
+      return 0;
+    frac_ms += rest; /* round up: never early */
+  }
+  int sign = 0;
+  if (i < len && (s[i] == 'Z' || s[i] == 'z')) {
+    i++;
+  } else if (i < len && (s[i] == '+' || s[i] == '-')) {
+    sign = s[i] == '+' ? 1 : -1;
+    if (!digits_at(s, len, i + 1, 2, &oh) || i + 3 >= len || s[i + 3] != ':' ||
+        !digits_at(s, len, i + 4, 2, &om) || oh > 23 || om > 59)
+      return 0;
+    i += 6;
+  } else {
+    return 0;
+  }
+  if (i != len)
+    return 0;
+  int64_t t = polite__days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 +
+              sec - sign * (oh * 3600 + om * 60);
+  __int128 delta = (__int128)t * 1000 + frac_ms - now_ms;
+  *out = delta <= 0 ? 0 : delta > CAP_MS ? CAP_MS : (int64_t)delta;
+  return 1;
+}
+
+/* ---- Go durations ------------------------------------------------------ */
+
+int polite_go_duration_ms(const char *s, size_t len, int64_t *out_ms) {
+  if (s == NULL || out_ms == NULL)
+    return POLITE_EINVAL;
+  trim_ows(&s, &len);
+  if (len == 0)
+    return POLITE_EINVAL;
+  if (len == 1 && s[0] == '0') { /* Go's only unit-less duration */
+    *out_ms = 0;
+    return 0;
+  }
+  /* Sum in nanoseconds with 128-bit arithmetic, then round up to ms. */
+  const __int128 cap_ns = (__int128)CAP_MS * 1000000;
+  __int128 total = 0;
+  size_t i = 0;
+  while (i < len) {
+    __int128 ip = 0;
+    int64_t frac_num = 0, frac_den = 1;
+    int sticky = 0, digits = 0;
+    while (i < len && is_digit(s[i])) {
+      if (ip <= cap_ns)
+        ip = ip * 10 + (s[i] - '0');
+      i++;
+      digits++;
+    }
+    if (i < len && s[i] == '.') {
+      i++;
+      while (i < len && is_digit(s[i])) {
+        if (frac_den < INT64_C(1000000000000000000)) {
+          frac_num = frac_num * 10 + (s[i] - '0');
+          frac_den *= 10;
+        } else if (s[i] != '0') {
+          sticky = 1;
+        }
+        i++;
+        digits++;
+      }
+    }
+    if (digits == 0)
+      return POLITE_EINVAL;
+    /* The unit: ns, us, µs (U+00B5 or U+03BC in UTF-8), ms, s, m, h. */
+    int64_t unit;
+    size_t rest = len - i;
+    if (rest >= 2 && s[i] == 'n' && s[i + 1] == 's') {
+      unit = 1;
+      i += 2;
+    } else if (rest >= 2 && s[i] == 'u' && s[i + 1] == 's') {
+      unit = 1000;
+      i += 2;
+    } else if (rest >= 3 && (unsigned char)s[i] == 0xC2 &&
+               (unsigned char)s[i + 1] == 0xB5 && s[i + 2] == 's') {
+      unit = 1000;
+      i += 3;
+    } else if (rest >= 3 && (unsigned char)s[i] == 0xCE &&
+               (unsigned char)s[i + 1] == 0xBC && s[i + 2] == 's') {
+      unit = 1000;
+      i += 3;
+    } else if (rest >= 2 && s[i] == 'm' && s[i + 1] == 's') {
+      unit = 1000000;
+      i += 2;
+    } else if (rest >= 1 && s[i] == 's') {
+      unit = INT64_C(1000000000);
+      i += 1;
+    } else if (rest >= 1 && s[i] == 'm') {
+      unit = INT64_C(60000000000);
+      i += 1;
+    } else if (rest >= 1 && s[i] == 'h') {
+      unit = INT64_C(3600000000000);
+      i += 1;
+    } else {
+      return POLITE_EINVAL; /* missing or unknown unit */
+    }
+    __int128 fr = (__int128)frac_num * unit;
+    __int128 part = fr / frac_den + ((fr % frac_den != 0 || sticky) ? 1 : 0);
+    if (ip > cap_ns)
+      ip = cap_ns;
+    total += ip * unit + part;
+    if (total > cap_ns)
+      total = cap_ns; /* saturate: never wraps */
+  }
+  *out_ms = (int64_t)((total + 999999) / 1000000);
+  return 0;
+}
+
+/* ---- Structured fields (RFC 8941 subset) ------------------------------- */
+
+/* One list or dictionary member with the parameters polite cares about.
+ * Values that are absent or not non-negative integers stay -1. */
+typedef struct {
+  const char *key; /* dictionary key ("limit=..."), or NULL */
+  size_t key_len;
+  int64_t int_item; /* the member's value when it is an integer */
+  int64_t q, w, r, t;
+} sf_member;
+
+static int is_key_char(char c) {
+  return (c >= 'a' && c <= 'z') || is_digit(c) || c == '_' || c == '-' ||
+         c == '.' || c == '*';
+}
+
+/* RFC 9110 tchar: what a field name is made of. */
+static int is_tchar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || is_digit(c) ||
+         (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+/* RFC 8941 token characters after the first: tchar plus ':' and '/'. */
+static int is_token_char(char c) {
+  return is_tchar(c) || c == ':' || c == '/';
+}
+
+/* Reads one bare item at *p; sets *iv when it is a non-negative integer
+ * (decimals are accepted and rounded up, since a quota of "9.5" is still a
+ * number). Returns 0 on a syntax error. */
+static int sf_item(const char **p, const char *end, int64_t *iv) {
+  const char *s = *p;
+  *iv = -1;
+  if (s >= end)
+    return 0;
+  if (*s == '"') {
+    s++;
+    while (s < end && *s != '"') {
+      if (*s == '\\') {
+        s++;
+        if (s >= end)
+          return 0;
+      }
+      s++;
+    }
+    if (s >= end)
+      return 0;
+    *p = s + 1;
+    return 1;
+  }
+  if (*s == '-' || is_digit(*s)) {
+    const char *b = s;
+    if (*s == '-')
+      s++;
+    while (s < end && (is_digit(*s) || *s == '.'))
+      s++;
+    int64_t v;
+    if (*b != '-' && parse_decimal_scaled(b, (size_t)(s - b), 1, &v))
+      *iv = v;
+    *p = s;
+    return s > b;
+  }
+  if (*s == ':') { /* byte sequence: base64 between colons */
+    s++;
+    while (s < end && *s != ':') {
+      if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+            is_digit(*s) || *s == '+' || *s == '/' || *s == '='))
+        return 0;
+      s++;
+    }
+    if (s >= end)
+      return 0;
+    *p = s + 1;
+    return 1;
+  }
+  if (*s == '?') { /* boolean */
+    if (s + 1 >= end || (s[1] != '0' && s[1] != '1'))
+      return 0;
+    *p = s + 2;
+    return 1;
+  }
+  if ((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '*') {
+    while (s < end && is_token_char(*s))
+      s++;
+    *p = s;
+    return 1;
+  }
+  return 0;
+}
+
+/* Reads one member ("item;params" or "key=item;params" or a bare "key")
+ * and the comma after it. Returns 1 with *m filled, 0 at the end, -1 on a
+ * syntax error (the rest of the field is then ignored). */
+static int sf_next(const char **p, const char *end, sf_member *m) {
+  const char *s = *p;
+  memset(m, 0, sizeof *m);
+  m->int_item = m->q = m->w = m->r = m->t = -1;
+  while (s < end && is_ows(*s))
+    s++;
+  if (s >= end)
+    return 0;
+  /* A dictionary key is a lowercase key followed by '=' or by ';', ',' or
+   * the end (a bare key means true). */
+  const char *k = s;
+  if ((*s >= 'a' && *s <= 'z') || *s == '*') {
+    while (s < end && is_key_char(*s))
+      s++;
+    if (s < end && *s == '=') {
+      m->key = k;
+      m->key_len = (size_t)(s - k);
+      s++;
+    } else {
+      s = k; /* a token item, not a key */
+    }
+  }
+  if (!sf_item(&s, end, &m->int_item))
+    return -1;
+  while (s < end && *s == ';') {
+    s++;
+    while (s < end && *s == ' ')
+      s++;
+    const char *pk = s;
+    while (s < end && is_key_char(*s))
+      s++;
+    size_t pk_len = (size_t)(s - pk);
+    if (pk_len == 0)
+      return -1;
+    int64_t pv = -1;
+    if (s < end && *s == '=') {
+      s++;
+      if (!sf_item(&s, end, &pv))
+        return -1;
+    }
+    if (pk_len == 1) {
+      switch (*pk) {
+      case 'q': m->q = pv; break;
+      case 'l': /* "l" in some draft revisions' examples */
+        if (m->q < 0)
+          m->q = pv;
+        break;
+      case 'w': m->w = pv; break;
+      case 'r': m->r = pv; break;
+      case 't': m->t = pv; break;
+      default: break;
+      }
+    }
+  }
+  while (s < end && is_ows(*s))
+    s++;
+  if (s < end) {
+    if (*s != ',')
+      return -1;
+    s++;
+  }
+  *p = s;
+  return 1;
+}
+
+/* 1 when the whole field parses: the draft says malformed RateLimit fields
+ * MUST be ignored, so nothing is taken from a field with a bad member. */
+static int sf_valid(const char *v, size_t len) {
+  const char *p = v, *end = v + len;
+  sf_member m;
+  int rc, n = 0;
+  while ((rc = sf_next(&p, end, &m)) == 1)
+    n++;
+  while (len > 0 && is_ows(v[len - 1]))
+    len--;
+  /* sf_next takes "a," as a member and then the end; a list may not end
+   * with a comma. */
+  return rc == 0 && n > 0 && v[len - 1] != ',';
+}
+
+/* ---- Merging ----------------------------------------------------------
+ *
+ * Order independence: every field is combined with an operation that does
+ * not depend on arrival order. Remaining takes the minimum, reset the
+ * maximum (the most restrictive reading of several sources), limit the
+ * minimum with its policy window riding along. */
+
+static void merge_remaining(polite_headers *h, int64_t v) {
+  h->remaining = min_known(h->remaining, v);
+}
+static void merge_reset(polite_headers *h, int64_t ms) {
+  h->reset_ms = max_i64(h->reset_ms, ms);
+}
+static void merge_limit(polite_headers *h, int64_t limit, int64_t window_s) {
+  if (h->limit < 0 || limit < h->limit) {
+    h->limit = limit;
+    h->window_s = window_s;
+  } else if (limit == h->limit) {
+    h->window_s = max_i64(h->window_s, window_s);
+  }
+}
+
+/* RateLimit: either the current draft's list ("default";r=50;t=30, ...),
+ * where the most restrictive member wins (least remaining, then longest
+ * reset), or draft-07's dictionary (limit=100, remaining=50, reset=30). */
+static void feed_ratelimit(polite_headers *h, const char *v, size_t len) {
+  const char *p = v, *end = v + len;
+  sf_member m;
+  int64_t best_r = -1, best_t = -1;
+  if (!sf_valid(v, len))
+    return;
+  while (sf_next(&p, end, &m) == 1) {
+    if (m.key != NULL) {
+      if (m.int_item < 0)
+        continue;
+      if (m.key_len == 5 && memcmp(m.key, "limit", 5) == 0)
+        merge_limit(h, m.int_item, m.w);
+      else if (m.key_len == 9 && memcmp(m.key, "remaining", 9) == 0)
+        merge_remaining(h, m.int_item);
+      else if (m.key_len == 5 && memcmp(m.key, "reset", 5) == 0)
+        merge_reset(h,
+                    reset_to_delta_ms(m.int_item > NUM_SAT ? NUM_SAT * 1000
+                                                           : m.int_item * 1000,
+                                      h->now_ms));
+      continue;
+    }
+    if (m.r < 0)
+      continue;
+    if (best_r < 0 || m.r < best_r || (m.r == best_r && m.t > best_t)) {
+      best_r = m.r;
+      best_t = m.t;
+    }
+  }
+  if (best_r >= 0) {
+    merge_remaining(h, best_r);
+    if (best_t >= 0)
+      merge_reset(h, cap_ms(best_t * 1000));
+  }
+}
+
+/* RateLimit-Policy: "name";q=100;w=60 members (or the older 100;w=60). The
+ * member with the smallest quota wins, ties to the longest window. */
+static void feed_policy(polite_headers *h, const char *v, size_t len) {
+  const char *p = v, *end = v + len;
+  sf_member m;
+  if (!sf_valid(v, len))
+    return;
+  while (sf_next(&p, end, &m) == 1) {
+    int64_t q = m.q >= 0 ? m.q : m.int_item;
+    if (m.key != NULL || q < 0)
+      continue;
+    merge_limit(h, q, m.w);
+  }
+}
+
+/* RateLimit-Limit of the older drafts: "100" or "100, 100;w=60". */
+static void feed_old_limit(polite_headers *h, const char *v, size_t len) {
+  const char *p = v, *end = v + len;
+  sf_member m;
+  int64_t w = -1, q = -1;
+  if (!sf_valid(v, len))
+    return;
+  while (sf_next(&p, end, &m) == 1) {
+    if (m.key != NULL || m.int_item < 0)
+      continue;
+    if (q < 0)
+      q = m.int_item; /* the first member is the limit itself */
+    if (m.int_item == q && m.w > w)
+      w = m.w;
+  }
+  if (q >= 0)
+    merge_limit(h, q, w);
+}
+
+/* ---- Request ids --------------------------------------------------------- */
+
+/* Headers that identify a request to the vendor's support. */
+static const char *const k_request_ids[] = {"x-request-id",
+                                            "request-id",
+                                            "x-amzn-requestid",
+                                            "x-amz-request-id",
+                                            "x-amz-cf-id",
+                                            "cf-ray",
+                                            "x-github-request-id",
+                                            "x-ms-request-id",
+                                            "apim-request-id",
+                                            "x-correlation-id",
+                                            "x-cloud-trace-context",
+                                            "x-amzn-trace-id",
+                                            "x-ms-client-request-id",
+                                            "x-trace-id"};
+
+static int is_request_id(const char *n, size_t len) {
+  for (size_t i = 0; i < sizeof k_request_ids / sizeof k_request_ids[0]; i++)
+    if (name_is(n, len, k_request_ids[i]))
+      return 1;
+  return 0;
+}
+
+/* ---- The reader -------------------------------------------------------- */
+
+void polite_headers_init(polite_headers *h, int64_t now_ms) {
+  if (h == NULL)
+    return;
+  memset(h, 0, sizeof *h);
+  h->now_ms = now_ms;
+  h->retry_after.kind = POLITE_RA_NONE;
+  h->retry_after_ms = -1;
+  h->date_unix = -1;
+  h->limit = h->remaining = h->reset_ms = h->window_s = -1;
+  h->tokens_limit = h->tokens_remaining = h->tokens_reset_ms = -1;
+}
+
+static int64_t now_unix_of(const polite_headers *h) {
+  return h->now_ms >= 0 ? h->now_ms / 1000 : -((-(h->now_ms + 1)) / 1000) - 1;
+}
+
+/* Several Retry-After fields (a malformed response): a valid one beats an
+ * invalid one, and between valid ones the longer wait wins, judged against
+ * the local clock. */
+static void merge_retry_after(polite_headers *h, const polite_retry_after *ra) {
+  if (ra->kind == POLITE_RA_NONE)
+    return;
+  polite_retry_after *cur = &h->retry_after;
+  if (cur->kind == POLITE_RA_NONE || cur->kind == POLITE_RA_INVALID) {
+    if (ra->kind != POLITE_RA_INVALID || cur->kind == POLITE_RA_NONE)
+      *cur = *ra;
+    return;
+  }
+  if (ra->kind == POLITE_RA_INVALID)
+    return;
+  /* Ties are broken so that the result is the same in any order: seconds
+   * before a date (they do not depend on the Date header), then the later
+   * date. */
+  int64_t dn = polite_retry_after_delay_ms(ra, h->now_ms, -1);
+  int64_t dc = polite_retry_after_delay_ms(cur, h->now_ms, -1);
+  if (dn > dc)
+    *cur = *ra;
+  else if (dn == dc && cur->kind == POLITE_RA_DATE &&
+           (ra->kind == POLITE_RA_SECONDS || ra->date_unix > cur->date_unix))
+    *cur = *ra;
+}
+
+/* Handles the x-ratelimit-* family (GitHub, Discord, OpenAI and many
+ * others). `n` is the name after "x-ratelimit-". */
+static void feed_x_ratelimit(polite_headers *h, const char *n, size_t nl,
+                             const char *v, size_t vl) {
+  int64_t x;
+  if (name_is(n, nl, "limit") || name_is(n, nl, "limit-requests")) {
+    if (parse_uint(v, vl, &x))
+      merge_limit(h, x, -1);
+  } else if (name_is(n, nl, "remaining") ||
+             name_is(n, nl, "remaining-requests")) {
+    if (parse_uint(v, vl, &x))
+      merge_remaining(h, x);
+  } else if (name_is(n, nl, "reset")) {
+    if (parse_reset_ms(v, vl, h->now_ms, &x))
+      merge_reset(h, x);
+  } else if (name_is(n, nl, "reset-after")) { /* Discord: float seconds */
+    if (parse_decimal_scaled(v, vl, 1000, &x))
+      merge_reset(h, cap_ms(x));
+  } else if (name_is(n, nl, "reset-requests")) {
+    if (polite_go_duration_ms(v, vl, &x) == 0 ||
+        parse_decimal_scaled(v, vl, 1000, &x))
+      merge_reset(h, cap_ms(x));
+  } else if (name_is(n, nl, "limit-tokens")) {
+    if (parse_uint(v, vl, &x))
+      h->tokens_limit = min_known(h->tokens_limit, x);
+  } else if (name_is(n, nl, "remaining-tokens")) {
+    if (parse_uint(v, vl, &x))
+      h->tokens_remaining = min_known(h->tokens_remaining, x);
+  } else if (name_is(n, nl, "reset-tokens")) {
+    if (polite_go_duration_ms(v, vl, &x) == 0 ||
+        parse_decimal_scaled(v, vl, 1000, &x))
+      h->tokens_reset_ms = max_i64(h->tokens_reset_ms, cap_ms(x));
+  }
+}
+
+/* Anthropic: anthropic-ratelimit-{requests,tokens,input-tokens,
+ * output-tokens}-{limit,remaining,reset}; resets are RFC 3339 times. All
+ * three token families feed the token fields (the most restrictive wins).
+ * `n` is the name after "anthropic-ratelimit-". */
+static void feed_anthropic(polite_headers *h, const char *n, size_t nl,
+                           const char *v, size_t vl) {
+  static const char *const k_token_families[] = {"tokens-", "input-tokens-",
+                                                 "output-tokens-"};
+  int64_t x;
+  const char *field = NULL;
+  size_t fl = 0;
+  int tokens = 0;
+  if (nl > 9 && name_is(n, 9, "requests-")) {
+    field = n + 9;
+    fl = nl - 9;
+  } else {
+    for (int i = 0; i < 3; i++) {
+      size_t pl = strlen(k_token_families[i]);
+      if (nl > pl && name_is(n, pl, k_token_families[i])) {
+        field = n + pl;
+        fl = nl - pl;
+        tokens = 1;
+        break;
+      }
+    }
+  }
+  if (field == NULL)
+    return;
+  if (name_is(field, fl, "limit")) {
+    if (!parse_uint(v, vl, &x))
+      return;
+    if (tokens)
+      h->tokens_limit = min_known(h->tokens_limit, x);
+    else
+      merge_limit(h, x, -1);
+  } else if (name_is(field, fl, "remaining")) {
+    if (!parse_uint(v, vl, &x))
+      return;
+    if (tokens)
+      h->tokens_remaining = min_known(h->tokens_remaining, x);
+    else
+      merge_remaining(h, x);
+  } else if (name_is(field, fl, "reset")) {
+    if (!parse_rfc3339_delta_ms(v, vl, h->now_ms, &x))
+      return;
+    if (tokens)
+      h->tokens_reset_ms = max_i64(h->tokens_reset_ms, x);
+    else
+      merge_reset(h, x);
+  }
+}
+
+int polite_headers_feed(polite_headers *h, const char *name, size_t name_len,
+                        const char *value, size_t value_len) {
+  if (h == NULL || name == NULL)
+    return 0;
+  if (value == NULL)
+    value_len = 0;
+  const char *v = value ? value : "";
+  size_t vl = value_len;
+  trim_ows(&name, &name_len);
+  trim_ows(&v, &vl);
+  int64_t x;
+
+  if (name_is(name, name_len, "retry-after")) {
+    polite_retry_after ra;
+    polite_retry_after_parse(v, vl, now_unix_of(h), &ra);
+    merge_retry_after(h, &ra);
+  } else if (name_is(name, name_len, "retry-after-ms") ||
+             name_is(name, name_len, "x-ms-retry-after-ms")) {
+    if (parse_decimal_scaled(v, vl, 1, &x))
+      h->retry_after_ms = max_i64(h->retry_after_ms, cap_ms(x));
+  } else if (name_is(name, name_len, "date")) {
+    if (polite_http_date_parse(v, vl, now_unix_of(h), &x) == 0)
+      h->date_unix = max_i64(h->date_unix, x);
+  } else if (name_is(name, name_len, "ratelimit")) {
+    feed_ratelimit(h, v, vl);
+  } else if (name_is(name, name_len, "ratelimit-policy")) {
+    feed_policy(h, v, vl);
+  } else if (name_is(name, name_len, "ratelimit-limit")) {
+    feed_old_limit(h, v, vl);
+  } else if (name_is(name, name_len, "ratelimit-remaining")) {
+    if (parse_uint(v, vl, &x))
+      merge_remaining(h, x);
+  } else if (name_is(name, name_len, "ratelimit-reset")) {
+    if (parse_reset_ms(v, vl, h->now_ms, &x))
+      merge_reset(h, x);
+  } else if (name_len > 12 && name_is(name, 12, "x-ratelimit-")) {
+    feed_x_ratelimit(h, name + 12, name_len - 12, v, vl);
+  } else if (name_len > 20 && name_is(name, 20, "anthropic-ratelimit-")) {
+    feed_anthropic(h, name + 20, name_len - 20, v, vl);
+  } else if (is_request_id(name, name_len)) {
+    if (vl > 0) {
+      h->saw_request_id = 1;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int polite_headers_feed_line(polite_headers *h, const char *line, size_t len) {
+  if (h == NULL || line == NULL)
+    return 0;
+  while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+    len--;
+  const char *colon = memchr(line, ':', len);
+  if (colon == NULL || colon == line)
+    return 0;
+  /* The name must be an HTTP token: this skips status lines ("HTTP/1.1 429
+   * Too Many Requests: x" has spaces and a slash), "Name : value" and
+   * folded continuation lines. */
+  for (const char *p = line; p < colon; p++)
+    if (!is_tchar(*p))
+      return 0;
+  return polite_headers_feed(h, line, (size_t)(colon - line), colon + 1,
+                             len - (size_t)(colon - line) - 1);
+}
+
+int64_t polite_headers_wait_ms(const polite_headers *h,
+                               polite_wait_source *source) {
+  polite_wait_source src = POLITE_WAIT_NONE;
+  int64_t ms = -1;
+  if (h == NULL) {
+    /* nothing */
+  } else if (h->retry_after_ms >= 0) {
+    src = POLITE_WAIT_MS;
+    ms = h->retry_after_ms;
+  } else if (h->retry_after.kind == POLITE_RA_SECONDS ||
+             h->retry_after.kind == POLITE_RA_DATE) {
+    src = h->retry_after.kind == POLITE_RA_SECONDS ? POLITE_WAIT_SECONDS
+                                                   : POLITE_WAIT_DATE;
+    ms = polite_retry_after_delay_ms(&h->retry_after, h->now_ms, h->date_unix);
+  } else if ((h->remaining == 0 && h->reset_ms >= 0) ||
+             (h->tokens_remaining == 0 && h->tokens_reset_ms >= 0)) {
+    src = POLITE_WAIT_RESET;
+    if (h->remaining == 0 && h->reset_ms >= 0)
+      ms = h->reset_ms;
+    if (h->tokens_remaining == 0 && h->tokens_reset_ms > ms)
+      ms = h->tokens_reset_ms;
+  } else if (h->retry_after.kind == POLITE_RA_INVALID) {
+    src = POLITE_WAIT_INVALID;
+  }
+  if (source != NULL)
+    *source = src;
+  return ms;
+}
+
+/* ---- Quota hints in bodies ----------------------------------------------- */
+
+static int contains_ci(const char *s, size_t len, const char *needle) {
+  size_t n = strlen(needle);
+  if (n == 0 || n > len)
+    return 0;
+  for (size_t i = 0; i + n <= len; i++) {
+    size_t j = 0;
+    while (j < n && lower(s[i + j]) == needle[j])
+      j++;
+    if (j == n)
+      return 1;
+  }
+  return 0;
+}
+
+static int contains_any(const char *s, size_t len, const char *const *list) {
+  for (; *list != NULL; list++)
+    if (contains_ci(s, len, *list))
+      return 1;
+  return 0;
+}
+
+/* Decides in three tiers (all case-insensitive, first 64 KiB):
+ *  1. strong markers only ever mean "the allowance is spent": 1;
+ *  2. weak markers mean "a quota was exceeded", which Google, Gemini and the
+ *     IETF draft's "#quota-exceeded" problem type also say for per-minute
+ *     limits: 1 when a long window (per day/month, daily...) is named, 0 when
+ *     a short window or a "try again in" is named, else 1;
+ *  3. anything else (rate_limit_exceeded, "Rate limit reached"): 0. */
+int polite_body_quota_hint(const char *body, size_t len) {
+  if (body == NULL)
+    return 0;
+  if (len > 65536)
+    len = 65536;
+  static const char *const strong[] = {
+      "insufficient_quota", "credit balance is too low",
+      "spend limit",        "spending limit",
+      "billing_hard_limit", "billing hard limit",
+      "daily limit",        "daily quota",
+      "monthly quota",      "monthly limit",
+      "usage limit",        NULL};
+  static const char *const weak[] = {"exceeded your current quota",
+                                     "quota exceeded",
+                                     "quota_exceeded",
+                                     "quota-exceeded",
+                                     "quotaexceeded",
+                                     "exceeded quota",
+                                     "billing",
+                                     NULL};
+  static const char *const long_window[] = {
+      "per day",   "perday", "per_day", "per month", "permonth",
+      "per_month", "daily",  "monthly", NULL};
+  static const char *const short_window[] = {
+      "per minute", "perminute", "per_minute",   "per second", "persecond",
+      "per_second", "per hour",  "perhour",      "per_hour",   "rate limit",
+      "rate_limit", "ratelimit", "try again in", "retry in",   "retry after",
+      "seconds",    NULL};
+  if (contains_any(body, len, strong))
+    return 1;
+  if (!contains_any(body, len, weak))
+    return 0;
+  if (contains_any(body, len, long_window))
+    return 1;
+  return contains_any(body, len, short_window) ? 0 : 1;
+}
