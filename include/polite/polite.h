@@ -4,5 +4,6 @@
 
 #include <polite/version.h>
 #include <polite/core.h>
+#include <polite/diagnose.h>
 
 #endif

@@ -1,0 +1,409 @@
+/* polite diagnose: say who sent a 429/503 and what kind of limit it is, from
+ * a raw response (`curl -si` output) or from one request made to a URL. */
+#include "cli.h"
+
+#include <polite/clock.h>
+#include <polite/diagnose.h>
+#include <polite/polite.h>
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMD "diagnose"
+/* Larger inputs are not responses anyone pastes; the body is only read up
+ * to 64 KiB anyway. */
+#define DIAG_MAX_INPUT ((size_t)16 * 1024 * 1024)
+#define MAX_HEADERS 64
+
+static void help(FILE *f) {
+  fprintf(
+      f,
+      "Usage: polite diagnose [--json] [--now UNIX_SECONDS] [FILE | - | URL]\n"
+      "       polite diagnose [--json] [-H 'K: V']... [-X METHOD] [-d DATA]\n"
+      "                       [-k] [-L] [--max-time SECONDS] URL\n\n"
+      "Says who sent a 429/503 (origin API, CDN, gateway or proxy), what kind\n"
+      "of limit it is (rate, concurrency, quota, tokens), whether retrying\n"
+      "helps and after how long, and the request ids to quote to support.\n\n"
+      "FILE is a raw response as 'curl -si' prints it; '-' or nothing reads\n"
+      "standard input. A URL (http:// or https://) is requested once.\n\n"
+      "Options:\n"
+      "  --json              one JSON object instead of plain words\n"
+      "  --now UNIX_SECONDS  the clock for reset times and HTTP-dates\n"
+      "                      (default: now)\n"
+      "  -H 'Name: value'    request header (URL only; repeatable)\n"
+      "  -X METHOD           request method (URL only; default GET, or POST\n"
+      "                      with -d)\n"
+      "  -d DATA             request body (URL only)\n"
+      "  -k, --insecure      do not verify the TLS certificate (URL only)\n"
+      "  -L, --location      follow redirects (URL only)\n"
+      "  --max-time SECONDS  give up on the request after this long\n"
+      "                      (default 30)\n\n"
+      "Exit status: 0 a diagnosis was made (even 'unknown'), 1 the input is\n"
+      "not a response or the request failed, 2 usage error.\n");
+}
+
+/* A growing byte buffer; NUL-terminated for convenience. */
+struct buf {
+  char *p;
+  size_t n, cap;
+  int overflow;
+};
+
+static int buf_add(struct buf *b, const char *s, size_t n) {
+  if (b->n + n > DIAG_MAX_INPUT) {
+    b->overflow = 1;
+    n = DIAG_MAX_INPUT - b->n;
+  }
+  if (b->n + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->n + n + 1)
+      cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (p == NULL)
+      return -1;
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = '\0';
+  return 0;
+}
+
+static int read_stream(FILE *f, struct buf *b) {
+  char chunk[8192];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    if (buf_add(b, chunk, n) != 0)
+      return -1;
+    if (b->overflow)
+      break;
+  }
+  return ferror(f) ? -1 : 0;
+}
+
+/* ---- one request with libcurl ------------------------------------------ */
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud) {
+  struct buf *b = ud;
+  size_t n = size * nmemb;
+  if (!b->overflow && buf_add(b, ptr, n) != 0)
+    return 0;
+  return n; /* keep reading past the cap: the diagnosis needs the end */
+}
+
+struct request {
+  const char *url;
+  const char *method;
+  const char *data;
+  const char *headers[MAX_HEADERS];
+  int n_headers;
+  int insecure;
+  int follow;
+  long max_time_s;
+};
+
+/* Makes the request and writes what `curl -si` would print into *raw:
+ * libcurl hands every header line (status lines of interim and redirect
+ * responses included) to the header callback before the final body. */
+static int fetch(const struct request *rq, struct buf *raw) {
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    fprintf(stderr, "polite " CMD ": libcurl could not start\n");
+    return -1;
+  }
+  CURL *c = curl_easy_init();
+  struct curl_slist *hl = NULL;
+  struct buf body = {0};
+  int rc = -1;
+  if (c == NULL)
+    goto out;
+  for (int i = 0; i < rq->n_headers; i++) {
+    struct curl_slist *t = curl_slist_append(hl, rq->headers[i]);
+    if (t == NULL)
+      goto out;
+    hl = t;
+  }
+  curl_easy_setopt(c, CURLOPT_URL, rq->url);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_data);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, raw);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, rq->follow ? 1L : 0L);
+  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, rq->insecure ? 0L : 1L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, rq->insecure ? 0L : 2L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, rq->max_time_s);
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "polite/" POLITE_VERSION_STR);
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  if (rq->data != NULL) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, rq->data);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(rq->data));
+  }
+  if (rq->method != NULL)
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method);
+  if (strcmp(rq->method ? rq->method : "", "HEAD") == 0)
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+
+  CURLcode res = curl_easy_perform(c);
+  if (res != CURLE_OK) {
+    /* The URL is not repeated: its query may carry a key. */
+    fprintf(stderr, "polite " CMD ": the request failed: %s\n",
+            curl_easy_strerror(res));
+    goto out;
+  }
+  if (body.n > 0 && buf_add(raw, body.p, body.n) != 0)
+    goto out;
+  rc = 0;
+out:
+  free(body.p);
+  curl_slist_free_all(hl);
+  if (c)
+    curl_easy_cleanup(c);
+  curl_global_cleanup();
+  return rc;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static const char *wait_source_name(const polite_diagnosis *d) {
+  switch (d->wait_source) {
+  case POLITE_WAIT_SECONDS: return "retry-after";
+  case POLITE_WAIT_DATE: return "retry-after-date";
+  case POLITE_WAIT_MS: return "retry-after-ms";
+  case POLITE_WAIT_RESET: return "reset";
+  case POLITE_WAIT_INVALID: return "invalid";
+  default: return d->wait_ms >= 0 ? "vendor-default" : "none";
+  }
+}
+
+static void print_json(const polite_diagnosis *d) {
+  printf("{\"status\":%d,\"component\":", d->status);
+  cli_json_string(stdout, polite_diagnosis_component(d));
+  printf(",\"kind\":\"%s\",\"vendor\":", polite_component_kind_name(d->kind));
+  if (d->vendor[0])
+    cli_json_string(stdout, d->vendor);
+  else
+    fputs("null", stdout);
+  printf(",\"limit\":\"%s\",\"retry_helps\":%s,\"wait_ms\":",
+         polite_limit_name(d->limit), d->retry_helps ? "true" : "false");
+  if (d->wait_ms >= 0)
+    printf("%lld", (long long)d->wait_ms);
+  else
+    fputs("null", stdout);
+  printf(",\"wait_source\":\"%s\",\"request_ids\":[", wait_source_name(d));
+  for (size_t i = 0; i < d->n_ids; i++) {
+    printf("%s{\"name\":", i ? "," : "");
+    cli_json_string(stdout, d->ids[i].name);
+    fputs(",\"value\":", stdout);
+    cli_json_string(stdout, d->ids[i].value);
+    fputc('}', stdout);
+  }
+  fputs("],\"through\":[", stdout);
+  for (size_t i = 0; i < d->n_through; i++) {
+    if (i)
+      fputc(',', stdout);
+    cli_json_string(stdout, d->through[i]);
+  }
+  fputs("],\"evidence\":[", stdout);
+  for (size_t i = 0; i < d->n_evidence; i++) {
+    if (i)
+      fputc(',', stdout);
+    cli_json_string(stdout, d->evidence[i]);
+  }
+  fputs("],\"advice\":", stdout);
+  cli_json_string(stdout, polite_diagnosis_advice(d));
+  fputs("}\n", stdout);
+}
+
+static void print_text(const polite_diagnosis *d) {
+  printf("status:      %d\n", d->status);
+  if (d->kind == POLITE_COMP_UNKNOWN)
+    printf("sent by:     unknown (no vendor evidence; not guessed)\n");
+  else
+    printf("sent by:     %s (%s)\n", polite_diagnosis_component(d),
+           polite_component_kind_name(d->kind));
+  if (d->n_through > 0) {
+    printf("through:     ");
+    for (size_t i = 0; i < d->n_through; i++)
+      printf("%s%s", i ? ", " : "", d->through[i]);
+    printf(" (passed it on, did not send it)\n");
+  }
+  printf("limit:       %s\n", polite_limit_name(d->limit));
+  if (d->wait_ms >= 0)
+    printf("wait:        %lld ms (%s)\n", (long long)d->wait_ms,
+           wait_source_name(d));
+  else
+    printf("wait:        not given by the server\n");
+  printf("retry helps: %s\n", d->retry_helps ? "yes" : "no");
+  printf("advice:      %s", polite_diagnosis_advice(d));
+  if (d->retry_helps && d->wait_ms >= 0)
+    printf(" (wait at least %.1f s)", (double)d->wait_ms / 1000.0);
+  else if (d->limit == POLITE_LIMIT_QUOTA && d->wait_ms > 0)
+    printf(" (the server says it renews in %.0f s)",
+           (double)d->wait_ms / 1000.0);
+  printf(".\n");
+  if (d->n_ids > 0) {
+    printf("request ids (quote these to support):\n");
+    for (size_t i = 0; i < d->n_ids; i++)
+      printf("  %s: %s\n", d->ids[i].name, d->ids[i].value);
+  }
+  if (d->n_evidence > 0) {
+    printf("evidence:\n");
+    for (size_t i = 0; i < d->n_evidence; i++)
+      printf("  - %s\n", d->evidence[i]);
+  }
+}
+
+static int is_url(const char *s) {
+  return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
+}
+
+int cmd_diagnose(int argc, char **argv) {
+  int json = 0;
+  int64_t now_ms = -1;
+  const char *input = NULL;
+  int url_only = 0; /* an option that only makes sense with a URL */
+  const char *url_opt = NULL;
+  struct request rq = {.max_time_s = 30};
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      help(stdout);
+      return CLI_EXIT_OK;
+    } else if (strcmp(a, "--json") == 0) {
+      json = 1;
+    } else if (strcmp(a, "--now") == 0) {
+      long long v;
+      if (i + 1 >= argc)
+        return cli_usage(CMD, "--now needs UNIX_SECONDS");
+      if (cli_parse_int(argv[++i], &v) != 0 || v < 0 || v > INT64_MAX / 1000)
+        return cli_usage(CMD, "--now: '%s' is not a Unix time in seconds",
+                         argv[i]);
+      now_ms = (int64_t)v * 1000;
+    } else if (strcmp(a, "-H") == 0 || strcmp(a, "--header") == 0) {
+      if (i + 1 >= argc)
+        return cli_usage(CMD, "%s needs 'Name: value'", a);
+      const char *h = argv[++i];
+      const char *colon = strchr(h, ':');
+      if (colon == NULL || colon == h)
+        return cli_usage(CMD,
+                         "%s: expected 'Name: value', got a value "
+                         "without a colon",
+                         a); /* value may be secret */
+      if (rq.n_headers >= MAX_HEADERS)
+        return cli_usage(CMD, "too many -H options (at most %d)", MAX_HEADERS);
+      rq.headers[rq.n_headers++] = h;
+      url_only = 1;
+      url_opt = a;
+    } else if (strcmp(a, "-X") == 0 || strcmp(a, "--request") == 0) {
+      if (i + 1 >= argc || argv[i + 1][0] == '\0')
+        return cli_usage(CMD, "%s needs a METHOD", a);
+      rq.method = argv[++i];
+      for (const char *p = rq.method; *p; p++)
+        if (*p <= ' ' || *p >= 0x7f)
+          return cli_usage(CMD, "%s: '%s' is not a method", a, rq.method);
+      url_only = 1;
+      url_opt = a;
+    } else if (strcmp(a, "-d") == 0 || strcmp(a, "--data") == 0) {
+      if (i + 1 >= argc)
+        return cli_usage(CMD, "%s needs DATA", a);
+      rq.data = argv[++i];
+      url_only = 1;
+      url_opt = a;
+    } else if (strcmp(a, "-k") == 0 || strcmp(a, "--insecure") == 0) {
+      rq.insecure = 1;
+      url_only = 1;
+      url_opt = a;
+    } else if (strcmp(a, "-L") == 0 || strcmp(a, "--location") == 0) {
+      rq.follow = 1;
+      url_only = 1;
+      url_opt = a;
+    } else if (strcmp(a, "--max-time") == 0) {
+      unsigned long long v;
+      if (i + 1 >= argc)
+        return cli_usage(CMD, "--max-time needs SECONDS");
+      if (cli_parse_uint(argv[++i], 86400, &v) != 0 || v == 0)
+        return cli_usage(CMD,
+                         "--max-time: '%s' is not a number of seconds "
+                         "from 1 to 86400",
+                         argv[i]);
+      rq.max_time_s = (long)v;
+      url_only = 1;
+      url_opt = a;
+    } else if (strcmp(a, "--") == 0 && i + 1 < argc) {
+      /* Everything after -- is the input (a file named like an option). */
+      if (input != NULL || i + 2 < argc)
+        return cli_usage(CMD, "one input only after '--'");
+      input = argv[++i];
+    } else if (a[0] == '-' && a[1] != '\0') {
+      return cli_usage(CMD, "unknown option '%s'", a);
+    } else if (input != NULL) {
+      return cli_usage(CMD, "one input only: '%s' after '%s'", a, input);
+    } else {
+      input = a;
+    }
+  }
+  if (url_only && (input == NULL || !is_url(input)))
+    return cli_usage(CMD, "%s only applies to a URL (http:// or https://)",
+                     url_opt);
+  if (now_ms < 0)
+    now_ms = polite_wall_ms();
+
+  struct buf raw = {0};
+  const char *name; /* for messages */
+  if (input != NULL && is_url(input)) {
+    rq.url = input;
+    if (rq.data != NULL && rq.method == NULL)
+      rq.method = "POST";
+    name = "the response";
+    if (fetch(&rq, &raw) != 0) {
+      free(raw.p);
+      return CLI_EXIT_FAILED;
+    }
+  } else if (input == NULL || strcmp(input, "-") == 0) {
+    name = "<stdin>";
+    if (read_stream(stdin, &raw) != 0) {
+      fprintf(stderr, "polite " CMD ": cannot read standard input: %s\n",
+              strerror(errno));
+      free(raw.p);
+      return CLI_EXIT_FAILED;
+    }
+  } else {
+    name = input;
+    FILE *f = fopen(input, "rb");
+    if (f == NULL) {
+      fprintf(stderr, "polite " CMD ": cannot open '%s': %s\n", input,
+              strerror(errno));
+      return CLI_EXIT_FAILED;
+    }
+    int rc = read_stream(f, &raw);
+    int saved = errno;
+    fclose(f);
+    if (rc != 0) {
+      fprintf(stderr, "polite " CMD ": cannot read '%s': %s\n", input,
+              strerror(saved));
+      free(raw.p);
+      return CLI_EXIT_FAILED;
+    }
+  }
+
+  polite_diagnosis d;
+  polite_diag_error err = {0};
+  int rc =
+      polite_diagnose_response(&d, raw.p ? raw.p : "", raw.n, now_ms, &err);
+  free(raw.p);
+  if (rc != 0) {
+    fprintf(stderr, "polite " CMD ": %s:%d: %s\n", name, err.line, err.message);
+    return CLI_EXIT_FAILED;
+  }
+  if (json)
+    print_json(&d);
+  else
+    print_text(&d);
+  return CLI_EXIT_OK;
+}
