@@ -1,0 +1,545 @@
+/* polite proxy: options, shared by command-line flags and the JSON --config
+ * file. */
+#include "px.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static void cfg_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void cfg_err(char *err, size_t errlen, const char *fmt, ...) {
+  if (err == NULL || errlen == 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+void polite__px_config_init(px_config *c) {
+  memset(c, 0, sizeof *c);
+  c->listen = strdup("127.0.0.1:8000");
+  c->retry_after_s = 2;
+  c->burst = 1;
+  c->rate_scope = PX_SCOPE_GLOBAL;
+  c->quota = -1;
+  c->scope = PX_SCOPE_URL;
+}
+
+void polite__px_config_free(px_config *c) {
+  free(c->listen);
+  free(c->upstream);
+  for (size_t i = 0; i < c->nwatch; i++)
+    free(c->watch[i]);
+  free(c->watch);
+  free(c->errors_file);
+  free(c->mocks_file);
+  free(c->report);
+  free(c->report_md);
+  free(c->log);
+  free(c->ready_file);
+  polite__px_rules_free(&c->errors);
+  polite__px_rules_free(&c->mocks);
+  memset(c, 0, sizeof *c);
+}
+
+/* Option names compared without case, dashes or underscores, so that
+ * "failure-rate", "failureRate" and "failure_rate" are one option. */
+static void norm(const char *in, char *out, size_t size) {
+  size_t o = 0;
+  for (; *in && o + 1 < size; in++) {
+    if (*in == '-' || *in == '_')
+      continue;
+    out[o++] = (char)tolower((unsigned char)*in);
+  }
+  out[o] = '\0';
+}
+
+typedef enum {
+  O_LISTEN,
+  O_UPSTREAM,
+  O_WATCH,
+  O_FAILURE,
+  O_SEED,
+  O_RETRY_AFTER,
+  O_ERRORS,
+  O_MOCKS,
+  O_RATE,
+  O_BURST,
+  O_RATE_SCOPE,
+  O_QUOTA,
+  O_SCOPE,
+  O_PENALTY,
+  O_LATENCY,
+  O_REPORT,
+  O_REPORT_MD,
+  O_LOG,
+  O_READY
+} opt_id;
+
+static const struct {
+  const char *name; /* kebab-case, as on the command line */
+  opt_id id;
+  int is_bool;
+} opts[] = {
+    {"listen", O_LISTEN, 0},
+    {"upstream", O_UPSTREAM, 0},
+    {"watch", O_WATCH, 0},
+    {"failure-rate", O_FAILURE, 0},
+    {"seed", O_SEED, 0},
+    {"retry-after", O_RETRY_AFTER, 0},
+    {"errors-file", O_ERRORS, 0},
+    {"mocks-file", O_MOCKS, 0},
+    {"rate-limit", O_RATE, 0},
+    {"burst", O_BURST, 0},
+    {"rate-limit-scope", O_RATE_SCOPE, 0},
+    {"quota", O_QUOTA, 0},
+    {"retry-after-scope", O_SCOPE, 0},
+    {"penalty", O_PENALTY, 1},
+    {"latency", O_LATENCY, 0},
+    {"report", O_REPORT, 0},
+    {"report-md", O_REPORT_MD, 0},
+    {"log", O_LOG, 0},
+    {"ready-file", O_READY, 0},
+};
+
+static int find_opt(const char *name) {
+  char a[64], b[64];
+  norm(name, a, sizeof a);
+  for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+    norm(opts[i].name, b, sizeof b);
+    if (strcmp(a, b) == 0)
+      return (int)i;
+  }
+  return -1;
+}
+
+int polite__px_config_known(const char *name) {
+  return find_opt(name) >= 0;
+}
+
+int polite__px_config_is_bool(const char *name) {
+  int i = find_opt(name);
+  return i >= 0 && opts[i].is_bool;
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out) {
+  if (s == NULL || !isdigit((unsigned char)s[0]))
+    return -1;
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end != '\0' || v > max)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_scope(const char *s, int allow_global, px_scope *out) {
+  if (strcasecmp(s, "url") == 0)
+    *out = PX_SCOPE_URL;
+  else if (strcasecmp(s, "host") == 0)
+    *out = PX_SCOPE_HOST;
+  else if (strcasecmp(s, "client") == 0)
+    *out = PX_SCOPE_CLIENT;
+  else if (allow_global && strcasecmp(s, "global") == 0)
+    *out = PX_SCOPE_GLOBAL;
+  else
+    return -1;
+  return 0;
+}
+
+/* "N/UNIT": q and w for RateLimit-Policy. The rate itself comes from
+ * polite_rate_parse so that the proxy and `polite run` agree on units. */
+static int parse_rate_window(const char *s, int64_t *n, int64_t *w) {
+  uint64_t v;
+  const char *slash = strchr(s, '/');
+  if (slash == NULL)
+    return -1;
+  char num[32];
+  size_t len = (size_t)(slash - s);
+  if (len == 0 || len >= sizeof num)
+    return -1;
+  memcpy(num, s, len);
+  num[len] = '\0';
+  if (parse_u64(num, 1000000000, &v) < 0 || v == 0)
+    return -1;
+  const char *u = slash + 1;
+  int64_t win;
+  if (!strcmp(u, "s") || !strcmp(u, "sec") || !strcmp(u, "second"))
+    win = 1;
+  else if (!strcmp(u, "m") || !strcmp(u, "min") || !strcmp(u, "minute"))
+    win = 60;
+  else if (!strcmp(u, "h") || !strcmp(u, "hour"))
+    win = 3600;
+  else if (!strcmp(u, "d") || !strcmp(u, "day"))
+    win = 86400;
+  else
+    return -1;
+  *n = (int64_t)v;
+  *w = win;
+  return 0;
+}
+
+static char *resolve(const char *base_dir, const char *value) {
+  if (base_dir == NULL || value[0] == '/' || base_dir[0] == '\0')
+    return strdup(value);
+  size_t n = strlen(base_dir) + strlen(value) + 2;
+  char *p = malloc(n);
+  if (p)
+    snprintf(p, n, "%s/%s", base_dir, value);
+  return p;
+}
+
+static int set_str(char **dst, const char *v) {
+  char *p = strdup(v);
+  if (p == NULL)
+    return -1;
+  free(*dst);
+  *dst = p;
+  return 0;
+}
+
+int polite__px_config_set(px_config *c, const char *name, const char *value,
+                          const char *base_dir, char *err, size_t errlen) {
+  int i = find_opt(name);
+  if (i < 0) {
+    cfg_err(err, errlen, "unknown option '%s'", name);
+    return -2;
+  }
+  const char *on = opts[i].name;
+  if (value == NULL && !opts[i].is_bool) {
+    cfg_err(err, errlen, "--%s needs a value", on);
+    return -1;
+  }
+  uint64_t u;
+  switch (opts[i].id) {
+  case O_LISTEN: {
+    const char *colon = strrchr(value, ':');
+    if (colon == NULL || colon == value ||
+        parse_u64(colon + 1, 65535, &u) < 0) {
+      cfg_err(err, errlen,
+              "--%s: expected ADDR:PORT (e.g. 127.0.0.1:8000), got '%s'", on,
+              value);
+      return -1;
+    }
+    return set_str(&c->listen, value);
+  }
+  case O_UPSTREAM:
+    if (strncasecmp(value, "http://", 7) != 0 || value[7] == '\0') {
+      char *shown = polite__px_redact_url(value);
+      cfg_err(err, errlen,
+              "--%s: expected an http:// URL (https upstreams are not "
+              "supported), got '%s'",
+              on, shown ? shown : "?");
+      free(shown);
+      return -1;
+    }
+    return set_str(&c->upstream, value);
+  case O_WATCH: {
+    if (value[0] == '\0' || (value[0] == '!' && value[1] == '\0')) {
+      cfg_err(err, errlen, "--%s: empty pattern '%s'", on, value);
+      return -1;
+    }
+    char **nw = realloc(c->watch, (c->nwatch + 1) * sizeof *nw);
+    if (nw == NULL)
+      return -1;
+    c->watch = nw;
+    if ((c->watch[c->nwatch] = strdup(value)) == NULL)
+      return -1;
+    c->nwatch++;
+    return 0;
+  }
+  case O_FAILURE: {
+    char *end;
+    errno = 0;
+    double d = strtod(value, &end);
+    if (value[0] == '\0' || *end != '\0' || errno || !(d >= 0 && d <= 100)) {
+      cfg_err(err, errlen, "--%s: expected a percentage 0-100, got '%s'", on,
+              value);
+      return -1;
+    }
+    c->failure_rate = d;
+    c->failure_rate_set = 1;
+    return 0;
+  }
+  case O_SEED:
+    if (parse_u64(value, UINT64_MAX, &u) < 0) {
+      cfg_err(err, errlen, "--%s: expected a whole number, got '%s'", on,
+              value);
+      return -1;
+    }
+    c->seed = u;
+    c->has_seed = 1;
+    return 0;
+  case O_RETRY_AFTER:
+    if (parse_u64(value, 86400 * 366, &u) < 0) {
+      cfg_err(err, errlen, "--%s: expected whole seconds 0-31622400, got '%s'",
+              on, value);
+      return -1;
+    }
+    c->retry_after_s = (int64_t)u;
+    return 0;
+  case O_ERRORS:
+  case O_MOCKS: {
+    char *p = resolve(base_dir, value);
+    if (p == NULL)
+      return -1;
+    char **dst = opts[i].id == O_ERRORS ? &c->errors_file : &c->mocks_file;
+    free(*dst);
+    *dst = p;
+    return 0;
+  }
+  case O_RATE: {
+    if (!strcmp(value, "0") || !strcasecmp(value, "off")) {
+      c->rate_per_s = 0;
+      return 0;
+    }
+    double per_s = 0;
+    int64_t n, w;
+    if (polite_rate_parse(value, &per_s) != 0 || !(per_s > 0) ||
+        parse_rate_window(value, &n, &w) < 0) {
+      cfg_err(err, errlen,
+              "--%s: expected N/UNIT with UNIT s, min, h or day (e.g. 10/s, "
+              "120/min), got '%s'",
+              on, value);
+      return -1;
+    }
+    c->rate_per_s = per_s;
+    c->rate_n = n;
+    c->rate_window_s = w;
+    return 0;
+  }
+  case O_BURST:
+    if (parse_u64(value, 1000000, &u) < 0 || u == 0) {
+      cfg_err(err, errlen, "--%s: expected a whole number >= 1, got '%s'", on,
+              value);
+      return -1;
+    }
+    c->burst = (unsigned)u;
+    return 0;
+  case O_RATE_SCOPE:
+  case O_SCOPE: {
+    int glob = opts[i].id == O_RATE_SCOPE;
+    px_scope sc;
+    if (parse_scope(value, glob, &sc) < 0) {
+      cfg_err(err, errlen, "--%s: expected %s, got '%s'", on,
+              glob ? "global, url, host or client" : "url, host or client",
+              value);
+      return -1;
+    }
+    if (glob)
+      c->rate_scope = sc;
+    else
+      c->scope = sc;
+    return 0;
+  }
+  case O_QUOTA:
+    if (parse_u64(value, INT64_MAX, &u) < 0) {
+      cfg_err(err, errlen,
+              "--%s: expected a whole number of requests, got '%s'", on, value);
+      return -1;
+    }
+    c->quota = (int64_t)u;
+    return 0;
+  case O_PENALTY:
+    if (value == NULL || !strcasecmp(value, "true") || !strcmp(value, "1"))
+      c->penalty = 1;
+    else if (!strcasecmp(value, "false") || !strcmp(value, "0"))
+      c->penalty = 0;
+    else {
+      cfg_err(err, errlen, "--%s: expected true or false, got '%s'", on, value);
+      return -1;
+    }
+    return 0;
+  case O_LATENCY: {
+    uint64_t lo, hi;
+    char a[32], b[32];
+    const char *dash = strchr(value, '-');
+    size_t la = dash ? (size_t)(dash - value) : strlen(value);
+    if (la == 0 || la >= sizeof a || (dash && strlen(dash + 1) >= sizeof b))
+      goto bad_latency;
+    memcpy(a, value, la);
+    a[la] = '\0';
+    snprintf(b, sizeof b, "%s", dash ? dash + 1 : a);
+    if (parse_u64(a, 600000, &lo) < 0 || parse_u64(b, 600000, &hi) < 0 ||
+        hi < lo)
+      goto bad_latency;
+    c->latency_min_ms = (int64_t)lo;
+    c->latency_max_ms = (int64_t)hi;
+    return 0;
+  bad_latency:
+    cfg_err(err, errlen,
+            "--%s: expected MIN-MAX milliseconds (e.g. 50-200) or one number, "
+            "got '%s'",
+            on, value);
+    return -1;
+  }
+  case O_REPORT: return set_str(&c->report, value);
+  case O_REPORT_MD: return set_str(&c->report_md, value);
+  case O_LOG: return set_str(&c->log, value);
+  case O_READY: return set_str(&c->ready_file, value);
+  }
+  return -1;
+}
+
+/* Line of the first occurrence of "key" in the text: jansson gives positions
+ * only for syntax errors, and a field name is what a reader looks for. */
+static int key_line(const char *text, size_t len, const char *key) {
+  size_t k = strlen(key);
+  int line = 1;
+  for (size_t i = 0; i < len; i++) {
+    if (text[i] == '\n')
+      line++;
+    else if (text[i] == '"' && i + k + 1 < len &&
+             memcmp(text + i + 1, key, k) == 0 && text[i + k + 1] == '"')
+      return line;
+  }
+  return 0;
+}
+
+int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
+                                 const char *name, const char *base_dir,
+                                 char *err, size_t errlen) {
+  json_error_t je;
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+  if (root == NULL) {
+    cfg_err(err, errlen, "%s:%d:%d: %s", name, je.line, je.column, je.text);
+    return -1;
+  }
+  if (!json_is_object(root)) {
+    cfg_err(err, errlen, "%s:1: expected a JSON object of options", name);
+    json_decref(root);
+    return -1;
+  }
+  const char *key;
+  json_t *v;
+  int rc = 0;
+  json_object_foreach(root, key, v) {
+    if (key[0] == '$' || json_is_null(v))
+      continue; /* "$schema" and the like */
+    int line = key_line(text, len, key);
+    char msg[512];
+    char buf[64];
+    if (!polite__px_config_known(key)) {
+      cfg_err(err, errlen, "%s:%d: field '%s': unknown option", name, line,
+              key);
+      rc = -1;
+      break;
+    }
+    int is_watch = find_opt(key) == find_opt("watch");
+    if (json_is_array(v) && is_watch) {
+      size_t i;
+      json_t *item;
+      json_array_foreach(v, i, item) {
+        if (!json_is_string(item)) {
+          cfg_err(err, errlen, "%s:%d: field '%s'[%zu]: expected a string",
+                  name, line, key, i);
+          rc = -1;
+          break;
+        }
+        if (polite__px_config_set(c, key, json_string_value(item), base_dir,
+                                  msg, sizeof msg) < 0) {
+          cfg_err(err, errlen, "%s:%d: field '%s': %s", name, line, key, msg);
+          rc = -1;
+          break;
+        }
+      }
+      if (rc)
+        break;
+      continue;
+    }
+    const char *sv = NULL;
+    if (json_is_string(v))
+      sv = json_string_value(v);
+    else if (json_is_integer(v)) {
+      snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+      sv = buf;
+    } else if (json_is_real(v)) {
+      snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
+      sv = buf;
+    } else if (json_is_boolean(v) && polite__px_config_is_bool(key)) {
+      sv = json_is_true(v) ? "true" : "false";
+    } else {
+      cfg_err(err, errlen, "%s:%d: field '%s': expected %s", name, line, key,
+              polite__px_config_is_bool(key) ? "true or false"
+                                             : "a string or a number");
+      rc = -1;
+      break;
+    }
+    if (polite__px_config_is_bool(key) && !json_is_boolean(v)) {
+      cfg_err(err, errlen, "%s:%d: field '%s': expected true or false", name,
+              line, key);
+      rc = -1;
+      break;
+    }
+    if (polite__px_config_set(c, key, sv, base_dir, msg, sizeof msg) < 0) {
+      cfg_err(err, errlen, "%s:%d: field '%s': %s", name, line, key, msg);
+      rc = -1;
+      break;
+    }
+  }
+  json_decref(root);
+  return rc;
+}
+
+int polite__px_config_load(px_config *c, const char *path, char *err,
+                           size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    cfg_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return -1;
+  }
+  size_t cap = 8192, n = 0;
+  char *text = malloc(cap);
+  while (text) {
+    if (n == cap) {
+      char *nt = realloc(text, cap *= 2);
+      if (nt == NULL) {
+        free(text);
+        text = NULL;
+        break;
+      }
+      text = nt;
+    }
+    size_t r = fread(text + n, 1, cap - n, f);
+    if (r == 0)
+      break;
+    n += r;
+  }
+  fclose(f);
+  if (text == NULL) {
+    cfg_err(err, errlen, "%s: out of memory", path);
+    return -1;
+  }
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    *slash = '\0';
+  else
+    dir[0] = '\0';
+  int rc = polite__px_config_parse_json(c, text, n, path, dir, err, errlen);
+  free(text);
+  return rc;
+}
+
+int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
+  /* Dev Proxy fails half the requests by default when an errors file is
+   * given; without a file the default is 0 (failures are opt-in). */
+  if (c->errors_file && !c->failure_rate_set)
+    c->failure_rate = 50;
+  if (c->errors_file && polite__px_rules_load(&c->errors, PX_RULES_ERRORS,
+                                              c->errors_file, err, errlen) < 0)
+    return -1;
+  if (c->mocks_file && polite__px_rules_load(&c->mocks, PX_RULES_MOCKS,
+                                             c->mocks_file, err, errlen) < 0)
+    return -1;
+  return 0;
+}

@@ -1,0 +1,291 @@
+/* polite proxy: HTTP/1.1 response parser (RFC 9112 framing), pure: no sockets,
+ * no allocation. */
+#include "px_http.h"
+
+#include <string.h>
+#include <strings.h>
+
+void polite__px_http_init(px_http_parser *p, int is_head) {
+  memset(p, 0, sizeof *p);
+  p->is_head = is_head;
+  p->content_length = -1;
+  p->state = PX_HTTP_STATUS;
+}
+
+static int http_fail(px_http_parser *p, const char *why) {
+  p->error = why;
+  return -1;
+}
+
+static int is_tchar(unsigned char c) {
+  /* RFC 9110 token characters. */
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+      (c >= '0' && c <= '9'))
+    return 1;
+  return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int eq_ci(const char *a, size_t n, const char *lit) {
+  return strlen(lit) == n && strncasecmp(a, lit, n) == 0;
+}
+
+/* Calls f(token) for each comma-separated token of a list value. */
+static void each_token(px_http_parser *p, const char *v, size_t n,
+                       void (*f)(px_http_parser *, const char *, size_t)) {
+  size_t i = 0;
+  while (i < n) {
+    while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+      i++;
+    size_t s = i;
+    while (i < n && v[i] != ',')
+      i++;
+    size_t e = i;
+    while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+      e--;
+    if (e > s)
+      f(p, v + s, e - s);
+  }
+}
+
+static void conn_token(px_http_parser *p, const char *t, size_t n) {
+  if (eq_ci(t, n, "close"))
+    p->conn_close = 1;
+  else if (eq_ci(t, n, "keep-alive"))
+    p->conn_keep_alive = 1;
+}
+
+static void te_token(px_http_parser *p, const char *t, size_t n) {
+  /* Only the last coding matters: chunked must be last to frame the body. */
+  p->chunked = eq_ci(t, n, "chunked");
+}
+
+static int status_line(px_http_parser *p, const char *l, size_t n,
+                       const char **reason, size_t *rlen) {
+  if (n < 12 || memcmp(l, "HTTP/1.", 7) != 0 || (l[7] != '0' && l[7] != '1') ||
+      l[8] != ' ')
+    return http_fail(p, "bad status line");
+  const char *s = l + 9;
+  if (s[0] < '1' || s[0] > '5' || s[1] < '0' || s[1] > '9' || s[2] < '0' ||
+      s[2] > '9' || (n > 12 && s[3] != ' '))
+    return http_fail(p, "bad status code");
+  p->minor = l[7] - '0';
+  p->status = (s[0] - '0') * 100 + (s[1] - '0') * 10 + (s[2] - '0');
+  *reason = n > 13 ? s + 4 : s + 3;
+  *rlen = n > 13 ? n - 13 : 0;
+  return 0;
+}
+
+static int header_line(px_http_parser *p, const char *l, size_t n,
+                       const px_http_cb *cb, void *arg) {
+  if (l[0] == ' ' || l[0] == '\t')
+    return http_fail(p, "obsolete line folding");
+  size_t c = 0;
+  while (c < n && l[c] != ':') {
+    if (!is_tchar((unsigned char)l[c]))
+      return http_fail(p, "bad header name");
+    c++;
+  }
+  if (c == 0 || c == n)
+    return http_fail(p, "header without a name or a colon");
+  const char *v = l + c + 1;
+  size_t vn = n - c - 1;
+  while (vn && (*v == ' ' || *v == '\t')) {
+    v++;
+    vn--;
+  }
+  while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
+    vn--;
+  for (size_t i = 0; i < vn; i++)
+    if ((unsigned char)v[i] < 0x20 && v[i] != '\t')
+      return http_fail(p, "control character in a header value");
+  if (eq_ci(l, c, "Content-Length")) {
+    int64_t len = 0;
+    if (vn == 0)
+      return http_fail(p, "empty Content-Length");
+    for (size_t i = 0; i < vn; i++) {
+      if (v[i] < '0' || v[i] > '9' || len > (INT64_MAX - 9) / 10)
+        return http_fail(p, "bad Content-Length");
+      len = len * 10 + (v[i] - '0');
+    }
+    if (p->content_length >= 0 && p->content_length != len)
+      return http_fail(p, "conflicting Content-Length values");
+    p->content_length = len;
+  } else if (eq_ci(l, c, "Transfer-Encoding")) {
+    p->has_te = 1;
+    each_token(p, v, vn, te_token);
+  } else if (eq_ci(l, c, "Connection")) {
+    each_token(p, v, vn, conn_token);
+  }
+  if (cb->on_header && cb->on_header(arg, l, c, v, vn) < 0)
+    return http_fail(p, "header refused");
+  return 0;
+}
+
+/* The head is complete: decide the framing (RFC 9112 §6.3). */
+static int end_of_head(px_http_parser *p) {
+  p->keepalive = p->minor >= 1 ? !p->conn_close : p->conn_keep_alive;
+  if (p->status == 101)
+    return http_fail(p, "protocol upgrade is not supported");
+  if (p->is_head || p->status == 204 || p->status == 304) {
+    p->state = PX_HTTP_DONE;
+  } else if (p->has_te) {
+    p->content_length = -1; /* Transfer-Encoding overrides it */
+    if (p->chunked) {
+      p->state = PX_HTTP_CHUNK_SIZE;
+    } else {
+      p->state = PX_HTTP_CLOSE;
+      p->keepalive = 0;
+    }
+  } else if (p->content_length >= 0) {
+    p->remaining = p->content_length;
+    p->state = p->remaining > 0 ? PX_HTTP_FIXED : PX_HTTP_DONE;
+  } else {
+    p->state = PX_HTTP_CLOSE;
+    p->keepalive = 0;
+  }
+  return 0;
+}
+
+static int chunk_size(px_http_parser *p, const char *l, size_t n) {
+  size_t i = 0;
+  int64_t v = 0;
+  while (i < n) {
+    char c = l[i];
+    int d = (c >= '0' && c <= '9')   ? c - '0'
+            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                     : -1;
+    if (d < 0)
+      break;
+    if (v > ((int64_t)1 << 40))
+      return http_fail(p, "chunk too large");
+    v = v * 16 + d;
+    i++;
+  }
+  if (i == 0 || (i < n && l[i] != ';' && l[i] != ' ' && l[i] != '\t'))
+    return http_fail(p, "bad chunk size");
+  if (v == 0) {
+    p->state = PX_HTTP_TRAILERS;
+  } else {
+    p->remaining = v;
+    p->state = PX_HTTP_CHUNK_DATA;
+  }
+  return 0;
+}
+
+ssize_t polite__px_http_feed(px_http_parser *p, const char *data, size_t len,
+                             const px_http_cb *cb, void *arg) {
+  size_t used = 0;
+  while (used < len && p->state != PX_HTTP_DONE) {
+    const char *d = data + used;
+    size_t avail = len - used;
+    switch (p->state) {
+    case PX_HTTP_FIXED:
+    case PX_HTTP_CHUNK_DATA: {
+      size_t n = avail < (uint64_t)p->remaining ? avail : (size_t)p->remaining;
+      if (cb->on_body && cb->on_body(arg, d, n) < 0)
+        return http_fail(p, "body refused");
+      used += n;
+      p->remaining -= (int64_t)n;
+      if (p->remaining == 0)
+        p->state = p->state == PX_HTTP_FIXED ? PX_HTTP_DONE : PX_HTTP_CHUNK_END;
+      continue;
+    }
+    case PX_HTTP_CLOSE:
+      if (cb->on_body && cb->on_body(arg, d, avail) < 0)
+        return http_fail(p, "body refused");
+      used += avail;
+      continue;
+    default: break;
+    }
+    /* Line states: a whole line (LF or CRLF) or nothing. */
+    const char *nl = memchr(d, '\n', avail);
+    int in_head = p->state == PX_HTTP_STATUS || p->state == PX_HTTP_HEADERS;
+    if (nl == NULL) {
+      if ((in_head && p->head_bytes + avail > PX_HTTP_HEAD_MAX) ||
+          (!in_head && avail > 4096))
+        return http_fail(p,
+                         in_head ? "response head too large" : "line too long");
+      break;
+    }
+    size_t n = (size_t)(nl - d);
+    used += n + 1;
+    if (n > 0 && d[n - 1] == '\r')
+      n--;
+    if (in_head) {
+      p->head_bytes += n + 2;
+      if (p->head_bytes > PX_HTTP_HEAD_MAX)
+        return http_fail(p, "response head too large");
+    }
+    switch (p->state) {
+    case PX_HTTP_STATUS: {
+      const char *reason;
+      size_t rlen;
+      if (status_line(p, d, n, &reason, &rlen) < 0)
+        return -1;
+      /* Kept (truncated) for on_head: these bytes may be gone by then. */
+      if (rlen >= sizeof p->reason)
+        rlen = sizeof p->reason - 1;
+      for (size_t i = 0; i < rlen; i++)
+        p->reason[i] = (unsigned char)reason[i] < 0x20 ? ' ' : reason[i];
+      p->reason[rlen] = '\0';
+      p->state = PX_HTTP_HEADERS;
+      break;
+    }
+    case PX_HTTP_HEADERS:
+      if (n == 0) {
+        if (p->status < 200 && p->status != 101) {
+          /* Interim response (100 Continue, 103 Early Hints): skipped. */
+          px_http_parser fresh;
+          polite__px_http_init(&fresh, p->is_head);
+          fresh.head_bytes = p->head_bytes;
+          *p = fresh;
+          break;
+        }
+        if (end_of_head(p) < 0)
+          return -1;
+        if (cb->on_head && cb->on_head(arg, p->status, p->reason,
+                                       strlen(p->reason), p->minor) < 0)
+          return http_fail(p, "head refused");
+        break;
+      }
+      if (p->status >= 200 || p->status == 101) {
+        if (header_line(p, d, n, cb, arg) < 0)
+          return -1;
+      } else {
+        /* Headers of an interim response are checked, not reported. */
+        px_http_cb none = {NULL, NULL, NULL};
+        if (header_line(p, d, n, &none, NULL) < 0)
+          return -1;
+        p->content_length = -1;
+        p->has_te = p->chunked = p->conn_close = p->conn_keep_alive = 0;
+      }
+      break;
+    case PX_HTTP_CHUNK_SIZE:
+      if (chunk_size(p, d, n) < 0)
+        return -1;
+      break;
+    case PX_HTTP_CHUNK_END:
+      if (n != 0)
+        return http_fail(p, "chunk data longer than its size");
+      p->state = PX_HTTP_CHUNK_SIZE;
+      break;
+    case PX_HTTP_TRAILERS:
+      /* Trailer fields are dropped: the client side is re-chunked. */
+      if (n == 0)
+        p->state = PX_HTTP_DONE;
+      break;
+    default: break;
+    }
+  }
+  return (ssize_t)used;
+}
+
+int polite__px_http_eof(px_http_parser *p) {
+  if (p->state == PX_HTTP_CLOSE) {
+    p->state = PX_HTTP_DONE;
+    p->keepalive = 0;
+    return 1;
+  }
+  return p->state == PX_HTTP_DONE;
+}

@@ -1,0 +1,70 @@
+/* polite proxy: HTTP/1.1 response parser, free of sockets (bytes in, callbacks
+ * out). */
+#ifndef POLITE_PX_HTTP_H
+#define POLITE_PX_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Like hiredis' reader, the parser owns no buffer: the caller keeps the
+ * bytes not yet consumed (an incomplete line) and feeds them again with
+ * more. Body bytes are handed out as they come, de-chunked. */
+
+/* A response head larger than this is refused, like a server's limit. */
+#define PX_HTTP_HEAD_MAX (64 * 1024)
+
+typedef struct {
+  /* One header of the final (non-1xx) response, name and value trimmed,
+   * not NUL-terminated. Return 0, or -1 to stop with an error. */
+  int (*on_header)(void *arg, const char *name, size_t nlen, const char *value,
+                   size_t vlen);
+  /* The head is complete and the body framing known. */
+  int (*on_head)(void *arg, int status, const char *reason, size_t rlen,
+                 int minor);
+  int (*on_body)(void *arg, const char *data, size_t len);
+} px_http_cb;
+
+typedef enum {
+  PX_HTTP_STATUS = 0,
+  PX_HTTP_HEADERS,
+  PX_HTTP_FIXED,
+  PX_HTTP_CHUNK_SIZE,
+  PX_HTTP_CHUNK_DATA,
+  PX_HTTP_CHUNK_END,
+  PX_HTTP_TRAILERS,
+  PX_HTTP_CLOSE, /* body runs until the connection closes */
+  PX_HTTP_DONE
+} px_http_state;
+
+typedef struct {
+  px_http_state state;
+  int is_head; /* the request was HEAD: no body whatever the head says */
+  int status;
+  int minor;              /* HTTP/1.minor */
+  int64_t remaining;      /* FIXED / CHUNK_DATA */
+  int64_t content_length; /* -1 when absent */
+  int chunked;            /* Transfer-Encoding's last coding is chunked */
+  int has_te;
+  int conn_close, conn_keep_alive; /* Connection tokens */
+  int keepalive; /* the connection may carry another request */
+  size_t head_bytes;
+  char reason[64];   /* reason phrase, truncated, control bytes blanked */
+  const char *error; /* static text once feed returned -1 */
+} px_http_parser;
+
+/* Starts a parser for the response to one request. */
+void polite__px_http_init(px_http_parser *p, int is_head);
+
+/* Feeds bytes. Returns how many were consumed (the rest, an incomplete
+ * line, must be fed again with what follows), or -1 on a protocol error or
+ * when a callback returned -1 (p->error says which). Stops consuming at
+ * PX_HTTP_DONE; bytes after the response are left to the caller. */
+ssize_t polite__px_http_feed(px_http_parser *p, const char *data, size_t len,
+                             const px_http_cb *cb, void *arg);
+
+/* The connection closed. Returns 1 when that completes the response (a
+ * body delimited by the close, or an already complete one), else 0. */
+int polite__px_http_eof(px_http_parser *p);
+
+#endif

@@ -1,0 +1,499 @@
+/* polite proxy: the engine's loop: listener, request dispatch, signals,
+ * reports, start and stop. */
+#define _GNU_SOURCE
+#include "px_engine.h"
+
+#include <polite/clock.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/http_struct.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* One event loop: libevent's evhttp server for the clients, and our own lean
+ * HTTP/1.1 client for the upstream (px_upstream.c, which says why), so a
+ * response streams from one socket to the other without threads. The
+ * decision for a request is in px_decide.c, the answers the proxy makes up
+ * in px_answer.c, forwarding in px_forward.c. */
+
+static const char *method_name(enum evhttp_cmd_type t) {
+  switch (t) {
+  case EVHTTP_REQ_GET: return "GET";
+  case EVHTTP_REQ_POST: return "POST";
+  case EVHTTP_REQ_HEAD: return "HEAD";
+  case EVHTTP_REQ_PUT: return "PUT";
+  case EVHTTP_REQ_DELETE: return "DELETE";
+  case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+  case EVHTTP_REQ_TRACE: return "TRACE";
+  case EVHTTP_REQ_CONNECT: return "CONNECT";
+  case EVHTTP_REQ_PATCH: return "PATCH";
+  }
+  return "OTHER";
+}
+
+/* ---- Helpers ------------------------------------------------------------- */
+
+/* ---- Forwarding to the upstream ------------------------------------------ */
+
+static void run_action(px_req *r) {
+  if (r->act == ACT_FORWARD)
+    polite__px_forward(r);
+  else
+    polite__px_send_own(r);
+}
+
+static void latency_cb(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  run_action(arg);
+}
+
+/* ---- The decision for one request ---------------------------------------- */
+
+/* The request's identity: method, absolute URL (raw for matching, redacted
+ * for everything recorded), client and tracking key. NULL when out of
+ * memory. */
+static px_req *describe(px_server *s, struct evhttp_request *req,
+                        int64_t now_us) {
+  const px_config *c = s->cfg;
+  const char *uri = evhttp_request_get_uri(req);
+  struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+  px_req *r = calloc(1, sizeof *r);
+  if (r == NULL)
+    return NULL;
+  r->s = s;
+  r->req = req;
+  r->t0_us = now_us;
+  snprintf(r->method, sizeof r->method, "%s",
+           method_name(evhttp_request_get_command(req)));
+
+  /* Absolute-form request targets are used as they are; otherwise the
+   * upstream's URL (reverse proxy) or http://Host (mock mode). */
+  const char *path = uri;
+  if (strncasecmp(uri, "http://", 7) == 0 ||
+      strncasecmp(uri, "https://", 8) == 0) {
+    const char *p = strchr(strstr(uri, "://") + 3, '/');
+    path = p ? p : "/";
+    r->raw_url = strdup(uri);
+  } else {
+    const char *host = evhttp_find_header(in, "Host");
+    size_t n = strlen(uri) + 1400;
+    r->raw_url = malloc(n);
+    if (r->raw_url) {
+      if (c->upstream)
+        snprintf(r->raw_url, n, "http://%s%s%s", s->up_authority, s->up_prefix,
+                 uri);
+      else
+        snprintf(r->raw_url, n, "http://%s%s",
+                 host && !strpbrk(host, "/ \r\n") ? host : s->listen_addr, uri);
+    }
+  }
+  r->path = path;
+  r->url = r->raw_url ? polite__px_redact_url(r->raw_url) : NULL;
+  if (r->url == NULL) {
+    polite__px_req_free(r);
+    return NULL;
+  }
+  struct evhttp_connection *conn = evhttp_request_get_connection(req);
+  char *peer = NULL;
+  ev_uint16_t port = 0;
+  if (conn)
+    evhttp_connection_get_peer(conn, &peer, &port);
+  const char *auth = evhttp_find_header(in, "Authorization");
+  if (auth) {
+    char hex[17];
+    polite__px_hash_hex(s->salt, auth, hex);
+    snprintf(r->client, sizeof r->client, "%s auth:%.8s", peer ? peer : "-",
+             hex);
+  } else {
+    snprintf(r->client, sizeof r->client, "%s", peer ? peer : "-");
+  }
+  r->key = polite__px_scope_key(s, r, c->scope, in);
+  if (r->key == NULL) {
+    polite__px_req_free(r);
+    return NULL;
+  }
+  r->kind = PX_KIND_PASSED;
+  r->act = c->upstream ? ACT_FORWARD : ACT_OWN;
+  return r;
+}
+
+static void on_request(struct evhttp_request *req, void *arg) {
+  px_server *s = arg;
+  const px_config *c = s->cfg;
+  int64_t now_us = polite_mono_us(); /* one reading for the whole decision */
+  const char *uri = evhttp_request_get_uri(req);
+  enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+  struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+
+  if (cmd == EVHTTP_REQ_GET && (strcmp(uri, "/__polite/report") == 0 ||
+                                strncmp(uri, "/__polite/report?", 17) == 0)) {
+    polite__px_answer_report(s, req);
+    return;
+  }
+  px_req *r = describe(s, req, now_us);
+  if (r == NULL) {
+    evhttp_send_error(req, 503, "out of memory");
+    return;
+  }
+  /* CORS preflights are never failed (a browser would not even send the
+   * real request); in mock mode they are answered here. */
+  int preflight = cmd == EVHTTP_REQ_OPTIONS &&
+                  evhttp_find_header(in, "Origin") &&
+                  evhttp_find_header(in, "Access-Control-Request-Method");
+  r->watched = !preflight &&
+               polite__px_watch_match(c->watch, c->nwatch, r->raw_url, r->path);
+
+  struct evbuffer *inbuf = evhttp_request_get_input_buffer(req);
+  size_t body_len = evbuffer_get_length(inbuf);
+  const char *body = body_len ? (const char *)evbuffer_pullup(inbuf, -1) : NULL;
+
+  if (!r->watched || !polite__px_decide(r, now_us, body, body_len)) {
+    px_rule *m = c->mocks.n
+                     ? polite__px_rules_match((px_rules *)&c->mocks, r->method,
+                                              r->raw_url, body, body_len)
+                     : NULL;
+    if (m) {
+      polite__px_own_canned(r, &m->responses[0], now_us / 1000);
+    } else if (preflight && !c->upstream) {
+      polite__px_own(r, 204, NULL, NULL, 0);
+      const char *m2 = evhttp_find_header(in, "Access-Control-Request-Method");
+      const char *h2 = evhttp_find_header(in, "Access-Control-Request-Headers");
+      polite__px_set_header(r, "Access-Control-Allow-Methods",
+                            m2 && !strpbrk(m2, "\r\n") ? m2 : "*");
+      if (h2 && !strpbrk(h2, "\r\n"))
+        polite__px_set_header(r, "Access-Control-Allow-Headers", h2);
+    } else if (!c->upstream) {
+      polite__px_default_mock(r);
+    } else {
+      r->act = ACT_FORWARD;
+    }
+  }
+
+  if (c->latency_max_ms > 0) {
+    /* A timer, never a sleep: other requests go on meanwhile. */
+    int64_t d = c->latency_min_ms +
+                polite_rand_uniform(polite_rand_next(&s->rng),
+                                    c->latency_max_ms - c->latency_min_ms);
+    struct timeval tv = {(time_t)(d / 1000), (suseconds_t)((d % 1000) * 1000)};
+    if (event_base_once(s->base, -1, EV_TIMEOUT, latency_cb, r, &tv) == 0)
+      return;
+  }
+  run_action(r);
+}
+
+/* ---- Start, reports, stop ----------------------------------------------- */
+
+static int write_file_atomic(const char *path, const char *text, size_t len) {
+  size_t n = strlen(path) + 16;
+  char *tmp = malloc(n);
+  if (tmp == NULL)
+    return -1;
+  snprintf(tmp, n, "%s.tmp", path);
+  FILE *f = fopen(tmp, "wb");
+  if (f == NULL) {
+    free(tmp);
+    return -1;
+  }
+  int ok = fwrite(text, 1, len, f) == len;
+  ok = (fclose(f) == 0) && ok;
+  if (ok && rename(tmp, path) != 0)
+    ok = 0;
+  if (!ok)
+    unlink(tmp);
+  free(tmp);
+  return ok ? 0 : -1;
+}
+
+static void write_reports(px_server *s) {
+  int64_t now = polite_wall_ms();
+  if (s->cfg->report) {
+    char *text = polite__px_report_json(s->st, s->started_wall_ms, now);
+    if (text == NULL ||
+        write_file_atomic(s->cfg->report, text, strlen(text)) < 0)
+      fprintf(stderr, "polite proxy: cannot write report %s: %s\n",
+              s->cfg->report, strerror(errno));
+    free(text);
+  }
+  if (s->cfg->report_md) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (f) {
+      polite__px_report_md(s->st, f, s->started_wall_ms, now);
+      fclose(f);
+      if (write_file_atomic(s->cfg->report_md, buf, len) < 0)
+        fprintf(stderr, "polite proxy: cannot write report %s: %s\n",
+                s->cfg->report_md, strerror(errno));
+    }
+    free(buf);
+  }
+}
+
+/* Out of descriptors (EMFILE/ENFILE): stop accepting for 100 ms instead of
+ * spinning on a listener that stays readable, and say so once a second. */
+static px_server *accepting; /* the listener's error callback gets evhttp's
+                                argument, not ours: one server per process */
+
+static void accept_error(struct evconnlistener *l, void *arg) {
+  (void)arg; /* evhttp's, not ours */
+  px_server *s = accepting;
+  if (s == NULL)
+    return;
+  int err = EVUTIL_SOCKET_ERROR();
+  int64_t now = polite_mono_us() / 1000;
+  if (now - s->accept_warned_ms >= 1000) {
+    fprintf(stderr,
+            "polite proxy: cannot accept connections: %s; retrying in 100 ms\n",
+            strerror(err));
+    s->accept_warned_ms = now;
+  }
+  struct timeval tv = {0, 100000};
+  if (s->resume && evconnlistener_disable(l) == 0)
+    event_add(s->resume, &tv);
+}
+
+static void resume_accept(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  px_server *s = arg;
+  evconnlistener_enable(s->listener);
+}
+
+static void flush_log(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  px_server *s = arg;
+  fflush(s->log);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg) {
+  (void)what;
+  px_server *s = arg;
+  fprintf(stderr, "polite proxy: %s, writing the report and stopping\n",
+          sig == SIGINT ? "interrupted" : "terminated");
+  write_reports(s);
+  event_base_loopbreak(s->base);
+}
+
+/* Opens the listening socket ourselves (rather than evhttp_bind_socket) to
+ * get a deep backlog for a thousand simultaneous connects and to learn the
+ * port when 0 was asked for. */
+static int open_listener(px_server *s, const char *where) {
+  char host[256];
+  const char *colon = strrchr(where, ':');
+  size_t hl = (size_t)(colon - where);
+  if (hl >= sizeof host)
+    return -1;
+  memcpy(host, where, hl);
+  host[hl] = '\0';
+  char *h = host;
+  if (h[0] == '[' && hl > 1 && h[hl - 1] == ']') {
+    h[hl - 1] = '\0';
+    h++;
+  }
+  struct addrinfo hints = {0}, *ai = NULL;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  int rc = getaddrinfo(h, colon + 1, &hints, &ai);
+  if (rc != 0) {
+    fprintf(stderr, "polite proxy: --listen %s: %s\n", where, gai_strerror(rc));
+    return -1;
+  }
+  int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int one = 1;
+  /* TCP_NODELAY on the listener is inherited by accepted sockets (Linux): a
+   * response may leave in two writes (headers, then a streamed body), and
+   * Nagle plus the client's delayed ACK would add 40 ms. */
+  if (fd >= 0)
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (fd < 0 ||
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+      bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 4096) < 0) {
+    fprintf(stderr, "polite proxy: cannot listen on %s: %s\n", where,
+            strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    freeaddrinfo(ai);
+    return -1;
+  }
+  freeaddrinfo(ai);
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  getsockname(fd, (struct sockaddr *)&ss, &sl);
+  char addr[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (ss.ss_family == AF_INET) {
+    struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+    inet_ntop(AF_INET, &in4->sin_addr, addr, sizeof addr);
+    port = ntohs(in4->sin_port);
+    snprintf(s->listen_addr, sizeof s->listen_addr, "%s:%d", addr, port);
+  } else if (ss.ss_family == AF_INET6) {
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+    inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof addr);
+    port = ntohs(in6->sin6_port);
+    snprintf(s->listen_addr, sizeof s->listen_addr, "[%s]:%d", addr, port);
+  }
+  struct evhttp_bound_socket *bound =
+      evhttp_accept_socket_with_handle(s->http, fd);
+  if (bound) {
+    s->listener = evhttp_bound_socket_get_listener(bound);
+    s->resume = event_new(s->base, -1, 0, resume_accept, s);
+    accepting = s;
+    evconnlistener_set_error_cb(s->listener, accept_error);
+  }
+  if (bound == NULL) {
+    fprintf(stderr, "polite proxy: cannot accept on %s\n", where);
+    close(fd);
+    return -1;
+  }
+  return 0;
+}
+
+static int split_upstream(px_server *s, const char *url) {
+  struct evhttp_uri *u = evhttp_uri_parse(url);
+  if (u == NULL || evhttp_uri_get_host(u) == NULL) {
+    if (u)
+      evhttp_uri_free(u);
+    char *shown = polite__px_redact_url(url);
+    fprintf(stderr, "polite proxy: --upstream %s: not a valid http URL\n",
+            shown ? shown : "?");
+    free(shown);
+    return -1;
+  }
+  const char *host = evhttp_uri_get_host(u);
+  int port = evhttp_uri_get_port(u);
+  snprintf(s->up_host, sizeof s->up_host, "%s", host);
+  /* evhttp keeps IPv6 literals bracketed; sockets want them bare. */
+  size_t hl = strlen(s->up_host);
+  if (hl > 2 && s->up_host[0] == '[' && s->up_host[hl - 1] == ']') {
+    memmove(s->up_host, s->up_host + 1, hl - 2);
+    s->up_host[hl - 2] = '\0';
+  }
+  s->up_port = port > 0 ? port : 80;
+  if (port > 0)
+    snprintf(s->up_authority, sizeof s->up_authority, "%s:%d", host, port);
+  else
+    snprintf(s->up_authority, sizeof s->up_authority, "%s", host);
+  const char *path = evhttp_uri_get_path(u);
+  snprintf(s->up_prefix, sizeof s->up_prefix, "%s", path ? path : "");
+  size_t pl = strlen(s->up_prefix);
+  while (pl > 0 && s->up_prefix[pl - 1] == '/')
+    s->up_prefix[--pl] = '\0';
+  evhttp_uri_free(u);
+  return 0;
+}
+
+int polite__px_run(px_config *c) {
+  px_server s;
+  memset(&s, 0, sizeof s);
+  s.cfg = c;
+  s.rng = c->has_seed ? c->seed : polite_random_seed();
+  s.salt = polite_random_seed();
+  s.started_wall_ms = polite_wall_ms();
+  signal(SIGPIPE, SIG_IGN);
+  if (c->upstream && split_upstream(&s, c->upstream) < 0)
+    return 1;
+  if (c->log && strcmp(c->log, "-") != 0) {
+    s.log = fopen(c->log, "a");
+    if (s.log == NULL) {
+      fprintf(stderr, "polite proxy: --log %s: %s\n", c->log, strerror(errno));
+      return 1;
+    }
+    /* Fully buffered, flushed by a timer every 200 ms and at exit: one
+     * write per batch instead of one per request. */
+    setvbuf(s.log, NULL, _IOFBF, 1 << 16);
+  } else {
+    s.log = stderr;
+  }
+  /* The changelist folds the many add/remove pairs evhttp makes within one
+   * loop turn into one epoll_ctl each: a third fewer syscalls per request. */
+  struct event_config *ecfg = event_config_new();
+  if (ecfg) {
+    event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    s.base = event_base_new_with_config(ecfg);
+    event_config_free(ecfg);
+  }
+  if (s.base == NULL)
+    s.base = event_base_new();
+  s.http = s.base ? evhttp_new(s.base) : NULL;
+  s.st = polite__px_state_new();
+  if (s.http == NULL || s.st == NULL) {
+    fprintf(stderr, "polite proxy: cannot start the event loop\n");
+    return 1;
+  }
+  if (c->upstream) {
+    char err[512];
+    s.up = polite__px_up_new(s.base, s.up_host, s.up_port, err, sizeof err);
+    if (s.up == NULL) {
+      fprintf(stderr, "polite proxy: --upstream http://%s: %s\n",
+              s.up_authority, err);
+      return 1;
+    }
+  }
+  evhttp_set_allowed_methods(
+      s.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                  EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+                  EVHTTP_REQ_TRACE | EVHTTP_REQ_PATCH);
+  evhttp_set_default_content_type(s.http, NULL);
+  evhttp_set_timeout(s.http, 120);
+  evhttp_set_gencb(s.http, on_request, &s);
+  /* Signals are caught before the address is announced, so that a script
+   * that stops the proxy right after reading --ready-file gets a report. */
+  struct event *si = evsignal_new(s.base, SIGINT, on_signal, &s);
+  struct event *st = evsignal_new(s.base, SIGTERM, on_signal, &s);
+  struct event *fl = event_new(s.base, -1, EV_PERSIST, flush_log, &s);
+  struct timeval every = {0, 200000};
+  int rc = 1;
+  if (si && st && fl && event_add(si, NULL) == 0 && event_add(st, NULL) == 0 &&
+      (s.log == stderr || event_add(fl, &every) == 0) &&
+      open_listener(&s, c->listen) == 0) {
+    fprintf(stderr, "polite proxy: listening on %s\n", s.listen_addr);
+    if (c->upstream)
+      fprintf(stderr, "polite proxy: forwarding to http://%s%s\n",
+              s.up_authority, s.up_prefix);
+    else
+      fprintf(stderr, "polite proxy: mock mode (no --upstream)\n");
+    if (c->ready_file) {
+      char line[160];
+      int n = snprintf(line, sizeof line, "%s\n", s.listen_addr);
+      if (write_file_atomic(c->ready_file, line, (size_t)n) < 0)
+        fprintf(stderr, "polite proxy: cannot write --ready-file %s\n",
+                c->ready_file);
+    }
+    event_base_dispatch(s.base);
+    rc = 0;
+  }
+  if (si)
+    event_free(si);
+  if (st)
+    event_free(st);
+  if (fl)
+    event_free(fl);
+  accepting = NULL;
+  if (s.resume)
+    event_free(s.resume);
+  polite__px_up_free(s.up);
+  evhttp_free(s.http);
+  event_base_free(s.base);
+  polite__px_state_free(s.st);
+  if (s.log && s.log != stderr)
+    fclose(s.log);
+  return rc;
+}

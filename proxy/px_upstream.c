@@ -1,0 +1,465 @@
+/* polite proxy: upstream HTTP/1.1 client (keep-alive pool, response parser,
+ * body streaming). */
+#define _GNU_SOURCE
+#include "px_upstream.h"
+#include "px_http.h"
+
+#include <errno.h>
+#include <event2/http.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Seconds an exchange may wait for upstream bytes. */
+#define EXCHANGE_TIMEOUT_S 120
+
+typedef struct exch {
+  const px_up_handler *h;
+  void *arg;
+  struct evbuffer *copy; /* the request, kept for one retry */
+  int retried;
+  int got_bytes;
+  px_http_parser p;
+  struct evkeyvalq headers;
+  struct evbuffer *tmp;
+} exch;
+
+typedef struct upconn {
+  px_upstream *u;
+  evutil_socket_t fd;
+  struct event *rev; /* EV_READ | EV_PERSIST, for the connection's life */
+  struct event *wev; /* EV_WRITE: connect completion and partial writes */
+  struct evbuffer *in;
+  struct evbuffer *out;
+  int connecting;
+  int reused;
+  exch *x;
+  struct upconn *prev, *next; /* idle list */
+  int idle;
+  struct event *pause_ev; /* back-pressure: polls the receiver while paused */
+  int paused;
+} upconn;
+
+struct px_upstream {
+  struct event_base *base;
+  struct sockaddr_storage addr;
+  socklen_t addrlen;
+  upconn *idle; /* most recently used first */
+};
+
+px_upstream *polite__px_up_new(struct event_base *base, const char *host,
+                               int port, char *err, size_t errlen) {
+  char ps[16];
+  snprintf(ps, sizeof ps, "%d", port);
+  struct addrinfo hints = {0}, *ai = NULL;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int rc = getaddrinfo(host, ps, &hints, &ai);
+  if (rc != 0 || ai == NULL) {
+    snprintf(err, errlen, "cannot resolve upstream host '%s': %s", host,
+             gai_strerror(rc));
+    return NULL;
+  }
+  px_upstream *u = calloc(1, sizeof *u);
+  if (u) {
+    u->base = base;
+    memcpy(&u->addr, ai->ai_addr, ai->ai_addrlen);
+    u->addrlen = ai->ai_addrlen;
+  }
+  freeaddrinfo(ai);
+  return u;
+}
+
+static void idle_remove(upconn *c) {
+  if (!c->idle)
+    return;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    c->u->idle = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  c->prev = c->next = NULL;
+  c->idle = 0;
+}
+
+static void idle_push(upconn *c) {
+  c->prev = NULL;
+  c->next = c->u->idle;
+  if (c->next)
+    c->next->prev = c;
+  c->u->idle = c;
+  c->idle = 1;
+}
+
+static void conn_close(upconn *c) {
+  idle_remove(c);
+  if (c->rev)
+    event_free(c->rev);
+  if (c->wev)
+    event_free(c->wev);
+  if (c->pause_ev)
+    event_free(c->pause_ev);
+  if (c->fd >= 0)
+    close(c->fd);
+  if (c->in)
+    evbuffer_free(c->in);
+  if (c->out)
+    evbuffer_free(c->out);
+  free(c);
+}
+
+void polite__px_up_free(px_upstream *u) {
+  if (u == NULL)
+    return;
+  while (u->idle)
+    conn_close(u->idle);
+  free(u);
+}
+
+static void exch_free(exch *x) {
+  if (x->copy)
+    evbuffer_free(x->copy);
+  if (x->tmp)
+    evbuffer_free(x->tmp);
+  evhttp_clear_headers(&x->headers);
+  free(x);
+}
+
+static void on_read(evutil_socket_t fd, short what, void *arg);
+static void on_write(evutil_socket_t fd, short what, void *arg);
+static int start(px_upstream *u, exch *x, struct evbuffer *req);
+
+/* Ends the exchange on connection c; the connection is kept only when the
+ * response ended cleanly and both sides allow keep-alive. */
+static void finish(upconn *c, int ok) {
+  exch *x = c->x;
+  c->x = NULL;
+  int keep = ok && x->p.keepalive && x->p.state == PX_HTTP_DONE &&
+             evbuffer_get_length(c->in) == 0 &&
+             evbuffer_get_length(c->out) == 0;
+  const px_up_handler *h = x->h;
+  void *arg = x->arg;
+  exch_free(x);
+  if (c->paused) {
+    event_del(c->pause_ev);
+    c->paused = 0;
+  }
+  if (keep) {
+    c->reused = 1;
+    event_add(c->rev, NULL); /* idle: no timeout, we only watch for close */
+    idle_push(c);
+  } else {
+    conn_close(c);
+  }
+  h->on_done(arg, ok);
+}
+
+/* A kept-alive connection that closed before answering: send the request
+ * again on a fresh connection, once. Returns 1 when the exchange was taken
+ * over (c is then freed), 0 when the caller must fail it. */
+static int try_retry(upconn *c) {
+  exch *x = c->x;
+  if (x == NULL || x->got_bytes || !c->reused || x->copy == NULL || x->retried)
+    return 0;
+  px_upstream *u = c->u;
+  c->x = NULL;
+  conn_close(c);
+  x->retried = 1;
+  struct evbuffer *req = x->copy;
+  x->copy = NULL;
+  if (start(u, x, req) != 0) {
+    const px_up_handler *h = x->h;
+    void *arg = x->arg;
+    evbuffer_free(req);
+    exch_free(x);
+    h->on_done(arg, 0);
+  } else {
+    evbuffer_free(req);
+  }
+  return 1;
+}
+
+static void fail(upconn *c) {
+  if (try_retry(c))
+    return;
+  finish(c, 0);
+}
+
+/* Writes what it can now; arms the write event for the rest. */
+static int flush_out(upconn *c) {
+  while (evbuffer_get_length(c->out) > 0) {
+    int n = evbuffer_write(c->out, c->fd);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        break;
+      return -1;
+    }
+    if (n == 0)
+      break;
+  }
+  if (evbuffer_get_length(c->out) > 0)
+    event_add(c->wev, NULL);
+  return 0;
+}
+
+static upconn *conn_new(px_upstream *u) {
+  upconn *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return NULL;
+  c->u = u;
+  c->fd =
+      socket(u->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  c->in = evbuffer_new();
+  c->out = evbuffer_new();
+  if (c->fd < 0 || c->in == NULL || c->out == NULL)
+    goto bad;
+  int one = 1;
+  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  c->rev = event_new(u->base, c->fd, EV_READ | EV_PERSIST, on_read, c);
+  c->wev = event_new(u->base, c->fd, EV_WRITE, on_write, c);
+  if (c->rev == NULL || c->wev == NULL)
+    goto bad;
+  if (connect(c->fd, (struct sockaddr *)&u->addr, u->addrlen) != 0) {
+    if (errno != EINPROGRESS)
+      goto bad;
+    c->connecting = 1;
+  }
+  return c;
+bad:
+  conn_close(c);
+  return NULL;
+}
+
+static int start(px_upstream *u, exch *x, struct evbuffer *req) {
+  upconn *c = u->idle;
+  if (c)
+    idle_remove(c);
+  else if ((c = conn_new(u)) == NULL)
+    return -1;
+  c->x = x;
+  if (c->reused && !x->retried) {
+    /* Keep a copy: this connection may have been closed by the upstream
+     * just now, and then the request is sent again on a fresh one. */
+    x->copy = evbuffer_new();
+    if (x->copy) {
+      size_t n = evbuffer_get_length(req);
+      evbuffer_add(x->copy, evbuffer_pullup(req, -1), n);
+    }
+  }
+  evbuffer_add_buffer(c->out, req);
+  struct timeval tv = {EXCHANGE_TIMEOUT_S, 0};
+  event_add(c->rev, &tv);
+  if (c->connecting) {
+    event_add(c->wev, NULL);
+    return 0;
+  }
+  if (flush_out(c) < 0) {
+    /* A kept-alive connection the upstream closed: EPIPE/ECONNRESET. */
+    if (!try_retry(c)) {
+      c->x = NULL;
+      conn_close(c);
+      if (x->copy) {
+        evbuffer_free(x->copy);
+        x->copy = NULL;
+      }
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int polite__px_up_send(px_upstream *u, struct evbuffer *req, int is_head,
+                       int retryable, const px_up_handler *h, void *arg) {
+  exch *x = calloc(1, sizeof *x);
+  if (x == NULL)
+    return -1;
+  x->h = h;
+  x->arg = arg;
+  polite__px_http_init(&x->p, is_head);
+  x->retried = !retryable; /* not retryable: as if the retry were used */
+  x->headers.tqh_first = NULL;
+  x->headers.tqh_last = &x->headers.tqh_first;
+  x->tmp = evbuffer_new();
+  if (x->tmp == NULL || start(u, x, req) != 0) {
+    exch_free(x);
+    return -1;
+  }
+  return 0;
+}
+
+static void on_write(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  upconn *c = arg;
+  if (c->connecting) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    c->connecting = 0;
+    if (err != 0) {
+      if (c->x)
+        fail(c);
+      else
+        conn_close(c);
+      return;
+    }
+  }
+  if (flush_out(c) < 0) {
+    if (c->x)
+      fail(c);
+    else
+      conn_close(c);
+  }
+}
+
+static int cb_header(void *arg, const char *name, size_t nlen,
+                     const char *value, size_t vlen) {
+  exch *x = arg;
+  char *n = strndup(name, nlen), *v = strndup(value, vlen);
+  int rc = (n && v) ? evhttp_add_header(&x->headers, n, v) : -1;
+  free(n);
+  free(v);
+  return rc;
+}
+
+static int cb_head(void *arg, int status, const char *reason, size_t rlen,
+                   int minor) {
+  (void)rlen;
+  exch *x = arg;
+  /* A chunked body is re-framed for the client: its Content-Length (if the
+   * upstream sent both) would be wrong. */
+  if (x->p.has_te)
+    evhttp_remove_header(&x->headers, "Content-Length");
+  x->h->on_head(x->arg, status, reason, minor, &x->headers);
+  return 0;
+}
+
+static int cb_body(void *arg, const char *data, size_t len) {
+  exch *x = arg;
+  if (len == 0)
+    return 0;
+  if (evbuffer_add(x->tmp, data, len) != 0)
+    return -1;
+  x->h->on_body(x->arg, x->tmp);
+  evbuffer_drain(x->tmp, evbuffer_get_length(x->tmp));
+  return 0;
+}
+
+static const px_http_cb parse_cb = {cb_header, cb_head, cb_body};
+
+/* Back-pressure: while the receiver is busy, stop reading this socket
+ * (the upstream then blocks on a full TCP window) and check again soon. */
+static void pause_tick(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  upconn *c = arg;
+  if (c->x == NULL || !c->paused)
+    return;
+  if (c->x->h->busy(c->x->arg)) {
+    struct timeval tick = {0, 20000};
+    event_add(c->pause_ev, &tick);
+    return;
+  }
+  c->paused = 0;
+  struct timeval tv = {EXCHANGE_TIMEOUT_S, 0};
+  event_add(c->rev, &tv);
+}
+
+static void pause_if_busy(upconn *c) {
+  exch *x = c->x;
+  if (c->paused || x->h->busy == NULL || !x->h->busy(x->arg))
+    return;
+  if (c->pause_ev == NULL &&
+      (c->pause_ev = evtimer_new(c->u->base, pause_tick, c)) == NULL)
+    return; /* no timer: keep reading rather than stall for ever */
+  event_del(c->rev);
+  c->paused = 1;
+  struct timeval tick = {0, 20000};
+  event_add(c->pause_ev, &tick);
+}
+
+/* Feeds newly read bytes (data, n; n may be 0) after whatever c->in
+ * still holds. In the common case c->in is empty and the bytes are parsed
+ * where they were read, with no copy; only an incomplete line (or bytes
+ * after the response) is kept in c->in. Returns 1 when the exchange ended
+ * (finish or fail was called: c may be gone), 0 when more bytes are needed. */
+static int parse(upconn *c, const char *data, size_t n) {
+  exch *x = c->x;
+  int from_in = evbuffer_get_length(c->in) > 0;
+  if (from_in) {
+    if (n > 0 && evbuffer_add(c->in, data, n) != 0) {
+      finish(c, 0);
+      return 1;
+    }
+    n = evbuffer_get_length(c->in);
+    data = (const char *)evbuffer_pullup(c->in, -1);
+  }
+  if (n > 0) {
+    ssize_t used =
+        data ? polite__px_http_feed(&x->p, data, n, &parse_cb, x) : -1;
+    if (used < 0) {
+      finish(c, 0);
+      return 1;
+    }
+    if (from_in)
+      evbuffer_drain(c->in, (size_t)used);
+    else if ((size_t)used < n &&
+             evbuffer_add(c->in, data + used, n - (size_t)used) != 0) {
+      finish(c, 0);
+      return 1;
+    }
+  }
+  if (x->p.state == PX_HTTP_DONE) {
+    finish(c, 1);
+    return 1;
+  }
+  pause_if_busy(c);
+  return 0;
+}
+
+static void on_read(evutil_socket_t fd, short what, void *arg) {
+  /* One loop, one thread: a static buffer serves every connection. */
+  static char buf[64 * 1024];
+  upconn *c = arg;
+  if (what & EV_TIMEOUT) {
+    if (c->x)
+      finish(c, 0);
+    return;
+  }
+  if (c->x == NULL) {
+    /* Idle: the upstream closed it (or sent garbage). Either way it is of
+     * no more use. */
+    conn_close(c);
+    return;
+  }
+  /* One read per readiness event: if more is waiting, the (level-
+   * triggered) event fires again; no extra read just to see EAGAIN. */
+  ssize_t n = read(fd, buf, sizeof buf);
+  if (n < 0) {
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      fail(c);
+    return;
+  }
+  if (n == 0) {
+    /* The end of a close-delimited body, or a failure. */
+    exch *x = c->x;
+    if (parse(c, NULL, 0))
+      return;
+    if (polite__px_http_eof(&x->p))
+      finish(c, 1);
+    else
+      fail(c);
+    return;
+  }
+  c->x->got_bytes = 1;
+  parse(c, buf, (size_t)n);
+}

@@ -1,0 +1,50 @@
+/* polite proxy: a lean HTTP/1.1 client for the upstream, on raw sockets in the
+ * proxy's event loop. */
+#ifndef POLITE_PX_UPSTREAM_H
+#define POLITE_PX_UPSTREAM_H
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/keyvalq_struct.h>
+
+/* Why not evhttp's client: it re-arms epoll on every state change and waits
+ * for EPOLLOUT before each write, about 8 extra syscalls per request. Here
+ * a connection registers its read event once, requests are written at
+ * once, and reads size themselves without FIONREAD. */
+
+typedef struct px_upstream px_upstream;
+
+/* Callbacks for one exchange. Exactly one on_done ends it; on_head comes
+ * before any on_body. */
+typedef struct {
+  /* The response head. `headers` (hop-by-hop included; Content-Length
+   * removed when the body is chunked) is valid during the call only. */
+  void (*on_head)(void *arg, int status, const char *reason, int http_minor,
+                  struct evkeyvalq *headers);
+  /* Body bytes, de-chunked; the callee drains `data`. */
+  void (*on_body)(void *arg, struct evbuffer *data);
+  /* ok = 1: the whole response arrived. ok = 0: it failed (before on_head:
+   * nothing was received; after: the body is cut short). */
+  void (*on_done)(void *arg, int ok);
+  /* May be NULL. Returns 1 while the receiver cannot take more body (its
+   * client is slow): the upstream socket is then not read (back-pressure
+   * reaches the upstream through TCP) and busy is asked again every 20 ms
+   * until it returns 0. */
+  int (*busy)(void *arg);
+} px_up_handler;
+
+/* Resolves host:port once. Returns NULL with a message in err. */
+px_upstream *polite__px_up_new(struct event_base *base, const char *host,
+                               int port, char *err, size_t errlen);
+void polite__px_up_free(px_upstream *u);
+
+/* Sends one request: `req` holds the request line, headers, blank line and
+ * body, and is drained. `is_head`: the response has no body. `retryable`:
+ * the request may be sent again on a fresh connection when a kept-alive one
+ * turns out to be closed before any response byte (idempotent methods).
+ * Returns 0 (h->on_done will be called), or -1 when it cannot even start
+ * (nothing is called). */
+int polite__px_up_send(px_upstream *u, struct evbuffer *req, int is_head,
+                       int retryable, const px_up_handler *h, void *arg);
+
+#endif

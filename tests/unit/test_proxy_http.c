@@ -1,0 +1,298 @@
+/* Unit tests of the proxy's HTTP/1.1 response parser, fed whole and byte by
+ * byte (proxy/px_http.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "px_http.c"
+
+typedef struct {
+  int heads;
+  int status, minor;
+  char reason[64];
+  char headers[4096];
+  char body[70000];
+  size_t body_len;
+  int result; /* 1 done, 0 incomplete, -1 error */
+  int keepalive;
+  size_t leftover;
+} got;
+
+static int on_header(void *arg, const char *n, size_t nl, const char *v,
+                     size_t vl) {
+  got *g = arg;
+  size_t o = strlen(g->headers);
+  snprintf(g->headers + o, sizeof g->headers - o, "%.*s=%.*s|", (int)nl, n,
+           (int)vl, v);
+  return 0;
+}
+
+static int on_head(void *arg, int status, const char *reason, size_t rlen,
+                   int minor) {
+  got *g = arg;
+  g->heads++;
+  g->status = status;
+  g->minor = minor;
+  snprintf(g->reason, sizeof g->reason, "%.*s", (int)rlen, reason);
+  return 0;
+}
+
+static int on_body(void *arg, const char *d, size_t n) {
+  got *g = arg;
+  assert_true(g->body_len + n <= sizeof g->body);
+  memcpy(g->body + g->body_len, d, n);
+  g->body_len += n;
+  return 0;
+}
+
+static const px_http_cb cb = {on_header, on_head, on_body};
+
+/* Feeds `text` in pieces of `step` bytes (0 = all at once), the way the
+ * upstream layer does: unconsumed bytes are fed again with the next piece.
+ * `eof` closes the connection afterwards. */
+static void run(got *g, const char *text, size_t len, size_t step, int is_head,
+                int eof) {
+  memset(g, 0, sizeof *g);
+  px_http_parser p;
+  polite__px_http_init(&p, is_head);
+  char *pending = malloc(len + 1);
+  size_t np = 0, off = 0;
+  g->result = 0;
+  while (off < len || np > 0) {
+    size_t take = step ? step : len;
+    if (take > len - off)
+      take = len - off;
+    memcpy(pending + np, text + off, take);
+    np += take;
+    off += take;
+    ssize_t used = polite__px_http_feed(&p, pending, np, &cb, g);
+    if (used < 0) {
+      g->result = -1;
+      break;
+    }
+    memmove(pending, pending + used, np - (size_t)used);
+    np -= (size_t)used;
+    if (p.state == PX_HTTP_DONE)
+      break;
+    if (take == 0)
+      break; /* nothing new and nothing consumed */
+  }
+  if (g->result == 0) {
+    if (p.state == PX_HTTP_DONE)
+      g->result = 1;
+    else if (eof && polite__px_http_eof(&p))
+      g->result = 1;
+  }
+  g->keepalive = p.keepalive;
+  g->leftover = np + (len - off);
+  free(pending);
+}
+
+/* Both ways of feeding must agree exactly. */
+static void both(got *g, const char *text, int is_head, int eof) {
+  got one;
+  size_t len = strlen(text);
+  run(&one, text, len, 1, is_head, eof);
+  run(g, text, len, 0, is_head, eof);
+  assert_int_equal(one.result, g->result);
+  assert_int_equal(one.status, g->status);
+  assert_string_equal(one.headers, g->headers);
+  assert_int_equal(one.body_len, g->body_len);
+  assert_memory_equal(one.body, g->body, g->body_len);
+  assert_int_equal(one.keepalive, g->keepalive);
+}
+
+static void fixed_length(void **state) {
+  (void)state;
+  got g;
+  both(&g,
+       "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
+       "5\r\nX-A:  b c  \r\n\r\nhello",
+       0, 0);
+  assert_int_equal(g.result, 1);
+  assert_int_equal(g.status, 200);
+  assert_string_equal(g.reason, "OK");
+  assert_int_equal(g.minor, 1);
+  assert_string_equal(g.headers,
+                      "Content-Type=text/plain|Content-Length=5|X-A=b c|");
+  assert_int_equal(g.body_len, 5);
+  assert_memory_equal(g.body, "hello", 5);
+  assert_true(g.keepalive);
+  /* Bytes after the response are left for the caller. */
+  const char *extra = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhiEXTRA";
+  run(&g, extra, strlen(extra), 0, 0, 0);
+  assert_int_equal(g.result, 1);
+  assert_int_equal(g.leftover, 5);
+}
+
+static void chunked_with_extensions_and_trailers(void **state) {
+  (void)state;
+  got g;
+  both(&g,
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: "
+       "999\r\n\r\n"
+       "5;name=val\r\nhello\r\n1\r\n \r\nA\r\n0123456789\r\n0\r\nX-Trailer: "
+       "t\r\n\r\n",
+       0, 0);
+  assert_int_equal(g.result, 1);
+  assert_int_equal(g.body_len, 16);
+  assert_memory_equal(g.body, "hello 0123456789", 16);
+  assert_true(g.keepalive);
+  /* Bare LF line ends are accepted. */
+  both(&g, "HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n3\nabc\n0\n\n", 0,
+       0);
+  assert_int_equal(g.result, 1);
+  assert_memory_equal(g.body, "abc", 3);
+}
+
+static void binary_body_with_nul_and_crlf(void **state) {
+  (void)state;
+  got g;
+  static const char text[] =
+      "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n\0\r\n\0\n\xff";
+  run(&g, text, sizeof text - 1, 1, 0, 0);
+  assert_int_equal(g.result, 1);
+  assert_int_equal(g.body_len, 6);
+  assert_memory_equal(g.body, "\0\r\n\0\n\xff", 6);
+}
+
+static void interim_responses_skipped(void **state) {
+  (void)state;
+  got g;
+  both(&g,
+       "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: "
+       "</a>\r\n\r\n"
+       "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+       0, 0);
+  assert_int_equal(g.result, 1);
+  assert_int_equal(g.status, 201);
+  assert_string_equal(g.reason, "Created");
+  assert_string_equal(g.headers,
+                      "Content-Length=2|"); /* not the interim Link */
+}
+
+static void no_body_cases(void **state) {
+  (void)state;
+  got g;
+  both(&g, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", 1, 0); /* HEAD */
+  assert_int_equal(g.result, 1);
+  assert_int_equal(g.body_len, 0);
+  both(&g, "HTTP/1.1 204 No Content\r\n\r\n", 0, 0);
+  assert_int_equal(g.result, 1);
+  both(&g, "HTTP/1.1 304 Not Modified\r\nContent-Length: 7\r\n\r\n", 0, 0);
+  assert_int_equal(g.result, 1);
+  both(&g, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 0, 0);
+  assert_int_equal(g.result, 1);
+  both(&g, "HTTP/1.1 429\r\nRetry-After: 2\r\nContent-Length: 0\r\n\r\n", 0, 0);
+  assert_int_equal(g.status, 429);
+  assert_string_equal(g.reason, "");
+}
+
+static void close_delimited_and_keepalive(void **state) {
+  (void)state;
+  got g;
+  both(&g, "HTTP/1.1 200 OK\r\n\r\nuntil the end", 0, 1);
+  assert_int_equal(g.result, 1);
+  assert_false(g.keepalive);
+  assert_memory_equal(g.body, "until the end", 13);
+  both(&g, "HTTP/1.1 200 OK\r\n\r\nuntil the end", 0, 0);
+  assert_int_equal(g.result, 0); /* not complete before the close */
+  both(&g, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\nxx", 0,
+       1);
+  assert_int_equal(g.result, 1);
+  assert_false(g.keepalive);
+  both(&g,
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, "
+       "chunked\r\n\r\n2\r\nxx\r\n0\r\n\r\n",
+       0, 0);
+  assert_int_equal(g.result, 1);
+  assert_true(g.keepalive);
+  both(&g,
+       "HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: "
+       "0\r\n\r\n",
+       0, 0);
+  assert_false(g.keepalive);
+  both(&g, "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", 0, 0);
+  assert_false(g.keepalive);
+  assert_int_equal(g.minor, 0);
+  both(&g,
+       "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+       0, 0);
+  assert_true(g.keepalive);
+  /* A truncated fixed body is not complete at the close. */
+  both(&g, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", 0, 1);
+  assert_int_equal(g.result, 0);
+  both(&g, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", 0,
+       1);
+  assert_int_equal(g.result, 0);
+}
+
+static void malformed_responses(void **state) {
+  (void)state;
+  const char *bad[] = {
+      "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nx",
+      "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nContent-Length:\r\n\r\n",
+      "HTTP/2 200 OK\r\n\r\n",
+      "HTTP/1.1 2000 OK\r\n\r\n",
+      "HTTP/1.1 099 Low\r\n\r\n",
+      "HTTP/1.1 600 High\r\n\r\n",
+      "ICY 200 OK\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nBad Name: 1\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nNoColon\r\n\r\n",
+      "HTTP/1.1 200 OK\r\n: empty\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nX-A: a\001b\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+      "chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\n",
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    got g;
+    both(&g, bad[i], 0, 1);
+    if (g.result != -1)
+      fail_msg("case %zu accepted: %s", i, bad[i]);
+  }
+}
+
+static void head_size_is_bounded(void **state) {
+  (void)state;
+  size_t n = PX_HTTP_HEAD_MAX + 100;
+  char *t = malloc(n + 64);
+  strcpy(t, "HTTP/1.1 200 OK\r\nX-Big: ");
+  size_t o = strlen(t);
+  memset(t + o, 'a', n - o);
+  t[n] = '\0';
+  got g;
+  run(&g, t, n, 0, 0, 0); /* no line end at all */
+  assert_int_equal(g.result, -1);
+  strcpy(t + n - 4, "\r\n\r\n");
+  run(&g, t, n, 4096, 0, 0);
+  assert_int_equal(g.result, -1);
+  free(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(fixed_length),
+      cmocka_unit_test(chunked_with_extensions_and_trailers),
+      cmocka_unit_test(binary_body_with_nul_and_crlf),
+      cmocka_unit_test(interim_responses_skipped),
+      cmocka_unit_test(no_body_cases),
+      cmocka_unit_test(close_delimited_and_keepalive),
+      cmocka_unit_test(malformed_responses),
+      cmocka_unit_test(head_size_is_bounded),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
