@@ -5,5 +5,8 @@
 #include <polite/version.h>
 #include <polite/core.h>
 #include <polite/diagnose.h>
+#include <polite/budget.h>
+#include <polite/batch.h>
+#include <polite/client.h>
 
 #endif

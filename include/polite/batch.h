@@ -1,0 +1,235 @@
+/* polite batch: requests, the streaming input format, redaction, and the
+ * engine that runs many requests over one libcurl multi handle under one
+ * shared budget (the engine of `polite run`). */
+#ifndef POLITE_BATCH_H
+#define POLITE_BATCH_H
+
+#include <polite/budget.h>
+#include <polite/core.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Requests ------------------------------------------------------------ */
+
+/* One logical request. All strings are owned by the request (malloc'ed) and
+ * freed by polite_request_free. */
+typedef struct {
+  char *id;     /* "line-N" when the input gave none; never NULL once parsed */
+  char *method; /* NULL: GET, or POST when a body is present */
+  char *url;    /* http:// or https:// */
+  char **headers; /* "Name: value" */
+  size_t nheaders;
+  char *body; /* may contain NUL bytes; body_len says how long */
+  size_t body_len;
+  int has_body;
+  char *idempotency_key; /* NULL when none */
+  long line;             /* 1-based input line, 0 when not from input */
+  char *error; /* non-NULL: the line is invalid; this message (with the
+                  field and value, secrets redacted) becomes an
+                  `invalid_input` result and nothing is sent */
+} polite_request;
+
+POLITE_EXTERN polite_request *polite_request_new(void);
+POLITE_EXTERN polite_request *polite_request_dup(const polite_request *r);
+POLITE_EXTERN void polite_request_free(polite_request *r);
+/* Appends "name: value". Returns 0 or POLITE_ENOMEM / POLITE_EINVAL (a name
+ * that is not an HTTP token, a value with CR, LF or NUL). */
+POLITE_EXTERN int polite_request_add_header(polite_request *r, const char *name,
+                                            const char *value);
+/* The request's method as sent: method, else POST with a body, else GET. */
+POLITE_EXTERN const char *polite_request_method(const polite_request *r);
+
+/* Settings that apply to every input line, like curl's -X, -H and -d. A
+ * line's own method/body win; -H headers are sent first and a line header
+ * with the same name replaces them. -d without -X makes a line without a
+ * method a POST (curl's rule). The arrays are borrowed, not copied. */
+typedef struct {
+  const char *method;         /* -X; NULL for none */
+  const char *const *headers; /* -H "Name: value" */
+  size_t nheaders;
+  const char *body; /* -d; NULL for none */
+  size_t body_len;
+} polite_input_defaults;
+
+/* Parses one input line (without the newline; a trailing CR is ignored).
+ * Returns 0 for a line to skip (blank, '#' comment), 1 with *out set (check
+ * (*out)->error for an invalid line), or POLITE_ENOMEM. `def` may be NULL. */
+POLITE_EXTERN int polite_request_parse_line(const char *line, size_t len,
+                                            long lineno,
+                                            const polite_input_defaults *def,
+                                            polite_request **out);
+
+/* Streaming reader over a FILE (borrowed, not closed). Reads one line per
+ * call, so memory stays flat whatever the input size. Lines longer than
+ * POLITE_INPUT_MAX_LINE become invalid_input. */
+#define POLITE_INPUT_MAX_LINE (1024 * 1024)
+typedef struct polite_input polite_input;
+POLITE_EXTERN polite_input *polite_input_open(FILE *f,
+                                              const polite_input_defaults *def);
+/* 1 and *out (owned by the caller), 0 at end of input, or POLITE_EIO /
+ * POLITE_ENOMEM. */
+POLITE_EXTERN int polite_input_next(polite_input *in, polite_request **out);
+/* Lines read so far (including skipped ones). */
+POLITE_EXTERN long polite_input_lines(const polite_input *in);
+POLITE_EXTERN void polite_input_close(polite_input *in);
+
+/* ---- Redaction ----------------------------------------------------------- */
+
+/* 1 for Authorization, Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key,
+ * Api-Key (any case). */
+POLITE_EXTERN int polite_header_is_secret(const char *name, size_t len);
+/* 1 when a query parameter name contains key, token, secret, signature,
+ * sig or password (any case). */
+POLITE_EXTERN int polite_param_is_secret(const char *name, size_t len);
+/* A copy of url with secret query values and any userinfo password replaced
+ * by REDACTED (malloc'ed; NULL only when out of memory or url is NULL). */
+POLITE_EXTERN char *polite_redact_url(const char *url);
+/* A copy of free text (an error message) with every URL in it passed
+ * through polite_redact_url (malloc'ed). */
+POLITE_EXTERN char *polite_redact_text(const char *text);
+/* A copy of "Name: value" with the value replaced by REDACTED when the name
+ * is secret. */
+POLITE_EXTERN char *polite_redact_header(const char *line);
+
+/* ---- The engine -------------------------------------------------------- */
+
+/* Final outcomes, in the order stats count them. */
+typedef enum {
+  POLITE_OUT_OK = 0,
+  POLITE_OUT_HTTP_ERROR,
+  POLITE_OUT_RETRIES_EXHAUSTED,
+  POLITE_OUT_DEADLINE,
+  POLITE_OUT_QUOTA_EXHAUSTED,
+  POLITE_OUT_NOT_RETRIED_UNSAFE,
+  POLITE_OUT_NETWORK_ERROR,
+  POLITE_OUT_INVALID_INPUT,
+  POLITE_OUT_CANCELLED,
+  POLITE_OUT_COUNT
+} polite_outcome;
+
+POLITE_EXTERN const char *polite_outcome_name(polite_outcome o);
+
+/* One finished logical request, valid only during the on_result call. */
+typedef struct {
+  const polite_request *req; /* id, url (not redacted), line, ... */
+  const char *method;        /* as sent */
+  polite_outcome outcome;
+  int status;         /* final HTTP status, 0 for none */
+  unsigned attempts;  /* network attempts made */
+  int64_t elapsed_ms; /* from the first attempt (0 if none) */
+  const char *body;   /* last response body (NULL for none) */
+  size_t body_len;
+  int body_truncated;          /* longer than max_body */
+  const char *error;           /* English message or NULL */
+  const char *idempotency_key; /* as sent, or NULL */
+} polite_result;
+
+/* One network attempt, valid only during the on_attempt call. */
+typedef struct {
+  const polite_request *req;
+  const char *method;
+  unsigned attempt; /* 1-based */
+  int64_t start_wall_ms, end_wall_ms;
+  int status;                    /* 0: no response */
+  const char *retry_after;       /* raw header value, or NULL */
+  const char *request_id;        /* server's request id header value, or NULL */
+  const char *request_id_header; /* its name */
+  const char *error;             /* transport error, or NULL */
+  polite_decision decision;      /* what happens next and why */
+} polite_attempt;
+
+/* Counters the engine keeps while it runs (read with polite_batch_stats). */
+typedef struct {
+  uint64_t read;    /* requests taken from the source */
+  uint64_t results; /* results emitted */
+  uint64_t by_outcome[POLITE_OUT_COUNT];
+  uint64_t attempts; /* network attempts started */
+  uint64_t first_attempts;
+  uint64_t retries;
+  uint64_t n429, n503;
+  unsigned in_flight, waiting;
+  unsigned peak_in_flight;
+  int64_t retry_wait_ms;  /* sum of the waits chosen between attempts */
+  int64_t paused_ms;      /* time the budget spent paused by the server */
+  int64_t paused_left_ms; /* current pause left (0 when none) */
+  int64_t run_us;         /* time since the run began */
+  int64_t first_start_us; /* since the run began; -1 before any */
+  int64_t last_start_us;
+  double in_flight_integral_s; /* sum of in_flight * dt, in seconds */
+  int64_t latency_sum_us;      /* sum of attempt durations */
+  const int64_t *intervals_us; /* gaps between consecutive starts with no
+                                  server pause in them (the first
+                                  POLITE_BATCH_MAX_INTERVALS) */
+  size_t n_intervals;
+  uint64_t unpaused_gaps; /* all such gaps, and their sum */
+  int64_t unpaused_gap_sum_us;
+  uint64_t paused_gaps; /* gaps that contained a server pause */
+  int quota_stop;       /* a quota_exhausted stopped new starts */
+  int cancelled;        /* polite_batch_cancel was called */
+  int input_done;       /* the source is exhausted */
+} polite_batch_stats;
+
+#define POLITE_BATCH_MAX_INTERVALS 65536
+
+typedef struct {
+  polite_budget *budget;   /* shared allowance; not owned; NULL = none */
+  int scope_host;          /* one account per host instead of one */
+  unsigned max_attempts;   /* network attempts per request, >= 1 */
+  int64_t deadline_ms;     /* per request, from its first attempt; <0 none */
+  int64_t run_deadline_ms; /* whole run; < 0 none */
+  int64_t connect_timeout_ms;
+  int64_t timeout_ms;   /* per attempt */
+  int insecure;         /* do not verify TLS */
+  int retry_unsafe;     /* retry POST/PATCH without a key */
+  int idempotency_auto; /* random key for POST/PATCH without one */
+  int64_t spread_ms;    /* max random spread after a server wait */
+  polite_backoff backoff;
+  size_t max_body;         /* bytes kept per response */
+  unsigned max_pending;    /* requests held in memory (in flight +
+                              waiting); 0: 2 * concurrency + 64 */
+  uint64_t max_requests;   /* stop reading after this many; 0 = all */
+  int64_t cancel_grace_ms; /* after cancel, in-flight transfers get this */
+  uint64_t seed;           /* 0: from the system's random source */
+  const char *user_agent;  /* NULL: "polite/VERSION" */
+
+  /* Pulls the next request: 1 and *out (ownership passes to the engine),
+   * 0 at the end, < 0 on error (the run ends as at end of input). */
+  int (*next)(void *ud, polite_request **out);
+  void (*on_result)(void *ud, const polite_result *r);
+  void (*on_attempt)(void *ud, const polite_attempt *a); /* may be NULL */
+  /* Called at least every 100 ms while running (may be NULL). */
+  void (*on_tick)(void *ud, const polite_batch_stats *s);
+  void *ud;
+} polite_batch_options;
+
+/* Fills o with the defaults: max_attempts 5, no deadlines, connect timeout
+ * 10 s, timeout 30 s, spread 250 ms, backoff 1 s..30 s, max_body 16 MiB,
+ * grace 2 s. */
+POLITE_EXTERN void polite_batch_options_init(polite_batch_options *o);
+
+typedef struct polite_batch polite_batch;
+
+/* Creates an engine (not yet running). Returns NULL with a message in err. */
+POLITE_EXTERN polite_batch *polite_batch_new(const polite_batch_options *o,
+                                             char *err, size_t errlen);
+/* Runs until every request read has a result (or cancel + grace). One
+ * thread drives every transfer. Returns 0, or a negative polite_errno when
+ * the engine itself failed (budget unusable, libcurl). */
+POLITE_EXTERN int polite_batch_run(polite_batch *b);
+/* Stops starting, cancels waits, and gives in-flight transfers the grace.
+ * Async-signal-safe (only sets a flag). */
+POLITE_EXTERN void polite_batch_cancel(polite_batch *b);
+POLITE_EXTERN const polite_batch_stats *
+polite_batch_stats_get(const polite_batch *b);
+/* Last engine error message ("" when none). */
+POLITE_EXTERN const char *polite_batch_errstr(const polite_batch *b);
+POLITE_EXTERN void polite_batch_free(polite_batch *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

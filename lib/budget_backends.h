@@ -1,0 +1,65 @@
+/* polite budget: internal constructors of the shared backends (file:PATH
+ * for processes on one host, redis://HOST:PORT/NAME for hosts), called by
+ * polite_budget_open and by their tests. Not installed. */
+#ifndef POLITE_BUDGET_BACKENDS_H
+#define POLITE_BUDGET_BACKENDS_H
+
+#include <polite/budget.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Default lease time-to-live of a concurrency slot held by a participant
+ * that stops calling into the budget (killed, hung): 30 s. A URI parameter
+ * `?lease=DURATION` changes it per participant. */
+#define POLITE__BUDGET_LEASE_DEFAULT_MS 30000
+
+/* When no slot is free, the shared backends answer POLITE_BUDGET_WAIT_SLOT
+ * with *wait_us set to a poll hint (> 0) instead of -1: a release in another
+ * process or on another host wakes nobody here, so the caller should come
+ * back after at most that long. A caller that waits for its own releases
+ * only still works, but may sleep until one of its own requests ends. */
+#define POLITE__BUDGET_SLOT_POLL_US 10000
+
+/* Opens (creating when missing) the budget file named by
+ * uri = "file:PATH[?lease=DURATION]". Processes that open the same PATH
+ * share one start rate, one concurrency limit and one pause per account.
+ * The first process to create the file sets rate, burst and concurrency; a
+ * later joiner asking for different values is refused (POLITE_EINVAL, the
+ * message names the file and both settings). POLITE_EBUDGET when the file
+ * cannot be opened, mapped or is not a polite budget file (never
+ * overwritten). Times given to the vtable must be CLOCK_MONOTONIC
+ * microseconds (polite_mono_us), which all processes on a host share.
+ * On error *out is NULL and errbuf (may be NULL) holds the reason. */
+int polite__budget_file_new(const char *uri, const polite_budget_config *cfg,
+                            polite_budget **out, char *errbuf, size_t errlen);
+
+/* Test hook: takes the file's cross-process lock and returns without
+ * releasing it (a child process calls this, then dies by SIGKILL, to show
+ * that the lock is recovered). Returns 0 or a negative polite_errno. */
+int polite__budget_file_hold_lock(polite_budget *b);
+
+/* Connects to the budget named by uri =
+ * "redis://[[USER]:PASSWORD@]HOST[:PORT]/NAME[?lease=DUR&timeout=DUR]"
+ * (PORT 6379 by default; timeout, 1 s by default, bounds connects and each
+ * command; a Cluster MOVED reply is followed to the slot's owner).
+ * NAME is [A-Za-z0-9._:-]+ and becomes the Redis Cluster hash tag {NAME}
+ * of every key. The rate, burst and concurrency are this participant's
+ * (each admission passes them to the script; use the same everywhere).
+ * Returns POLITE_EINVAL for a malformed URI, POLITE_EBUDGET when the server
+ * cannot be reached at open time (message names the URI without its
+ * password). After open, a lost server makes acquire fail closed with
+ * POLITE_EBUDGET and the client reconnects with backoff. */
+int polite__budget_redis_new(const char *uri, const polite_budget_config *cfg,
+                             polite_budget **out, char *errbuf, size_t errlen);
+
+/* Round trips to the server made by this redis budget so far (connects,
+ * script loads and admissions); for the benchmark. */
+uint64_t polite__budget_redis_round_trips(const polite_budget *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,157 @@
+/* polite budget, local backend: accounts in this process, guarded by one
+ * mutex so that several threads (polite_client users) share them. */
+#include <polite/budget.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct account {
+  struct account *next;
+  char *key;
+  polite_gcra gcra;
+  int limited; /* rate_per_s > 0 */
+  unsigned in_flight;
+  int64_t paused_until_us; /* 0 when never paused */
+} account;
+
+typedef struct {
+  polite_budget base;
+  pthread_mutex_t mu;
+  account *accounts;
+} local_budget;
+
+/* Finds or creates the account for key (NULL and "" are the same). Called
+ * with the mutex held. Returns NULL only when out of memory. */
+static account *find_account(local_budget *lb, const char *key) {
+  if (key == NULL)
+    key = "";
+  for (account *a = lb->accounts; a; a = a->next)
+    if (strcmp(a->key, key) == 0)
+      return a;
+  account *a = calloc(1, sizeof *a);
+  if (a == NULL)
+    return NULL;
+  a->key = strdup(key);
+  if (a->key == NULL) {
+    free(a);
+    return NULL;
+  }
+  if (lb->base.cfg.rate_per_s > 0 &&
+      polite_gcra_init(&a->gcra, lb->base.cfg.rate_per_s,
+                       lb->base.cfg.burst ? lb->base.cfg.burst : 1) == 0)
+    a->limited = 1;
+  a->next = lb->accounts;
+  lb->accounts = a;
+  return a;
+}
+
+/* Order matters: the pause first (nothing starts), then the slot (do not
+ * burn a start we cannot use), then the rate (recorded only on success). */
+static int local_acquire(polite_budget *b, const char *key, int64_t now_us,
+                         unsigned cost, int64_t *wait_us) {
+  local_budget *lb = (local_budget *)b;
+  int rc;
+  pthread_mutex_lock(&lb->mu);
+  account *a = find_account(lb, key);
+  if (a == NULL) {
+    strcpy(b->errstr, "out of memory");
+    rc = POLITE_ENOMEM;
+  } else if (now_us < a->paused_until_us) {
+    *wait_us = a->paused_until_us - now_us;
+    rc = POLITE_BUDGET_WAIT_PAUSE;
+  } else if (b->cfg.concurrency > 0 &&
+             (cost > b->cfg.concurrency ||
+              a->in_flight > b->cfg.concurrency - cost)) {
+    *wait_us = -1;
+    rc = POLITE_BUDGET_WAIT_SLOT;
+  } else {
+    int64_t w = a->limited ? polite_gcra_admit(&a->gcra, now_us, cost) : 0;
+    if (w > 0) {
+      *wait_us = w;
+      rc = POLITE_BUDGET_WAIT_RATE;
+    } else {
+      a->in_flight += cost;
+      *wait_us = 0;
+      rc = POLITE_BUDGET_ADMITTED;
+    }
+  }
+  pthread_mutex_unlock(&lb->mu);
+  return rc;
+}
+
+static void local_release(polite_budget *b, const char *key, unsigned cost) {
+  local_budget *lb = (local_budget *)b;
+  pthread_mutex_lock(&lb->mu);
+  account *a = find_account(lb, key);
+  if (a != NULL)
+    a->in_flight = a->in_flight > cost ? a->in_flight - cost : 0;
+  pthread_mutex_unlock(&lb->mu);
+}
+
+static int local_pause_until(polite_budget *b, const char *key, int64_t now_us,
+                             int64_t until_us) {
+  local_budget *lb = (local_budget *)b;
+  int rc = 0;
+  (void)now_us;
+  pthread_mutex_lock(&lb->mu);
+  account *a = find_account(lb, key);
+  if (a == NULL) {
+    strcpy(b->errstr, "out of memory");
+    rc = POLITE_ENOMEM;
+  } else if (until_us > a->paused_until_us) {
+    a->paused_until_us = until_us;
+    if (a->limited)
+      polite_gcra_pause_until(&a->gcra, until_us);
+  }
+  pthread_mutex_unlock(&lb->mu);
+  return rc;
+}
+
+static int64_t local_paused_for(polite_budget *b, const char *key,
+                                int64_t now_us) {
+  local_budget *lb = (local_budget *)b;
+  int64_t left = 0;
+  pthread_mutex_lock(&lb->mu);
+  account *a = find_account(lb, key);
+  if (a != NULL && a->paused_until_us > now_us)
+    left = a->paused_until_us - now_us;
+  pthread_mutex_unlock(&lb->mu);
+  return left;
+}
+
+static void local_close(polite_budget *b) {
+  local_budget *lb = (local_budget *)b;
+  account *a = lb->accounts;
+  while (a) {
+    account *next = a->next;
+    free(a->key);
+    free(a);
+    a = next;
+  }
+  pthread_mutex_destroy(&lb->mu);
+  free(lb);
+}
+
+static const polite_budget_vtable local_vt = {
+    "local",           local_acquire,    local_release,
+    local_pause_until, local_paused_for, local_close};
+
+int polite_budget_local_new(const polite_budget_config *cfg,
+                            polite_budget **out) {
+  if (cfg == NULL || out == NULL || cfg->rate_per_s != cfg->rate_per_s)
+    return POLITE_EINVAL;
+  local_budget *lb = calloc(1, sizeof *lb);
+  if (lb == NULL)
+    return POLITE_ENOMEM;
+  lb->base.vt = &local_vt;
+  lb->base.cfg = *cfg;
+  if (lb->base.cfg.burst == 0)
+    lb->base.cfg.burst = 1;
+  if (pthread_mutex_init(&lb->mu, NULL) != 0) {
+    free(lb);
+    return POLITE_ENOMEM;
+  }
+  *out = &lb->base;
+  return 0;
+}

@@ -1,0 +1,681 @@
+/* polite budget, Redis backend: hosts share accounts kept in Redis (or
+ * Valkey); each call is one EVALSHA of one Lua script that reads Redis TIME
+ * as its only clock, so client clocks never need to agree. */
+#define _GNU_SOURCE
+#include "budget_backends.h"
+
+#include <polite/clock.h>
+
+#include <hiredis/hiredis.h>
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* The one script. KEYS: tat, pause, leases (zset owner -> expiry), units
+ * (hash owner -> slots held). ARGV: op, owner, lease_us, interval_us,
+ * tau_us, concurrency, cost, pause_us. Times are microseconds of Redis TIME
+ * (doubles: exact up to 2^53 us, the TAT keeps a fraction for rates like
+ * 1.5/s). Returns {status, wait_us} with the status codes of
+ * polite_budget_status; op "pause" returns {0, pause left}. Every key gets
+ * an expiry past its last use so abandoned accounts vanish. */
+static const char SCRIPT[] =
+    "if redis.replicate_commands then pcall(redis.replicate_commands) end\n"
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+    "local op, owner = ARGV[1], ARGV[2]\n"
+    "local lease = tonumber(ARGV[3])\n"
+    "local T, tau = tonumber(ARGV[4]), tonumber(ARGV[5])\n"
+    "local conc, cost = tonumber(ARGV[6]), tonumber(ARGV[7])\n"
+    "local function fmt(x) return string.format('%.3f', x) end\n"
+    "local function keep_leases()\n"
+    "  local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')\n"
+    "  if top[2] then\n"
+    "    local ms = math.ceil((tonumber(top[2]) - now) / 1000) + 1000\n"
+    "    redis.call('PEXPIRE', KEYS[3], ms)\n"
+    "    redis.call('PEXPIRE', KEYS[4], ms)\n"
+    "  end\n"
+    "end\n"
+    "local function renew()\n"
+    "  if redis.call('HEXISTS', KEYS[4], owner) == 1 then\n"
+    "    redis.call('ZADD', KEYS[3], fmt(now + lease), owner)\n"
+    "    keep_leases()\n"
+    "  end\n"
+    "end\n"
+    "if op == 'rel' then\n"
+    "  local left = redis.call('HINCRBY', KEYS[4], owner, -cost)\n"
+    "  if left <= 0 then\n"
+    "    redis.call('HDEL', KEYS[4], owner)\n"
+    "    redis.call('ZREM', KEYS[3], owner)\n"
+    "  else\n"
+    "    renew()\n"
+    "  end\n"
+    "  return {0, 0}\n"
+    "end\n"
+    "if op == 'drop' then\n"
+    "  redis.call('HDEL', KEYS[4], owner)\n"
+    "  redis.call('ZREM', KEYS[3], owner)\n"
+    "  return {0, 0}\n"
+    "end\n"
+    "renew()\n"
+    "local p = tonumber(redis.call('GET', KEYS[2]) or '0')\n"
+    "if op == 'pause' then\n"
+    "  local u = now + tonumber(ARGV[8])\n"
+    "  if u <= p then return {0, math.ceil(p - now)} end\n"
+    "  redis.call('SET', KEYS[2], fmt(u), 'PX',\n"
+    "             math.ceil((u - now) / 1000) + 1000)\n"
+    "  if T > 0 then\n"
+    "    local tat = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
+    "    if u + tau > tat then\n"
+    "      redis.call('SET', KEYS[1], fmt(u + tau), 'PX',\n"
+    "                 math.ceil((u + tau - now) / 1000) + 1000)\n"
+    "    end\n"
+    "  end\n"
+    "  return {0, math.ceil(u - now)}\n"
+    "end\n"
+    "if now < p then return {2, math.ceil(p - now)} end\n"
+    "if conc > 0 then\n"
+    "  local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)\n"
+    "  for _, o in ipairs(gone) do redis.call('HDEL', KEYS[4], o) end\n"
+    "  if #gone > 0 then\n"
+    "    redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)\n"
+    "  end\n"
+    "  local used = 0\n"
+    "  for _, v in ipairs(redis.call('HVALS', KEYS[4])) do\n"
+    "    used = used + tonumber(v)\n"
+    "  end\n"
+    "  if cost > conc or used + cost > conc then\n"
+    "    local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')\n"
+    "    if first[2] then\n"
+    "      return {3, math.max(1, math.ceil(tonumber(first[2]) - now))}\n"
+    "    end\n"
+    "    return {3, -1}\n"
+    "  end\n"
+    "end\n"
+    "if T > 0 and cost > 0 then\n"
+    "  local tat = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
+    "  local inc = cost * T\n"
+    "  local allow = tat + math.min(inc - T - tau, 0)\n"
+    "  if allow > now then return {1, math.ceil(allow - now)} end\n"
+    "  local start = now\n"
+    "  if tat > now - 1 then start = tat end\n"
+    "  local nt = start + inc\n"
+    "  redis.call('SET', KEYS[1], fmt(nt), 'PX',\n"
+    "             math.ceil((nt - now) / 1000) + 1000)\n"
+    "end\n"
+    "if conc > 0 and cost > 0 then\n"
+    "  redis.call('HINCRBY', KEYS[4], owner, cost)\n"
+    "  redis.call('ZADD', KEYS[3], fmt(now + lease), owner)\n"
+    "  keep_leases()\n"
+    "end\n"
+    "return {0, 0}\n";
+
+#define BACKOFF_MIN_US INT64_C(100000)
+#define BACKOFF_MAX_US INT64_C(5000000)
+
+/* Every account this client used, with what it last learnt about the
+ * account's pause (monotonic time here), so that paused_for needs no round
+ * trip and close can give back slots in each account. */
+typedef struct pause_memo {
+  struct pause_memo *next;
+  char *key;
+  int64_t until_us;
+} pause_memo;
+
+typedef struct {
+  polite_budget base;
+  pthread_mutex_t mu;
+  redisContext *c; /* NULL while disconnected */
+  char *safe_uri;  /* the URI with any password replaced by "***" */
+  char *host, *user, *pass, *name;
+  int port;
+  char *seed_host; /* the URI's host: where to go back when a node that */
+  int seed_port;   /* redirected us (Cluster MOVED) is unreachable */
+  int64_t lease_us, timeout_ms;
+  char owner[96]; /* this participant's lease id */
+  char sha[41];
+  double interval_us, tau_us;
+  int64_t next_connect_us, backoff_us;
+  char last_cause[80]; /* why the last connection failed or broke */
+  uint64_t round_trips;
+  pause_memo *memos;
+} redis_budget;
+
+static void fmt_err(char *buf, size_t len, const char *uri, const char *fmt,
+                    ...) {
+  if (buf == NULL || len == 0)
+    return;
+  int n = snprintf(buf, len, "budget '%.80s': ", uri);
+  if (n < 0 || (size_t)n >= len)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+  va_end(ap);
+}
+
+static struct timeval tv_ms(int64_t ms) {
+  struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+  return tv;
+}
+
+static void drop_conn(redis_budget *rb) {
+  if (rb->c != NULL)
+    redisFree(rb->c);
+  rb->c = NULL;
+}
+
+/* Sends one command and counts the round trip. NULL means the connection
+ * is broken (rb->c->errstr says why). */
+static redisReply *command(redis_budget *rb, int argc, const char **argv,
+                           const size_t *lens) {
+  rb->round_trips++;
+  return redisCommandArgv(rb->c, argc, argv, lens);
+}
+
+/* Connects, authenticates and loads the script. Called with the mutex held
+ * and only when rb->c is NULL. Returns 0, or POLITE_EBUDGET with errbuf
+ * set (the caller schedules the next attempt). */
+static int connect_now(redis_budget *rb, char *errbuf, size_t errlen) {
+  rb->round_trips++;
+  redisContext *c =
+      redisConnectWithTimeout(rb->host, rb->port, tv_ms(rb->timeout_ms));
+  if (c == NULL || c->err) {
+    fmt_err(errbuf, errlen, rb->safe_uri, "cannot connect: %s",
+            c ? c->errstr : "out of memory");
+    if (c)
+      redisFree(c);
+    return POLITE_EBUDGET;
+  }
+  redisSetTimeout(c, tv_ms(rb->timeout_ms));
+  rb->c = c;
+  if (rb->pass != NULL) {
+    const char *argv[3] = {"AUTH", rb->user ? rb->user : rb->pass, rb->pass};
+    int argc = rb->user ? 3 : 2;
+    redisReply *r = command(rb, argc, argv, NULL);
+    if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+      /* The server's message never contains the password. */
+      fmt_err(errbuf, errlen, rb->safe_uri, "authentication failed: %s",
+              r ? r->str : c->errstr);
+      freeReplyObject(r);
+      drop_conn(rb);
+      return POLITE_EBUDGET;
+    }
+    freeReplyObject(r);
+  }
+  const char *argv[3] = {"SCRIPT", "LOAD", SCRIPT};
+  redisReply *r = command(rb, 3, argv, NULL);
+  if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40) {
+    fmt_err(errbuf, errlen, rb->safe_uri, "cannot load the script: %s",
+            r == NULL                      ? c->errstr
+            : r->type == REDIS_REPLY_ERROR ? r->str
+                                           : "unexpected reply");
+    freeReplyObject(r);
+    drop_conn(rb);
+    return POLITE_EBUDGET;
+  }
+  memcpy(rb->sha, r->str, 40);
+  rb->sha[40] = '\0';
+  freeReplyObject(r);
+  return 0;
+}
+
+/* Keeps the cause part of errstr (after "budget '...': ") for the
+ * messages given while waiting for the next connection attempt. */
+static void remember_cause(redis_budget *rb) {
+  const char *p = strstr(rb->base.errstr, "': ");
+  snprintf(rb->last_cause, sizeof rb->last_cause, "%.79s",
+           p ? p + 3 : rb->base.errstr);
+}
+
+/* Makes sure a connection exists at now_us, without hammering a server
+ * that is down: attempts are spaced by a backoff that doubles from 100 ms
+ * to 5 s and resets on success. Returns 0 or POLITE_EBUDGET (errstr set). */
+static int ensure_conn(redis_budget *rb, int64_t now_us) {
+  if (rb->c != NULL)
+    return 0;
+  if (now_us < rb->next_connect_us) {
+    fmt_err(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
+            "%s; next try in %lld ms", rb->last_cause,
+            (long long)((rb->next_connect_us - now_us + 999) / 1000));
+    return POLITE_EBUDGET;
+  }
+  if (connect_now(rb, rb->base.errstr, sizeof rb->base.errstr) != 0) {
+    remember_cause(rb);
+    if (rb->port != rb->seed_port || strcmp(rb->host, rb->seed_host) != 0) {
+      char *h = strdup(rb->seed_host);
+      if (h != NULL) {
+        free(rb->host);
+        rb->host = h;
+        rb->port = rb->seed_port;
+      }
+    }
+    rb->backoff_us = rb->backoff_us ? rb->backoff_us * 2 : BACKOFF_MIN_US;
+    if (rb->backoff_us > BACKOFF_MAX_US)
+      rb->backoff_us = BACKOFF_MAX_US;
+    rb->next_connect_us = now_us + rb->backoff_us;
+    return POLITE_EBUDGET;
+  }
+  rb->backoff_us = 0;
+  return 0;
+}
+
+/* Errors after which the connection is useless (the server went away, or
+ * a failover turned it into a replica / it is loading its data). */
+static int fatal_reply(const redisReply *r) {
+  return strncmp(r->str, "READONLY", 8) == 0 ||
+         strncmp(r->str, "LOADING", 7) == 0 ||
+         strncmp(r->str, "MASTERDOWN", 10) == 0 ||
+         strncmp(r->str, "CLUSTERDOWN", 11) == 0;
+}
+
+/* Redis Cluster answers "MOVED SLOT HOST:PORT" when another node owns the
+ * budget's slot: switch to that node (connect and load the script there).
+ * Returns 1 when connected to the new node, else 0 (errstr set). */
+static int follow_moved(redis_budget *rb, const char *msg) {
+  const char *sp = strchr(msg + 6, ' ');
+  const char *colon = sp ? strrchr(sp, ':') : NULL;
+  if (colon == NULL)
+    return 0;
+  long port = strtol(colon + 1, NULL, 10);
+  char *h = strndup(sp + 1, (size_t)(colon - sp - 1));
+  if (h == NULL || port < 1 || port > 65535) {
+    free(h);
+    return 0;
+  }
+  free(rb->host);
+  rb->host = h;
+  rb->port = (int)port;
+  drop_conn(rb);
+  return connect_now(rb, rb->base.errstr, sizeof rb->base.errstr) == 0;
+}
+
+/* Runs the script once for op on account key: one round trip (two when
+ * the server forgot the script, NOSCRIPT: load, then retry). Sets
+ * st/val from the {status, value} reply. Called with the mutex held.
+ * Returns 0 or POLITE_EBUDGET with errstr naming the URI and the cause. */
+static int run_script(redis_budget *rb, const char *key, int64_t now_us,
+                      const char *op, unsigned cost, int64_t pause_us,
+                      long long *st, long long *val) {
+  int rc = ensure_conn(rb, now_us);
+  if (rc != 0)
+    return rc;
+  if (key == NULL)
+    key = "";
+  /* Keys: polite:{NAME}:KEY:x. The first {...} is the Cluster hash tag,
+   * so every key of every account of this budget lives in one slot. */
+  size_t need = strlen(rb->name) + strlen(key) + 24;
+  char *kbuf = malloc(4 * need);
+  if (kbuf == NULL) {
+    strcpy(rb->base.errstr, "out of memory");
+    return POLITE_ENOMEM;
+  }
+  static const char *suffix[4] = {"tat", "pause", "leases", "units"};
+  const char *argv[16];
+  size_t lens[16];
+  char num[6][40];
+  argv[0] = "EVALSHA";
+  argv[1] = rb->sha;
+  argv[2] = "4";
+  for (int i = 0; i < 4; i++) {
+    char *k = kbuf + i * need;
+    snprintf(k, need, "polite:{%s}:%s:%s", rb->name, key, suffix[i]);
+    argv[3 + i] = k;
+  }
+  argv[7] = op;
+  argv[8] = rb->owner;
+  snprintf(num[0], sizeof num[0], "%lld", (long long)rb->lease_us);
+  snprintf(num[1], sizeof num[1], "%.6f", rb->interval_us);
+  snprintf(num[2], sizeof num[2], "%.6f", rb->tau_us);
+  snprintf(num[3], sizeof num[3], "%u", rb->base.cfg.concurrency);
+  snprintf(num[4], sizeof num[4], "%u", cost);
+  snprintf(num[5], sizeof num[5], "%lld", (long long)pause_us);
+  for (int i = 0; i < 6; i++)
+    argv[9 + i] = num[i];
+  int argc = 15;
+  for (int i = 0; i < argc; i++)
+    lens[i] = strlen(argv[i]);
+  redisReply *r = NULL;
+  for (int attempt = 0; attempt < 3; attempt++) {
+    r = command(rb, argc, argv, lens);
+    if (r != NULL && r->type == REDIS_REPLY_ERROR &&
+        strncmp(r->str, "MOVED ", 6) == 0 && attempt < 2) {
+      int moved = follow_moved(rb, r->str);
+      freeReplyObject(r);
+      r = NULL;
+      if (!moved) {
+        free(kbuf);
+        remember_cause(rb);
+        drop_conn(rb);
+        rb->backoff_us = BACKOFF_MIN_US;
+        rb->next_connect_us = now_us + rb->backoff_us;
+        return POLITE_EBUDGET;
+      }
+      argv[1] = rb->sha;
+      continue;
+    }
+    if (r == NULL || r->type != REDIS_REPLY_ERROR ||
+        strncmp(r->str, "NOSCRIPT", 8) != 0 || attempt == 2)
+      break;
+    /* The server restarted or flushed its scripts: load it again. */
+    freeReplyObject(r);
+    r = NULL;
+    const char *lv[3] = {"SCRIPT", "LOAD", SCRIPT};
+    redisReply *l = command(rb, 3, lv, NULL);
+    int ok = l && l->type == REDIS_REPLY_STRING && l->len == 40;
+    if (ok)
+      memcpy(rb->sha, l->str, 40);
+    freeReplyObject(l);
+    if (!ok)
+      break;
+  }
+  free(kbuf);
+  rc = 0;
+  if (r == NULL) {
+    fmt_err(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
+            "lost the connection: %s",
+            rb->c->errstr[0] ? rb->c->errstr : "no reply");
+    rc = POLITE_EBUDGET;
+  } else if (r->type == REDIS_REPLY_ERROR) {
+    fmt_err(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
+            "the server refused: %.60s", r->str);
+    rc = POLITE_EBUDGET;
+    if (!fatal_reply(r)) {
+      freeReplyObject(r);
+      return rc;
+    }
+  } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+             r->element[0]->type != REDIS_REPLY_INTEGER ||
+             r->element[1]->type != REDIS_REPLY_INTEGER) {
+    fmt_err(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
+            "unexpected reply from the script");
+    freeReplyObject(r);
+    return POLITE_EBUDGET;
+  } else {
+    *st = r->element[0]->integer;
+    *val = r->element[1]->integer;
+    freeReplyObject(r);
+    return 0;
+  }
+  /* Broken connection: reconnect later, after the first backoff step. */
+  remember_cause(rb);
+  freeReplyObject(r);
+  drop_conn(rb);
+  rb->backoff_us = BACKOFF_MIN_US;
+  rb->next_connect_us = now_us + rb->backoff_us;
+  return rc;
+}
+
+/* Remembers the pause of key as seen at now_us (until_us 0: not paused).
+ * Out of memory only loses the memo (paused_for then says 0). */
+static void memo_pause(redis_budget *rb, const char *key, int64_t until_us) {
+  if (key == NULL)
+    key = "";
+  pause_memo *m = rb->memos;
+  while (m && strcmp(m->key, key) != 0)
+    m = m->next;
+  if (m == NULL) {
+    m = calloc(1, sizeof *m);
+    if (m == NULL)
+      return;
+    m->key = strdup(key);
+    if (m->key == NULL) {
+      free(m);
+      return;
+    }
+    m->next = rb->memos;
+    rb->memos = m;
+  }
+  m->until_us = until_us;
+}
+
+/* Order inside the script is the local backend's: pause, slots, rate. */
+static int redis_acquire(polite_budget *b, const char *key, int64_t now_us,
+                         unsigned cost, int64_t *wait_us) {
+  redis_budget *rb = (redis_budget *)b;
+  long long st = 0, val = 0;
+  pthread_mutex_lock(&rb->mu);
+  int rc = run_script(rb, key, now_us, "acq", cost, 0, &st, &val);
+  if (rc == 0) {
+    memo_pause(rb, key, st == POLITE_BUDGET_WAIT_PAUSE ? now_us + val : 0);
+    if (st == POLITE_BUDGET_WAIT_SLOT &&
+        (val <= 0 || val > POLITE__BUDGET_SLOT_POLL_US))
+      val = POLITE__BUDGET_SLOT_POLL_US;
+    *wait_us = st == POLITE_BUDGET_ADMITTED ? 0 : val;
+    rc = (int)st;
+  }
+  pthread_mutex_unlock(&rb->mu);
+  return rc;
+}
+
+/* When the server cannot be reached the slots stay taken until the lease
+ * expires there (or the server lost them anyway). */
+static void redis_release(polite_budget *b, const char *key, unsigned cost) {
+  redis_budget *rb = (redis_budget *)b;
+  long long st, val;
+  if (b->cfg.concurrency == 0 || cost == 0)
+    return;
+  pthread_mutex_lock(&rb->mu);
+  if (rb->c != NULL)
+    run_script(rb, key, polite_mono_us(), "rel", cost, 0, &st, &val);
+  pthread_mutex_unlock(&rb->mu);
+}
+
+static int redis_pause_until(polite_budget *b, const char *key, int64_t now_us,
+                             int64_t until_us) {
+  redis_budget *rb = (redis_budget *)b;
+  if (until_us <= now_us)
+    return 0;
+  long long st = 0, left = 0;
+  pthread_mutex_lock(&rb->mu);
+  int rc =
+      run_script(rb, key, now_us, "pause", 0, until_us - now_us, &st, &left);
+  if (rc == 0)
+    memo_pause(rb, key, left > 0 ? now_us + left : 0);
+  pthread_mutex_unlock(&rb->mu);
+  return rc;
+}
+
+/* Answered from what the last call learnt, without a round trip (the
+ * engine asks this every loop turn). A pause set by another host shows up
+ * here at this client's next acquire. */
+static int64_t redis_paused_for(polite_budget *b, const char *key,
+                                int64_t now_us) {
+  redis_budget *rb = (redis_budget *)b;
+  int64_t left = 0;
+  if (key == NULL)
+    key = "";
+  pthread_mutex_lock(&rb->mu);
+  for (pause_memo *m = rb->memos; m; m = m->next)
+    if (strcmp(m->key, key) == 0 && m->until_us > now_us)
+      left = m->until_us - now_us;
+  pthread_mutex_unlock(&rb->mu);
+  return left;
+}
+
+/* Gives back at once whatever slots this client still holds in the
+ * accounts it used (one round trip each); unreachable: they expire. */
+static void redis_close(polite_budget *b) {
+  redis_budget *rb = (redis_budget *)b;
+  long long st, val;
+  for (pause_memo *m = rb->memos; m; m = m->next)
+    if (rb->c != NULL && b->cfg.concurrency > 0)
+      run_script(rb, m->key, polite_mono_us(), "drop", 0, 0, &st, &val);
+  drop_conn(rb);
+  while (rb->memos) {
+    pause_memo *m = rb->memos;
+    rb->memos = m->next;
+    free(m->key);
+    free(m);
+  }
+  pthread_mutex_destroy(&rb->mu);
+  free(rb->safe_uri);
+  free(rb->host);
+  free(rb->seed_host);
+  free(rb->user);
+  free(rb->pass);
+  free(rb->name);
+  free(rb);
+}
+
+uint64_t polite__budget_redis_round_trips(const polite_budget *b) {
+  if (b == NULL || b->vt == NULL || strcmp(b->vt->scheme, "redis") != 0)
+    return 0;
+  return ((const redis_budget *)b)->round_trips;
+}
+
+static const polite_budget_vtable redis_vt = {
+    "redis",           redis_acquire,    redis_release,
+    redis_pause_until, redis_paused_for, redis_close};
+
+/* Parses redis://[[USER]:PASSWORD@]HOST[:PORT]/NAME[?lease=D&timeout=D]
+ * into rb. Messages name the URI with the password masked. */
+static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
+                     size_t errlen) {
+  const char *p = uri + 8;
+  const char *slash = strchr(p, '/');
+  const char *at = memchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
+  /* The masked URI first, so every later message can use it. */
+  if (at != NULL) {
+    const char *colon = memchr(p, ':', (size_t)(at - p));
+    size_t ulen = colon ? (size_t)(colon - p) : 0;
+    if (asprintf(&rb->safe_uri, "redis://%.*s:***%s", (int)ulen, p, at) < 0)
+      rb->safe_uri = NULL;
+  } else {
+    rb->safe_uri = strdup(uri);
+  }
+  if (rb->safe_uri == NULL)
+    return POLITE_ENOMEM;
+  const char *u = rb->safe_uri;
+  if (at != NULL) {
+    const char *colon = memchr(p, ':', (size_t)(at - p));
+    if (colon == NULL) {
+      fmt_err(errbuf, errlen, u, "expected USER:PASSWORD@ or :PASSWORD@");
+      return POLITE_EINVAL;
+    }
+    if (colon > p)
+      rb->user = strndup(p, (size_t)(colon - p));
+    rb->pass = strndup(colon + 1, (size_t)(at - colon - 1));
+    p = at + 1;
+  }
+  if (slash == NULL || slash == p) {
+    fmt_err(errbuf, errlen, u, "expected redis://HOST:PORT/NAME");
+    return POLITE_EINVAL;
+  }
+  const char *colon = memchr(p, ':', (size_t)(slash - p));
+  rb->port = 6379;
+  if (colon != NULL) {
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (end != slash || port < 1 || port > 65535) {
+      fmt_err(errbuf, errlen, u, "port: expected 1-65535, got '%.*s'",
+              (int)(slash - colon - 1), colon + 1);
+      return POLITE_EINVAL;
+    }
+    rb->port = (int)port;
+  }
+  rb->host = strndup(p, (size_t)((colon ? colon : slash) - p));
+  rb->seed_host = rb->host ? strdup(rb->host) : NULL;
+  rb->seed_port = rb->port;
+  const char *name = slash + 1;
+  const char *q = strchr(name, '?');
+  size_t nlen = q ? (size_t)(q - name) : strlen(name);
+  if (nlen == 0 || nlen > 100) {
+    fmt_err(errbuf, errlen, u, "expected a budget NAME after the port");
+    return POLITE_EINVAL;
+  }
+  for (size_t i = 0; i < nlen; i++)
+    if (!isalnum((unsigned char)name[i]) && !strchr("._:-", name[i])) {
+      fmt_err(errbuf, errlen, u,
+              "NAME: only letters, digits and . _ : - are allowed");
+      return POLITE_EINVAL;
+    }
+  rb->name = strndup(name, nlen);
+  if (rb->host == NULL || rb->seed_host == NULL || rb->name == NULL)
+    return POLITE_ENOMEM;
+  int64_t lease_ms = POLITE__BUDGET_LEASE_DEFAULT_MS, timeout_ms = 1000;
+  while (q != NULL) {
+    const char *s = q + 1;
+    q = strchr(s, '&');
+    size_t n = q ? (size_t)(q - s) : strlen(s);
+    char param[128];
+    if (n >= sizeof param) {
+      fmt_err(errbuf, errlen, u, "URI parameter too long");
+      return POLITE_EINVAL;
+    }
+    memcpy(param, s, n);
+    param[n] = '\0';
+    int64_t *dst = strncmp(param, "lease=", 6) == 0     ? &lease_ms
+                   : strncmp(param, "timeout=", 8) == 0 ? &timeout_ms
+                                                        : NULL;
+    if (dst == NULL) {
+      fmt_err(errbuf, errlen, u,
+              "unknown parameter '%.40s' (expected lease= or timeout=)", param);
+      return POLITE_EINVAL;
+    }
+    const char *v = strchr(param, '=') + 1;
+    if (polite_duration_parse(v, dst) != 0 || *dst < 1) {
+      fmt_err(errbuf, errlen, u,
+              "%.*s: expected a duration like 30s or 500ms, got '%.40s'",
+              (int)(v - param - 1), param, v);
+      return POLITE_EINVAL;
+    }
+  }
+  rb->lease_us = lease_ms * 1000;
+  rb->timeout_ms = timeout_ms;
+  return 0;
+}
+
+int polite__budget_redis_new(const char *uri, const polite_budget_config *cfg,
+                             polite_budget **out, char *errbuf, size_t errlen) {
+  if (errbuf && errlen)
+    errbuf[0] = '\0';
+  if (out == NULL)
+    return POLITE_EINVAL;
+  *out = NULL;
+  if (uri == NULL || cfg == NULL || strncmp(uri, "redis://", 8) != 0 ||
+      cfg->rate_per_s != cfg->rate_per_s)
+    return POLITE_EINVAL;
+  redis_budget *rb = calloc(1, sizeof *rb);
+  if (rb == NULL)
+    return POLITE_ENOMEM;
+  rb->base.vt = &redis_vt;
+  rb->base.cfg = *cfg;
+  if (rb->base.cfg.burst == 0)
+    rb->base.cfg.burst = 1;
+  pthread_mutex_init(&rb->mu, NULL);
+  int rc = parse_uri(rb, uri, errbuf, errlen);
+  if (rc == 0 && cfg->rate_per_s > 0) {
+    polite_gcra g;
+    if (polite_gcra_init(&g, cfg->rate_per_s, rb->base.cfg.burst) != 0) {
+      fmt_err(errbuf, errlen, rb->safe_uri, "rate %g/s is out of range",
+              cfg->rate_per_s);
+      rc = POLITE_EINVAL;
+    }
+    rb->interval_us = 1e6 / cfg->rate_per_s;
+    rb->tau_us = (rb->base.cfg.burst - 1) * rb->interval_us;
+  }
+  if (rc == 0) {
+    /* A lease id readable by operators (host:pid) and unique (random). */
+    uint64_t r = 0;
+    if (polite_random_bytes(&r, sizeof r) != 0)
+      r = polite_random_seed();
+    char hn[48] = "";
+    gethostname(hn, sizeof hn - 1);
+    snprintf(rb->owner, sizeof rb->owner, "%.47s:%d:%016llx", hn, (int)getpid(),
+             (unsigned long long)r);
+    rc = connect_now(rb, errbuf, errlen);
+  }
+  if (rc != 0) {
+    rb->c = NULL;
+    redis_close(&rb->base);
+    return rc;
+  }
+  *out = &rb->base;
+  return 0;
+}

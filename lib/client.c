@@ -1,0 +1,134 @@
+/* polite client: a blocking call for one logical request, run as a
+ * one-request batch so that it shares the engine (decisions, budget,
+ * pauses, idempotency keys) with `polite run`. */
+#include <polite/client.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct polite_client {
+  polite_client_options o;
+  polite_budget *own_budget; /* created when the caller gave none */
+};
+
+void polite_client_options_init(polite_client_options *o) {
+  memset(o, 0, sizeof *o);
+  o->burst = 1;
+  o->concurrency = 4;
+  o->max_attempts = 5;
+  o->deadline_ms = -1;
+  o->connect_timeout_ms = 10000;
+  o->timeout_ms = 30000;
+}
+
+polite_client *polite_client_new(const polite_client_options *o) {
+  if (o == NULL || o->max_attempts < 1)
+    return NULL;
+  polite_client *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return NULL;
+  c->o = *o;
+  if (c->o.budget == NULL) {
+    polite_budget_config bc = {o->rate_per_s, o->burst ? o->burst : 1,
+                               o->concurrency};
+    if (polite_budget_local_new(&bc, &c->own_budget) != 0) {
+      free(c);
+      return NULL;
+    }
+    c->o.budget = c->own_budget;
+  }
+  return c;
+}
+
+void polite_client_free(polite_client *c) {
+  if (c == NULL)
+    return;
+  polite_budget_close(c->own_budget);
+  free(c);
+}
+
+void polite_response_free(polite_response *r) {
+  if (r == NULL)
+    return;
+  free(r->body);
+  free(r->error);
+  memset(r, 0, sizeof *r);
+}
+
+/* State of one call: the request to hand out once, the response to fill. */
+typedef struct {
+  polite_request *req;
+  polite_response *resp;
+  int got;
+} one_call;
+
+static int one_next(void *ud, polite_request **out) {
+  one_call *oc = ud;
+  if (oc->req == NULL)
+    return 0;
+  *out = oc->req;
+  oc->req = NULL; /* the engine owns it now */
+  return 1;
+}
+
+static void one_result(void *ud, const polite_result *r) {
+  one_call *oc = ud;
+  polite_response *p = oc->resp;
+  oc->got = 1;
+  p->status = r->status;
+  p->outcome = r->outcome;
+  p->attempts = r->attempts;
+  p->elapsed_ms = r->elapsed_ms;
+  if (r->body) {
+    p->body = malloc(r->body_len + 1);
+    if (p->body) {
+      memcpy(p->body, r->body, r->body_len);
+      p->body[r->body_len] = '\0';
+      p->body_len = r->body_len;
+    }
+  }
+  if (r->error)
+    p->error = strdup(r->error);
+}
+
+int polite_client_request(polite_client *c, const polite_request *req,
+                          polite_response *resp) {
+  if (resp == NULL)
+    return POLITE_EINVAL;
+  memset(resp, 0, sizeof *resp);
+  if (c == NULL || req == NULL || req->url == NULL)
+    return POLITE_EINVAL;
+  one_call oc = {polite_request_dup(req), resp, 0};
+  if (oc.req == NULL)
+    return POLITE_ENOMEM;
+  if (oc.req->id == NULL)
+    oc.req->id = strdup("request");
+  polite_batch_options bo;
+  polite_batch_options_init(&bo);
+  bo.budget = c->o.budget;
+  bo.max_attempts = c->o.max_attempts;
+  bo.deadline_ms = c->o.deadline_ms;
+  bo.connect_timeout_ms = c->o.connect_timeout_ms;
+  bo.timeout_ms = c->o.timeout_ms;
+  bo.insecure = c->o.insecure;
+  bo.retry_unsafe = c->o.retry_unsafe;
+  bo.idempotency_auto = c->o.idempotency_auto;
+  bo.max_pending = 1;
+  bo.next = one_next;
+  bo.on_result = one_result;
+  bo.ud = &oc;
+  char err[256];
+  polite_batch *b = polite_batch_new(&bo, err, sizeof err);
+  if (b == NULL) {
+    polite_request_free(oc.req);
+    resp->error = strdup(err);
+    return POLITE_ENOMEM;
+  }
+  int rc = polite_batch_run(b);
+  if (rc != 0 && !oc.got)
+    resp->error = strdup(polite_batch_errstr(b));
+  polite_batch_free(b);
+  polite_request_free(oc.req); /* NULL unless the engine never took it */
+  return oc.got ? 0 : (rc ? rc : POLITE_ECANCELED);
+}

@@ -1,0 +1,463 @@
+/* polite requests: the request object and the line-oriented input format of
+ * `polite run` (bare URL or JSON object per line), read lazily. */
+#define _GNU_SOURCE
+#include <polite/batch.h>
+
+#include <ctype.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+polite_request *polite_request_new(void) {
+  return calloc(1, sizeof(polite_request));
+}
+
+void polite_request_free(polite_request *r) {
+  if (r == NULL)
+    return;
+  free(r->id);
+  free(r->method);
+  free(r->url);
+  for (size_t i = 0; i < r->nheaders; i++)
+    free(r->headers[i]);
+  free(r->headers);
+  free(r->body);
+  free(r->idempotency_key);
+  free(r->error);
+  free(r);
+}
+
+static char *xstrdup(const char *s) {
+  return s ? strdup(s) : NULL;
+}
+
+static char *memdup0(const char *s, size_t n) {
+  char *p = malloc(n + 1);
+  if (p) {
+    if (n)
+      memcpy(p, s, n);
+    p[n] = '\0';
+  }
+  return p;
+}
+
+polite_request *polite_request_dup(const polite_request *r) {
+  polite_request *d = polite_request_new();
+  if (d == NULL || r == NULL)
+    return d;
+  d->id = xstrdup(r->id);
+  d->method = xstrdup(r->method);
+  d->url = xstrdup(r->url);
+  d->line = r->line;
+  d->has_body = r->has_body;
+  d->body_len = r->body_len;
+  d->body = r->body ? memdup0(r->body, r->body_len) : NULL;
+  d->idempotency_key = xstrdup(r->idempotency_key);
+  d->error = xstrdup(r->error);
+  if (r->nheaders) {
+    d->headers = calloc(r->nheaders, sizeof(char *));
+    if (d->headers == NULL) {
+      polite_request_free(d);
+      return NULL;
+    }
+    for (size_t i = 0; i < r->nheaders; i++) {
+      d->headers[i] = xstrdup(r->headers[i]);
+      if (d->headers[i] == NULL) {
+        polite_request_free(d);
+        return NULL;
+      }
+      d->nheaders++;
+    }
+  }
+  return d;
+}
+
+const char *polite_request_method(const polite_request *r) {
+  if (r->method && r->method[0])
+    return r->method;
+  return r->has_body ? "POST" : "GET";
+}
+
+/* RFC 9110 token characters (method and header names). */
+static int is_tchar(unsigned char c) {
+  return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static int is_token(const char *s, size_t n) {
+  if (n == 0)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!is_tchar((unsigned char)s[i]))
+      return 0;
+  return 1;
+}
+
+/* Header values must not smuggle extra lines into the request. */
+static int value_ok(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] == '\r' || s[i] == '\n' || s[i] == '\0')
+      return 0;
+  return 1;
+}
+
+/* Drops a header already present with the same name (case-insensitive), so
+ * a line's header replaces a global -H one. */
+static void drop_header(polite_request *r, const char *name, size_t n) {
+  for (size_t i = 0; i < r->nheaders; i++) {
+    const char *h = r->headers[i];
+    if (strncasecmp(h, name, n) == 0 && h[n] == ':') {
+      free(r->headers[i]);
+      memmove(&r->headers[i], &r->headers[i + 1],
+              (r->nheaders - i - 1) * sizeof(char *));
+      r->nheaders--;
+      i--;
+    }
+  }
+}
+
+int polite_request_add_header(polite_request *r, const char *name,
+                              const char *value) {
+  size_t nl = strlen(name), vl = strlen(value);
+  if (!is_token(name, nl) || !value_ok(value, vl))
+    return POLITE_EINVAL;
+  drop_header(r, name, nl);
+  char **h = realloc(r->headers, (r->nheaders + 1) * sizeof(char *));
+  if (h == NULL)
+    return POLITE_ENOMEM;
+  r->headers = h;
+  char *line = malloc(nl + vl + 3);
+  if (line == NULL)
+    return POLITE_ENOMEM;
+  memcpy(line, name, nl);
+  memcpy(line + nl, ": ", 2);
+  memcpy(line + nl + 2, value, vl + 1);
+  r->headers[r->nheaders++] = line;
+  return 0;
+}
+
+/* Sets r->error to a formatted message (the request becomes invalid). */
+__attribute__((format(printf, 2, 3))) static void fail(polite_request *r,
+                                                       const char *fmt, ...) {
+  if (r->error)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  if (vasprintf(&r->error, fmt, ap) < 0)
+    r->error = NULL;
+  va_end(ap);
+  if (r->error == NULL)
+    r->error = strdup("invalid input");
+}
+
+/* Checks that url is an absolute http(s) URL without spaces or controls;
+ * the message quotes it redacted (a query may carry a key). */
+static int check_url(polite_request *r, const char *field, const char *url) {
+  const char *why = NULL;
+  if (strncasecmp(url, "http://", 7) != 0 &&
+      strncasecmp(url, "https://", 8) != 0)
+    why = "must start with http:// or https://";
+  else if (url[strncasecmp(url, "http://", 7) == 0 ? 7 : 8] == '\0' ||
+           strchr("/?#", url[strncasecmp(url, "http://", 7) == 0 ? 7 : 8]))
+    why = "has no host";
+  else
+    for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+      if (*p <= 0x20 || *p == 0x7f) {
+        why = "contains a space or control character";
+        break;
+      }
+  if (why == NULL)
+    return 0;
+  char *red = polite_redact_url(url);
+  /* Keep messages short: long values are cut, never the redaction. */
+  fail(r, "%s \"%.200s\" %s", field, red ? red : "", why);
+  free(red);
+  return -1;
+}
+
+/* Applies the global -H headers, then the global -X/-d where the line gave
+ * none. */
+static int apply_defaults(polite_request *r, const polite_input_defaults *def,
+                          int line_has_headers) {
+  (void)line_has_headers;
+  if (def == NULL)
+    return 0;
+  if (r->method == NULL && def->method != NULL) {
+    r->method = strdup(def->method);
+    if (r->method == NULL)
+      return POLITE_ENOMEM;
+  }
+  if (!r->has_body && def->body != NULL) {
+    r->body = memdup0(def->body, def->body_len);
+    if (r->body == NULL)
+      return POLITE_ENOMEM;
+    r->body_len = def->body_len;
+    r->has_body = 1;
+  }
+  return 0;
+}
+
+/* Adds the -H headers to a fresh request before the line's own. */
+static void add_global_headers(polite_request *r,
+                               const polite_input_defaults *def) {
+  if (def == NULL)
+    return;
+  for (size_t i = 0; i < def->nheaders; i++) {
+    const char *h = def->headers[i];
+    const char *colon = strchr(h, ':');
+    if (colon == NULL)
+      continue; /* the command validates -H before it gets here */
+    char *name = memdup0(h, (size_t)(colon - h));
+    const char *v = colon + 1;
+    while (*v == ' ' || *v == '\t')
+      v++;
+    if (name)
+      polite_request_add_header(r, name, v);
+    free(name);
+  }
+}
+
+static int parse_json(polite_request *r, const char *line, size_t len) {
+  json_error_t jerr;
+  json_t *root =
+      json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+  if (root == NULL) {
+    fail(r, "not valid JSON at column %d: %s", jerr.column, jerr.text);
+    return 0;
+  }
+  if (!json_is_object(root)) {
+    fail(r, "a JSON line must be an object");
+    json_decref(root);
+    return 0;
+  }
+  const char *k;
+  json_t *v;
+  json_object_foreach(root, k, v) {
+    if (strcmp(k, "id") == 0) {
+      if (json_is_string(v) && json_string_length(v) > 0 &&
+          strlen(json_string_value(v)) == json_string_length(v))
+        r->id = memdup0(json_string_value(v), json_string_length(v));
+      else if (json_is_integer(v)) {
+        if (asprintf(&r->id, "%lld", (long long)json_integer_value(v)) < 0)
+          r->id = NULL;
+      } else
+        fail(r, "field \"id\" must be a non-empty string (no NUL) or an "
+                "integer");
+    } else if (strcmp(k, "method") == 0) {
+      if (!json_is_string(v) ||
+          !is_token(json_string_value(v), json_string_length(v)))
+        fail(r, "field \"method\" must be an HTTP method token (e.g. \"GET\")");
+      else
+        r->method = strdup(json_string_value(v));
+    } else if (strcmp(k, "url") == 0) {
+      if (!json_is_string(v))
+        fail(r, "field \"url\" must be a string");
+      else if (strlen(json_string_value(v)) != json_string_length(v))
+        fail(r, "field \"url\" contains a NUL character");
+      else if (check_url(r, "field \"url\"", json_string_value(v)) == 0)
+        r->url = strdup(json_string_value(v));
+    } else if (strcmp(k, "headers") == 0) {
+      if (!json_is_object(v)) {
+        fail(r, "field \"headers\" must be an object of strings");
+        continue;
+      }
+      const char *hk;
+      json_t *hv;
+      json_object_foreach(v, hk, hv) {
+        int secret = polite_header_is_secret(hk, strlen(hk));
+        if (!is_token(hk, strlen(hk))) {
+          fail(r, "header name \"%.100s\" is not a valid HTTP token", hk);
+        } else if (!json_is_string(hv)) {
+          fail(r, "header \"%.100s\" must have a string value", hk);
+        } else if (!value_ok(json_string_value(hv), json_string_length(hv))) {
+          fail(r, "header \"%.100s\" value%s contains CR, LF or NUL", hk,
+               secret ? " (REDACTED)" : "");
+        } else if (polite_request_add_header(r, hk, json_string_value(hv)) ==
+                   POLITE_ENOMEM) {
+          json_decref(root);
+          return POLITE_ENOMEM;
+        }
+      }
+    } else if (strcmp(k, "body") == 0) {
+      if (json_is_string(v)) {
+        r->body = memdup0(json_string_value(v), json_string_length(v));
+        r->body_len = json_string_length(v);
+        r->has_body = 1;
+      } else if (json_is_object(v) || json_is_array(v)) {
+        /* A structured body is sent as compact JSON. */
+        r->body = json_dumps(v, JSON_COMPACT);
+        r->body_len = r->body ? strlen(r->body) : 0;
+        r->has_body = 1;
+        int has_ct = 0;
+        for (size_t i = 0; i < r->nheaders; i++)
+          if (strncasecmp(r->headers[i], "content-type:", 13) == 0)
+            has_ct = 1;
+        json_t *hdrs = json_object_get(root, "headers");
+        if (hdrs && json_is_object(hdrs)) {
+          const char *hk;
+          json_t *hv;
+          json_object_foreach(
+              hdrs, hk, hv) if (strcasecmp(hk, "content-type") == 0) has_ct = 1;
+        }
+        if (!has_ct)
+          polite_request_add_header(r, "Content-Type", "application/json");
+      } else if (!json_is_null(v)) {
+        fail(r, "field \"body\" must be a string, an object or an array");
+      }
+    } else if (strcmp(k, "idempotency_key") == 0) {
+      if (!json_is_string(v) || json_string_length(v) == 0 ||
+          !value_ok(json_string_value(v), json_string_length(v)))
+        fail(r, "field \"idempotency_key\" must be a non-empty string without "
+                "CR, LF or NUL");
+      else
+        r->idempotency_key = strdup(json_string_value(v));
+    } else {
+      fail(r,
+           "unknown field \"%.100s\" (expected id, method, url, headers, "
+           "body, idempotency_key)",
+           k);
+    }
+  }
+  if (r->url == NULL && r->error == NULL)
+    fail(r, "missing field \"url\"");
+  json_decref(root);
+  return 0;
+}
+
+int polite_request_parse_line(const char *line, size_t len, long lineno,
+                              const polite_input_defaults *def,
+                              polite_request **out) {
+  *out = NULL;
+  while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n' ||
+                     isspace((unsigned char)line[len - 1])))
+    len--;
+  size_t i = 0;
+  while (i < len && isspace((unsigned char)line[i]))
+    i++;
+  line += i;
+  len -= i;
+  if (len == 0 || line[0] == '#')
+    return 0;
+  polite_request *r = polite_request_new();
+  if (r == NULL)
+    return POLITE_ENOMEM;
+  r->line = lineno;
+  add_global_headers(r, def);
+  if (memchr(line, '\0', len) != NULL) {
+    fail(r, "line contains a NUL byte");
+  } else if (line[0] == '{' || line[0] == '[') {
+    if (parse_json(r, line, len) == POLITE_ENOMEM) {
+      polite_request_free(r);
+      return POLITE_ENOMEM;
+    }
+  } else {
+    char *url = memdup0(line, len);
+    if (url == NULL) {
+      polite_request_free(r);
+      return POLITE_ENOMEM;
+    }
+    if (check_url(r, "url", url) == 0)
+      r->url = url;
+    else
+      free(url);
+  }
+  if (r->id == NULL && asprintf(&r->id, "line-%ld", lineno) < 0)
+    r->id = NULL;
+  if (r->error == NULL && apply_defaults(r, def, 0) != 0) {
+    polite_request_free(r);
+    return POLITE_ENOMEM;
+  }
+  if (r->id == NULL) {
+    polite_request_free(r);
+    return POLITE_ENOMEM;
+  }
+  *out = r;
+  return 1;
+}
+
+struct polite_input {
+  FILE *f;
+  const polite_input_defaults *def;
+  char *buf;
+  size_t cap;
+  long lineno;
+  int eof;
+};
+
+polite_input *polite_input_open(FILE *f, const polite_input_defaults *def) {
+  polite_input *in = calloc(1, sizeof *in);
+  if (in == NULL)
+    return NULL;
+  in->f = f;
+  in->def = def;
+  return in;
+}
+
+long polite_input_lines(const polite_input *in) {
+  return in->lineno;
+}
+
+/* Reads the rest of an over-long line without keeping it. */
+static void skip_rest(FILE *f) {
+  int c;
+  while ((c = getc_unlocked(f)) != EOF && c != '\n')
+    ;
+}
+
+int polite_input_next(polite_input *in, polite_request **out) {
+  *out = NULL;
+  while (!in->eof) {
+    size_t n = 0;
+    int c, too_long = 0;
+    /* A bounded getline: the buffer grows to the longest line kept (at
+     * most POLITE_INPUT_MAX_LINE), so memory stays flat. */
+    while ((c = getc_unlocked(in->f)) != EOF && c != '\n') {
+      if (n + 2 > in->cap) {
+        if (in->cap >= POLITE_INPUT_MAX_LINE) {
+          too_long = 1;
+          skip_rest(in->f);
+          break;
+        }
+        size_t nc = in->cap ? in->cap * 2 : 256;
+        char *nb = realloc(in->buf, nc);
+        if (nb == NULL)
+          return POLITE_ENOMEM;
+        in->buf = nb;
+        in->cap = nc;
+      }
+      in->buf[n++] = (char)c;
+    }
+    if (c == EOF) {
+      if (ferror(in->f))
+        return POLITE_EIO;
+      in->eof = 1;
+      if (n == 0)
+        break;
+    }
+    in->lineno++;
+    if (too_long) {
+      polite_request *r = polite_request_new();
+      if (r == NULL)
+        return POLITE_ENOMEM;
+      r->line = in->lineno;
+      if (asprintf(&r->id, "line-%ld", in->lineno) < 0)
+        r->id = NULL;
+      fail(r, "line is longer than %d bytes", POLITE_INPUT_MAX_LINE);
+      *out = r;
+      return 1;
+    }
+    int rc = polite_request_parse_line(in->buf ? in->buf : "", n, in->lineno,
+                                       in->def, out);
+    if (rc != 0)
+      return rc;
+  }
+  return 0;
+}
+
+void polite_input_close(polite_input *in) {
+  if (in == NULL)
+    return;
+  free(in->buf);
+  free(in);
+}

@@ -1,0 +1,234 @@
+/* Unit tests of the local budget (lib/budget_local.c, lib/budget.c) on a
+ * fake clock: rate spacing, concurrency slots, account pauses, scopes,
+ * URIs, and several threads sharing one budget. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <string.h>
+
+#include <polite/budget.h>
+
+#define SEC INT64_C(1000000)
+#define T0 (INT64_C(1000) * SEC)
+
+static polite_budget *mk(double rate, unsigned burst, unsigned conc) {
+  polite_budget_config c = {rate, burst, conc};
+  polite_budget *b = NULL;
+  assert_int_equal(polite_budget_local_new(&c, &b), 0);
+  return b;
+}
+
+static void rate_spaces_starts_evenly(void **state) {
+  (void)state;
+  polite_budget *b = mk(10, 1, 0); /* 10/s: one start per 100 ms */
+  int64_t w = -5;
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(w, 0);
+  /* A second start at the same instant must wait the whole interval. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 100000);
+  /* Just before the interval: still waits 1 us. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 99999, 1, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 1);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 100000, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  /* After a long idle time, no catch-up burst beyond burst 1. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 10 * SEC, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 10 * SEC, 1, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  polite_budget_close(b);
+}
+
+static void burst_allows_back_to_back(void **state) {
+  (void)state;
+  polite_budget *b = mk(10, 3, 0);
+  int64_t w;
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+                     POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  assert_true(w > 0 && w <= 100000);
+  polite_budget_close(b);
+}
+
+static void slots_cap_concurrency_without_spending_rate(void **state) {
+  (void)state;
+  polite_budget *b = mk(1000, 1, 2);
+  int64_t w;
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + SEC, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, &w),
+                   POLITE_BUDGET_WAIT_SLOT);
+  assert_int_equal(w, -1);
+  polite_budget_release(b, NULL, 1);
+  /* The refused attempt did not consume a start: admitted at once. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  /* A cost larger than the whole concurrency can never fit. */
+  polite_budget_release(b, NULL, 2);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 3 * SEC, 3, &w),
+                   POLITE_BUDGET_WAIT_SLOT);
+  /* Releasing more than held does not underflow. */
+  polite_budget_release(b, NULL, 10);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 4 * SEC, 2, &w),
+                   POLITE_BUDGET_ADMITTED);
+  polite_budget_close(b);
+}
+
+static void pause_stops_everything_then_resumes_spaced(void **state) {
+  (void)state;
+  polite_budget *b = mk(10, 1, 0);
+  int64_t w;
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_pause_until(b, NULL, T0, T0 + 2 * SEC), 0);
+  assert_int_equal(polite_budget_paused_for(b, NULL, T0 + SEC), SEC);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + SEC, 1, &w),
+                   POLITE_BUDGET_WAIT_PAUSE);
+  assert_int_equal(w, SEC);
+  /* A shorter pause never shortens the current one. */
+  polite_budget_pause_until(b, NULL, T0 + SEC, T0 + SEC + 10);
+  assert_int_equal(polite_budget_paused_for(b, NULL, T0 + SEC), SEC);
+  /* At the end of the pause one start, then the planned spacing. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_paused_for(b, NULL, T0 + 2 * SEC), 0);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 100000);
+  polite_budget_close(b);
+}
+
+static void pause_applies_without_rate(void **state) {
+  (void)state;
+  polite_budget *b = mk(0, 1, 0); /* unlimited rate */
+  int64_t w;
+  polite_budget_pause_until(b, NULL, T0, T0 + 500);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+                   POLITE_BUDGET_WAIT_PAUSE);
+  assert_int_equal(w, 500);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 500, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  polite_budget_close(b);
+}
+
+static void accounts_are_independent(void **state) {
+  (void)state;
+  polite_budget *b = mk(1, 1, 1);
+  int64_t w;
+  assert_int_equal(polite_budget_acquire(b, "a.example", T0, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, "b.example", T0, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  polite_budget_pause_until(b, "a.example", T0, T0 + 10 * SEC);
+  assert_int_equal(polite_budget_paused_for(b, "b.example", T0), 0);
+  /* NULL and "" name the same default account. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, "", T0 + 5 * SEC, 1, &w),
+                   POLITE_BUDGET_WAIT_SLOT);
+  polite_budget_close(b);
+}
+
+static void open_by_uri(void **state) {
+  (void)state;
+  polite_budget_config c = {5, 1, 2};
+  polite_budget *b = NULL;
+  char err[200];
+  assert_int_equal(polite_budget_open("local", &c, &b, err, sizeof err), 0);
+  assert_non_null(b);
+  assert_string_equal(b->vt->scheme, "local");
+  polite_budget_close(b);
+  b = NULL;
+  assert_int_equal(polite_budget_open("memcached://x", &c, &b, err, sizeof err),
+                   POLITE_EINVAL);
+  assert_null(b);
+  assert_non_null(strstr(err, "memcached://x"));
+  assert_int_equal(polite_budget_open("gopher://x", &c, &b, err, sizeof err),
+                   POLITE_EINVAL);
+  assert_non_null(strstr(err, "unknown backend"));
+  /* A NULL budget admits everything (no budget configured). */
+  int64_t w = 7;
+  assert_int_equal(polite_budget_acquire(NULL, NULL, T0, 1, &w), 0);
+  assert_int_equal(w, 0);
+  polite_budget_close(NULL);
+}
+
+/* Several threads hammer one budget with concurrency 3: the slot count must
+ * never exceed 3 (checked with a shared counter under the same rules). */
+typedef struct {
+  polite_budget *b;
+  pthread_mutex_t mu;
+  int in_use, max_seen, admitted;
+} shared;
+
+static void *worker(void *arg) {
+  shared *s = arg;
+  for (int i = 0; i < 2000; i++) {
+    int64_t w;
+    if (polite_budget_acquire(s->b, NULL, T0 + i, 1, &w) !=
+        POLITE_BUDGET_ADMITTED)
+      continue;
+    pthread_mutex_lock(&s->mu);
+    s->in_use++;
+    s->admitted++;
+    if (s->in_use > s->max_seen)
+      s->max_seen = s->in_use;
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&s->mu);
+    s->in_use--;
+    pthread_mutex_unlock(&s->mu);
+    polite_budget_release(s->b, NULL, 1);
+  }
+  return NULL;
+}
+
+static void threads_share_slots_safely(void **state) {
+  (void)state;
+  shared s;
+  memset(&s, 0, sizeof s);
+  s.b = mk(0, 1, 3);
+  pthread_mutex_init(&s.mu, NULL);
+  pthread_t t[6];
+  for (int i = 0; i < 6; i++)
+    pthread_create(&t[i], NULL, worker, &s);
+  for (int i = 0; i < 6; i++)
+    pthread_join(t[i], NULL);
+  assert_true(s.max_seen <= 3);
+  assert_true(s.admitted > 0);
+  /* Everything was released: 3 slots are free again. */
+  int64_t w;
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(polite_budget_acquire(s.b, NULL, T0, 1, &w),
+                     POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(s.b, NULL, T0, 1, &w),
+                   POLITE_BUDGET_WAIT_SLOT);
+  pthread_mutex_destroy(&s.mu);
+  polite_budget_close(s.b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(rate_spaces_starts_evenly),
+      cmocka_unit_test(burst_allows_back_to_back),
+      cmocka_unit_test(slots_cap_concurrency_without_spending_rate),
+      cmocka_unit_test(pause_stops_everything_then_resumes_spaced),
+      cmocka_unit_test(pause_applies_without_rate),
+      cmocka_unit_test(accounts_are_independent),
+      cmocka_unit_test(open_by_uri),
+      cmocka_unit_test(threads_share_slots_safely),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,221 @@
+/* Unit tests of the input format (lib/request.c): bare URLs, JSON lines,
+ * skipped lines, errors naming the field, defaults (-X -H -d), streaming. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <polite/batch.h>
+
+static polite_request *parse(const char *line, long n,
+                             const polite_input_defaults *d) {
+  polite_request *r = NULL;
+  int rc = polite_request_parse_line(line, strlen(line), n, d, &r);
+  assert_int_equal(rc, 1);
+  assert_non_null(r);
+  return r;
+}
+
+/* Asserts the line is invalid with a message containing `want`. */
+static void expect_error(const char *line, const char *want) {
+  polite_request *r = parse(line, 9, NULL);
+  if (r->error == NULL)
+    fail_msg("no error for %s", line);
+  if (strstr(r->error, want) == NULL)
+    fail_msg("error '%s' lacks '%s'", r->error, want);
+  assert_int_equal(r->line, 9);
+  assert_non_null(r->id);
+  polite_request_free(r);
+}
+
+static void skipped_lines(void **state) {
+  (void)state;
+  const char *skip[] = {"", "   ", "\r", "# comment", "   # indented", "\t"};
+  for (size_t i = 0; i < sizeof skip / sizeof *skip; i++) {
+    polite_request *r = (polite_request *)1;
+    assert_int_equal(
+        polite_request_parse_line(skip[i], strlen(skip[i]), 1, NULL, &r), 0);
+    assert_null(r);
+  }
+}
+
+static void bare_url(void **state) {
+  (void)state;
+  polite_request *r = parse("  https://api.example/v1/x?q=1 \r", 7, NULL);
+  assert_null(r->error);
+  assert_string_equal(r->url, "https://api.example/v1/x?q=1");
+  assert_string_equal(r->id, "line-7");
+  assert_string_equal(polite_request_method(r), "GET");
+  assert_int_equal(r->line, 7);
+  assert_false(r->has_body);
+  polite_request_free(r);
+}
+
+static void json_line(void **state) {
+  (void)state;
+  polite_request *r =
+      parse("{\"id\":\"u-1\",\"method\":\"POST\",\"url\":\"http://h/p\","
+            "\"headers\":{\"Content-Type\":\"text/plain\",\"X-A\":\"1\"},"
+            "\"body\":\"hi\\u0000there\",\"idempotency_key\":\"k1\"}",
+            3, NULL);
+  assert_null(r->error);
+  assert_string_equal(r->id, "u-1");
+  assert_string_equal(r->method, "POST");
+  assert_int_equal(r->nheaders, 2);
+  assert_string_equal(r->headers[0], "Content-Type: text/plain");
+  assert_int_equal(r->body_len, 8); /* the NUL byte is kept */
+  assert_memory_equal(r->body, "hi\0there", 8);
+  assert_string_equal(r->idempotency_key, "k1");
+  polite_request *d = polite_request_dup(r);
+  assert_int_equal(d->body_len, 8);
+  assert_memory_equal(d->body, "hi\0there", 8);
+  assert_string_equal(d->headers[1], "X-A: 1");
+  polite_request_free(d);
+  polite_request_free(r);
+
+  r = parse("{\"url\":\"http://h/\",\"id\":42,\"body\":{\"a\":[1]}}", 4, NULL);
+  assert_null(r->error);
+  assert_string_equal(r->id, "42");
+  assert_string_equal(r->body, "{\"a\":[1]}");
+  assert_string_equal(polite_request_method(r), "POST");
+  assert_string_equal(r->headers[0], "Content-Type: application/json");
+  polite_request_free(r);
+}
+
+static void errors_name_the_field(void **state) {
+  (void)state;
+  expect_error("{\"url\":1}", "\"url\"");
+  expect_error("{\"url\":\"ftp://h/\"}", "ftp://h/");
+  expect_error("{\"url\":\"http://\"}", "no host");
+  expect_error("{\"url\":\"http://h/a b\"}", "space");
+  expect_error("{\"method\":\"GET\"}", "missing field \"url\"");
+  expect_error("{\"url\":\"http://h/\",\"method\":\"G T\"}", "method");
+  expect_error("{\"url\":\"http://h/\",\"headers\":[]}", "headers");
+  expect_error("{\"url\":\"http://h/\",\"headers\":{\"A\":1}}", "\"A\"");
+  expect_error("{\"url\":\"http://h/\",\"headers\":{\"A B\":\"x\"}}", "A B");
+  expect_error("{\"url\":\"http://h/\",\"headers\":{\"X\":\"a\\nb\"}}",
+               "CR, LF");
+  expect_error("{\"url\":\"http://h/\",\"body\":3}", "\"body\"");
+  expect_error("{\"url\":\"http://h/\",\"idempotency_key\":\"\"}",
+               "idempotency_key");
+  expect_error("{\"url\":\"http://h/\",\"extra\":1}",
+               "unknown field \"extra\"");
+  expect_error("{\"url\":\"http://h/\",\"url\":\"http://h/\"}", "duplicate");
+  expect_error("{\"url\":", "column");
+  expect_error("[1,2]", "object");
+  expect_error("not a url", "http://");
+  expect_error("{\"id\":\"\",\"url\":\"http://h/\"}", "\"id\"");
+}
+
+static void errors_hide_secrets(void **state) {
+  (void)state;
+  polite_request *r = parse("{\"url\":\"ftp://h/?api_key=SECRET1\",\"headers\":"
+                            "{\"Authorization\":\"SECRET2\\n\"}}",
+                            1, NULL);
+  assert_non_null(r->error);
+  assert_null(strstr(r->error, "SECRET"));
+  polite_request_free(r);
+  r = parse("{\"url\":\"http://h/\",\"headers\":{\"Cookie\":\"SECRET3\\r\"}}",
+            1, NULL);
+  assert_non_null(r->error);
+  assert_null(strstr(r->error, "SECRET"));
+  assert_non_null(strstr(r->error, "Cookie"));
+  polite_request_free(r);
+}
+
+static void defaults_like_curl(void **state) {
+  (void)state;
+  const char *hdrs[] = {"Authorization: Bearer t", "X-A: global"};
+  polite_input_defaults d = {NULL, hdrs, 2, "a=1", 3};
+  polite_request *r = parse("http://h/", 1, &d);
+  assert_null(r->error);
+  assert_string_equal(polite_request_method(r), "POST"); /* -d makes POST */
+  assert_string_equal(r->body, "a=1");
+  assert_int_equal(r->nheaders, 2);
+  polite_request_free(r);
+
+  /* The line's own header replaces -H of the same name; its body wins. */
+  r = parse("{\"url\":\"http://h/\",\"headers\":{\"x-a\":\"line\"},"
+            "\"body\":\"b\",\"method\":\"PUT\"}",
+            2, &d);
+  assert_null(r->error);
+  assert_int_equal(r->nheaders, 2);
+  assert_string_equal(r->headers[1], "x-a: line");
+  assert_string_equal(r->body, "b");
+  assert_string_equal(polite_request_method(r), "PUT");
+  polite_request_free(r);
+
+  polite_input_defaults x = {"DELETE", NULL, 0, NULL, 0};
+  r = parse("http://h/", 3, &x);
+  assert_string_equal(polite_request_method(r), "DELETE");
+  polite_request_free(r);
+}
+
+static void streaming_reader(void **state) {
+  (void)state;
+  char *big = malloc(POLITE_INPUT_MAX_LINE + 100);
+  memset(big, 'a', POLITE_INPUT_MAX_LINE + 99);
+  big[POLITE_INPUT_MAX_LINE + 99] = '\0';
+  FILE *f = tmpfile();
+  fprintf(f, "http://h/1\n\n# c\n{bad\n%s\nhttp://h/6", big);
+  free(big);
+  rewind(f);
+  polite_input *in = polite_input_open(f, NULL);
+  polite_request *r;
+  assert_int_equal(polite_input_next(in, &r), 1);
+  assert_string_equal(r->url, "http://h/1");
+  assert_int_equal(r->line, 1);
+  polite_request_free(r);
+  assert_int_equal(polite_input_next(in, &r), 1);
+  assert_int_equal(r->line, 4);
+  assert_non_null(r->error);
+  polite_request_free(r);
+  assert_int_equal(polite_input_next(in, &r), 1);
+  assert_int_equal(r->line, 5);
+  assert_non_null(strstr(r->error, "longer than"));
+  polite_request_free(r);
+  /* The last line has no newline and still counts. */
+  assert_int_equal(polite_input_next(in, &r), 1);
+  assert_int_equal(r->line, 6);
+  assert_string_equal(r->url, "http://h/6");
+  polite_request_free(r);
+  assert_int_equal(polite_input_next(in, &r), 0);
+  assert_int_equal(polite_input_lines(in), 6);
+  polite_input_close(in);
+  fclose(f);
+}
+
+static void add_header_rules(void **state) {
+  (void)state;
+  polite_request *r = polite_request_new();
+  assert_int_equal(polite_request_add_header(r, "X-A", "1"), 0);
+  assert_int_equal(polite_request_add_header(r, "x-a", "2"), 0);
+  assert_int_equal(r->nheaders, 1);
+  assert_string_equal(r->headers[0], "x-a: 2");
+  assert_int_equal(polite_request_add_header(r, "Bad:Name", "1"),
+                   POLITE_EINVAL);
+  assert_int_equal(polite_request_add_header(r, "X-B", "a\r\nX-C: 1"),
+                   POLITE_EINVAL);
+  assert_int_equal(r->nheaders, 1);
+  polite_request_free(r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(skipped_lines),
+      cmocka_unit_test(bare_url),
+      cmocka_unit_test(json_line),
+      cmocka_unit_test(errors_name_the_field),
+      cmocka_unit_test(errors_hide_secrets),
+      cmocka_unit_test(defaults_like_curl),
+      cmocka_unit_test(streaming_reader),
+      cmocka_unit_test(add_header_rules),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
