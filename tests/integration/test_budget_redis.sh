@@ -1,0 +1,311 @@
+#!/usr/bin/env bash
+# Shared budget across hosts (--budget redis://HOST:PORT/NAME) against our
+# own redis-server on a free loopback port: aggregate rate, concurrency,
+# a SIGKILLed holder's lease, a shared pause, fail-closed while Redis is
+# down and no burst after it comes back empty, clear open errors.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+: "${POLITE_BUILD:=$here/../../build}"
+W="$POLITE_BUILD/tools/budget_worker"
+A="python3 $here/budget/analyse.py"
+[ -x "$W" ] || { echo "missing $W (build the tests)"; exit 1; }
+command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 1; }
+
+tmp="$(mktemp -d /tmp/polite-budget-redis.XXXXXX)"
+pids=()
+rpid=""
+cpids=()
+cleanup() {
+  for p in "${pids[@]}" "${cpids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  { [ -n "$rpid" ] && kill -9 "$rpid" && wait "$rpid"; } 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+pass=0 fail=0
+ok() { echo "ok - $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+mono_us() { python3 -c 'import time; print(int(time.monotonic() * 1e6))'; }
+
+# Starts redis-server on $port (no persistence: a restart loses the data).
+# Returns non-zero when it did not come up (port taken).
+start_redis() {
+  (cd "$tmp" && exec redis-server --port "$port" --bind 127.0.0.1 --save '' \
+    --appendonly no --dir "$tmp" >>"$tmp/redis.log" 2>&1) &
+  rpid=$!
+  for _ in $(seq 100); do
+    redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && return 0
+    kill -0 "$rpid" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  port=$((20000 + RANDOM % 40000))
+  start_redis && break
+  kill -9 "$rpid" 2>/dev/null
+  rpid=""
+done
+[ -n "$rpid" ] || { echo "could not start redis-server"; exit 1; }
+R="redis://127.0.0.1:$port"
+
+batch=()
+# 1. Eight processes joining one after another share 40/s, burst 2.
+for i in 1 2 3 4 5 6 7 8; do
+  "$W" "$R/rate" --rate 40 --burst 2 --count 12 >"$tmp/out.rate.$i" 2>&1 &
+  pids+=($!)
+  batch+=($!)
+  sleep 0.05
+done
+wait "${batch[@]}"
+if $A rate 40 2 96 "$tmp"/out.rate.*; then
+  ok "8 clients: aggregate rate within 2%, no 1 s window over rate + burst"
+else
+  bad "8 clients share the rate"
+fi
+
+batch=()
+# 2. Four clients, concurrency 3, each holding its slot 30 ms.
+for i in 1 2 3 4; do
+  "$W" "$R/conc" --rate 200 --burst 1 --concurrency 3 --count 12 --hold 30 \
+    >"$tmp/out.conc.$i" 2>&1 &
+  pids+=($!)
+  batch+=($!)
+done
+wait "${batch[@]}"
+if $A overlap 3 "$tmp"/out.conc.* &&
+  [ "$(cat "$tmp"/out.conc.* | grep -c START)" = 48 ] &&
+  ! $A overlap 2 "$tmp"/out.conc.* >/dev/null; then
+  ok "concurrency 3 across 4 clients: never over, and used in full"
+else
+  bad "concurrency across clients"
+fi
+# Released slots leave nothing behind.
+if [ "$(redis-cli -p "$port" exists 'polite:{conc}::units')" = 0 ]; then
+  ok "all leases gone after the clients released them"
+else
+  bad "leftover leases: $(redis-cli -p "$port" hgetall 'polite:{conc}::units')"
+fi
+
+# 3. A client killed by SIGKILL while holding both slots.
+"$W" "$R/kill?lease=1s" --concurrency 2 --count 2 --hold-forever \
+  >"$tmp/kill.holder" 2>&1 &
+holder=$!
+pids+=($holder)
+for _ in $(seq 100); do
+  [ "$(grep -c START "$tmp/kill.holder")" = 2 ] && break
+  sleep 0.05
+done
+"$W" "$R/kill?lease=1s" --concurrency 2 --count 1 >"$tmp/kill.waiter" 2>&1 &
+waiter=$!
+pids+=($waiter)
+sleep 1.5 # longer than the TTL: the holder's renewals keep its lease
+early="$(grep -c START "$tmp/kill.waiter")"
+t_kill="$(mono_us)"
+kill -9 "$holder"
+wait "$holder" 2>/dev/null
+wait "$waiter"
+t_start="$($A first "$tmp/kill.waiter")"
+if [ "$early" = 0 ] && [ "$t_start" != none ] && [ "$t_start" -gt "$t_kill" ] &&
+  [ $((t_start - t_kill)) -le 1300000 ]; then
+  ok "SIGKILLed holder's slots back after $(((t_start - t_kill) / 1000)) ms (lease 1 s)"
+else
+  bad "killed holder: early=$early kill=$t_kill waiter start=$t_start"
+fi
+
+# 4. One client pauses the account for 1.5 s: another starts only after.
+"$W" "$R/pause" --rate 20 --burst 3 --count 0 --pause-ms 1500 \
+  >"$tmp/pause.a" 2>&1
+t_pause="$(awk '/READY/{print $3}' "$tmp/pause.a")"
+"$W" "$R/pause" --rate 20 --burst 3 --count 4 >"$tmp/pause.b" 2>&1
+t_first="$($A first "$tmp/pause.b")"
+t_last="$(grep START "$tmp/pause.b" | tail -1 | awk '{print $3}')"
+if [ "$t_first" != none ] && [ $((t_first - t_pause)) -ge 1450000 ] &&
+  [ $((t_last - t_first)) -ge 140000 ]; then
+  ok "pause shared: first start $(((t_first - t_pause) / 1000)) ms after the pause began, no burst after it"
+else
+  bad "shared pause: pause at $t_pause, starts $t_first..$t_last"
+fi
+
+batch=()
+# 5. Redis killed mid-run and restarted empty 0.6 s later: nothing starts
+# while it is down (fail closed), the clients reconnect, and no 1-second
+# window holds more than rate + burst.
+for i in 1 2 3 4; do
+  "$W" "$R/restart" --rate 40 --burst 2 --count 25 >"$tmp/out.rs.$i" 2>&1 &
+  pids+=($!)
+  batch+=($!)
+done
+sleep 1
+{ kill -9 "$rpid" && wait "$rpid"; } 2>/dev/null
+t_down="$(mono_us)"
+sleep 0.6
+t_up0="$(mono_us)"
+start_redis || { echo "redis did not restart"; exit 1; }
+t_up="$(mono_us)"
+wait "${batch[@]}" 2>/dev/null
+during="$($A between "$t_down" "$t_up0" "$tmp"/out.rs.*)"
+n="$(cat "$tmp"/out.rs.* | grep -c START)"
+errs="$(cat "$tmp"/out.rs.* | grep -c '^ERR')"
+if [ "$during" = 0 ] && [ "$n" = 100 ] && [ "$errs" -gt 0 ] &&
+  $A window 40 2 "$tmp"/out.rs.*; then
+  ok "Redis restarted: 0 starts while down ($errs refusals), all 100 after, no burst"
+else
+  bad "restart: $during starts while down, $n total, $errs errors"
+fi
+if grep -q "budget 'redis://127.0.0.1:$port/restart'" "$tmp"/out.rs.*; then
+  ok "the refusal names the budget: $(grep -h '^ERR' "$tmp"/out.rs.* | head -1 | cut -d' ' -f4- | cut -c1-90)"
+else
+  bad "refusal message: $(grep -h '^ERR' "$tmp"/out.rs.* | head -1)"
+fi
+# Reconnect attempts are spaced by the backoff (100 ms, 200 ms, 400 ms...),
+# not made at every acquire: at most 5 per client over the 0.6 s outage.
+maxc=0
+for f in "$tmp"/out.rs.*; do
+  c="$(grep 'cannot connect' "$f" | grep -vc 'next try')"
+  [ "$c" -gt "$maxc" ] && maxc=$c
+done
+if [ "$maxc" -ge 1 ] && [ "$maxc" -le 5 ]; then
+  ok "reconnect backoff: at most $maxc connection attempts per client while down"
+else
+  bad "reconnect attempts per client while down: $maxc"
+fi
+after="$($A between "$t_up" "$((t_up + 1000000))" "$tmp"/out.rs.*)"
+if [ "$after" -le 42 ]; then
+  ok "first second after the restart: $after starts (limit 42)"
+else
+  bad "first second after the restart: $after starts"
+fi
+
+# Cost: a request of cost 3 advances the rate by 3 intervals and holds 3
+# of 4 slots, so a cost-2 request waits for its release.
+"$W" "$R/cost" --rate 10 --burst 1 --count 3 --cost 3 >"$tmp/cost.rate" 2>&1
+gaps="$(awk '/START/{if (p) printf "%d ", ($3 - p) / 1000; p = $3}' "$tmp/cost.rate")"
+set -- $gaps
+if [ $# = 2 ] && [ "$1" -ge 299 ] && [ "$1" -le 340 ] && [ "$2" -ge 299 ] && [ "$2" -le 340 ]; then
+  ok "cost 3 at 10/s: starts ${1} ms and ${2} ms apart"
+else
+  bad "cost 3 at 10/s: gaps (ms) $gaps"
+fi
+"$W" "$R/cost" --concurrency 4 --count 1 --cost 3 --hold 600 >"$tmp/cost.a" 2>&1 &
+ca=$!
+pids+=($ca)
+for _ in $(seq 100); do grep -q START "$tmp/cost.a" && break; sleep 0.02; done
+"$W" "$R/cost" --concurrency 4 --count 1 --cost 2 >"$tmp/cost.b" 2>&1
+wait "$ca"
+a_end="$(awk '/^END/{print $3}' "$tmp/cost.a")"
+b_start="$($A first "$tmp/cost.b")"
+if [ -n "$a_end" ] && [ "$b_start" != none ] && [ "$b_start" -ge "$a_end" ]; then
+  ok "cost 2 waited for the release of cost 3 (concurrency 4)"
+else
+  bad "cost slots: a ended $a_end, b started $b_start"
+fi
+
+# 5b. Redis hangs (SIGSTOP) for 1 s: with ?timeout=200ms every call gives
+# up quickly (fails closed, never blocks the caller for long), nothing
+# starts while it hangs, and the client carries on once it is back.
+"$W" "$R/hang?timeout=200ms" --rate 20 --burst 1 --count 40 \
+  >"$tmp/out.hang" 2>&1 &
+hw=$!
+pids+=($hw)
+sleep 0.5
+kill -STOP "$rpid"
+t_stop="$(mono_us)"
+sleep 1
+t_cont="$(mono_us)"
+kill -CONT "$rpid"
+wait "$hw"
+hung="$($A between "$((t_stop + 250000))" "$t_cont" "$tmp/out.hang")"
+n="$(grep -c START "$tmp/out.hang")"
+gap="$(awk '$1 == "START" || $1 == "ERR" {if (p && $3 - p > g) g = $3 - p; p = $3} END {print int(g / 1000)}' "$tmp/out.hang")"
+if [ "$hung" = 0 ] && [ "$n" = 40 ] && grep -q '^ERR' "$tmp/out.hang" &&
+  [ "$gap" -le 600 ]; then
+  ok "Redis hung 1 s: 0 starts, calls gave up after <= $gap ms, then all 40 started"
+else
+  bad "hung Redis: $hung starts while hung, $n total, longest call gap $gap ms"
+fi
+
+# 6. Open errors name the URI (never the password) and the cause.
+if "$W" "redis://:hunter2@127.0.0.1:1/x" --count 1 >"$tmp/o.out" 2>&1; then
+  bad "open against a closed port succeeded"
+elif grep -q "redis://:\*\*\*@127.0.0.1:1/x" "$tmp/o.out" &&
+  grep -q "cannot connect" "$tmp/o.out" && ! grep -q hunter2 "$tmp/o.out"; then
+  ok "unreachable at open: $(cut -c16- "$tmp/o.out" | head -1)"
+else
+  bad "open error: $(cat "$tmp/o.out")"
+fi
+if "$W" "$R/bad{name}" --count 1 >"$tmp/n.out" 2>&1; then
+  bad "a NAME with braces was accepted"
+elif grep -q "NAME" "$tmp/n.out"; then
+  ok "a NAME that would break the hash tag is refused"
+else
+  bad "bad name: $(cat "$tmp/n.out")"
+fi
+
+# 7. Redis Cluster: three masters; the client is pointed at a node that
+# does not own the slot of {cl}, follows the MOVED redirect, and every key
+# lands on the owner (one hash tag, one slot).
+cluster_up() {
+  local base="$1" i
+  for i in 0 1 2; do
+    mkdir -p "$tmp/c$base.$i"
+    (cd "$tmp/c$base.$i" && exec redis-server --port $((base + i)) \
+      --bind 127.0.0.1 --save '' --appendonly no --cluster-enabled yes \
+      --cluster-config-file nodes.conf >log 2>&1) &
+    cpids+=($!)
+  done
+  for i in 0 1 2; do
+    for _ in $(seq 50); do
+      redis-cli -p $((base + i)) ping 2>/dev/null | grep -q PONG && break
+      sleep 0.05
+    done
+  done
+  redis-cli --cluster create 127.0.0.1:$base 127.0.0.1:$((base + 1)) \
+    127.0.0.1:$((base + 2)) --cluster-yes >"$tmp/cluster.log" 2>&1 || return 1
+  for _ in $(seq 100); do
+    redis-cli -p "$base" cluster info 2>/dev/null | grep -q 'cluster_state:ok' &&
+      return 0
+    sleep 0.1
+  done
+  return 1
+}
+up=""
+for _ in 1 2 3; do
+  base=$((20000 + RANDOM % 30000))
+  if cluster_up "$base"; then up=1; break; fi
+  for p in "${cpids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  cpids=()
+done
+if [ -z "$up" ]; then
+  bad "could not start a Redis Cluster ($(tail -1 "$tmp/cluster.log"))"
+else
+  owner="" # the node that answers for the slot instead of redirecting
+  for i in 0 1 2; do
+    redis-cli -p $((base + i)) get 'polite:{cl}::tat' 2>&1 | grep -q MOVED ||
+      owner=$((base + i))
+  done
+  other=$base
+  [ "$owner" = "$base" ] && other=$((base + 1))
+  batch=()
+  for i in 1 2 3 4; do
+    "$W" "redis://127.0.0.1:$other/cl" --rate 40 --burst 2 --concurrency 3 \
+      --hold 20 --count 10 >"$tmp/out.cl.$i" 2>&1 &
+    pids+=($!)
+    batch+=($!)
+  done
+  wait "${batch[@]}"
+  if $A rate 40 2 40 "$tmp"/out.cl.* && [ -n "$owner" ] &&
+    [ "$(redis-cli -p "$owner" exists 'polite:{cl}::tat')" = 1 ] &&
+    [ "$(redis-cli -p "$other" dbsize)" = 0 ]; then
+    ok "Cluster: MOVED from :$other followed to :$owner, rate kept across 4 clients"
+  else
+    bad "Cluster: owner=$owner other=$other"
+  fi
+fi
+
+# 8. End to end: two `polite run` processes on one budget.
+. "$here/budget/run_e2e.sh"
+run_e2e "$R/e2e-rate" "$R/e2e-pause"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,446 @@
+/* Unit tests of the file budget backend (lib/budget_file.c) on a fake clock:
+ * several participants (handles, threads, forked children) on one file. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "budget_backends.h"
+
+#define SEC INT64_C(1000000)
+#define MS INT64_C(1000)
+#define T0 (INT64_C(5000) * SEC) /* a fake monotonic "now" */
+
+static char dir[64];
+static char uri[160];
+static char path[128];
+static int counter;
+
+/* Each test gets a fresh file name in one temporary directory. */
+static int setup(void **state) {
+  (void)state;
+  if (dir[0] == '\0') {
+    strcpy(dir, "/tmp/polite-bf-XXXXXX");
+    if (mkdtemp(dir) == NULL)
+      return -1;
+  }
+  snprintf(path, sizeof path, "%s/b%d", dir, ++counter);
+  snprintf(uri, sizeof uri, "file:%s", path);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  unlink(path);
+  return 0;
+}
+
+static polite_budget *open_ok(const char *u, double rate, unsigned burst,
+                              unsigned conc) {
+  polite_budget_config c = {rate, burst, conc};
+  polite_budget *b = NULL;
+  char err[256];
+  int rc = polite__budget_file_new(u, &c, &b, err, sizeof err);
+  if (rc != 0)
+    fail_msg("open %s: %d %s", u, rc, err);
+  assert_non_null(b);
+  assert_string_equal(b->vt->scheme, "file");
+  return b;
+}
+
+static int acq(polite_budget *b, int64_t now, unsigned cost, int64_t *w) {
+  return polite_budget_acquire(b, NULL, now, cost, w);
+}
+
+static void rate_is_shared_between_participants(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 10, 2, 0);
+  polite_budget *b = open_ok(uri, 10, 2, 0);
+  int64_t w;
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  /* The burst (2) is spent by the two together. */
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 100 * MS);
+  assert_int_equal(acq(b, T0 + 50 * MS, 1, &w), POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 50 * MS);
+  assert_int_equal(acq(b, T0 + 100 * MS, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(a, T0 + 100 * MS, 1, &w), POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 100 * MS);
+  /* A 100-start run at 10/s, alternating participants, takes 9.8 s plus
+   * the burst: no participant gets its own allowance. */
+  int64_t t = T0 + 200 * MS;
+  int n = 0;
+  while (n < 100) {
+    polite_budget *p = (n % 2) ? a : b;
+    int rc = acq(p, t, 1, &w);
+    if (rc == POLITE_BUDGET_ADMITTED)
+      n++;
+    else
+      t += w;
+  }
+  assert_int_equal(t, T0 + 200 * MS + 99 * 100 * MS);
+  polite_budget_close(a);
+  polite_budget_close(b);
+}
+
+static void slots_are_shared_and_released(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 0, 1, 2);
+  polite_budget *b = open_ok(uri, 0, 1, 2);
+  int64_t w;
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  assert_true(w > 0 && w <= POLITE__BUDGET_SLOT_POLL_US);
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  /* A release by one participant frees a slot for the other. */
+  polite_budget_release(a, NULL, 1);
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  /* Releasing more than one holds never frees another's slots. */
+  polite_budget_release(a, NULL, 5);
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  /* Closing gives back what the participant held. */
+  polite_budget_close(b);
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  polite_budget_close(a);
+}
+
+static void lease_expires_unless_renewed(void **state) {
+  (void)state;
+  char u[200];
+  snprintf(u, sizeof u, "%s?lease=1s", uri);
+  polite_budget *a = open_ok(u, 0, 1, 1);
+  polite_budget *b = open_ok(u, 0, 1, 1);
+  int64_t w;
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  /* a calls in at 0.8 s (refused, but the call renews its lease). */
+  assert_int_equal(acq(a, T0 + 800 * MS, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  assert_int_equal(acq(b, T0 + 1500 * MS, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  /* The poll hint never goes past the lease's expiry. */
+  assert_int_equal(acq(b, T0 + 1795 * MS, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  assert_int_equal(w, 5 * MS);
+  /* a went silent: its slot is b's once the lease runs out at 1.8 s. */
+  assert_int_equal(acq(b, T0 + 1800 * MS, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(a, T0 + 1800 * MS, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  /* a's late release does not free b's slot. */
+  polite_budget_release(a, NULL, 1);
+  assert_int_equal(acq(a, T0 + 1900 * MS, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  polite_budget_close(a);
+  polite_budget_close(b);
+}
+
+static void pause_is_shared_without_catch_up(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 10, 3, 0);
+  polite_budget *b = open_ok(uri, 10, 3, 0);
+  int64_t w;
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_pause_until(a, NULL, T0, T0 + 5 * SEC), 0);
+  /* A shorter pause later never shortens it. */
+  assert_int_equal(polite_budget_pause_until(b, NULL, T0, T0 + 1 * SEC), 0);
+  assert_int_equal(polite_budget_paused_for(b, NULL, T0 + 1 * SEC), 4 * SEC);
+  assert_int_equal(acq(b, T0 + 1 * SEC, 1, &w), POLITE_BUDGET_WAIT_PAUSE);
+  assert_int_equal(w, 4 * SEC);
+  assert_int_equal(polite_budget_paused_for(a, NULL, T0 + 6 * SEC), 0);
+  /* After the pause: one start at its end, then the planned spacing, no
+   * burst of 3 although the limiter was idle for 5 s. */
+  int64_t t = T0 + 5 * SEC;
+  assert_int_equal(acq(b, t, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(a, t, 1, &w), POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 100 * MS);
+  /* Other accounts (keys) are not paused. */
+  assert_int_equal(polite_budget_acquire(a, "other.example", t, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  polite_budget_close(a);
+  polite_budget_close(b);
+}
+
+static void cost_charges_rate_and_slots(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 10, 1, 4);
+  polite_budget *b = open_ok(uri, 10, 1, 4);
+  int64_t w;
+  assert_int_equal(acq(a, T0, 3, &w), POLITE_BUDGET_ADMITTED);
+  /* TAT advanced by 3 intervals. */
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 300 * MS);
+  /* 3 of 4 slots are taken: cost 2 does not fit, cost 1 does. */
+  assert_int_equal(acq(b, T0 + 300 * MS, 2, &w), POLITE_BUDGET_WAIT_SLOT);
+  assert_int_equal(acq(b, T0 + 300 * MS, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(b, T0 + 400 * MS, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  /* Cost above the concurrency never fits. */
+  polite_budget_release(a, NULL, 3);
+  assert_int_equal(acq(b, T0 + 400 * MS, 5, &w), POLITE_BUDGET_WAIT_SLOT);
+  polite_budget_close(a);
+  polite_budget_close(b);
+}
+
+static void bad_uris_and_files_are_refused(void **state) {
+  (void)state;
+  polite_budget_config c = {10, 1, 2};
+  polite_budget *b = (polite_budget *)0x1;
+  char err[256];
+  assert_int_equal(polite__budget_file_new("file:", &c, &b, err, sizeof err),
+                   POLITE_EINVAL);
+  assert_null(b);
+  assert_non_null(strstr(err, "path is empty"));
+  char u[200];
+  snprintf(u, sizeof u, "%s?lease=soon", uri);
+  assert_int_equal(polite__budget_file_new(u, &c, &b, err, sizeof err),
+                   POLITE_EINVAL);
+  assert_non_null(strstr(err, "lease"));
+  assert_non_null(strstr(err, "soon"));
+  snprintf(u, sizeof u, "%s?colour=red", uri);
+  assert_int_equal(polite__budget_file_new(u, &c, &b, err, sizeof err),
+                   POLITE_EINVAL);
+  assert_non_null(strstr(err, "colour=red"));
+  assert_int_equal(polite__budget_file_new("file:/nonexistent-dir/x", &c, &b,
+                                           err, sizeof err),
+                   POLITE_EBUDGET);
+  assert_non_null(strstr(err, "/nonexistent-dir/x"));
+  /* A file that is not ours is refused and left untouched. */
+  FILE *fp = fopen(path, "w");
+  assert_non_null(fp);
+  fputs("precious data\n", fp);
+  fclose(fp);
+  assert_int_equal(polite__budget_file_new(uri, &c, &b, err, sizeof err),
+                   POLITE_EBUDGET);
+  assert_non_null(strstr(err, "not a polite budget file"));
+  assert_non_null(strstr(err, path));
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_size, 14);
+}
+
+static void config_mismatch_is_refused(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 10, 2, 3);
+  polite_budget_config c = {20, 2, 3};
+  polite_budget *b = NULL;
+  char err[256];
+  assert_int_equal(polite__budget_file_new(uri, &c, &b, err, sizeof err),
+                   POLITE_EINVAL);
+  assert_null(b);
+  assert_non_null(strstr(err, path));
+  assert_non_null(strstr(err, "rate 10/s, burst 2, concurrency 3"));
+  assert_non_null(strstr(err, "rate 20/s"));
+  /* The lease may differ per participant; the limits may not. */
+  char u[200];
+  snprintf(u, sizeof u, "%s?lease=2s", uri);
+  polite_budget *d = open_ok(u, 10, 2, 3);
+  polite_budget_close(d);
+  /* The file outlives its users: a later joiner sees the same settings. */
+  polite_budget_close(a);
+  c.rate_per_s = 10;
+  c.concurrency = 1;
+  assert_int_equal(polite__budget_file_new(uri, &c, &b, err, sizeof err),
+                   POLITE_EINVAL);
+}
+
+static void half_initialised_file_is_initialised(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 10, 1, 1);
+  polite_budget_close(a);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  /* A creator that died before writing the magic leaves zeros. */
+  int fd = open(path, O_WRONLY);
+  assert_true(fd >= 0);
+  char zero[8] = {0};
+  assert_int_equal(pwrite(fd, zero, 8, 0), 8);
+  close(fd);
+  polite_budget *b = open_ok(uri, 5, 1, 1); /* new creator, new settings */
+  int64_t w;
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  polite_budget_close(b);
+}
+
+/* A participant killed by SIGKILL while holding the lock and a slot: the
+ * lock is recovered at once, the slot when the lease runs out. */
+static void killed_participant_is_recovered(void **state) {
+  (void)state;
+  char u[200];
+  snprintf(u, sizeof u, "%s?lease=1s", uri);
+  polite_budget *a = open_ok(u, 0, 1, 1);
+  int pipefd[2];
+  assert_int_equal(pipe(pipefd), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    polite_budget *c = open_ok(u, 0, 1, 1);
+    int64_t w;
+    int ok = acq(c, T0, 1, &w) == POLITE_BUDGET_ADMITTED &&
+             polite__budget_file_hold_lock(c) == 0;
+    if (write(pipefd[1], ok ? "y" : "n", 1) != 1)
+      _exit(1);
+    for (;;)
+      pause();
+  }
+  char ch = 0;
+  assert_int_equal(read(pipefd[0], &ch, 1), 1);
+  assert_int_equal(ch, 'y');
+  kill(pid, SIGKILL);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  close(pipefd[0]);
+  close(pipefd[1]);
+  int64_t w;
+  assert_int_equal(acq(a, T0 + 999 * MS, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  assert_int_equal(acq(a, T0 + 1000 * MS, 1, &w), POLITE_BUDGET_ADMITTED);
+  polite_budget_close(a);
+}
+
+/* Threads on one fake clock: the slots are never over-committed and one
+ * instant admits exactly the burst. */
+typedef struct {
+  polite_budget *b;
+  int *in_flight;
+  int *max_seen;
+  int *admitted;
+  int64_t *clock;
+  int iters;
+} worker_arg;
+
+static void *thread_worker(void *p) {
+  worker_arg *wa = p;
+  for (int i = 0; i < wa->iters; i++) {
+    int64_t now = __atomic_add_fetch(wa->clock, 1, __ATOMIC_SEQ_CST);
+    int64_t w;
+    int rc = polite_budget_acquire(wa->b, NULL, now, 1, &w);
+    if (rc < 0)
+      return (void *)1;
+    if (rc != POLITE_BUDGET_ADMITTED)
+      continue;
+    __atomic_add_fetch(wa->admitted, 1, __ATOMIC_SEQ_CST);
+    int n = __atomic_add_fetch(wa->in_flight, 1, __ATOMIC_SEQ_CST);
+    int m = __atomic_load_n(wa->max_seen, __ATOMIC_SEQ_CST);
+    while (n > m &&
+           !__atomic_compare_exchange_n(wa->max_seen, &m, n, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+      ;
+    sched_yield();
+    __atomic_sub_fetch(wa->in_flight, 1, __ATOMIC_SEQ_CST);
+    polite_budget_release(wa->b, NULL, 1);
+  }
+  return NULL;
+}
+
+static void threads_share_slots_and_burst(void **state) {
+  (void)state;
+  enum { N = 4 };
+  polite_budget *shared = open_ok(uri, 0, 1, 3);
+  polite_budget *own[N];
+  int in_flight = 0, max_seen = 0, admitted = 0;
+  int64_t clock = T0;
+  pthread_t th[2 * N];
+  worker_arg wa[2 * N];
+  for (int i = 0; i < 2 * N; i++) {
+    /* Half the threads share a handle, half have their own. */
+    own[i % N] = i < N ? open_ok(uri, 0, 1, 3) : own[i % N];
+    wa[i] = (worker_arg){i < N ? own[i] : shared,
+                         &in_flight,
+                         &max_seen,
+                         &admitted,
+                         &clock,
+                         2000};
+    assert_int_equal(pthread_create(&th[i], NULL, thread_worker, &wa[i]), 0);
+  }
+  for (int i = 0; i < 2 * N; i++) {
+    void *r;
+    pthread_join(th[i], &r);
+    assert_null(r);
+  }
+  assert_true(max_seen <= 3);
+  assert_true(max_seen >= 1);
+  assert_true(admitted > 0);
+  for (int i = 0; i < N; i++)
+    polite_budget_close(own[i]);
+  polite_budget_close(shared);
+
+  /* Rate only, all threads at one fixed instant: exactly `burst` pass. */
+  unlink(path);
+  polite_budget *r = open_ok(uri, 1, 5, 0);
+  int64_t fixed = T0;
+  admitted = 0;
+  for (int i = 0; i < N; i++) {
+    wa[i] = (worker_arg){r, &in_flight, &max_seen, &admitted, &fixed, 500};
+    assert_int_equal(pthread_create(&th[i], NULL, thread_worker, &wa[i]), 0);
+  }
+  for (int i = 0; i < N; i++)
+    pthread_join(th[i], NULL);
+  /* The clock moved by 2000 us in all: still within the first interval. */
+  assert_int_equal(admitted, 5);
+  polite_budget_close(r);
+}
+
+/* A file written before a reboot holds monotonic times from another boot:
+ * the first joiner after the reboot starts it fresh. The boot id lives at
+ * byte 40 of the file (after magic, version, size, mutex size, burst,
+ * concurrency, padding and rate). */
+static void file_from_another_boot_starts_fresh(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 1, 1, 1);
+  int64_t w;
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  polite_budget_close(a);
+  /* Same boot: the TAT is kept, the next start waits. */
+  polite_budget *b = open_ok(uri, 1, 1, 1);
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(polite_budget_pause_until(b, NULL, T0, T0 + 60 * SEC), 0);
+  polite_budget_close(b);
+  int fd = open(path, O_WRONLY);
+  assert_true(fd >= 0);
+  assert_int_equal(pwrite(fd, "another-boot", 12, 40), 12);
+  close(fd);
+  polite_budget *c = open_ok(uri, 1, 1, 1);
+  assert_int_equal(polite_budget_paused_for(c, NULL, T0), 0);
+  assert_int_equal(acq(c, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  polite_budget_close(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(rate_is_shared_between_participants,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(slots_are_shared_and_released, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(lease_expires_unless_renewed, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(pause_is_shared_without_catch_up, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(cost_charges_rate_and_slots, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(bad_uris_and_files_are_refused, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(config_mismatch_is_refused, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(half_initialised_file_is_initialised,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(killed_participant_is_recovered, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(threads_share_slots_and_burst, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(file_from_another_boot_starts_fresh,
+                                      setup, teardown),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  rmdir(dir);
+  return rc;
+}
