@@ -32,6 +32,7 @@ typedef struct job {
   unsigned attempts;
   int prompt_used;
   int64_t first_start_us; /* -1 before the first attempt */
+  unsigned paid; /* rate units already charged towards the next attempt */
   int64_t due_us;
   int64_t deadline_us; /* NO_TIME: none */
 
@@ -50,6 +51,11 @@ typedef struct job {
   char reqid[128];
   char reqid_name[64];
   int status; /* last HTTP status */
+  /* The diagnosis of a 429/503 answer: allocated only when a status line
+   * says 429 or 503 and freed once the attempt is reported, so memory stays
+   * flat however many requests wait (it is ~3.5 KiB). */
+  polite_diagnosis *diag;
+  int diag_on; /* the current response is a 429/503 being diagnosed */
 } job;
 
 struct polite_batch {
@@ -76,6 +82,7 @@ struct polite_batch {
   char errstr[256];
   polite_batch_stats st;
   int64_t *intervals;
+  polite_throttle_count throttled[POLITE_BATCH_MAX_THROTTLED];
 };
 
 const char *polite_outcome_name(polite_outcome o) {
@@ -149,6 +156,7 @@ polite_batch *polite_batch_new(const polite_batch_options *o, char *err,
   b->st.first_start_us = -1;
   b->st.last_start_us = -1;
   b->st.intervals_us = b->intervals;
+  b->st.throttled = b->throttled;
   return b;
 }
 
@@ -182,6 +190,7 @@ static void job_free(job *j) {
   polite_request_free(j->req);
   free(j->key);
   free(j->body);
+  free(j->diag);
   free(j);
 }
 
@@ -280,6 +289,34 @@ static char *host_key(const char *url) {
 
 static size_t write_cb(char *data, size_t size, size_t n, void *ud);
 
+/* The status code of a status line ("HTTP/1.1 429 Too Many Requests",
+ * "HTTP/2 429"), or 0. */
+static int status_of(const char *buf, size_t len) {
+  const char *sp = memchr(buf, ' ', len);
+  if (sp == NULL || (size_t)(sp - buf) + 4 > len)
+    return 0;
+  int code = 0;
+  for (int i = 1; i <= 3; i++) {
+    char c = sp[i];
+    if (c < '0' || c > '9')
+      return 0;
+    code = code * 10 + (c - '0');
+  }
+  return code;
+}
+
+/* Starts diagnosing the response when its status is 429 or 503 (the
+ * buffer is allocated on the first such answer of the request). */
+static void start_diagnosis(job *j, int status) {
+  j->diag_on = 0;
+  if (status != 429 && status != 503)
+    return;
+  if (j->diag == NULL && (j->diag = malloc(sizeof *j->diag)) == NULL)
+    return;
+  polite_diagnosis_init(j->diag, status, polite_wall_ms());
+  j->diag_on = 1;
+}
+
 static size_t header_cb(char *buf, size_t size, size_t n, void *ud) {
   job *j = ud;
   size_t len = size * n;
@@ -289,11 +326,14 @@ static size_t header_cb(char *buf, size_t size, size_t n, void *ud) {
     j->has_retry_after = 0;
     j->reqid[0] = '\0';
     j->reqid_name[0] = '\0';
+    start_diagnosis(j, status_of(buf, len));
     return len;
   }
   size_t l = len;
   while (l > 0 && (buf[l - 1] == '\n' || buf[l - 1] == '\r'))
     l--;
+  if (j->diag_on && l > 0)
+    polite_diagnosis_feed_line(j->diag, buf, l);
   if (polite_headers_feed_line(&j->ph, buf, l) == 1) {
     const char *colon = memchr(buf, ':', l);
     if (colon) {
@@ -356,6 +396,7 @@ static int start_attempt(polite_batch *b, job *j, int64_t now) {
   }
   j->attempts++;
   b->st.attempts++;
+  b->st.units += r->cost ? r->cost : 1;
   /* Gaps that contain a server pause say nothing about the planned
    * spacing; they are left out of the interval statistics. */
   if (b->last_start_abs_us >= 0) {
@@ -381,6 +422,7 @@ static int start_attempt(polite_batch *b, job *j, int64_t now) {
   j->reqid[0] = j->reqid_name[0] = '\0';
   j->errbuf[0] = '\0';
   j->status = 0;
+  j->diag_on = 0;
   free(j->body);
   j->body = NULL;
   j->body_len = j->body_cap = 0;
@@ -526,6 +568,34 @@ static void note_pause(polite_batch *b, int64_t now, int64_t until) {
   }
 }
 
+/* Counts one 429/503 answer under its sender and limit kind (d NULL: the
+ * diagnosis could not be made, counted as unknown). Distinct pairs beyond
+ * the table's size are counted together as "other". */
+static void count_throttled(polite_batch *b, const polite_diagnosis *d) {
+  const char *comp = d ? polite_diagnosis_component(d) : "unknown";
+  polite_limit_kind lim = d ? d->limit : POLITE_LIMIT_UNKNOWN;
+  size_t n = b->st.n_throttled;
+  for (size_t i = 0; i < n; i++)
+    if (b->throttled[i].limit == lim &&
+        strcmp(b->throttled[i].component, comp) == 0) {
+      b->throttled[i].count++;
+      return;
+    }
+  if (n == POLITE_BATCH_MAX_THROTTLED) { /* the last entry is "other" */
+    b->throttled[n - 1].count++;
+    return;
+  }
+  if (n == POLITE_BATCH_MAX_THROTTLED - 1) {
+    comp = "other";
+    lim = POLITE_LIMIT_UNKNOWN;
+  }
+  polite_throttle_count *t = &b->throttled[n];
+  snprintf(t->component, sizeof t->component, "%s", comp);
+  t->limit = lim;
+  t->count = 1;
+  b->st.n_throttled = n + 1;
+}
+
 /* A transfer ended: release what it held, ask polite_decide what next, and
  * either finish the request or put it back to wait. Resources (the handle,
  * the slot, the body of a response that will be retried) are released
@@ -548,6 +618,15 @@ static void on_done(polite_batch *b, job *j, CURLcode res, int64_t now) {
     b->st.n429++;
   else if (status == 503)
     b->st.n503++;
+  const polite_diagnosis *diag = NULL;
+  if (status == 429 || status == 503) {
+    if (j->diag_on) {
+      polite_diagnosis_finish(j->diag, j->body, j->body_len);
+      diag = j->diag;
+    }
+    count_throttled(b, diag);
+  }
+  j->diag_on = 0;
 
   int64_t left = time_left_us(b, j, now);
   polite_decide_in in;
@@ -590,8 +669,11 @@ static void on_done(polite_batch *b, job *j, CURLcode res, int64_t now) {
     a.request_id_header = j->reqid_name[0] ? j->reqid_name : NULL;
     a.error = terr[0] ? terr : NULL;
     a.decision = d;
+    a.diagnosis = diag;
     b->o.on_attempt(b->o.ud, &a);
   }
+  free(j->diag);
+  j->diag = NULL;
 
   /* The account is throttled: pause the whole budget, even when this
    * request gives up (STOP), so the others hold off too. A retry's wait
@@ -700,6 +782,54 @@ static job *read_one(polite_batch *b, int64_t now) {
   return j;
 }
 
+/* Asks the budget for j's next attempt: `cost` rate units and ONE
+ * concurrency slot (the concurrency limit counts requests, also when the
+ * rate counts tokens). The budget vtable takes units and slots together
+ * (acquire(cost) takes cost of each), so:
+ *  - the last call takes k units and k slots and at once gives back k - 1
+ *    slots: the attempt holds one;
+ *  - when the units left do not fit the free slots (cost above the
+ *    concurrency limit, or slots busy), units are charged first in
+ *    rate-only steps (acquire(k) + release(k)), halving k on a slot wait.
+ * Units charged stay charged across waits (j->paid), so the rate sees the
+ * full cost exactly once per attempt. A rate-only step beyond the burst
+ * waits for the rate, so one call makes few steps (64 at most).
+ * Returns a polite_budget_status (ADMITTED: j may start and holds one slot)
+ * or a negative polite_errno. */
+static int charge(polite_batch *b, job *j, int64_t now, int64_t *w) {
+  unsigned cost = j->req->cost ? j->req->cost : 1;
+  unsigned conc = b->o.budget ? b->o.budget->cfg.concurrency : 0;
+  /* Without a rate, units mean nothing: one call for the slot (and no
+   * rate-only steps that would spin cost / concurrency times). */
+  if (b->o.budget == NULL || !(b->o.budget->cfg.rate_per_s > 0))
+    cost = 1;
+  for (int steps = 0;; steps++) {
+    if (steps == 64) { /* a huge burst: come back at once, stay responsive */
+      *w = 1;
+      return POLITE_BUDGET_WAIT_RATE;
+    }
+    unsigned need = cost - j->paid;
+    unsigned k = conc > 0 && need > conc ? conc : need;
+    int rc;
+    for (;;) {
+      rc = polite_budget_acquire(b->o.budget, j->key, now, k, w);
+      if (rc != POLITE_BUDGET_WAIT_SLOT || k == 1)
+        break;
+      k = (k + 1) / 2;
+    }
+    if (rc != POLITE_BUDGET_ADMITTED)
+      return rc;
+    if (k == need) {
+      if (k > 1)
+        polite_budget_release(b->o.budget, j->key, k - 1);
+      j->paid = 0; /* a retry pays its cost again */
+      return rc;
+    }
+    polite_budget_release(b->o.budget, j->key, k);
+    j->paid += k;
+  }
+}
+
 /* Starts every due request the budget admits; returns the next time
  * something becomes due (NO_TIME when only a release can help). */
 static int64_t schedule(polite_batch *b, int64_t now) {
@@ -721,7 +851,7 @@ static int64_t schedule(polite_batch *b, int64_t now) {
       continue;
     }
     int64_t w = 0;
-    int rc = polite_budget_acquire(b->o.budget, j->key, now, 1, &w);
+    int rc = charge(b, j, now, &w);
     if (rc < 0) {
       snprintf(b->errstr, sizeof b->errstr, "the budget failed: %s",
                polite_budget_errstr(b->o.budget));

@@ -56,6 +56,7 @@ polite_request *polite_request_dup(const polite_request *r) {
   d->body = r->body ? memdup0(r->body, r->body_len) : NULL;
   d->idempotency_key = xstrdup(r->idempotency_key);
   d->error = xstrdup(r->error);
+  d->cost = r->cost;
   if (r->nheaders) {
     d->headers = calloc(r->nheaders, sizeof(char *));
     if (d->headers == NULL) {
@@ -183,6 +184,8 @@ static int apply_defaults(polite_request *r, const polite_input_defaults *def,
   (void)line_has_headers;
   if (def == NULL)
     return 0;
+  if (r->cost == 0 && def->cost > 0)
+    r->cost = def->cost;
   if (r->method == NULL && def->method != NULL) {
     r->method = strdup(def->method);
     if (r->method == NULL)
@@ -216,6 +219,22 @@ static void add_global_headers(polite_request *r,
       polite_request_add_header(r, name, v);
     free(name);
   }
+}
+
+/* "cost": a whole number 1..POLITE_REQUEST_MAX_COST (5 or 5.0 is not the
+ * same thing to every JSON writer, so only integers are accepted). The
+ * message quotes the value as given, cut to 40 characters. */
+static void parse_cost(polite_request *r, json_t *v) {
+  if (json_is_integer(v) && json_integer_value(v) >= 1 &&
+      json_integer_value(v) <= (json_int_t)POLITE_REQUEST_MAX_COST) {
+    r->cost = (unsigned)json_integer_value(v);
+    return;
+  }
+  char *txt = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+  fail(r, "field \"cost\" must be a whole number from 1 to %u, got %.40s%s",
+       POLITE_REQUEST_MAX_COST, txt ? txt : "?",
+       txt && strlen(txt) > 40 ? "..." : "");
+  free(txt);
 }
 
 static int parse_json(polite_request *r, const char *line, size_t len) {
@@ -312,10 +331,12 @@ static int parse_json(polite_request *r, const char *line, size_t len) {
                 "CR, LF or NUL");
       else
         r->idempotency_key = strdup(json_string_value(v));
+    } else if (strcmp(k, "cost") == 0) {
+      parse_cost(r, v);
     } else {
       fail(r,
            "unknown field \"%.100s\" (expected id, method, url, headers, "
-           "body, idempotency_key)",
+           "body, idempotency_key, cost)",
            k);
     }
   }
@@ -368,6 +389,8 @@ int polite_request_parse_line(const char *line, size_t len, long lineno,
     polite_request_free(r);
     return POLITE_ENOMEM;
   }
+  if (r->cost == 0)
+    r->cost = 1;
   if (r->id == NULL) {
     polite_request_free(r);
     return POLITE_ENOMEM;

@@ -23,7 +23,8 @@ static const char USAGE[] =
     "spend the same budget, and a 429/503 with Retry-After pauses the whole\n"
     "budget until the server's time. Input: a bare URL (a GET) or a JSON\n"
     "object {\"id\",\"method\",\"url\",\"headers\":{},\"body\",\n"
-    "\"idempotency_key\"} per line; blank lines and # comments are skipped.\n"
+    "\"idempotency_key\",\"cost\"} per line; blank lines and # comments are\n"
+    "skipped.\n"
     "FILE '-' or none reads stdin. Output: one JSON line per request.\n"
     "\n"
     "Budget:\n"
@@ -31,6 +32,9 @@ static const char USAGE[] =
     "                         no rate limit\n"
     "  --burst N              starts allowed back to back (default 1)\n"
     "  --concurrency N        requests in flight at most (default 4)\n"
+    "  --cost N               rate units each attempt spends, for lines\n"
+    "                         without \"cost\" (default 1): budget tokens per\n"
+    "                         minute like requests per minute\n"
     "  --budget URI           'local' (default, this process), file:PATH\n"
     "                         (processes on one host), redis://HOST:PORT/NAME\n"
     "                         (hosts)\n"
@@ -242,6 +246,23 @@ static json_t *iso_time(int64_t ms) {
   return json_string(buf);
 }
 
+/* Who sent a 429/503 and why, for the attempt log (evidence sentences
+ * never quote secret headers: see diagnose.h). */
+static json_t *diagnosis_json(const polite_diagnosis *d) {
+  json_t *o = json_object();
+  json_object_set_new(o, "component",
+                      json_string(polite_diagnosis_component(d)));
+  json_object_set_new(o, "limit", json_string(polite_limit_name(d->limit)));
+  json_object_set_new(o, "retry_helps", json_boolean(d->retry_helps));
+  json_object_set_new(o, "wait_ms",
+                      d->wait_ms >= 0 ? json_integer(d->wait_ms) : json_null());
+  json_t *ev = json_array();
+  for (size_t i = 0; i < d->n_evidence; i++)
+    json_array_append_new(ev, redacted_text_json(d->evidence[i]));
+  json_object_set_new(o, "evidence", ev);
+  return o;
+}
+
 static void on_attempt(void *ud, const polite_attempt *a) {
   run_ctx *c = ud;
   if (c->log == NULL)
@@ -285,6 +306,8 @@ static void on_attempt(void *ud, const polite_attempt *a) {
         text_json(a->request_id_header, strlen(a->request_id_header)));
   if (a->error)
     json_object_set_new(o, "error", redacted_text_json(a->error));
+  if (a->diagnosis)
+    json_object_set_new(o, "diagnosis", diagnosis_json(a->diagnosis));
   char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(o);
   if (s) {
@@ -414,6 +437,7 @@ int cmd_run(int argc, char **argv) {
   polite_batch_options_init(&bo);
   double rate = 0;
   unsigned long long burst = 1, concurrency = 4, first = 0, max_attempts = 5;
+  unsigned long long cost = 1;
   const char *budget_uri = "local", *out_path = NULL, *log_path = NULL;
   const char *summary_path = NULL, *bodies_dir = NULL, *input_path = NULL;
   const char *method = NULL, *data = NULL;
@@ -462,6 +486,13 @@ int cmd_run(int argc, char **argv) {
                        "--concurrency: expected a whole number 1..100000, got "
                        "'%s'",
                        v);
+        goto out;
+      }
+    } else if (OPT("--cost", NULL)) {
+      NEED();
+      if (cli_parse_uint(v, POLITE_REQUEST_MAX_COST, &cost) || cost < 1) {
+        rc = cli_usage("run", "--cost: expected a whole number 1..%u, got '%s'",
+                       POLITE_REQUEST_MAX_COST, v);
         goto out;
       }
     } else if (OPT("--max-attempts", NULL)) {
@@ -637,7 +668,8 @@ int cmd_run(int argc, char **argv) {
     }
   }
 
-  polite_input_defaults def = {method, headers, nheaders, data, data_len};
+  polite_input_defaults def = {method, headers,  nheaders,
+                               data,   data_len, (unsigned)cost};
   ctx.input = polite_input_open(in, &def);
   polite_budget_config bc = {rate, (unsigned)burst, (unsigned)concurrency};
   polite_budget *budget = NULL;

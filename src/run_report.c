@@ -16,6 +16,8 @@ typedef struct {
   double mean_in_flight; /* over the active part of the run */
   double little;         /* measured rate x mean latency */
   double planned_interval_ms;
+  double mean_cost;  /* rate units per attempt (1 without costs) */
+  double start_plan; /* planned starts/s: --rate / mean cost; 0: none */
   double interval_mean_ms, interval_p50_ms, interval_p99_ms;
   double err_p50_ms, err_p99_ms; /* |interval - planned| */
   int rate_within_plan;
@@ -54,8 +56,15 @@ static void derive(const polite_batch_stats *s, const run_plan *p, derived *d) {
   if (active_s > 0)
     d->mean_in_flight = s->in_flight_integral_s / active_s;
   d->little = d->measured_rate * d->mean_latency_s;
-  if (p->target_rate > 0)
-    d->planned_interval_ms = 1000.0 / p->target_rate;
+  /* --rate counts units; with costs above 1, starts are planned at the
+   * rate divided by the mean cost of the attempts made. */
+  d->mean_cost = s->attempts > 0 && s->units > s->attempts
+                     ? (double)s->units / (double)s->attempts
+                     : 1.0;
+  if (p->target_rate > 0) {
+    d->start_plan = p->target_rate / d->mean_cost;
+    d->planned_interval_ms = 1000.0 / d->start_plan;
+  }
   size_t n = s->n_intervals;
   if (n > 0) {
     int64_t *v = malloc(n * sizeof *v);
@@ -85,7 +94,7 @@ static void derive(const polite_batch_stats *s, const run_plan *p, derived *d) {
   if (p->target_rate > 0)
     d->rate_within_plan =
         n >= 5 ? d->interval_p50_ms >= d->planned_interval_ms * 0.95
-               : d->measured_rate <= p->target_rate * 1.05;
+               : d->measured_rate <= d->start_plan * 1.05;
   d->warn_429 = s->n429 > 0 && d->rate_within_plan;
 }
 
@@ -119,7 +128,20 @@ void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p) {
           "attempts; budget paused by the server %.1f s\n",
           (unsigned long long)s->n429, (unsigned long long)s->n503,
           (double)s->retry_wait_ms / 1000.0, (double)s->paused_ms / 1000.0);
-  if (p->target_rate > 0)
+  if (s->n_throttled > 0) {
+    fprintf(f, "  429/503 by sender:");
+    for (size_t i = 0; i < s->n_throttled; i++)
+      fprintf(f, "%s %s %s x %llu", i ? "," : "", s->throttled[i].component,
+              polite_limit_name(s->throttled[i].limit),
+              (unsigned long long)s->throttled[i].count);
+    fprintf(f, "\n");
+  }
+  if (p->target_rate > 0 && d.mean_cost > 1.0)
+    fprintf(f,
+            "  start rate: %.2f/s measured (pauses excluded), %.2f/s planned "
+            "(--rate %.2f units/s, mean cost %.2f units per attempt)\n",
+            d.measured_rate, d.start_plan, p->target_rate, d.mean_cost);
+  else if (p->target_rate > 0)
     fprintf(f,
             "  start rate: %.2f/s measured (pauses excluded), %.2f/s planned\n",
             d.measured_rate, p->target_rate);
@@ -142,10 +164,10 @@ void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p) {
               d.planned_interval_ms, d.err_p50_ms, d.err_p99_ms);
     fprintf(f, "; in flight mean %.2f vs %.2f expected (rate x latency)",
             d.mean_in_flight,
-            (p->target_rate > 0 ? p->target_rate : d.measured_rate) *
+            (p->target_rate > 0 ? d.start_plan : d.measured_rate) *
                 d.mean_latency_s);
     if (p->concurrency && p->target_rate > 0 &&
-        p->target_rate * d.mean_latency_s > p->concurrency)
+        d.start_plan * d.mean_latency_s > p->concurrency)
       fprintf(f,
               "; --concurrency %u is below the expected in-flight count: "
               "the rate cannot be reached",
@@ -183,10 +205,22 @@ int run_summary_json(const char *path, const polite_batch_stats *s,
                       json_integer((json_int_t)s->attempts));
   json_object_set_new(o, "status_429", json_integer((json_int_t)s->n429));
   json_object_set_new(o, "status_503", json_integer((json_int_t)s->n503));
+  json_t *thr = json_array();
+  for (size_t i = 0; i < s->n_throttled; i++) {
+    json_t *t = json_object();
+    json_object_set_new(t, "component", json_string(s->throttled[i].component));
+    json_object_set_new(t, "limit",
+                        json_string(polite_limit_name(s->throttled[i].limit)));
+    json_object_set_new(t, "count",
+                        json_integer((json_int_t)s->throttled[i].count));
+    json_array_append_new(thr, t);
+  }
+  json_object_set_new(o, "throttled_by", thr);
   json_object_set_new(o, "retry_wait_ms", json_integer(s->retry_wait_ms));
   json_object_set_new(o, "paused_ms", json_integer(s->paused_ms));
   json_object_set_new(o, "elapsed_ms", json_integer(s->run_us / 1000));
   json_object_set_new(o, "rate_measured", json_real(d.measured_rate));
+  json_object_set_new(o, "units", json_integer((json_int_t)s->units));
   json_object_set_new(o, "rate_target",
                       p->target_rate > 0 ? json_real(p->target_rate)
                                          : json_null());

@@ -6,6 +6,7 @@
 
 #include <polite/budget.h>
 #include <polite/core.h>
+#include <polite/diagnose.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -27,10 +28,16 @@ typedef struct {
   int has_body;
   char *idempotency_key; /* NULL when none */
   long line;             /* 1-based input line, 0 when not from input */
-  char *error; /* non-NULL: the line is invalid; this message (with the
-                  field and value, secrets redacted) becomes an
-                  `invalid_input` result and nothing is sent */
+  char *error;   /* non-NULL: the line is invalid; this message (with the
+                    field and value, secrets redacted) becomes an
+                    `invalid_input` result and nothing is sent */
+  unsigned cost; /* budget rate units each attempt spends (input field
+                    "cost", --cost); 0 means 1. An attempt holds one
+                    concurrency slot whatever its cost. */
 } polite_request;
+
+/* Largest accepted cost (input field "cost", --cost). */
+#define POLITE_REQUEST_MAX_COST 1000000000u
 
 POLITE_EXTERN polite_request *polite_request_new(void);
 POLITE_EXTERN polite_request *polite_request_dup(const polite_request *r);
@@ -52,6 +59,7 @@ typedef struct {
   size_t nheaders;
   const char *body; /* -d; NULL for none */
   size_t body_len;
+  unsigned cost; /* --cost for lines that give none; 0 means 1 */
 } polite_input_defaults;
 
 /* Parses one input line (without the newline; a trailing CR is ignored).
@@ -139,7 +147,20 @@ typedef struct {
   const char *request_id_header; /* its name */
   const char *error;             /* transport error, or NULL */
   polite_decision decision;      /* what happens next and why */
+  /* Who sent the answer and what kind of limit it is (see diagnose.h),
+   * finished with the body; NULL unless the status is 429 or 503. */
+  const polite_diagnosis *diagnosis;
 } polite_attempt;
+
+/* 429/503 answers counted by sender and limit kind (polite_batch_stats). */
+typedef struct {
+  char component[32]; /* "origin:openai", "unknown", ...; "other" collects
+                         what did not fit in POLITE_BATCH_MAX_THROTTLED */
+  polite_limit_kind limit;
+  uint64_t count;
+} polite_throttle_count;
+
+#define POLITE_BATCH_MAX_THROTTLED 32
 
 /* Counters the engine keeps while it runs (read with polite_batch_stats). */
 typedef struct {
@@ -147,6 +168,7 @@ typedef struct {
   uint64_t results; /* results emitted */
   uint64_t by_outcome[POLITE_OUT_COUNT];
   uint64_t attempts; /* network attempts started */
+  uint64_t units;    /* rate units they spent (the sum of their costs) */
   uint64_t first_attempts;
   uint64_t retries;
   uint64_t n429, n503;
@@ -167,9 +189,13 @@ typedef struct {
   uint64_t unpaused_gaps; /* all such gaps, and their sum */
   int64_t unpaused_gap_sum_us;
   uint64_t paused_gaps; /* gaps that contained a server pause */
-  int quota_stop;       /* a quota_exhausted stopped new starts */
-  int cancelled;        /* polite_batch_cancel was called */
-  int input_done;       /* the source is exhausted */
+  const polite_throttle_count *throttled; /* 429/503 by component and
+                                             limit, in order of first
+                                             appearance */
+  size_t n_throttled;
+  int quota_stop; /* a quota_exhausted stopped new starts */
+  int cancelled;  /* polite_batch_cancel was called */
+  int input_done; /* the source is exhausted */
 } polite_batch_stats;
 
 #define POLITE_BATCH_MAX_INTERVALS 65536

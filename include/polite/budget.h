@@ -25,8 +25,13 @@ typedef enum {
   POLITE_BUDGET_ADMITTED = 0,   /* a start and `cost` slots are yours */
   POLITE_BUDGET_WAIT_RATE = 1,  /* the start rate says wait *wait_us */
   POLITE_BUDGET_WAIT_PAUSE = 2, /* the account is paused for *wait_us */
-  POLITE_BUDGET_WAIT_SLOT = 3   /* no free slot: retry after a release
-                                   (*wait_us is -1) */
+  POLITE_BUDGET_WAIT_SLOT = 3   /* no free slot: retry after a release.
+                                   *wait_us is -1 only from the local
+                                   backend (a release in this process wakes
+                                   the caller); the shared backends (file,
+                                   redis) give a poll hint in *wait_us, as
+                                   a release in another process wakes
+                                   nobody here */
 } polite_budget_status;
 
 typedef struct polite_budget polite_budget;

@@ -1,5 +1,6 @@
 /* Unit tests of the input format (lib/request.c): bare URLs, JSON lines,
- * skipped lines, errors naming the field, defaults (-X -H -d), streaming. */
+ * skipped lines, errors naming the field, defaults (-X -H -d --cost),
+ * request cost, streaming. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -132,7 +133,7 @@ static void errors_hide_secrets(void **state) {
 static void defaults_like_curl(void **state) {
   (void)state;
   const char *hdrs[] = {"Authorization: Bearer t", "X-A: global"};
-  polite_input_defaults d = {NULL, hdrs, 2, "a=1", 3};
+  polite_input_defaults d = {NULL, hdrs, 2, "a=1", 3, 0};
   polite_request *r = parse("http://h/", 1, &d);
   assert_null(r->error);
   assert_string_equal(polite_request_method(r), "POST"); /* -d makes POST */
@@ -151,10 +152,59 @@ static void defaults_like_curl(void **state) {
   assert_string_equal(polite_request_method(r), "PUT");
   polite_request_free(r);
 
-  polite_input_defaults x = {"DELETE", NULL, 0, NULL, 0};
+  polite_input_defaults x = {"DELETE", NULL, 0, NULL, 0, 0};
   r = parse("http://h/", 3, &x);
   assert_string_equal(polite_request_method(r), "DELETE");
   polite_request_free(r);
+}
+
+/* "cost": a whole number 1..POLITE_REQUEST_MAX_COST, default 1 (or
+ * --cost); a line's own cost wins over --cost; dup keeps it. */
+static void request_cost(void **state) {
+  (void)state;
+  polite_request *r = parse("http://h/", 1, NULL);
+  assert_int_equal(r->cost, 1);
+  polite_request_free(r);
+
+  r = parse("{\"url\":\"http://h/\",\"cost\":1500}", 2, NULL);
+  assert_null(r->error);
+  assert_int_equal(r->cost, 1500);
+  polite_request *d = polite_request_dup(r);
+  assert_int_equal(d->cost, 1500);
+  polite_request_free(d);
+  polite_request_free(r);
+
+  r = parse("{\"url\":\"http://h/\",\"cost\":1000000000}", 3, NULL);
+  assert_null(r->error);
+  assert_int_equal(r->cost, POLITE_REQUEST_MAX_COST);
+  polite_request_free(r);
+
+  polite_input_defaults def = {NULL, NULL, 0, NULL, 0, 7};
+  r = parse("http://h/", 4, &def);
+  assert_int_equal(r->cost, 7);
+  polite_request_free(r);
+  r = parse("{\"url\":\"http://h/\"}", 5, &def);
+  assert_int_equal(r->cost, 7);
+  polite_request_free(r);
+  r = parse("{\"url\":\"http://h/\",\"cost\":2}", 6, &def);
+  assert_int_equal(r->cost, 2);
+  polite_request_free(r);
+
+  /* Invalid costs name the field and quote the value. */
+  expect_error("{\"url\":\"http://h/\",\"cost\":0}", "field \"cost\"");
+  expect_error("{\"url\":\"http://h/\",\"cost\":0}", "got 0");
+  expect_error("{\"url\":\"http://h/\",\"cost\":-3}", "got -3");
+  expect_error("{\"url\":\"http://h/\",\"cost\":2.5}", "got 2.5");
+  expect_error("{\"url\":\"http://h/\",\"cost\":\"5\"}", "got \"5\"");
+  expect_error("{\"url\":\"http://h/\",\"cost\":null}", "got null");
+  expect_error("{\"url\":\"http://h/\",\"cost\":1000000001}", "got 1000000001");
+  expect_error("{\"url\":\"http://h/\",\"cost\":[1]}", "field \"cost\"");
+  /* An invalid cost is not replaced by --cost. */
+  r = parse("{\"url\":\"http://h/\",\"cost\":0}", 7, &def);
+  assert_non_null(r->error);
+  polite_request_free(r);
+  /* The list of known fields mentions cost. */
+  expect_error("{\"url\":\"http://h/\",\"costs\":1}", "cost)");
 }
 
 static void streaming_reader(void **state) {
@@ -214,6 +264,7 @@ int main(void) {
       cmocka_unit_test(errors_name_the_field),
       cmocka_unit_test(errors_hide_secrets),
       cmocka_unit_test(defaults_like_curl),
+      cmocka_unit_test(request_cost),
       cmocka_unit_test(streaming_reader),
       cmocka_unit_test(add_header_rules),
   };

@@ -18,6 +18,11 @@ Paths:
   /slow?ms=N        sleeps N ms, then 200
   /status/N         answers status N
   /echo             200 with the request body echoed
+  /openai429/GN     like /once429, but the 429 is shaped like OpenAI's
+                    requests-per-minute limit (openai-* headers, x-ratelimit-*,
+                    rate_limit_exceeded body) with Retry-After: 0
+  /bare429/GN       like /once429, but a bare 429 (no vendor evidence) with
+                    Retry-After: 0
 """
 import json, re, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -69,6 +74,29 @@ class H(BaseHTTPRequestHandler):
             if first:
                 return self.reply(429, b"slow down", [("Retry-After", "1")])
             return self.reply(200, b"ok")
+        if p.startswith("/openai429") or p.startswith("/bare429"):
+            group = p.split("/")[1] + re.sub(r"\d+$", "", p.rsplit("/", 1)[-1])
+            with lock:
+                n = state["once429"].get(group, 0) + 1
+                state["once429"][group] = n
+            if n > 1:
+                return self.reply(200, b"ok")
+            if p.startswith("/bare429"):
+                return self.reply(429, b"", [("Retry-After", "0")])
+            body = json.dumps({"error": {
+                "message": "Rate limit reached for gpt-4o in organization "
+                           "org-test on requests per min (RPM): Limit 3, "
+                           "Used 3, Requested 1.",
+                "type": "requests", "param": None,
+                "code": "rate_limit_exceeded"}}).encode()
+            return self.reply(429, body, [
+                ("Content-Type", "application/json"),
+                ("Retry-After", "0"),
+                ("openai-organization", "org-test"),
+                ("openai-processing-ms", "3"),
+                ("x-ratelimit-limit-requests", "3"),
+                ("x-ratelimit-remaining-requests", "0"),
+                ("x-ratelimit-reset-requests", "20s")])
         if p.startswith("/fail503x2"):
             key = rec["idem"] or p
             with lock:
