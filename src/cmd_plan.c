@@ -57,9 +57,22 @@ static void put_num(FILE *f, double x) {
   }
 }
 
-/* A rate as a flag value that polite_rate_parse accepts, in the smallest
- * unit that gives a number >= 1: "90/min", "1.5/s" is shown as "90/min". */
+/* A rate as a flag value that polite_rate_parse accepts: in the largest unit
+ * that gives a whole number (8/s stays "8/s", 1.5/s becomes "90/min"),
+ * else in the smallest unit that gives a number >= 1. */
 static void put_rate(FILE *f, double per_s) {
+  static const struct {
+    double mult;
+    const char *unit;
+  } units[] = {{1, "/s"}, {60, "/min"}, {3600, "/h"}, {86400, "/day"}};
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    double v = per_s * units[i].mult;
+    if (v >= 1 && fabs(v - round(v)) < 1e-9 * v) {
+      put_num(f, round(v));
+      fputs(units[i].unit, f);
+      return;
+    }
+  }
   if (per_s * 60 >= 1) {
     put_num(f, per_s * 60);
     fputs("/min", f);
