@@ -2,6 +2,7 @@
  * budget with the batch engine, and writes one JSON result line each. */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "run_journal.h"
 #include "run_report.h"
 
 #include <errno.h>
@@ -71,6 +72,15 @@ static const char USAGE[] =
     "  --progress, --no-progress  progress line on stderr (default: on when\n"
     "                         stderr is a terminal)\n"
     "  -q, --quiet            no summary on stderr\n"
+    "Journal (crash-safe resume; see docs/journal.md):\n"
+    "  --journal FILE         record each request, its idempotency key,\n"
+    "                         each attempt and each result (needs --out and\n"
+    "                         an input FILE)\n"
+    "  --resume               continue the journal's run: skip finished ids,\n"
+    "                         reuse recorded keys, repair --out\n"
+    "  --requeue LIST         with --resume, run ids whose result was one of\n"
+    "                         these outcomes again (e.g. deadline,cancelled)\n"
+    "  --force                resume although the input or --out changed\n"
     "\n"
     "Secrets (Authorization, Proxy-Authorization, Cookie, Set-Cookie,\n"
     "X-Api-Key, Api-Key headers; query parameters whose names contain key,\n"
@@ -444,6 +454,8 @@ int cmd_run(int argc, char **argv) {
   char *data_buf = NULL;
   size_t data_len = 0;
   int progress = -1, quiet = 0, scope_host = 0;
+  run_journal_config jc = {0};
+  run_journal *jr = NULL;
   const char **headers = calloc((size_t)argc + 1, sizeof(char *));
   size_t nheaders = 0;
   int rc = CLI_EXIT_USAGE;
@@ -614,6 +626,24 @@ int cmd_run(int argc, char **argv) {
     } else if (OPT("--summary-json", NULL)) {
       NEED();
       summary_path = v;
+    } else if (OPT("--journal", NULL)) {
+      NEED();
+      jc.path = v;
+    } else if (strcmp(a, "--resume") == 0) {
+      jc.resume = 1;
+    } else if (strcmp(a, "--force") == 0) {
+      jc.force = 1;
+    } else if (OPT("--requeue", NULL)) {
+      NEED();
+      char badname[64];
+      if (run_journal_parse_requeue(v, &jc.requeue, badname, sizeof badname) !=
+          0) {
+        rc = cli_usage("run",
+                       "--requeue: '%s' is not an outcome that can be "
+                       "requeued (e.g. deadline,cancelled)",
+                       badname);
+        goto out;
+      }
     } else if (a[0] == '-' && a[1] != '\0') {
       rc = cli_usage("run", "unknown option '%s'", a);
       goto out;
@@ -631,6 +661,17 @@ int cmd_run(int argc, char **argv) {
   }
   if (input_path && strcmp(input_path, "-") == 0)
     input_path = NULL;
+  if (jc.path == NULL && (jc.resume || jc.force || jc.requeue)) {
+    rc = cli_usage("run", "%s needs --journal FILE",
+                   jc.resume  ? "--resume"
+                   : jc.force ? "--force"
+                              : "--requeue");
+    goto out;
+  }
+  if (jc.requeue && !jc.resume) {
+    rc = cli_usage("run", "--requeue needs --resume");
+    goto out;
+  }
 
   run_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
@@ -642,7 +683,18 @@ int cmd_run(int argc, char **argv) {
     goto out;
   }
   ctx.out = stdout;
-  if (out_path && (ctx.out = fopen(out_path, "w")) == NULL) {
+  if (jc.path) {
+    jc.input_path = input_path;
+    jc.out_path = out_path;
+    jc.idempotency_auto = bo.idempotency_auto;
+    jc.quiet = quiet;
+    if ((rc = run_journal_open(&jc, &jr, &ctx.out)) != 0) {
+      ctx.out = NULL;
+      if (in != stdin)
+        fclose(in);
+      goto out;
+    }
+  } else if (out_path && (ctx.out = fopen(out_path, "w")) == NULL) {
     rc = cli_usage("run", "--out: cannot open '%s': %s", out_path,
                    strerror(errno));
     if (in != stdin)
@@ -689,8 +741,14 @@ int cmd_run(int argc, char **argv) {
   bo.on_attempt = on_attempt;
   bo.on_tick = on_tick;
   bo.ud = &ctx;
+  if (jr)
+    run_journal_wrap(jr, &bo);
   ctx.progress.on = progress >= 0 ? progress : isatty(STDERR_FILENO);
   ctx.progress.total = count_requests(input_path);
+  if (jr && ctx.progress.total >= 0) /* --resume skips finished ones */
+    ctx.progress.total = ctx.progress.total > run_journal_done(jr)
+                             ? ctx.progress.total - run_journal_done(jr)
+                             : 0;
   if (ctx.progress.total >= 0 && first > 0 &&
       (unsigned long long)ctx.progress.total > first)
     ctx.progress.total = (long long)first;
@@ -709,6 +767,8 @@ int cmd_run(int argc, char **argv) {
   sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
   sigemptyset(&sa.sa_mask);
   g_batch = batch;
+  if (jr)
+    run_journal_set_batch(jr, batch);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
@@ -741,6 +801,8 @@ int cmd_run(int argc, char **argv) {
     rc = CLI_EXIT_FAILED;
   else
     rc = CLI_EXIT_OK;
+  if (run_journal_finish(jr))
+    rc = CLI_EXIT_FAILED; /* recording failed: the run was stopped */
   g_batch = NULL;
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
@@ -757,6 +819,7 @@ close_files:
     rc = CLI_EXIT_FAILED;
   if (in != stdin)
     fclose(in);
+  run_journal_close(jr);
 out:
   free(headers);
   free(data_buf);

@@ -8,5 +8,6 @@
 #include <polite/budget.h>
 #include <polite/batch.h>
 #include <polite/client.h>
+#include <polite/journal.h>
 
 #endif

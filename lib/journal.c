@@ -1,0 +1,563 @@
+/* The run journal: an append-only, crash-safe record of a batch run in
+ * SQLite (WAL mode, synchronous=FULL), plus SHA-256 for input fingerprints. */
+#define _GNU_SOURCE
+#include <polite/batch.h>
+#include <polite/clock.h>
+#include <polite/journal.h>
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct polite_journal {
+  sqlite3 *db;
+  char *path;
+  int session;
+  sqlite3_stmt *ins_request, *sel_key, *ins_attempt, *ins_result, *ins_requeue;
+  char errstr[512];
+};
+
+/* Every record is one INSERT; nothing is ever updated or deleted, so the
+ * journal is a log of what happened, in order (seq). */
+static const char SCHEMA[] =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
+    "CREATE TABLE IF NOT EXISTS session(n INTEGER PRIMARY KEY, started_ms "
+    "INTEGER, kind TEXT, fingerprint TEXT, input TEXT, out TEXT, requeue "
+    "TEXT, forced INTEGER, version TEXT);"
+    "CREATE TABLE IF NOT EXISTS request(seq INTEGER PRIMARY KEY, id TEXT NOT "
+    "NULL, session INTEGER, line INTEGER, method TEXT, url TEXT, "
+    "idempotency_key TEXT, created_ms INTEGER);"
+    "CREATE INDEX IF NOT EXISTS request_id ON request(id);"
+    "CREATE TABLE IF NOT EXISTS attempt(seq INTEGER PRIMARY KEY, id TEXT NOT "
+    "NULL, session INTEGER, n INTEGER, started_ms INTEGER, ended_ms INTEGER, "
+    "status INTEGER);"
+    "CREATE TABLE IF NOT EXISTS result(seq INTEGER PRIMARY KEY, id TEXT NOT "
+    "NULL, session INTEGER, outcome TEXT, status INTEGER, attempts INTEGER, "
+    "backfilled INTEGER, created_ms INTEGER);"
+    "CREATE INDEX IF NOT EXISTS result_id ON result(id);"
+    "CREATE TABLE IF NOT EXISTS requeue(seq INTEGER PRIMARY KEY, id TEXT NOT "
+    "NULL, session INTEGER, outcome TEXT, created_ms INTEGER);"
+    "CREATE INDEX IF NOT EXISTS requeue_id ON requeue(id);";
+
+/* Formats "journal 'PATH': cannot OP: SQLITE MESSAGE (errno text)" into
+ * j->errstr; the errno part only when an OS error was seen (SQLite's own
+ * record of it, else errno as it was right after the failing call). A
+ * busy/locked or not-a-database file gets its own plain message. */
+static int fail_errno(polite_journal *j, int rc, const char *op, int err) {
+  int prim = rc & 0xff;
+  if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED) {
+    snprintf(j->errstr, sizeof j->errstr,
+             "journal '%s' is in use by another polite run", j->path);
+    return POLITE_EINVAL;
+  }
+  if (prim == SQLITE_NOTADB) {
+    snprintf(j->errstr, sizeof j->errstr,
+             "journal '%s' is not a polite journal (not an SQLite file)",
+             j->path);
+    return POLITE_EINVAL;
+  }
+  int sys = j->db ? sqlite3_system_errno(j->db) : 0;
+  if (sys == 0 &&
+      (prim == SQLITE_IOERR || prim == SQLITE_FULL || prim == SQLITE_CANTOPEN))
+    sys = err;
+  const char *msg = j->db ? sqlite3_errmsg(j->db) : sqlite3_errstr(rc);
+  if (sys != 0)
+    snprintf(j->errstr, sizeof j->errstr, "journal '%s': cannot %s: %s (%s)",
+             j->path, op, msg, strerror(sys));
+  else
+    snprintf(j->errstr, sizeof j->errstr, "journal '%s': cannot %s: %s",
+             j->path, op, msg);
+  return rc == SQLITE_NOMEM ? POLITE_ENOMEM : POLITE_EIO;
+}
+
+static int fail(polite_journal *j, int rc, const char *op) {
+  return fail_errno(j, rc, op, errno);
+}
+
+/* Runs one prepared INSERT/SELECT-less statement to completion and resets
+ * it; in autocommit mode that is one transaction, fsync'd on commit. */
+static int step_done(polite_journal *j, sqlite3_stmt *st, const char *op) {
+  errno = 0;
+  int rc = sqlite3_step(st);
+  int e = errno;
+  int ok = rc == SQLITE_DONE;
+  if (!ok)
+    fail_errno(j, rc, op, e);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return ok ? 0 : POLITE_EIO;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s) {
+  if (s)
+    sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+static int exec(polite_journal *j, const char *sql, const char *op) {
+  errno = 0;
+  int rc = sqlite3_exec(j->db, sql, NULL, NULL, NULL);
+  int e = errno;
+  return rc == SQLITE_OK ? 0 : fail_errno(j, rc, op, e);
+}
+
+static int prepare(polite_journal *j, const char *sql, sqlite3_stmt **st) {
+  int rc = sqlite3_prepare_v2(j->db, sql, -1, st, NULL);
+  return rc == SQLITE_OK ? 0 : fail(j, rc, "prepare a statement");
+}
+
+/* 1 when the file at path exists and is not empty. */
+static int exists_nonempty(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && st.st_size > 0;
+}
+
+int polite_journal_open(const char *path, int mode, polite_journal **out,
+                        char *err, size_t errlen) {
+  *out = NULL;
+  if (path == NULL ||
+      (mode != POLITE_JOURNAL_CREATE && mode != POLITE_JOURNAL_RESUME)) {
+    snprintf(err, errlen, "journal: invalid arguments");
+    return POLITE_EINVAL;
+  }
+  if (mode == POLITE_JOURNAL_CREATE && exists_nonempty(path)) {
+    snprintf(err, errlen,
+             "journal '%s' already exists (use --resume to continue its "
+             "run, or remove it to start a new one)",
+             path);
+    return POLITE_EINVAL;
+  }
+  if (mode == POLITE_JOURNAL_RESUME && !exists_nonempty(path)) {
+    snprintf(err, errlen,
+             "journal '%s' does not exist or is empty (nothing to resume: "
+             "run without --resume first)",
+             path);
+    return POLITE_EINVAL;
+  }
+  polite_journal *j = calloc(1, sizeof *j);
+  if (j == NULL || (j->path = strdup(path)) == NULL) {
+    free(j);
+    snprintf(err, errlen, "journal '%s': out of memory", path);
+    return POLITE_ENOMEM;
+  }
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+  if (mode == POLITE_JOURNAL_CREATE)
+    flags |= SQLITE_OPEN_CREATE;
+  int rc = sqlite3_open_v2(path, &j->db, flags, NULL);
+  int erc = 0;
+  if (rc != SQLITE_OK) {
+    erc = fail(j, rc, "open");
+    goto bad;
+  }
+  sqlite3_extended_result_codes(j->db, 1);
+  /* EXCLUSIVE locking: the process holds the journal for its lifetime, so a
+   * second run on the same journal fails at once instead of interleaving;
+   * it also keeps the WAL index in memory (no -shm file). FULL sync: each
+   * commit fsyncs the WAL, so a record that returned 0 survives a crash of
+   * the process, the kernel or the power. */
+  if ((erc = exec(j, "PRAGMA locking_mode=EXCLUSIVE", "set the locking mode")))
+    goto bad;
+  if ((erc = exec(j, "PRAGMA journal_mode=WAL", "switch to WAL mode")))
+    goto bad;
+  if ((erc = exec(j, "PRAGMA synchronous=FULL", "set synchronous=FULL")))
+    goto bad;
+  if ((erc = exec(j, "BEGIN EXCLUSIVE", "lock it")))
+    goto bad;
+  if ((erc = exec(j, SCHEMA, "create the tables"))) {
+    sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
+    goto bad;
+  }
+  if (mode == POLITE_JOURNAL_CREATE) {
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "INSERT OR IGNORE INTO meta VALUES('format','%d');"
+             "INSERT OR IGNORE INTO meta VALUES('created_ms','%lld');"
+             "INSERT OR IGNORE INTO meta VALUES('created_by','polite %s');",
+             POLITE_JOURNAL_FORMAT, (long long)polite_wall_ms(),
+             polite_version());
+    if ((erc = exec(j, sql, "write the header"))) {
+      sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
+      goto bad;
+    }
+  }
+  if ((erc = exec(j, "COMMIT", "commit the header")))
+    goto bad;
+  {
+    /* A journal must say it is one, in a format this version reads. */
+    sqlite3_stmt *st = NULL;
+    int fmt = -1;
+    if ((erc = prepare(j, "SELECT value FROM meta WHERE key='format'", &st)))
+      goto bad;
+    if (sqlite3_step(st) == SQLITE_ROW)
+      fmt = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (fmt != POLITE_JOURNAL_FORMAT) {
+      snprintf(j->errstr, sizeof j->errstr,
+               fmt < 0 ? "journal '%s' is not a polite journal (no format "
+                         "record)"
+                       : "journal '%s' has format %d; this polite reads %d",
+               path, fmt, POLITE_JOURNAL_FORMAT);
+      erc = POLITE_EINVAL;
+      goto bad;
+    }
+  }
+  if ((erc = prepare(j,
+                     "INSERT INTO request(id,session,line,method,url,"
+                     "idempotency_key,created_ms) VALUES(?,?,?,?,?,?,?)",
+                     &j->ins_request)) ||
+      (erc = prepare(j,
+                     "SELECT idempotency_key FROM request WHERE id=? ORDER "
+                     "BY (idempotency_key IS NOT NULL) DESC, seq DESC LIMIT 1",
+                     &j->sel_key)) ||
+      (erc = prepare(j,
+                     "INSERT INTO attempt(id,session,n,started_ms,ended_ms,"
+                     "status) VALUES(?,?,?,?,?,?)",
+                     &j->ins_attempt)) ||
+      (erc = prepare(j,
+                     "INSERT INTO result(id,session,outcome,status,attempts,"
+                     "backfilled,created_ms) VALUES(?,?,?,?,?,?,?)",
+                     &j->ins_result)) ||
+      (erc = prepare(j,
+                     "INSERT INTO requeue(id,session,outcome,created_ms) "
+                     "VALUES(?,?,?,?)",
+                     &j->ins_requeue)))
+    goto bad;
+  *out = j;
+  return 0;
+bad:
+  snprintf(err, errlen, "%s", j->errstr[0] ? j->errstr : "journal: failed");
+  polite_journal_close(j);
+  return erc ? erc : POLITE_EIO;
+}
+
+void polite_journal_close(polite_journal *j) {
+  if (j == NULL)
+    return;
+  sqlite3_finalize(j->ins_request);
+  sqlite3_finalize(j->sel_key);
+  sqlite3_finalize(j->ins_attempt);
+  sqlite3_finalize(j->ins_result);
+  sqlite3_finalize(j->ins_requeue);
+  sqlite3_close(j->db);
+  free(j->path);
+  free(j);
+}
+
+const char *polite_journal_errstr(const polite_journal *j) {
+  return j ? j->errstr : "";
+}
+
+int polite_journal_begin(polite_journal *j, const polite_journal_session *s) {
+  sqlite3_stmt *st = NULL;
+  int erc = prepare(j,
+                    "INSERT INTO session(started_ms,kind,fingerprint,input,"
+                    "out,requeue,forced,version) VALUES(?,?,?,?,?,?,?,?)",
+                    &st);
+  if (erc)
+    return erc;
+  sqlite3_bind_int64(st, 1, polite_wall_ms());
+  bind_text(st, 2, s->kind);
+  bind_text(st, 3, s->fingerprint);
+  bind_text(st, 4, s->input);
+  bind_text(st, 5, s->out);
+  bind_text(st, 6, s->requeue ? s->requeue : "");
+  sqlite3_bind_int(st, 7, s->forced);
+  bind_text(st, 8, polite_version());
+  erc = step_done(j, st, "record the session");
+  sqlite3_finalize(st);
+  if (erc)
+    return erc;
+  j->session = (int)sqlite3_last_insert_rowid(j->db);
+  return j->session;
+}
+
+/* Copies column `col` of the latest session before the current one. */
+static int last_session_text(polite_journal *j, const char *col, char *buf,
+                             size_t len) {
+  char sql[160];
+  snprintf(sql, sizeof sql,
+           "SELECT %s FROM session WHERE n<? ORDER BY n DESC LIMIT 1", col);
+  sqlite3_stmt *st = NULL;
+  int erc = prepare(j, sql, &st);
+  if (erc)
+    return erc;
+  sqlite3_bind_int(st, 1, j->session > 0 ? j->session : INT32_MAX);
+  int rc = sqlite3_step(st), found = 0;
+  if (rc == SQLITE_ROW) {
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    snprintf(buf, len, "%s", t ? (const char *)t : "");
+    found = 1;
+  } else if (rc != SQLITE_DONE) {
+    erc = fail(j, rc, "read the sessions");
+  }
+  sqlite3_finalize(st);
+  return erc ? erc : found;
+}
+
+int polite_journal_last_fingerprint(polite_journal *j, char *buf, size_t len) {
+  return last_session_text(j, "fingerprint", buf, len);
+}
+
+int polite_journal_last_out(polite_journal *j, char *buf, size_t len) {
+  return last_session_text(j, "out", buf, len);
+}
+
+int polite_journal_request(polite_journal *j, const char *id, long line,
+                           const char *method, const char *url,
+                           const char *key) {
+  char *red = url ? polite_redact_url(url) : NULL;
+  if (url && red == NULL) {
+    snprintf(j->errstr, sizeof j->errstr, "journal '%s': out of memory",
+             j->path);
+    return POLITE_ENOMEM;
+  }
+  sqlite3_stmt *st = j->ins_request;
+  bind_text(st, 1, id);
+  sqlite3_bind_int(st, 2, j->session);
+  sqlite3_bind_int64(st, 3, line);
+  bind_text(st, 4, method);
+  bind_text(st, 5, red);
+  bind_text(st, 6, key);
+  sqlite3_bind_int64(st, 7, polite_wall_ms());
+  free(red);
+  return step_done(j, st, "record a request and its idempotency key");
+}
+
+int polite_journal_key(polite_journal *j, const char *id, char **key) {
+  *key = NULL;
+  sqlite3_stmt *st = j->sel_key;
+  bind_text(st, 1, id);
+  int rc = sqlite3_step(st), found = 0, erc = 0;
+  if (rc == SQLITE_ROW) {
+    found = 1;
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    if (t && (*key = strdup((const char *)t)) == NULL)
+      erc = POLITE_ENOMEM;
+  } else if (rc != SQLITE_DONE) {
+    erc = fail(j, rc, "look up a request");
+  }
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return erc ? erc : found;
+}
+
+int polite_journal_attempt(polite_journal *j, const char *id, unsigned n,
+                           int64_t start_ms, int64_t end_ms, int status) {
+  sqlite3_stmt *st = j->ins_attempt;
+  bind_text(st, 1, id);
+  sqlite3_bind_int(st, 2, j->session);
+  sqlite3_bind_int64(st, 3, n);
+  sqlite3_bind_int64(st, 4, start_ms);
+  sqlite3_bind_int64(st, 5, end_ms);
+  sqlite3_bind_int(st, 6, status);
+  /* An attempt record is history, not a promise: it is committed without
+   * its own fsync (synchronous=NORMAL), which survives a crash of the
+   * process; the next request or result commit (FULL) fsyncs the WAL up to
+   * and including it. This saves one fsync per attempt. */
+  int erc = exec(j, "PRAGMA synchronous=NORMAL", "set synchronous=NORMAL");
+  if (erc == 0)
+    erc = step_done(j, st, "record an attempt");
+  int erc2 = exec(j, "PRAGMA synchronous=FULL", "set synchronous=FULL");
+  return erc ? erc : erc2;
+}
+
+int polite_journal_result(polite_journal *j, const char *id,
+                          const char *outcome, int status, unsigned attempts,
+                          int backfilled) {
+  sqlite3_stmt *st = j->ins_result;
+  bind_text(st, 1, id);
+  sqlite3_bind_int(st, 2, j->session);
+  bind_text(st, 3, outcome);
+  sqlite3_bind_int(st, 4, status);
+  sqlite3_bind_int64(st, 5, attempts);
+  sqlite3_bind_int(st, 6, backfilled != 0);
+  sqlite3_bind_int64(st, 7, polite_wall_ms());
+  return step_done(j, st, "record a result");
+}
+
+int polite_journal_requeue(polite_journal *j, const char *id,
+                           const char *outcome) {
+  sqlite3_stmt *st = j->ins_requeue;
+  bind_text(st, 1, id);
+  sqlite3_bind_int(st, 2, j->session);
+  bind_text(st, 3, outcome);
+  sqlite3_bind_int64(st, 4, polite_wall_ms());
+  return step_done(j, st, "record a requeue");
+}
+
+int polite_journal_each_result(polite_journal *j,
+                               void (*fn)(void *, const char *, const char *),
+                               void *ud) {
+  /* The latest result of each id, unless a later session requeued it
+   * (requeue rows are written at the start of a session, before any result
+   * of that session). */
+  sqlite3_stmt *st = NULL;
+  int erc = prepare(j,
+                    "SELECT r.id, r.outcome FROM result r WHERE r.seq = "
+                    "(SELECT max(seq) FROM result WHERE id=r.id) AND NOT "
+                    "EXISTS (SELECT 1 FROM requeue q WHERE q.id=r.id AND "
+                    "q.session > r.session) ORDER BY r.seq",
+                    &st);
+  if (erc)
+    return erc;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    fn(ud, (const char *)sqlite3_column_text(st, 0),
+       (const char *)sqlite3_column_text(st, 1));
+  if (rc != SQLITE_DONE)
+    erc = fail(j, rc, "read the results");
+  sqlite3_finalize(st);
+  return erc;
+}
+
+int polite_journal_count(polite_journal *j, polite_journal_counts *c) {
+  static const char *const sql[] = {
+      "SELECT count(*) FROM session", "SELECT count(*) FROM request",
+      "SELECT count(*) FROM attempt", "SELECT count(*) FROM result",
+      "SELECT count(*) FROM requeue"};
+  int64_t *dst[] = {&c->sessions, &c->requests, &c->attempts, &c->results,
+                    &c->requeues};
+  for (size_t i = 0; i < 5; i++) {
+    sqlite3_stmt *st = NULL;
+    int erc = prepare(j, sql[i], &st);
+    if (erc)
+      return erc;
+    int rc = sqlite3_step(st);
+    *dst[i] = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW)
+      return fail(j, rc, "count the records");
+  }
+  return 0;
+}
+
+/* ---- SHA-256 (FIPS 180-4) ---------------------------------------------- */
+
+typedef struct {
+  uint32_t h[8];
+  uint64_t len;
+  unsigned char buf[64];
+  size_t n;
+} sha256;
+
+static const uint32_t K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
+    0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+    0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+    0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha_block(sha256 *s, const unsigned char *p) {
+  uint32_t w[64];
+  for (int i = 0; i < 16; i++)
+    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+           (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+  for (int i = 16; i < 64; i++) {
+    uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  uint32_t a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4],
+           f = s->h[5], g = s->h[6], h = s->h[7];
+  for (int i = 0; i < 64; i++) {
+    uint32_t t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) +
+                  ((e & f) ^ (~e & g)) + K[i] + w[i];
+    uint32_t t2 =
+        (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    h = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
+  }
+  s->h[0] += a;
+  s->h[1] += b;
+  s->h[2] += c;
+  s->h[3] += d;
+  s->h[4] += e;
+  s->h[5] += f;
+  s->h[6] += g;
+  s->h[7] += h;
+}
+
+static void sha_init(sha256 *s) {
+  static const uint32_t H0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
+                                 0xa54ff53a, 0x510e527f, 0x9b05688c,
+                                 0x1f83d9ab, 0x5be0cd19};
+  memcpy(s->h, H0, sizeof H0);
+  s->len = 0;
+  s->n = 0;
+}
+
+static void sha_update(sha256 *s, const void *data, size_t len) {
+  const unsigned char *p = data;
+  s->len += len;
+  while (len > 0) {
+    size_t k = 64 - s->n < len ? 64 - s->n : len;
+    memcpy(s->buf + s->n, p, k);
+    s->n += k;
+    p += k;
+    len -= k;
+    if (s->n == 64) {
+      sha_block(s, s->buf);
+      s->n = 0;
+    }
+  }
+}
+
+static void sha_final_hex(sha256 *s, char hex[65]) {
+  uint64_t bits = s->len * 8;
+  unsigned char pad = 0x80, zero = 0, lenb[8];
+  sha_update(s, &pad, 1);
+  while (s->n != 56)
+    sha_update(s, &zero, 1);
+  for (int i = 0; i < 8; i++)
+    lenb[i] = (unsigned char)(bits >> (56 - 8 * i));
+  sha_update(s, lenb, 8);
+  for (int i = 0; i < 8; i++)
+    snprintf(hex + 8 * i, 9, "%08x", s->h[i]);
+}
+
+void polite_sha256_hex(const void *data, size_t len, char hex[65]) {
+  sha256 s;
+  sha_init(&s);
+  sha_update(&s, data, len);
+  sha_final_hex(&s, hex);
+}
+
+int polite_sha256_file(const char *path, char hex[65]) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return POLITE_EIO;
+  sha256 s;
+  sha_init(&s);
+  unsigned char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    sha_update(&s, buf, n);
+  int err = ferror(f);
+  int saved = errno;
+  fclose(f);
+  if (err) {
+    errno = saved;
+    return POLITE_EIO;
+  }
+  sha_final_hex(&s, hex);
+  return 0;
+}

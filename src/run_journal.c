@@ -1,0 +1,852 @@
+/* polite run --journal/--resume glue: wrapper callbacks that record each
+ * request (with its idempotency key), attempt and result in the journal,
+ * skip finished requests on resume, and repair the results file. */
+#define _GNU_SOURCE
+#include "run_journal.h"
+
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <polite/clock.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- A small string set (open addressing) --------------------------- */
+
+typedef struct {
+  char **keys;
+  long *vals;
+  size_t cap, n;
+} strset;
+
+static uint64_t fnv(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Index of key's slot (found or the empty slot where it belongs). */
+static size_t set_slot(const strset *s, const char *key) {
+  size_t i = (size_t)fnv(key) & (s->cap - 1);
+  while (s->keys[i] && strcmp(s->keys[i], key) != 0)
+    i = (i + 1) & (s->cap - 1);
+  return i;
+}
+
+static long *set_get(const strset *s, const char *key) {
+  if (s->cap == 0)
+    return NULL;
+  size_t i = set_slot(s, key);
+  return s->keys[i] ? &s->vals[i] : NULL;
+}
+
+/* Adds key (copied) with val, or updates val. Returns 0 or -1 (memory). */
+static int set_put(strset *s, const char *key, long val) {
+  if ((s->n + 1) * 2 > s->cap) {
+    strset g = {NULL, NULL, s->cap ? s->cap * 2 : 64, 0};
+    g.keys = calloc(g.cap, sizeof *g.keys);
+    g.vals = calloc(g.cap, sizeof *g.vals);
+    if (g.keys == NULL || g.vals == NULL) {
+      free(g.keys);
+      free(g.vals);
+      return -1;
+    }
+    for (size_t i = 0; i < s->cap; i++)
+      if (s->keys[i]) {
+        size_t k = set_slot(&g, s->keys[i]);
+        g.keys[k] = s->keys[i];
+        g.vals[k] = s->vals[i];
+        g.n++;
+      }
+    free(s->keys);
+    free(s->vals);
+    *s = g;
+  }
+  size_t i = set_slot(s, key);
+  if (s->keys[i] == NULL) {
+    if ((s->keys[i] = strdup(key)) == NULL)
+      return -1;
+    s->n++;
+  }
+  s->vals[i] = val;
+  return 0;
+}
+
+static void set_free(strset *s) {
+  for (size_t i = 0; i < s->cap; i++)
+    free(s->keys[i]);
+  free(s->keys);
+  free(s->vals);
+  memset(s, 0, sizeof *s);
+}
+
+/* ---- State --------------------------------------------------------- */
+
+struct run_journal {
+  run_journal_config c;
+  polite_journal *j;
+  FILE *out;
+  polite_batch *batch;
+  strset done;    /* ids with a result line in --out (resume) */
+  strset seen;    /* ids handed to the engine in this session -> line */
+  strset journal; /* ids the journal holds a live result for (resume) */
+  int (*next)(void *, polite_request **);
+  void (*on_result)(void *, const polite_result *);
+  void (*on_attempt)(void *, const polite_attempt *);
+  void (*on_tick)(void *, const polite_batch_stats *);
+  void *ud;
+  int failed;       /* a write failed: stopped, results no longer written */
+  int input_failed; /* the input is unusable from here: no more reads */
+  char errmsg[768];
+  struct stat jst, ost; /* identity of the journal and --out when opened */
+  uint64_t skipped, handed, suppressed, requeued, backfilled, lost;
+  long long torn_bytes;
+};
+
+/* Records the first failure, stops new starts and cancels the run; later
+ * results are not written (see docs/journal.md, "When writing fails"). */
+static void stop(run_journal *rj, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void stop(run_journal *rj, const char *fmt, ...) {
+  if (rj->failed)
+    return;
+  rj->failed = 1;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rj->errmsg, sizeof rj->errmsg, fmt, ap);
+  va_end(ap);
+  if (rj->batch)
+    polite_batch_cancel(rj->batch);
+}
+
+/* A journal or results file removed (or replaced) while the run writes it
+ * would swallow every later record without an error: the writes go to an
+ * unlinked file. So before each request and each result the paths must
+ * still name the files that were opened. Returns 1 when they do (else
+ * stops the run). */
+static int files_intact(run_journal *rj) {
+  const struct {
+    const char *what, *path;
+    const struct stat *was;
+  } f[2] = {{"journal", rj->c.path, &rj->jst},
+            {"results file", rj->c.out_path, &rj->ost}};
+  for (int i = 0; i < 2; i++) {
+    struct stat now;
+    if (stat(f[i].path, &now) != 0) {
+      stop(rj, "the %s '%s' is gone (%s) while the run was writing it",
+           f[i].what, f[i].path, strerror(errno));
+      return 0;
+    }
+    if (now.st_dev != f[i].was->st_dev || now.st_ino != f[i].was->st_ino) {
+      stop(rj,
+           "the %s '%s' was replaced by another file while the run was "
+           "writing it",
+           f[i].what, f[i].path);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* ---- Stable ids and keys ------------------------------------------- */
+
+/* A request without an "id" gets "line-N" from the parser. With a journal
+ * it becomes "line-N-XXXXXXXX" (the first 8 hex digits of the SHA-256 of
+ * its method, URL, body and error), so a resume after an edit of the input
+ * (--force) never matches a different request to an old result. An id the
+ * input gave that happens to equal "line-N" for its own line N is treated
+ * the same way. Returns 0 or -1 (memory). */
+static int stable_id(polite_request *r) {
+  char want[32];
+  snprintf(want, sizeof want, "line-%ld", r->line);
+  if (r->line <= 0 || strcmp(r->id, want) != 0)
+    return 0;
+  const char *method = polite_request_method(r);
+  size_t len = strlen(method) + 1 + (r->url ? strlen(r->url) : 0) + 1 +
+               r->body_len + 1 + (r->error ? strlen(r->error) : 0);
+  char *buf = malloc(len + 1), hex[65];
+  if (buf == NULL)
+    return -1;
+  size_t o = 0;
+  memcpy(buf + o, method, strlen(method) + 1);
+  o += strlen(method) + 1;
+  if (r->url)
+    memcpy(buf + o, r->url, strlen(r->url));
+  o += r->url ? strlen(r->url) : 0;
+  buf[o++] = '\0';
+  if (r->body_len)
+    memcpy(buf + o, r->body, r->body_len);
+  o += r->body_len;
+  buf[o++] = '\0';
+  if (r->error)
+    memcpy(buf + o, r->error, strlen(r->error));
+  o += r->error ? strlen(r->error) : 0;
+  polite_sha256_hex(buf, o, hex);
+  free(buf);
+  char *id = NULL;
+  if (asprintf(&id, "line-%ld-%.8s", r->line, hex) < 0)
+    return -1;
+  free(r->id);
+  r->id = id;
+  return 0;
+}
+
+/* The value of an Idempotency-Key header the request carries, or NULL. */
+static const char *header_key(const polite_request *r) {
+  static const char name[] = "Idempotency-Key";
+  size_t n = sizeof name - 1;
+  for (size_t i = 0; i < r->nheaders; i++)
+    if (strncasecmp(r->headers[i], name, n) == 0 && r->headers[i][n] == ':') {
+      const char *v = r->headers[i] + n + 1;
+      while (*v == ' ' || *v == '\t')
+        v++;
+      return v;
+    }
+  return NULL;
+}
+
+/* A random 128-bit key in UUID v4 form (as the engine makes them). */
+static int make_key(char out[40]) {
+  unsigned char b[16];
+  if (polite_random_bytes(b, sizeof b) != 0)
+    return -1;
+  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+  snprintf(out, 40,
+           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
+           "%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+           b[11], b[12], b[13], b[14], b[15]);
+  return 0;
+}
+
+/* ---- Wrapper callbacks --------------------------------------------- */
+
+/* Pulls requests from the inner source, skips those already finished,
+ * fixes the idempotency key of writes and commits the request record (with
+ * the key) before handing the request to the engine: the key is durable
+ * before the first byte of the request is sent. */
+static int jr_next(void *ud, polite_request **out) {
+  run_journal *rj = ud;
+  for (;;) {
+    if (rj->failed || rj->input_failed)
+      return 0;
+    polite_request *r = NULL;
+    int rc = rj->next(rj->ud, &r);
+    if (rc <= 0)
+      return rc;
+    if (stable_id(r) != 0) {
+      polite_request_free(r);
+      stop(rj, "out of memory");
+      return 0;
+    }
+    if (set_get(&rj->done, r->id)) {
+      rj->skipped++;
+      polite_request_free(r);
+      continue;
+    }
+    long *prev = set_get(&rj->seen, r->id);
+    if (prev) {
+      /* Bad input, not a failed write: end the input here but let the
+       * requests already handed over finish and be recorded. */
+      snprintf(rj->errmsg, sizeof rj->errmsg,
+               "input line %ld: id '%s' was already used on line %ld; "
+               "--journal needs a unique id per request (the input was "
+               "read up to here)",
+               r->line, r->id, *prev);
+      rj->input_failed = 1;
+      polite_request_free(r);
+      return 0;
+    }
+    if (!files_intact(rj)) {
+      polite_request_free(r);
+      return 0;
+    }
+    const char *method = polite_request_method(r);
+    char *key = NULL, fresh[40];
+    int oom = 0;
+    if (r->error == NULL) {
+      const char *hk = header_key(r);
+      if (r->idempotency_key) {
+        key = strdup(r->idempotency_key);
+      } else if (hk) {
+        key = strdup(hk); /* sent as the header; recorded for the record */
+      } else {
+        int f = polite_journal_key(rj->j, r->id, &key);
+        if (f < 0) {
+          stop(rj, "%s", polite_journal_errstr(rj->j));
+          polite_request_free(r);
+          return 0;
+        }
+        if (key == NULL && rj->c.idempotency_auto &&
+            !polite_method_idempotent(method)) {
+          if (make_key(fresh) != 0) {
+            stop(rj, "cannot make an idempotency key: the system's random "
+                     "source failed");
+            polite_request_free(r);
+            return 0;
+          }
+          key = strdup(fresh);
+        }
+        if (key && (r->idempotency_key = strdup(key)) == NULL) {
+          free(key);
+          key = NULL;
+          oom = 1;
+        }
+      }
+      if (oom || (key == NULL && (r->idempotency_key || hk))) {
+        stop(rj, "out of memory");
+        polite_request_free(r);
+        return 0;
+      }
+    }
+    if (polite_journal_request(rj->j, r->id, r->line, method, r->url, key) !=
+        0) {
+      stop(rj, "%s", polite_journal_errstr(rj->j));
+      free(key);
+      polite_request_free(r);
+      return 0;
+    }
+    free(key);
+    if (set_put(&rj->seen, r->id, r->line) != 0) {
+      stop(rj, "out of memory");
+      polite_request_free(r);
+      return 0;
+    }
+    rj->handed++;
+    *out = r;
+    return 1;
+  }
+}
+
+/* The engine reports an attempt when it has ended; its record carries the
+ * start time. The durable "this may have been sent" record is the request
+ * row written by jr_next. */
+static void jr_attempt(void *ud, const polite_attempt *a) {
+  run_journal *rj = ud;
+  if (rj->on_attempt)
+    rj->on_attempt(rj->ud, a);
+  if (rj->failed)
+    return;
+  if (polite_journal_attempt(rj->j, a->req->id, a->attempt, a->start_wall_ms,
+                             a->end_wall_ms, a->status) != 0)
+    stop(rj, "%s", polite_journal_errstr(rj->j));
+}
+
+/* Order: (1) the result line is written, flushed and fdatasync'ed to
+ * --out, (2) then the result record is committed. So a result record always
+ * has a durable line; a line without a record (a crash between 1 and 2) is
+ * found by --resume in the results file, which is what decides "finished". */
+static void jr_result(void *ud, const polite_result *r) {
+  run_journal *rj = ud;
+  if (rj->failed) {
+    rj->suppressed++; /* left unfinished: --resume runs it again */
+    return;
+  }
+  if (!files_intact(rj)) {
+    rj->suppressed++;
+    return;
+  }
+  errno = 0;
+  rj->on_result(rj->ud, r);
+  int e = errno, bad = ferror(rj->out);
+  if (fflush(rj->out) != 0) {
+    bad = 1;
+    e = errno;
+  } else if (fdatasync(fileno(rj->out)) != 0) {
+    bad = 1;
+    e = errno;
+  }
+  if (bad) {
+    stop(rj,
+         "cannot write the results file '%s': %s (stopping; the "
+         "journal keeps everything recorded so far)",
+         rj->c.out_path, e ? strerror(e) : "write error");
+    return;
+  }
+  if (polite_journal_result(rj->j, r->req->id, polite_outcome_name(r->outcome),
+                            r->status, r->attempts, 0) != 0)
+    stop(rj, "%s", polite_journal_errstr(rj->j));
+}
+
+/* The engine has one ud for all callbacks, so the tick is wrapped too. */
+static void jr_tick(void *ud, const polite_batch_stats *s) {
+  run_journal *rj = ud;
+  if (rj->on_tick)
+    rj->on_tick(rj->ud, s);
+}
+
+/* ---- The results file on --resume ------------------------------------ */
+
+/* Calls fn(ud, id, outcome, line, len) for each complete line of f (from
+ * the start); stops at the first line that is not a JSON object with a
+ * string "id". Returns 0, the 1-based number of a bad line, or -1 on a read
+ * error. *end gets the offset just past the last newline. */
+typedef int (*line_fn)(void *ud, const char *id, const char *outcome,
+                       const char *line, size_t len);
+static long scan_lines(FILE *f, line_fn fn, void *ud, long long *end) {
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  long no = 0, badno = 0;
+  long long off = 0;
+  *end = 0;
+  rewind(f);
+  while ((n = getline(&line, &cap, f)) > 0) {
+    if (line[n - 1] != '\n')
+      break; /* torn tail: no newline */
+    no++;
+    json_t *o = json_loadb(line, (size_t)n, 0, NULL);
+    json_t *id = o ? json_object_get(o, "id") : NULL;
+    json_t *oc = o ? json_object_get(o, "outcome") : NULL;
+    if (!json_is_string(id)) {
+      json_decref(o);
+      badno = no;
+      break;
+    }
+    int rc =
+        fn(ud, json_string_value(id),
+           json_is_string(oc) ? json_string_value(oc) : "", line, (size_t)n);
+    json_decref(o);
+    if (rc != 0) {
+      free(line);
+      return -1;
+    }
+    off += n;
+  }
+  int err = ferror(f);
+  free(line);
+  *end = off;
+  if (err)
+    return -1;
+  return badno;
+}
+
+static int outcome_index(const char *name) {
+  for (int o = 0; o < POLITE_OUT_COUNT; o++)
+    if (strcmp(polite_outcome_name((polite_outcome)o), name) == 0)
+      return o;
+  return -1;
+}
+
+/* First pass: which ids have a line, and which of them are requeued. */
+static int note_line(void *ud, const char *id, const char *outcome,
+                     const char *line, size_t len) {
+  run_journal *rj = ud;
+  (void)line;
+  (void)len;
+  int o = outcome_index(outcome);
+  if (o >= 0 && (rj->c.requeue & (1u << o))) {
+    rj->requeued++;
+    return set_put(&rj->seen, id, o); /* "seen" doubles as the requeue set */
+  }
+  return set_put(&rj->done, id, o);
+}
+
+/* Second pass (only when something is requeued): copy the kept lines. */
+typedef struct {
+  run_journal *rj;
+  FILE *tmp;
+} copy_ctx;
+
+static int copy_line(void *ud, const char *id, const char *outcome,
+                     const char *line, size_t len) {
+  copy_ctx *cc = ud;
+  (void)outcome;
+  if (set_get(&cc->rj->seen, id))
+    return 0;
+  return fwrite(line, 1, len, cc->tmp) == len ? 0 : -1;
+}
+
+static void note_journal_result(void *ud, const char *id, const char *outcome) {
+  run_journal *rj = ud;
+  if (set_put(&rj->journal, id, outcome_index(outcome)) != 0)
+    rj->failed = 1;
+}
+
+/* fsyncs the directory holding path, so a rename in it is durable. */
+static int sync_dir(const char *path) {
+  char *copy = strdup(path);
+  if (copy == NULL)
+    return -1;
+  int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+  free(copy);
+  if (fd < 0)
+    return -1;
+  int rc = fsync(fd);
+  close(fd);
+  return rc;
+}
+
+/* Removes the lines of requeued ids: the kept lines go to a temporary file
+ * next to --out, which is fsync'ed and renamed over it (atomic), so the
+ * file always has either all the old lines or exactly the kept ones.
+ * Returns 0 or -1 with the failure recorded. */
+static int rewrite_without_requeued(run_journal *rj, FILE *f) {
+  char *tmp = NULL;
+  if (asprintf(&tmp, "%s.polite-tmp", rj->c.out_path) < 0)
+    return -1;
+  copy_ctx cc = {rj, fopen(tmp, "w")};
+  long long end;
+  int ok = cc.tmp != NULL && scan_lines(f, copy_line, &cc, &end) == 0 &&
+           fflush(cc.tmp) == 0 && fsync(fileno(cc.tmp)) == 0;
+  int e = errno;
+  if (cc.tmp && fclose(cc.tmp) != 0 && ok) {
+    ok = 0;
+    e = errno;
+  }
+  if (ok && rename(tmp, rj->c.out_path) != 0) {
+    ok = 0;
+    e = errno;
+  }
+  if (ok)
+    sync_dir(rj->c.out_path);
+  if (!ok) {
+    snprintf(rj->errmsg, sizeof rj->errmsg,
+             "--requeue: cannot rewrite the results file '%s' (via '%s'): %s",
+             rj->c.out_path, tmp, strerror(e));
+    unlink(tmp);
+  }
+  free(tmp);
+  return ok ? 0 : -1;
+}
+
+/* Records requeue rows for the requeued ids (after the file no longer has
+ * their lines: a crash in between leaves a journal result without a line,
+ * which --resume treats as unfinished, the same as requeued). */
+static int journal_requeued(run_journal *rj) {
+  for (size_t i = 0; i < rj->seen.cap; i++)
+    if (rj->seen.keys[i] &&
+        polite_journal_requeue(
+            rj->j, rj->seen.keys[i],
+            polite_outcome_name((polite_outcome)rj->seen.vals[i])) != 0)
+      return -1;
+  return 0;
+}
+
+/* Backfills a result record for each id with a line but no live result
+ * record (a crash came between writing the line and recording it). */
+static int backfill(run_journal *rj) {
+  if (polite_journal_each_result(rj->j, note_journal_result, rj) != 0 ||
+      rj->failed)
+    return -1;
+  for (size_t i = 0; i < rj->done.cap; i++) {
+    const char *id = rj->done.keys[i];
+    if (id == NULL || set_get(&rj->journal, id))
+      continue;
+    long o = rj->done.vals[i];
+    if (polite_journal_result(rj->j, id,
+                              o >= 0 ? polite_outcome_name((polite_outcome)o)
+                                     : "unknown",
+                              0, 0, 1) != 0)
+      return -1;
+    rj->backfilled++;
+  }
+  /* A result record whose line is gone (--out lost or replaced, or a
+   * crash inside a requeue): the id runs again, and a requeue record says
+   * why the journal will hold a second result for it. */
+  for (size_t i = 0; i < rj->journal.cap; i++) {
+    const char *id = rj->journal.keys[i];
+    if (id == NULL || set_get(&rj->done, id) || set_get(&rj->seen, id))
+      continue;
+    long o = rj->journal.vals[i];
+    if (polite_journal_requeue(rj->j, id,
+                               o >= 0 ? polite_outcome_name((polite_outcome)o)
+                                      : "unknown") != 0)
+      return -1;
+    rj->lost++;
+  }
+  return 0;
+}
+
+/* Prepares --out for a resume: truncates a torn last line, requeues, and
+ * backfills. Returns 0, or a CLI exit code after printing a message. */
+static int resume_results(run_journal *rj, FILE **results) {
+  const char *path = rj->c.out_path;
+  FILE *f = fopen(path, "r+");
+  if (f == NULL && errno == ENOENT)
+    f = fopen(path, "w+"); /* lost or never written: everything runs */
+  if (f == NULL) {
+    fprintf(stderr, "polite run: --out: cannot open '%s': %s\n", path,
+            strerror(errno));
+    return CLI_EXIT_USAGE;
+  }
+  long long end = 0;
+  long bad = scan_lines(f, note_line, rj, &end);
+  if (bad != 0) {
+    if (bad < 0)
+      fprintf(stderr, "polite run: --resume: cannot read '%s': %s\n", path,
+              strerror(errno));
+    else
+      fprintf(stderr,
+              "polite run: --resume: line %ld of the results file '%s' is "
+              "not a result line (a JSON object with an \"id\"); move the "
+              "file away or fix that line\n",
+              bad, path);
+    fclose(f);
+    return bad < 0 ? CLI_EXIT_FAILED : CLI_EXIT_USAGE;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && st.st_size > end) {
+    /* A torn last line (the process died mid-write): its request has no
+     * result record either (records come after the line), so it runs
+     * again. */
+    rj->torn_bytes = (long long)st.st_size - end;
+    if (ftruncate(fileno(f), (off_t)end) != 0 || fsync(fileno(f)) != 0) {
+      fprintf(stderr,
+              "polite run: --resume: cannot truncate the torn last line of "
+              "'%s': %s\n",
+              path, strerror(errno));
+      fclose(f);
+      return CLI_EXIT_FAILED;
+    }
+  }
+  if (rj->requeued > 0 && rewrite_without_requeued(rj, f) != 0) {
+    fclose(f);
+    fprintf(stderr, "polite run: %s\n", rj->errmsg);
+    return CLI_EXIT_FAILED;
+  }
+  fclose(f);
+  if ((rj->requeued > 0 && journal_requeued(rj) != 0) || backfill(rj) != 0) {
+    fprintf(stderr, "polite run: %s\n", polite_journal_errstr(rj->j));
+    return CLI_EXIT_FAILED;
+  }
+  /* "seen" held the requeue set; from here it tracks this session. */
+  set_free(&rj->seen);
+  set_free(&rj->journal);
+  if ((*results = fopen(path, "a")) == NULL) {
+    fprintf(stderr, "polite run: --out: cannot open '%s': %s\n", path,
+            strerror(errno));
+    return CLI_EXIT_FAILED;
+  }
+  return 0;
+}
+
+/* ---- Public glue ----------------------------------------------------- */
+
+int run_journal_parse_requeue(const char *list, unsigned *mask, char *bad,
+                              size_t badlen) {
+  *mask = 0;
+  const char *p = list;
+  for (;;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(n < 63 ? n : 63), p);
+    int o = n < 63 ? outcome_index(name) : -1;
+    if (o < 0 || o == POLITE_OUT_OK) {
+      snprintf(bad, badlen, "%.*s", (int)n, p);
+      return -1;
+    }
+    *mask |= 1u << o;
+    if (e == NULL)
+      return 0;
+    p = e + 1;
+  }
+}
+
+/* A canonical form of a path for comparing sessions (the path itself when
+ * it cannot be resolved). */
+static void canon(const char *path, char *buf, size_t len) {
+  char *r = realpath(path, NULL);
+  if (r == NULL) {
+    /* A file that does not exist (yet): resolve its directory. */
+    char *d = strdup(path), *b = strdup(path);
+    char *rd = d && b ? realpath(dirname(d), NULL) : NULL;
+    if (rd && asprintf(&r, "%s/%s", rd, basename(b)) < 0)
+      r = NULL;
+    free(rd);
+    free(d);
+    free(b);
+  }
+  snprintf(buf, len, "%s", r ? r : path);
+  free(r);
+}
+
+int run_journal_open(const run_journal_config *c, run_journal **out,
+                     FILE **results) {
+  *out = NULL;
+  *results = NULL;
+  struct stat st;
+  if (c->out_path == NULL)
+    return cli_usage("run", "--journal needs --out FILE (the results file "
+                            "that --resume repairs and appends to)");
+  if (c->input_path == NULL || stat(c->input_path, &st) != 0 ||
+      !S_ISREG(st.st_mode))
+    return cli_usage("run",
+                     "--journal needs the input as a regular FILE, not "
+                     "stdin or a pipe ('%s'), so --resume can check that it "
+                     "has not changed",
+                     c->input_path ? c->input_path : "-");
+  char fp[65];
+  if (polite_sha256_file(c->input_path, fp) != 0)
+    return cli_usage("run", "cannot read input '%s': %s", c->input_path,
+                     strerror(errno));
+  run_journal *rj = calloc(1, sizeof *rj);
+  if (rj == NULL)
+    return CLI_EXIT_FAILED;
+  rj->c = *c;
+  char err[600];
+  int rc = polite_journal_open(
+      c->path, c->resume ? POLITE_JOURNAL_RESUME : POLITE_JOURNAL_CREATE,
+      &rj->j, err, sizeof err);
+  if (rc != 0) {
+    free(rj);
+    if (rc == POLITE_EINVAL)
+      return cli_usage("run", "--journal: %s", err);
+    fprintf(stderr, "polite run: --journal: %s\n", err);
+    return CLI_EXIT_FAILED;
+  }
+  char outc[PATH_MAX], inc[PATH_MAX], prev[PATH_MAX];
+  canon(c->input_path, inc, sizeof inc);
+  if (c->resume) {
+    int f = polite_journal_last_fingerprint(rj->j, prev, sizeof prev);
+    if (f > 0 && strcmp(prev, fp) != 0 && !c->force) {
+      rc = cli_usage("run",
+                     "--resume: the input '%s' changed since the journal "
+                     "'%s' was made (SHA-256 %.12s..., now %.12s...); "
+                     "resume with --force to match requests by id anyway, "
+                     "or start a new journal",
+                     c->input_path, c->path, prev, fp);
+      goto fail;
+    }
+    canon(c->out_path, outc, sizeof outc);
+    f = polite_journal_last_out(rj->j, prev, sizeof prev);
+    if (f > 0 && strcmp(prev, outc) != 0 && !c->force) {
+      rc = cli_usage("run",
+                     "--resume: --out '%s' is not the results file of the "
+                     "journal's run ('%s'); give the same --out, or --force",
+                     c->out_path, prev);
+      goto fail;
+    }
+  }
+  /* The session is recorded first: requeue and backfilled records made
+   * while preparing --out belong to it. */
+  if (!c->resume) {
+    if ((*results = fopen(c->out_path, "w")) == NULL) {
+      rc = cli_usage("run", "--out: cannot open '%s': %s", c->out_path,
+                     strerror(errno));
+      goto fail;
+    }
+    sync_dir(c->out_path); /* the new file's name survives a power cut */
+  }
+  canon(c->out_path, outc, sizeof outc);
+  char rq[256] = "";
+  for (int o = 0; o < POLITE_OUT_COUNT; o++)
+    if (c->requeue & (1u << o)) {
+      size_t n = strlen(rq);
+      snprintf(rq + n, sizeof rq - n, "%s%s", n ? "," : "",
+               polite_outcome_name((polite_outcome)o));
+    }
+  polite_journal_session s = {
+      c->resume ? "resume" : "run", fp, inc, outc, rq, c->force};
+  if (polite_journal_begin(rj->j, &s) < 0) {
+    fprintf(stderr, "polite run: %s\n", polite_journal_errstr(rj->j));
+    rc = CLI_EXIT_FAILED;
+    goto fail;
+  }
+  if (c->resume && (rc = resume_results(rj, results)) != 0)
+    goto fail;
+  /* A file-size limit (ulimit -f) must give EFBIG and a clear message, not
+   * kill the process in the middle of a line. */
+  signal(SIGXFSZ, SIG_IGN);
+  if (c->resume) /* one line even with -q: it says what was repaired */
+    fprintf(stderr,
+            "polite run: resuming from '%s': %zu already done, %llu "
+            "requeued%s\n",
+            c->path, rj->done.n, (unsigned long long)rj->requeued,
+            rj->torn_bytes ? ", a torn last result line removed" : "");
+  if (c->resume && rj->lost)
+    fprintf(stderr,
+            "polite run: %llu result(s) in the journal have no line in '%s'; "
+            "they run again (their recorded idempotency keys are reused)\n",
+            (unsigned long long)rj->lost, c->out_path);
+  rj->out = *results;
+  if (stat(c->path, &rj->jst) != 0 || fstat(fileno(rj->out), &rj->ost) != 0) {
+    fprintf(stderr, "polite run: --journal: cannot stat '%s': %s\n", c->path,
+            strerror(errno));
+    rc = CLI_EXIT_FAILED;
+    goto fail;
+  }
+  *out = rj;
+  return 0;
+fail:
+  if (*results) {
+    fclose(*results);
+    *results = NULL;
+  }
+  run_journal_close(rj);
+  if (!c->resume) {
+    /* Nothing ran: do not leave a journal that would block the next try. */
+    char wal[PATH_MAX + 8];
+    snprintf(wal, sizeof wal, "%s-wal", c->path);
+    unlink(wal);
+    unlink(c->path);
+  }
+  return rc;
+}
+
+void run_journal_wrap(run_journal *rj, polite_batch_options *bo) {
+  rj->next = bo->next;
+  rj->on_result = bo->on_result;
+  rj->on_attempt = bo->on_attempt;
+  rj->on_tick = bo->on_tick;
+  rj->ud = bo->ud;
+  bo->next = jr_next;
+  bo->on_result = jr_result;
+  bo->on_attempt = jr_attempt;
+  bo->on_tick = jr_tick;
+  bo->ud = rj;
+  /* jr_next makes every automatic key itself (and records it first); the
+   * engine's own automatic keys would never be recorded. */
+  bo->idempotency_auto = 0;
+}
+
+long long run_journal_done(const run_journal *rj) {
+  return rj ? (long long)rj->done.n : 0;
+}
+
+void run_journal_set_batch(run_journal *rj, polite_batch *b) {
+  rj->batch = b;
+}
+
+int run_journal_finish(run_journal *rj) {
+  if (rj == NULL)
+    return 0;
+  if (rj->input_failed && !rj->failed) {
+    fprintf(stderr, "polite run: %s\n", rj->errmsg);
+    return 1;
+  }
+  if (rj->failed) {
+    fprintf(stderr,
+            "polite run: %s\npolite run: stopped: nothing new was started "
+            "after that; %llu result(s) were not written and run again on "
+            "--resume\n",
+            rj->errmsg, (unsigned long long)rj->suppressed);
+    return 1;
+  }
+  if (rj->c.resume && !rj->c.quiet && (rj->skipped || rj->backfilled))
+    fprintf(stderr, "polite run: --resume skipped %llu finished request(s)%s\n",
+            (unsigned long long)rj->skipped,
+            rj->backfilled ? " (some results recovered from --out)" : "");
+  return 0;
+}
+
+void run_journal_close(run_journal *rj) {
+  if (rj == NULL)
+    return;
+  polite_journal_close(rj->j);
+  set_free(&rj->done);
+  set_free(&rj->seen);
+  set_free(&rj->journal);
+  free(rj);
+}

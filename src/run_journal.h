@@ -1,0 +1,58 @@
+/* polite run --journal/--resume: wrapper callbacks around the batch engine
+ * that record the run in a journal, skip finished requests on resume, keep
+ * idempotency keys stable across a crash, and repair the results file. */
+#ifndef POLITE_RUN_JOURNAL_H
+#define POLITE_RUN_JOURNAL_H
+
+#include <polite/polite.h>
+#include <stdio.h>
+
+typedef struct run_journal run_journal;
+
+typedef struct {
+  const char *path;       /* --journal FILE */
+  int resume;             /* --resume */
+  int force;              /* --force: resume although input/--out changed */
+  unsigned requeue;       /* (1u << outcome) for each --requeue outcome */
+  const char *input_path; /* the input FILE (stdin is refused) */
+  const char *out_path;   /* --out FILE (required) */
+  int idempotency_auto;   /* --idempotency-key auto */
+  int quiet;              /* -q: no notes on stderr */
+} run_journal_config;
+
+/* Parses --requeue "deadline,cancelled" (any outcome name but ok) into a
+ * mask. Returns 0, or -1 with the offending name copied into bad. */
+int run_journal_parse_requeue(const char *list, unsigned *mask, char *bad,
+                              size_t badlen);
+
+/* Opens or creates the journal, checks the input's fingerprint and the
+ * --out path against the journal (on --resume), repairs the results file
+ * (torn last line, requeued lines) and opens it for writing into *results
+ * (truncated for a new run, appended to on --resume). Returns 0, or a CLI
+ * exit code after printing a message that names the file and the cause:
+ * 2 for usage errors (missing --out, stdin input, journal exists/missing,
+ * changed input), 1 when the file system failed. */
+int run_journal_open(const run_journal_config *c, run_journal **out,
+                     FILE **results);
+
+/* Replaces bo->next/on_attempt/on_result/on_tick/ud by the journal's wrappers;
+ * the previous ones are called from them. Call after setting those fields and
+ * before polite_batch_new. */
+void run_journal_wrap(run_journal *rj, polite_batch_options *bo);
+
+/* How many input requests --resume will skip (they have a result line),
+ * so a progress total can leave them out. 0 for NULL. */
+long long run_journal_done(const run_journal *rj);
+
+/* The engine to cancel when recording fails (call after polite_batch_new). */
+void run_journal_set_batch(run_journal *rj, polite_batch *b);
+
+/* After the run: prints what went wrong (if anything) and a one-line note
+ * of what the resume skipped. Returns 1 when recording failed (the run was
+ * stopped), else 0. */
+int run_journal_finish(run_journal *rj);
+
+/* Closes the journal. NULL is fine. */
+void run_journal_close(run_journal *rj);
+
+#endif
