@@ -32,7 +32,6 @@ typedef struct job {
   unsigned attempts;
   int prompt_used;
   int64_t first_start_us; /* -1 before the first attempt */
-  unsigned paid; /* rate units already charged towards the next attempt */
   int64_t due_us;
   int64_t deadline_us; /* NO_TIME: none */
 
@@ -782,54 +781,6 @@ static job *read_one(polite_batch *b, int64_t now) {
   return j;
 }
 
-/* Asks the budget for j's next attempt: `cost` rate units and ONE
- * concurrency slot (the concurrency limit counts requests, also when the
- * rate counts tokens). The budget vtable takes units and slots together
- * (acquire(cost) takes cost of each), so:
- *  - the last call takes k units and k slots and at once gives back k - 1
- *    slots: the attempt holds one;
- *  - when the units left do not fit the free slots (cost above the
- *    concurrency limit, or slots busy), units are charged first in
- *    rate-only steps (acquire(k) + release(k)), halving k on a slot wait.
- * Units charged stay charged across waits (j->paid), so the rate sees the
- * full cost exactly once per attempt. A rate-only step beyond the burst
- * waits for the rate, so one call makes few steps (64 at most).
- * Returns a polite_budget_status (ADMITTED: j may start and holds one slot)
- * or a negative polite_errno. */
-static int charge(polite_batch *b, job *j, int64_t now, int64_t *w) {
-  unsigned cost = j->req->cost ? j->req->cost : 1;
-  unsigned conc = b->o.budget ? b->o.budget->cfg.concurrency : 0;
-  /* Without a rate, units mean nothing: one call for the slot (and no
-   * rate-only steps that would spin cost / concurrency times). */
-  if (b->o.budget == NULL || !(b->o.budget->cfg.rate_per_s > 0))
-    cost = 1;
-  for (int steps = 0;; steps++) {
-    if (steps == 64) { /* a huge burst: come back at once, stay responsive */
-      *w = 1;
-      return POLITE_BUDGET_WAIT_RATE;
-    }
-    unsigned need = cost - j->paid;
-    unsigned k = conc > 0 && need > conc ? conc : need;
-    int rc;
-    for (;;) {
-      rc = polite_budget_acquire(b->o.budget, j->key, now, k, w);
-      if (rc != POLITE_BUDGET_WAIT_SLOT || k == 1)
-        break;
-      k = (k + 1) / 2;
-    }
-    if (rc != POLITE_BUDGET_ADMITTED)
-      return rc;
-    if (k == need) {
-      if (k > 1)
-        polite_budget_release(b->o.budget, j->key, k - 1);
-      j->paid = 0; /* a retry pays its cost again */
-      return rc;
-    }
-    polite_budget_release(b->o.budget, j->key, k);
-    j->paid += k;
-  }
-}
-
 /* Starts every due request the budget admits; returns the next time
  * something becomes due (NO_TIME when only a release can help). */
 static int64_t schedule(polite_batch *b, int64_t now) {
@@ -850,8 +801,12 @@ static int64_t schedule(polite_batch *b, int64_t now) {
       }
       continue;
     }
+    /* `cost` rate units and ONE slot, both or neither: the concurrency
+     * limit counts requests, also when the rate counts tokens. Every
+     * attempt, retries included, pays its cost. */
     int64_t w = 0;
-    int rc = charge(b, j, now, &w);
+    int rc = polite_budget_acquire(b->o.budget, j->key, now,
+                                   j->req->cost ? j->req->cost : 1, 1, &w);
     if (rc < 0) {
       snprintf(b->errstr, sizeof b->errstr, "the budget failed: %s",
                polite_budget_errstr(b->o.budget));

@@ -33,19 +33,19 @@ int polite_budget_open(const char *uri, const polite_budget_config *cfg,
 }
 
 int polite_budget_acquire(polite_budget *b, const char *key, int64_t now_us,
-                          unsigned cost, int64_t *wait_us) {
+                          unsigned units, unsigned slots, int64_t *wait_us) {
   int64_t dummy;
   if (wait_us == NULL)
     wait_us = &dummy;
   *wait_us = 0;
   if (b == NULL)
     return POLITE_BUDGET_ADMITTED;
-  return b->vt->acquire(b, key, now_us, cost, wait_us);
+  return b->vt->acquire(b, key, now_us, units, slots, wait_us);
 }
 
-void polite_budget_release(polite_budget *b, const char *key, unsigned cost) {
-  if (b != NULL)
-    b->vt->release(b, key, cost);
+void polite_budget_release(polite_budget *b, const char *key, unsigned slots) {
+  if (b != NULL && slots > 0)
+    b->vt->release(b, key, slots);
 }
 
 int polite_budget_pause_until(polite_budget *b, const char *key, int64_t now_us,

@@ -26,12 +26,12 @@
 #define PF_OWNERS 128  /* participants holding slots in one account */
 #define PF_KEYLEN 256  /* a host name fits (253) */
 
-/* One participant's slots in one account: `units` slots, valid until
+/* One participant's slots in one account: `slots` slots, valid until
  * expiry_us (CLOCK_MONOTONIC). id 0 marks a free entry. */
 typedef struct {
   uint64_t id;
   int32_t pid; /* for people reading the file; not trusted (namespaces) */
-  uint32_t units;
+  uint32_t slots;
   int64_t expiry_us;
 } pf_owner;
 
@@ -201,11 +201,11 @@ static uint64_t reclaim(pf_account *a, int64_t now_us, int64_t *next_expiry) {
     pf_owner *o = &a->owners[i];
     if (o->id == 0)
       continue;
-    if (o->units == 0 || o->expiry_us <= now_us) {
+    if (o->slots == 0 || o->expiry_us <= now_us) {
       memset(o, 0, sizeof *o);
       continue;
     }
-    in_use += o->units;
+    in_use += o->slots;
     last = i + 1;
     if (o->expiry_us < *next_expiry)
       *next_expiry = o->expiry_us;
@@ -215,10 +215,11 @@ static uint64_t reclaim(pf_account *a, int64_t now_us, int64_t *next_expiry) {
 }
 
 /* Same order as the local backend: the pause first (nothing starts), then
- * the slots (do not burn a start that cannot be used), then the rate
- * (recorded only on success). Any call renews this participant's lease. */
+ * the slots (do not burn rate units for a start that cannot happen), then
+ * the rate (recorded only on success). Any call renews this participant's
+ * lease, so units 0 and slots 0 is the renewal (heartbeat). */
 static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
-                        unsigned cost, int64_t *wait_us) {
+                        unsigned units, unsigned slots, int64_t *wait_us) {
   file_budget *fb = (file_budget *)b;
   int rc = pf_lock(fb);
   if (rc != 0)
@@ -230,7 +231,7 @@ static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
     return err;
   }
   pf_owner *me = my_owner(fb, a);
-  if (me != NULL && me->units > 0)
+  if (me != NULL && me->slots > 0)
     me->expiry_us = now_us + fb->lease_us;
   unsigned conc = b->cfg.concurrency;
   if (now_us < a->paused_until_us) {
@@ -238,11 +239,11 @@ static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
     rc = POLITE_BUDGET_WAIT_PAUSE;
     goto out;
   }
-  if (conc > 0) {
+  if (conc > 0 && slots > 0) {
     int64_t next_expiry;
     uint64_t in_use = reclaim(a, now_us, &next_expiry);
     me = my_owner(fb, a);
-    if (cost > conc || in_use + cost > conc) {
+    if (slots > conc || in_use + slots > conc) {
       int64_t w = POLITE__BUDGET_SLOT_POLL_US;
       if (next_expiry != INT64_MAX && next_expiry - now_us < w)
         w = next_expiry - now_us > 0 ? next_expiry - now_us : 1;
@@ -250,7 +251,7 @@ static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
       rc = POLITE_BUDGET_WAIT_SLOT;
       goto out;
     }
-    if (me == NULL && cost > 0) {
+    if (me == NULL) {
       for (uint32_t i = 0; i < PF_OWNERS && me == NULL; i++)
         if (a->owners[i].id == 0) {
           me = &a->owners[i];
@@ -269,7 +270,7 @@ static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
   if (fb->limited) {
     polite_gcra g = fb->proto;
     g.tat_ns = a->tat_ns;
-    int64_t w = polite_gcra_admit(&g, now_us, cost);
+    int64_t w = polite_gcra_admit(&g, now_us, units);
     if (w > 0) {
       *wait_us = w;
       rc = POLITE_BUDGET_WAIT_RATE;
@@ -277,9 +278,9 @@ static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
     }
     a->tat_ns = g.tat_ns;
   }
-  if (conc > 0 && cost > 0) {
+  if (conc > 0 && slots > 0) {
     me->pid = (int32_t)getpid();
-    me->units += cost;
+    me->slots += slots;
     me->expiry_us = now_us + fb->lease_us;
     me->id = fb->id; /* last: the entry counts once it is complete */
   }
@@ -290,10 +291,10 @@ out:
   return rc;
 }
 
-/* Gives back cost slots of this participant (never below zero); an entry
+/* Gives back `slots` slots of this participant (never below zero); an entry
  * that reaches zero is freed. No clock is passed here, so the lease is not
  * renewed (the next acquire or pause renews it). */
-static void file_release(polite_budget *b, const char *key, unsigned cost) {
+static void file_release(polite_budget *b, const char *key, unsigned slots) {
   file_budget *fb = (file_budget *)b;
   if (b->cfg.concurrency == 0 || pf_lock(fb) != 0)
     return;
@@ -301,8 +302,8 @@ static void file_release(polite_budget *b, const char *key, unsigned cost) {
   pf_account *a = find_account(fb, key, 0, &err);
   pf_owner *me = a ? my_owner(fb, a) : NULL;
   if (me != NULL) {
-    me->units = me->units > cost ? me->units - cost : 0;
-    if (me->units == 0)
+    me->slots = me->slots > slots ? me->slots - slots : 0;
+    if (me->slots == 0)
       memset(me, 0, sizeof *me);
   }
   pf_unlock(fb);
@@ -323,7 +324,7 @@ static int file_pause_until(polite_budget *b, const char *key, int64_t now_us,
     return err;
   }
   pf_owner *me = my_owner(fb, a);
-  if (me != NULL && me->units > 0)
+  if (me != NULL && me->slots > 0)
     me->expiry_us = now_us + fb->lease_us;
   if (until_us > a->paused_until_us) {
     a->paused_until_us = until_us;

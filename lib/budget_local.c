@@ -46,12 +46,15 @@ static account *find_account(local_budget *lb, const char *key) {
   return a;
 }
 
-/* Order matters: the pause first (nothing starts), then the slot (do not
- * burn a start we cannot use), then the rate (recorded only on success). */
+/* Order matters: the pause first (nothing starts), then the slots (do not
+ * burn rate units for a start that cannot happen), then the rate (recorded
+ * only on success). slots 0 never waits for a slot, units 0 charges no rate;
+ * with both 0 nothing is taken (there are no leases here to renew). */
 static int local_acquire(polite_budget *b, const char *key, int64_t now_us,
-                         unsigned cost, int64_t *wait_us) {
+                         unsigned units, unsigned slots, int64_t *wait_us) {
   local_budget *lb = (local_budget *)b;
   int rc;
+  unsigned conc = b->cfg.concurrency;
   pthread_mutex_lock(&lb->mu);
   account *a = find_account(lb, key);
   if (a == NULL) {
@@ -60,18 +63,18 @@ static int local_acquire(polite_budget *b, const char *key, int64_t now_us,
   } else if (now_us < a->paused_until_us) {
     *wait_us = a->paused_until_us - now_us;
     rc = POLITE_BUDGET_WAIT_PAUSE;
-  } else if (b->cfg.concurrency > 0 &&
-             (cost > b->cfg.concurrency ||
-              a->in_flight > b->cfg.concurrency - cost)) {
+  } else if (conc > 0 && slots > 0 &&
+             (slots > conc || a->in_flight > conc - slots)) {
     *wait_us = -1;
     rc = POLITE_BUDGET_WAIT_SLOT;
   } else {
-    int64_t w = a->limited ? polite_gcra_admit(&a->gcra, now_us, cost) : 0;
+    int64_t w = a->limited ? polite_gcra_admit(&a->gcra, now_us, units) : 0;
     if (w > 0) {
       *wait_us = w;
       rc = POLITE_BUDGET_WAIT_RATE;
     } else {
-      a->in_flight += cost;
+      if (conc > 0)
+        a->in_flight += slots;
       *wait_us = 0;
       rc = POLITE_BUDGET_ADMITTED;
     }
@@ -80,12 +83,12 @@ static int local_acquire(polite_budget *b, const char *key, int64_t now_us,
   return rc;
 }
 
-static void local_release(polite_budget *b, const char *key, unsigned cost) {
+static void local_release(polite_budget *b, const char *key, unsigned slots) {
   local_budget *lb = (local_budget *)b;
   pthread_mutex_lock(&lb->mu);
   account *a = find_account(lb, key);
   if (a != NULL)
-    a->in_flight = a->in_flight > cost ? a->in_flight - cost : 0;
+    a->in_flight = a->in_flight > slots ? a->in_flight - slots : 0;
   pthread_mutex_unlock(&lb->mu);
 }
 

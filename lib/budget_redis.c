@@ -18,8 +18,12 @@
 #include <unistd.h>
 
 /* The one script. KEYS: tat, pause, leases (zset owner -> expiry), units
- * (hash owner -> slots held). ARGV: op, owner, lease_us, interval_us,
- * tau_us, concurrency, cost, pause_us. Times are microseconds of Redis TIME
+ * (hash owner -> slots held; the key keeps its name from before rate units
+ * and slots were separate, so running fleets keep their slots). ARGV: op,
+ * owner, lease_us, interval_us, tau_us, concurrency, units (rate units to
+ * charge), slots (slots to take, or to give back for "rel"), pause_us.
+ * "acq" with units 0 and slots 0 takes nothing and only renews this
+ * owner's lease (and reports the pause). Times are microseconds of Redis TIME
  * (doubles: exact up to 2^53 us, the TAT keeps a fraction for rates like
  * 1.5/s). Returns {status, wait_us} with the status codes of
  * polite_budget_status; op "pause" returns {0, pause left}. Every key gets
@@ -31,7 +35,8 @@ static const char SCRIPT[] =
     "local op, owner = ARGV[1], ARGV[2]\n"
     "local lease = tonumber(ARGV[3])\n"
     "local T, tau = tonumber(ARGV[4]), tonumber(ARGV[5])\n"
-    "local conc, cost = tonumber(ARGV[6]), tonumber(ARGV[7])\n"
+    "local conc = tonumber(ARGV[6])\n"
+    "local units, slots = tonumber(ARGV[7]), tonumber(ARGV[8])\n"
     "local function fmt(x) return string.format('%.3f', x) end\n"
     "local function keep_leases()\n"
     "  local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')\n"
@@ -48,7 +53,7 @@ static const char SCRIPT[] =
     "  end\n"
     "end\n"
     "if op == 'rel' then\n"
-    "  local left = redis.call('HINCRBY', KEYS[4], owner, -cost)\n"
+    "  local left = redis.call('HINCRBY', KEYS[4], owner, -slots)\n"
     "  if left <= 0 then\n"
     "    redis.call('HDEL', KEYS[4], owner)\n"
     "    redis.call('ZREM', KEYS[3], owner)\n"
@@ -65,7 +70,7 @@ static const char SCRIPT[] =
     "renew()\n"
     "local p = tonumber(redis.call('GET', KEYS[2]) or '0')\n"
     "if op == 'pause' then\n"
-    "  local u = now + tonumber(ARGV[8])\n"
+    "  local u = now + tonumber(ARGV[9])\n"
     "  if u <= p then return {0, math.ceil(p - now)} end\n"
     "  redis.call('SET', KEYS[2], fmt(u), 'PX',\n"
     "             math.ceil((u - now) / 1000) + 1000)\n"
@@ -79,7 +84,7 @@ static const char SCRIPT[] =
     "  return {0, math.ceil(u - now)}\n"
     "end\n"
     "if now < p then return {2, math.ceil(p - now)} end\n"
-    "if conc > 0 then\n"
+    "if conc > 0 and slots > 0 then\n"
     "  local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)\n"
     "  for _, o in ipairs(gone) do redis.call('HDEL', KEYS[4], o) end\n"
     "  if #gone > 0 then\n"
@@ -89,7 +94,7 @@ static const char SCRIPT[] =
     "  for _, v in ipairs(redis.call('HVALS', KEYS[4])) do\n"
     "    used = used + tonumber(v)\n"
     "  end\n"
-    "  if cost > conc or used + cost > conc then\n"
+    "  if slots > conc or used + slots > conc then\n"
     "    local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')\n"
     "    if first[2] then\n"
     "      return {3, math.max(1, math.ceil(tonumber(first[2]) - now))}\n"
@@ -97,9 +102,9 @@ static const char SCRIPT[] =
     "    return {3, -1}\n"
     "  end\n"
     "end\n"
-    "if T > 0 and cost > 0 then\n"
+    "if T > 0 and units > 0 then\n"
     "  local tat = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
-    "  local inc = cost * T\n"
+    "  local inc = units * T\n"
     "  local allow = tat + math.min(inc - T - tau, 0)\n"
     "  if allow > now then return {1, math.ceil(allow - now)} end\n"
     "  local start = now\n"
@@ -108,8 +113,8 @@ static const char SCRIPT[] =
     "  redis.call('SET', KEYS[1], fmt(nt), 'PX',\n"
     "             math.ceil((nt - now) / 1000) + 1000)\n"
     "end\n"
-    "if conc > 0 and cost > 0 then\n"
-    "  redis.call('HINCRBY', KEYS[4], owner, cost)\n"
+    "if conc > 0 and slots > 0 then\n"
+    "  redis.call('HINCRBY', KEYS[4], owner, slots)\n"
     "  redis.call('ZADD', KEYS[3], fmt(now + lease), owner)\n"
     "  keep_leases()\n"
     "end\n"
@@ -300,8 +305,8 @@ static int follow_moved(redis_budget *rb, const char *msg) {
  * st/val from the {status, value} reply. Called with the mutex held.
  * Returns 0 or POLITE_EBUDGET with errstr naming the URI and the cause. */
 static int run_script(redis_budget *rb, const char *key, int64_t now_us,
-                      const char *op, unsigned cost, int64_t pause_us,
-                      long long *st, long long *val) {
+                      const char *op, unsigned units, unsigned slots,
+                      int64_t pause_us, long long *st, long long *val) {
   int rc = ensure_conn(rb, now_us);
   if (rc != 0)
     return rc;
@@ -318,7 +323,7 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   static const char *suffix[4] = {"tat", "pause", "leases", "units"};
   const char *argv[16];
   size_t lens[16];
-  char num[6][40];
+  char num[7][40];
   argv[0] = "EVALSHA";
   argv[1] = rb->sha;
   argv[2] = "4";
@@ -333,11 +338,12 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   snprintf(num[1], sizeof num[1], "%.6f", rb->interval_us);
   snprintf(num[2], sizeof num[2], "%.6f", rb->tau_us);
   snprintf(num[3], sizeof num[3], "%u", rb->base.cfg.concurrency);
-  snprintf(num[4], sizeof num[4], "%u", cost);
-  snprintf(num[5], sizeof num[5], "%lld", (long long)pause_us);
-  for (int i = 0; i < 6; i++)
+  snprintf(num[4], sizeof num[4], "%u", units);
+  snprintf(num[5], sizeof num[5], "%u", slots);
+  snprintf(num[6], sizeof num[6], "%lld", (long long)pause_us);
+  for (int i = 0; i < 7; i++)
     argv[9 + i] = num[i];
-  int argc = 15;
+  int argc = 16;
   for (int i = 0; i < argc; i++)
     lens[i] = strlen(argv[i]);
   redisReply *r = NULL;
@@ -434,13 +440,14 @@ static void memo_pause(redis_budget *rb, const char *key, int64_t until_us) {
   m->until_us = until_us;
 }
 
-/* Order inside the script is the local backend's: pause, slots, rate. */
+/* Order inside the script is the local backend's: pause, slots, rate; one
+ * EVALSHA whatever units and slots are. */
 static int redis_acquire(polite_budget *b, const char *key, int64_t now_us,
-                         unsigned cost, int64_t *wait_us) {
+                         unsigned units, unsigned slots, int64_t *wait_us) {
   redis_budget *rb = (redis_budget *)b;
   long long st = 0, val = 0;
   pthread_mutex_lock(&rb->mu);
-  int rc = run_script(rb, key, now_us, "acq", cost, 0, &st, &val);
+  int rc = run_script(rb, key, now_us, "acq", units, slots, 0, &st, &val);
   if (rc == 0) {
     memo_pause(rb, key, st == POLITE_BUDGET_WAIT_PAUSE ? now_us + val : 0);
     if (st == POLITE_BUDGET_WAIT_SLOT &&
@@ -455,14 +462,14 @@ static int redis_acquire(polite_budget *b, const char *key, int64_t now_us,
 
 /* When the server cannot be reached the slots stay taken until the lease
  * expires there (or the server lost them anyway). */
-static void redis_release(polite_budget *b, const char *key, unsigned cost) {
+static void redis_release(polite_budget *b, const char *key, unsigned slots) {
   redis_budget *rb = (redis_budget *)b;
   long long st, val;
-  if (b->cfg.concurrency == 0 || cost == 0)
+  if (b->cfg.concurrency == 0 || slots == 0)
     return;
   pthread_mutex_lock(&rb->mu);
   if (rb->c != NULL)
-    run_script(rb, key, polite_mono_us(), "rel", cost, 0, &st, &val);
+    run_script(rb, key, polite_mono_us(), "rel", 0, slots, 0, &st, &val);
   pthread_mutex_unlock(&rb->mu);
 }
 
@@ -474,7 +481,7 @@ static int redis_pause_until(polite_budget *b, const char *key, int64_t now_us,
   long long st = 0, left = 0;
   pthread_mutex_lock(&rb->mu);
   int rc =
-      run_script(rb, key, now_us, "pause", 0, until_us - now_us, &st, &left);
+      run_script(rb, key, now_us, "pause", 0, 0, until_us - now_us, &st, &left);
   if (rc == 0)
     memo_pause(rb, key, left > 0 ? now_us + left : 0);
   pthread_mutex_unlock(&rb->mu);
@@ -505,7 +512,7 @@ static void redis_close(polite_budget *b) {
   long long st, val;
   for (pause_memo *m = rb->memos; m; m = m->next)
     if (rb->c != NULL && b->cfg.concurrency > 0)
-      run_script(rb, m->key, polite_mono_us(), "drop", 0, 0, &st, &val);
+      run_script(rb, m->key, polite_mono_us(), "drop", 0, 0, 0, &st, &val);
   drop_conn(rb);
   while (rb->memos) {
     pause_memo *m = rb->memos;

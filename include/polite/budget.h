@@ -1,6 +1,6 @@
 /* polite budget: one shared allowance (start rate + concurrency) behind one
- * interface, with backends chosen by URI ("local" now; "file:PATH" and
- * "redis://HOST:PORT/NAME" plug in through the same vtable). */
+ * interface, with backends chosen by URI ("local", "file:PATH",
+ * "redis://HOST:PORT/NAME") behind the same vtable. */
 #ifndef POLITE_BUDGET_H
 #define POLITE_BUDGET_H
 
@@ -22,7 +22,7 @@ typedef struct {
 
 /* Result of polite_budget_acquire. */
 typedef enum {
-  POLITE_BUDGET_ADMITTED = 0,   /* a start and `cost` slots are yours */
+  POLITE_BUDGET_ADMITTED = 0,   /* the units are charged, the slots yours */
   POLITE_BUDGET_WAIT_RATE = 1,  /* the start rate says wait *wait_us */
   POLITE_BUDGET_WAIT_PAUSE = 2, /* the account is paused for *wait_us */
   POLITE_BUDGET_WAIT_SLOT = 3   /* no free slot: retry after a release.
@@ -45,14 +45,27 @@ typedef struct polite_budget polite_budget;
  * message in the budget's errstr; callers fail closed (no start). */
 typedef struct {
   const char *scheme; /* "local", "file", "redis" */
-  /* Asks for one start (rate) and `cost` concurrency slots at now_us. Takes
-   * both or neither. Returns a polite_budget_status (>= 0) and sets *wait_us
-   * for the WAIT_* answers, or a negative polite_errno. */
+  /* Asks at now_us for `units` units of the start rate and `slots`
+   * concurrency slots, both or neither: admitted only when the rate admits
+   * `units` (GCRA: the theoretical arrival time advances units x interval;
+   * units above the burst are admitted once the account is idle, i.e. its
+   * TAT is not in the future, and the debt then spaces the next starts)
+   * AND `slots` slots are free. A request costing N rate units (tokens)
+   * asks for (N, 1): the concurrency limit counts requests.
+   *  - units 0: no rate charge (a slot only);
+   *  - slots 0: never waits for a slot (a rate charge only);
+   *  - units 0 and slots 0: takes nothing and renews the leases this
+   *    participant holds in the account (shared backends; a heartbeat for
+   *    long requests); answers ADMITTED, or WAIT_PAUSE while paused.
+   * A pause blocks every acquire. Slots above the concurrency limit are
+   * never free (WAIT_SLOT forever). Returns a polite_budget_status (>= 0)
+   * and sets *wait_us for the WAIT_* answers, or a negative polite_errno. */
   int (*acquire)(polite_budget *b, const char *key, int64_t now_us,
-                 unsigned cost, int64_t *wait_us);
-  /* Gives back `cost` slots taken by acquire (never fails; a backend that
-   * cannot reach its store lets the lease expire). */
-  void (*release)(polite_budget *b, const char *key, unsigned cost);
+                 unsigned units, unsigned slots, int64_t *wait_us);
+  /* Gives back `slots` slots taken by acquire (never fails; a backend that
+   * cannot reach its store lets the lease expire). Rate units are never
+   * given back: the rate counts what was started. */
+  void (*release)(polite_budget *b, const char *key, unsigned slots);
   /* Pauses the whole account: no start before until_us; afterwards the
    * planned spacing resumes without a catch-up burst. A later pause never
    * shortens an earlier one. Returns 0 or a negative polite_errno. */
@@ -70,8 +83,10 @@ struct polite_budget {
   char errstr[128]; /* last error; "" when none */
 };
 
-/* Opens a budget from a URI: "local" (in-process, thread-safe). Other
- * schemes give POLITE_EINVAL with a message naming the URI in errbuf.
+/* Opens a budget from a URI: "local" (in-process, thread-safe),
+ * "file:PATH[?lease=D]" (processes on one host) or
+ * "redis://HOST:PORT/NAME[?lease=D&timeout=D]" (hosts). Other schemes give
+ * POLITE_EINVAL with a message naming the URI in errbuf.
  * Returns 0 and sets *out (the caller closes it with polite_budget_close). */
 POLITE_EXTERN int polite_budget_open(const char *uri,
                                      const polite_budget_config *cfg,
@@ -84,10 +99,10 @@ POLITE_EXTERN int polite_budget_local_new(const polite_budget_config *cfg,
 
 /* Thin wrappers over the vtable (NULL-safe where noted). */
 POLITE_EXTERN int polite_budget_acquire(polite_budget *b, const char *key,
-                                        int64_t now_us, unsigned cost,
-                                        int64_t *wait_us);
+                                        int64_t now_us, unsigned units,
+                                        unsigned slots, int64_t *wait_us);
 POLITE_EXTERN void polite_budget_release(polite_budget *b, const char *key,
-                                         unsigned cost);
+                                         unsigned slots);
 POLITE_EXTERN int polite_budget_pause_until(polite_budget *b, const char *key,
                                             int64_t now_us, int64_t until_us);
 POLITE_EXTERN int64_t polite_budget_paused_for(polite_budget *b,

@@ -103,8 +103,9 @@ else
   bad "shared pause: pause at $t_pause, starts $t_first..$t_last"
 fi
 
-# Cost: a request of cost 3 advances the rate by 3 intervals and holds 3
-# of 4 slots, so a cost-2 request waits for its release.
+# Cost: a request of cost 3 advances the rate by 3 intervals. Slots are
+# asked for separately: one holding 3 of 4 slots makes one asking for 2
+# wait for its release.
 "$W" "file:$tmp/cost.budget" --rate 10 --burst 1 --count 3 --cost 3 >"$tmp/cost.rate" 2>&1
 gaps="$(awk '/START/{if (p) printf "%d ", ($3 - p) / 1000; p = $3}' "$tmp/cost.rate")"
 set -- $gaps
@@ -113,18 +114,37 @@ if [ $# = 2 ] && [ "$1" -ge 299 ] && [ "$1" -le 340 ] && [ "$2" -ge 299 ] && [ "
 else
   bad "cost 3 at 10/s: gaps (ms) $gaps"
 fi
-"$W" "file:$tmp/cost2.budget" --concurrency 4 --count 1 --cost 3 --hold 600 >"$tmp/cost.a" 2>&1 &
+"$W" "file:$tmp/cost2.budget" --concurrency 4 --count 1 --slots 3 --hold 600 >"$tmp/cost.a" 2>&1 &
 ca=$!
 pids+=($ca)
 for _ in $(seq 100); do grep -q START "$tmp/cost.a" && break; sleep 0.02; done
-"$W" "file:$tmp/cost2.budget" --concurrency 4 --count 1 --cost 2 >"$tmp/cost.b" 2>&1
+"$W" "file:$tmp/cost2.budget" --concurrency 4 --count 1 --slots 2 >"$tmp/cost.b" 2>&1
 wait "$ca"
 a_end="$(awk '/^END/{print $3}' "$tmp/cost.a")"
 b_start="$($A first "$tmp/cost.b")"
 if [ -n "$a_end" ] && [ "$b_start" != none ] && [ "$b_start" -ge "$a_end" ]; then
-  ok "cost 2 waited for the release of cost 3 (concurrency 4)"
+  ok "2 slots waited for the release of 3 (concurrency 4)"
 else
-  bad "cost slots: a ended $a_end, b started $b_start"
+  bad "slots: a ended $a_end, b started $b_start"
+fi
+# A request of cost 3 with ONE slot (what polite run asks for): it charges
+# 3 units and holds one of 3 slots, so one asking for the 2 other slots
+# starts after the 3 units' spacing (300 ms at 10/s) while the first one
+# still runs (with 3 slots taken it would wait for the end).
+"$W" "file:$tmp/cost3.budget" --rate 10 --burst 1 --concurrency 3 --count 1 --cost 3 --hold 1500 >"$tmp/one.a" 2>&1 &
+ca=$!
+pids+=($ca)
+for _ in $(seq 100); do grep -q START "$tmp/one.a" && break; sleep 0.02; done
+"$W" "file:$tmp/cost3.budget" --rate 10 --burst 1 --concurrency 3 --count 1 --slots 2 >"$tmp/one.b" 2>&1
+wait "$ca"
+a_start="$($A first "$tmp/one.a")"
+a_end="$(awk '/^END/{print $3}' "$tmp/one.a")"
+b_start="$($A first "$tmp/one.b")"
+if [ -n "$a_end" ] && [ "$a_start" != none ] && [ "$b_start" != none ] &&
+  [ $((b_start - a_start)) -ge 280000 ] && [ "$b_start" -lt "$a_end" ]; then
+  ok "cost 3, one slot: next start $(((b_start - a_start) / 1000)) ms later, during the first"
+else
+  bad "cost 3, one slot: a $a_start..$a_end, b started $b_start"
 fi
 
 # 6. Not a budget file: refused, untouched.

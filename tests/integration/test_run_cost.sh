@@ -37,6 +37,23 @@ g=$(gaps /ok/c5-)
 echo "# cost 5, 10/s, concurrency 4: gaps $g"
 check "cost 5: starts ~0.5 s apart ($g)" spaced "$g" 0.45 0.75
 
+# --- a cost above the burst starts at once on an idle budget -----------------
+# (the GCRA rule: admitted when the account is idle; the 2 s of debt then
+# space the requests that follow). Cost 20 at 10/s under --concurrency 4.
+t0=$(python3 -c 'import time; print(time.time())')
+echo "{\"url\":\"$B/ok/first20\",\"cost\":20}" |
+  "$P" run --no-progress -q --rate 10/s --concurrency 4 >"$TMP/first.out"
+d=$(python3 - "$R" "$t0" <<'PY'
+import json, sys
+t = [json.loads(l)["t"] for l in open(sys.argv[1])
+     if json.loads(l)["path"] == "/ok/first20"]
+print("%.3f" % (t[0] - float(sys.argv[2])) if t else "none")
+PY
+)
+echo "# cost 20 at 10/s: first start ${d} s after launch"
+check "cost 20: first start at once, not after its 2 s of units ($d s)" \
+  python3 -c 'import sys; sys.exit(0 if sys.argv[1] != "none" and float(sys.argv[1]) < 1.0 else 1)' "$d"
+
 # --- the same with --cost and a concurrency above the cost ------------------
 for i in 1 2 3 4; do echo "$B/ok/g5-$i"; done >"$TMP/g5.txt"
 "$P" run --no-progress -q --rate 10/s --cost 5 --concurrency 8 "$TMP/g5.txt" >"$TMP/g5.out"

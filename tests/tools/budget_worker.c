@@ -13,12 +13,15 @@
  *   DONE <pid> <mono_us> <admissions> <errors>
  * Usage: budget_worker URI [--rate R] [--burst B] [--concurrency C]
  *          [--count N] [--hold MS] [--hold-forever] [--cost K]
- *          [--pause-ms MS] [--bench]
- * --hold-forever keeps its slots and calls into the budget every 100 ms
- * (renewing its lease) until killed. --pause-ms pauses the account for MS
- * before starting. --bench acquires and releases N times without sleeping
- * or printing per event (admissions/s on the last line). Exit 0, 1 on a
- * budget that cannot be opened, 2 on a usage error. */
+ *          [--slots S] [--pause-ms MS] [--bench]
+ * Each "request" asks for K rate units (--cost, default 1) and S
+ * concurrency slots (--slots, default 1) in one acquire, and gives the S
+ * slots back at its end.
+ * --hold-forever keeps its slots and renews its lease every 100 ms (an
+ * acquire of 0 units and 0 slots) until killed. --pause-ms pauses the account
+ * for MS before starting. --bench acquires and releases N times without
+ * sleeping or printing per event (admissions/s on the last line). Exit 0, 1 on
+ * a budget that cannot be opened, 2 on a usage error. */
 #define _GNU_SOURCE
 #include <polite/budget.h>
 #include <polite/clock.h>
@@ -69,7 +72,7 @@ int main(int argc, char **argv) {
   const char *uri = argv[1];
   polite_budget_config cfg = {0, 1, 0};
   long count = 10, hold_ms = 0, pause_ms = 0;
-  unsigned cost = 1;
+  unsigned cost = 1, slots = 1;
   int forever = 0, bench = 0;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
@@ -97,6 +100,8 @@ int main(int argc, char **argv) {
       hold_ms = atol(v);
     else if (strcmp(a, "--cost") == 0)
       cost = (unsigned)atoi(v);
+    else if (strcmp(a, "--slots") == 0)
+      slots = (unsigned)atoi(v);
     else if (strcmp(a, "--pause-ms") == 0)
       pause_ms = atol(v);
     else
@@ -117,10 +122,11 @@ int main(int argc, char **argv) {
     long ok = 0, waits = 0;
     for (long i = 0; i < count; i++) {
       int64_t w;
-      int rc = polite_budget_acquire(b, NULL, polite_mono_us(), cost, &w);
+      int rc =
+          polite_budget_acquire(b, NULL, polite_mono_us(), cost, slots, &w);
       if (rc == POLITE_BUDGET_ADMITTED) {
         ok++;
-        polite_budget_release(b, NULL, cost);
+        polite_budget_release(b, NULL, slots);
       } else if (rc >= 0)
         waits++;
       else {
@@ -156,7 +162,7 @@ int main(int argc, char **argv) {
     /* Release what is due (slots are released in start order). */
     while (!forever && released < started && ends[released] <= now) {
       printf("END %d %lld\n", (int)pid, (long long)polite_mono_us());
-      polite_budget_release(b, NULL, cost);
+      polite_budget_release(b, NULL, slots);
       released++;
     }
     int64_t next = now + 100000;
@@ -164,7 +170,7 @@ int main(int argc, char **argv) {
       next = ends[released];
     if (started < count) {
       int64_t w = 0;
-      int rc = polite_budget_acquire(b, NULL, now, cost, &w);
+      int rc = polite_budget_acquire(b, NULL, now, cost, slots, &w);
       if (rc == POLITE_BUDGET_ADMITTED) {
         int64_t after = polite_mono_us();
         printf("START %d %lld %lld %lld\n", (int)pid, (long long)now,
@@ -186,9 +192,9 @@ int main(int argc, char **argv) {
     sleep_until(next);
   }
   while (forever) {
-    /* Keep the slots and the lease (a cost-0 acquire renews it). */
+    /* Keep the slots and the lease (0 units and 0 slots renews it). */
     int64_t w;
-    polite_budget_acquire(b, NULL, polite_mono_us(), 0, &w);
+    polite_budget_acquire(b, NULL, polite_mono_us(), 0, 0, &w);
     sleep_until(polite_mono_us() + 100000);
   }
   printf("DONE %d %lld %ld %ld\n", (int)pid, (long long)polite_mono_us(),

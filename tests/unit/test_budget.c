@@ -27,23 +27,23 @@ static void rate_spaces_starts_evenly(void **state) {
   (void)state;
   polite_budget *b = mk(10, 1, 0); /* 10/s: one start per 100 ms */
   int64_t w = -5;
-  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
   assert_int_equal(w, 0);
   /* A second start at the same instant must wait the whole interval. */
-  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
                    POLITE_BUDGET_WAIT_RATE);
   assert_int_equal(w, 100000);
   /* Just before the interval: still waits 1 us. */
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 99999, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 99999, 1, 1, &w),
                    POLITE_BUDGET_WAIT_RATE);
   assert_int_equal(w, 1);
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 100000, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 100000, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
   /* After a long idle time, no catch-up burst beyond burst 1. */
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 10 * SEC, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 10 * SEC, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 10 * SEC, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 10 * SEC, 1, 1, &w),
                    POLITE_BUDGET_WAIT_RATE);
   polite_budget_close(b);
 }
@@ -53,9 +53,9 @@ static void burst_allows_back_to_back(void **state) {
   polite_budget *b = mk(10, 3, 0);
   int64_t w;
   for (int i = 0; i < 3; i++)
-    assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+    assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
                      POLITE_BUDGET_ADMITTED);
-  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
                    POLITE_BUDGET_WAIT_RATE);
   assert_true(w > 0 && w <= 100000);
   polite_budget_close(b);
@@ -65,25 +65,78 @@ static void slots_cap_concurrency_without_spending_rate(void **state) {
   (void)state;
   polite_budget *b = mk(1000, 1, 2);
   int64_t w;
-  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + SEC, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + SEC, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, 1, &w),
                    POLITE_BUDGET_WAIT_SLOT);
   assert_int_equal(w, -1);
   polite_budget_release(b, NULL, 1);
   /* The refused attempt did not consume a start: admitted at once. */
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
   /* A cost larger than the whole concurrency can never fit. */
   polite_budget_release(b, NULL, 2);
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 3 * SEC, 3, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 3 * SEC, 1, 3, &w),
                    POLITE_BUDGET_WAIT_SLOT);
   /* Releasing more than held does not underflow. */
   polite_budget_release(b, NULL, 10);
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 4 * SEC, 2, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 4 * SEC, 1, 2, &w),
                    POLITE_BUDGET_ADMITTED);
+  polite_budget_close(b);
+}
+
+/* A request of cost N asks for N rate units and ONE slot: the rate is
+ * charged N intervals, the concurrency limit counts one request. Units 0
+ * is a slot only, slots 0 a rate charge only; each refusal takes nothing. */
+static void cost_charges_units_with_one_slot(void **state) {
+  (void)state;
+  polite_budget *b = mk(10, 1, 2);
+  int64_t w;
+  /* Cost 5 above burst 1 on an idle account: admitted at once. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 5, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  /* 5 units charged: the next start waits 5 intervals. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 500000);
+  /* One slot taken (of 2): one slot-only acquire fits, then none. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 0, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 0, 1, &w),
+                   POLITE_BUDGET_WAIT_SLOT);
+  /* Neither the slot-only acquire nor the refusals charged the rate. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 0, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 500000);
+  /* Due by the rate but no slot: refused without charging the rate... */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 500000, 1, 1, &w),
+                   POLITE_BUDGET_WAIT_SLOT);
+  /* ...so a rate-only charge (slots 0, never waits for a slot) of 2 units
+   * above the burst still finds the account idle. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 500000, 2, 0, &w),
+                   POLITE_BUDGET_ADMITTED);
+  /* A slot back, the rate not yet: the rate wait takes no slot. */
+  polite_budget_release(b, NULL, 1);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 500000, 1, 1, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 200000);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 700000, 1, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  /* Units 0 and slots 0 (the shared backends' lease renewal) takes
+   * nothing: the rate and the slots are as before. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 800000, 0, 0, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 800000, 1, 0, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 800000, 0, 1, &w),
+                   POLITE_BUDGET_WAIT_SLOT);
+  /* A pause blocks every acquire, the renewal too. */
+  polite_budget_pause_until(b, NULL, T0 + 800000, T0 + SEC);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 900000, 0, 0, &w),
+                   POLITE_BUDGET_WAIT_PAUSE);
+  assert_int_equal(w, 100000);
   polite_budget_close(b);
 }
 
@@ -91,21 +144,21 @@ static void pause_stops_everything_then_resumes_spaced(void **state) {
   (void)state;
   polite_budget *b = mk(10, 1, 0);
   int64_t w;
-  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
   assert_int_equal(polite_budget_pause_until(b, NULL, T0, T0 + 2 * SEC), 0);
   assert_int_equal(polite_budget_paused_for(b, NULL, T0 + SEC), SEC);
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + SEC, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + SEC, 1, 1, &w),
                    POLITE_BUDGET_WAIT_PAUSE);
   assert_int_equal(w, SEC);
   /* A shorter pause never shortens the current one. */
   polite_budget_pause_until(b, NULL, T0 + SEC, T0 + SEC + 10);
   assert_int_equal(polite_budget_paused_for(b, NULL, T0 + SEC), SEC);
   /* At the end of the pause one start, then the planned spacing. */
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
   assert_int_equal(polite_budget_paused_for(b, NULL, T0 + 2 * SEC), 0);
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, 1, &w),
                    POLITE_BUDGET_WAIT_RATE);
   assert_int_equal(w, 100000);
   polite_budget_close(b);
@@ -116,10 +169,10 @@ static void pause_applies_without_rate(void **state) {
   polite_budget *b = mk(0, 1, 0); /* unlimited rate */
   int64_t w;
   polite_budget_pause_until(b, NULL, T0, T0 + 500);
-  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
                    POLITE_BUDGET_WAIT_PAUSE);
   assert_int_equal(w, 500);
-  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 500, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 500, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
   polite_budget_close(b);
 }
@@ -128,16 +181,16 @@ static void accounts_are_independent(void **state) {
   (void)state;
   polite_budget *b = mk(1, 1, 1);
   int64_t w;
-  assert_int_equal(polite_budget_acquire(b, "a.example", T0, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, "a.example", T0, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
-  assert_int_equal(polite_budget_acquire(b, "b.example", T0, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, "b.example", T0, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
   polite_budget_pause_until(b, "a.example", T0, T0 + 10 * SEC);
   assert_int_equal(polite_budget_paused_for(b, "b.example", T0), 0);
   /* NULL and "" name the same default account. */
-  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
-  assert_int_equal(polite_budget_acquire(b, "", T0 + 5 * SEC, 1, &w),
+  assert_int_equal(polite_budget_acquire(b, "", T0 + 5 * SEC, 1, 1, &w),
                    POLITE_BUDGET_WAIT_SLOT);
   polite_budget_close(b);
 }
@@ -161,7 +214,7 @@ static void open_by_uri(void **state) {
   assert_non_null(strstr(err, "unknown backend"));
   /* A NULL budget admits everything (no budget configured). */
   int64_t w = 7;
-  assert_int_equal(polite_budget_acquire(NULL, NULL, T0, 1, &w), 0);
+  assert_int_equal(polite_budget_acquire(NULL, NULL, T0, 1, 1, &w), 0);
   assert_int_equal(w, 0);
   polite_budget_close(NULL);
 }
@@ -178,7 +231,7 @@ static void *worker(void *arg) {
   shared *s = arg;
   for (int i = 0; i < 2000; i++) {
     int64_t w;
-    if (polite_budget_acquire(s->b, NULL, T0 + i, 1, &w) !=
+    if (polite_budget_acquire(s->b, NULL, T0 + i, 1, 1, &w) !=
         POLITE_BUDGET_ADMITTED)
       continue;
     pthread_mutex_lock(&s->mu);
@@ -211,9 +264,9 @@ static void threads_share_slots_safely(void **state) {
   /* Everything was released: 3 slots are free again. */
   int64_t w;
   for (int i = 0; i < 3; i++)
-    assert_int_equal(polite_budget_acquire(s.b, NULL, T0, 1, &w),
+    assert_int_equal(polite_budget_acquire(s.b, NULL, T0, 1, 1, &w),
                      POLITE_BUDGET_ADMITTED);
-  assert_int_equal(polite_budget_acquire(s.b, NULL, T0, 1, &w),
+  assert_int_equal(polite_budget_acquire(s.b, NULL, T0, 1, 1, &w),
                    POLITE_BUDGET_WAIT_SLOT);
   pthread_mutex_destroy(&s.mu);
   polite_budget_close(s.b);
@@ -224,6 +277,7 @@ int main(void) {
       cmocka_unit_test(rate_spaces_starts_evenly),
       cmocka_unit_test(burst_allows_back_to_back),
       cmocka_unit_test(slots_cap_concurrency_without_spending_rate),
+      cmocka_unit_test(cost_charges_units_with_one_slot),
       cmocka_unit_test(pause_stops_everything_then_resumes_spaced),
       cmocka_unit_test(pause_applies_without_rate),
       cmocka_unit_test(accounts_are_independent),

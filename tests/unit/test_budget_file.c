@@ -61,8 +61,14 @@ static polite_budget *open_ok(const char *u, double rate, unsigned burst,
   return b;
 }
 
-static int acq(polite_budget *b, int64_t now, unsigned cost, int64_t *w) {
-  return polite_budget_acquire(b, NULL, now, cost, w);
+/* One request of `units` rate units and one slot (what polite run asks). */
+static int acq(polite_budget *b, int64_t now, unsigned units, int64_t *w) {
+  return polite_budget_acquire(b, NULL, now, units, 1, w);
+}
+
+static int acq2(polite_budget *b, int64_t now, unsigned units, unsigned slots,
+                int64_t *w) {
+  return polite_budget_acquire(b, NULL, now, units, slots, w);
 }
 
 static void rate_is_shared_between_participants(void **state) {
@@ -166,28 +172,79 @@ static void pause_is_shared_without_catch_up(void **state) {
   assert_int_equal(acq(a, t, 1, &w), POLITE_BUDGET_WAIT_RATE);
   assert_int_equal(w, 100 * MS);
   /* Other accounts (keys) are not paused. */
-  assert_int_equal(polite_budget_acquire(a, "other.example", t, 1, &w),
+  assert_int_equal(polite_budget_acquire(a, "other.example", t, 1, 1, &w),
                    POLITE_BUDGET_ADMITTED);
   polite_budget_close(a);
   polite_budget_close(b);
 }
 
-static void cost_charges_rate_and_slots(void **state) {
+/* Rate units and slots are separate: a request of cost 3 takes 3 units and
+ * one slot; a slot wait charges no rate, a rate wait takes no slot. */
+static void units_and_slots_are_separate(void **state) {
   (void)state;
   polite_budget *a = open_ok(uri, 10, 1, 4);
   polite_budget *b = open_ok(uri, 10, 1, 4);
   int64_t w;
-  assert_int_equal(acq(a, T0, 3, &w), POLITE_BUDGET_ADMITTED);
-  /* TAT advanced by 3 intervals. */
-  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_WAIT_RATE);
+  /* Cost 3 above burst 1, on an idle account: admitted at once. */
+  assert_int_equal(acq2(a, T0, 3, 1, &w), POLITE_BUDGET_ADMITTED);
+  /* TAT advanced by 3 intervals, for the other participant too. */
+  assert_int_equal(acq2(b, T0, 1, 1, &w), POLITE_BUDGET_WAIT_RATE);
   assert_int_equal(w, 300 * MS);
-  /* 3 of 4 slots are taken: cost 2 does not fit, cost 1 does. */
-  assert_int_equal(acq(b, T0 + 300 * MS, 2, &w), POLITE_BUDGET_WAIT_SLOT);
-  assert_int_equal(acq(b, T0 + 300 * MS, 1, &w), POLITE_BUDGET_ADMITTED);
-  assert_int_equal(acq(b, T0 + 400 * MS, 1, &w), POLITE_BUDGET_WAIT_SLOT);
-  /* Cost above the concurrency never fits. */
-  polite_budget_release(a, NULL, 3);
-  assert_int_equal(acq(b, T0 + 400 * MS, 5, &w), POLITE_BUDGET_WAIT_SLOT);
+  /* One slot of 4 was taken: 3 more fit (units 0: no rate), a 5th not. */
+  assert_int_equal(acq2(b, T0, 0, 3, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq2(b, T0, 0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  /* The slot-only acquire spent no rate: the wait is still 300 ms, and a
+   * start due by the rate is refused for the slot without charging it. */
+  assert_int_equal(acq2(b, T0, 1, 0, &w), POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 300 * MS);
+  assert_int_equal(acq2(a, T0 + 300 * MS, 1, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  /* Rate only (slots 0) never waits for a slot. 2 units above the burst
+   * pass only on an idle account: the refused start above charged none. */
+  assert_int_equal(acq2(b, T0 + 300 * MS, 2, 0, &w), POLITE_BUDGET_ADMITTED);
+  /* A slot is free again, but the rate is not: the rate wait takes no
+   * slot, which the slot-only acquire then gets. */
+  polite_budget_release(b, NULL, 1);
+  assert_int_equal(acq2(a, T0 + 300 * MS, 1, 1, &w), POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 200 * MS);
+  assert_int_equal(acq2(b, T0 + 300 * MS, 0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq2(b, T0 + 300 * MS, 0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  /* Slots above the concurrency never fit, whatever the units. */
+  polite_budget_release(a, NULL, 1);
+  polite_budget_release(b, NULL, 3);
+  assert_int_equal(acq2(b, T0 + 10 * SEC, 1, 5, &w), POLITE_BUDGET_WAIT_SLOT);
+  assert_int_equal(acq2(b, T0 + 10 * SEC, 1, 4, &w), POLITE_BUDGET_ADMITTED);
+  polite_budget_close(a);
+  polite_budget_close(b);
+}
+
+/* units 0 and slots 0 is the heartbeat: it takes nothing (no rate, no
+ * slot) and renews the caller's lease, also while the account is paused. */
+static void renew_takes_nothing_and_keeps_the_lease(void **state) {
+  (void)state;
+  char u[200];
+  snprintf(u, sizeof u, "%s?lease=1s", uri);
+  polite_budget *a = open_ok(u, 10, 1, 2);
+  polite_budget *b = open_ok(u, 10, 1, 2);
+  int64_t w;
+  assert_int_equal(acq2(a, T0, 1, 1, &w), POLITE_BUDGET_ADMITTED);
+  /* a renews at 0.8 s: its lease now ends at 1.8 s. */
+  assert_int_equal(acq2(a, T0 + 800 * MS, 0, 0, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(w, 0);
+  /* The renewal charged no rate (TAT still 0.1 s) and took no slot: b gets
+   * one start at once, and exactly one more slot (2 in all). */
+  assert_int_equal(acq2(b, T0 + 800 * MS, 1, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq2(b, T0 + 1500 * MS, 0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  polite_budget_release(b, NULL, 1);
+  /* a's slot outlives its first lease (1 s) thanks to the renewal. */
+  assert_int_equal(acq2(b, T0 + 1500 * MS, 0, 2, &w), POLITE_BUDGET_WAIT_SLOT);
+  /* During a pause a renewal answers WAIT_PAUSE but still renews. */
+  assert_int_equal(
+      polite_budget_pause_until(b, NULL, T0 + 1500 * MS, T0 + 2500 * MS), 0);
+  assert_int_equal(acq2(a, T0 + 1700 * MS, 0, 0, &w), POLITE_BUDGET_WAIT_PAUSE);
+  assert_int_equal(w, 800 * MS);
+  /* Renewed to 2.7 s: still held at 2.6 s, free at 2.7 s. */
+  assert_int_equal(acq2(b, T0 + 2600 * MS, 0, 2, &w), POLITE_BUDGET_WAIT_SLOT);
+  assert_int_equal(acq2(b, T0 + 2700 * MS, 0, 2, &w), POLITE_BUDGET_ADMITTED);
   polite_budget_close(a);
   polite_budget_close(b);
 }
@@ -323,7 +380,7 @@ static void *thread_worker(void *p) {
   for (int i = 0; i < wa->iters; i++) {
     int64_t now = __atomic_add_fetch(wa->clock, 1, __ATOMIC_SEQ_CST);
     int64_t w;
-    int rc = polite_budget_acquire(wa->b, NULL, now, 1, &w);
+    int rc = polite_budget_acquire(wa->b, NULL, now, 1, 1, &w);
     if (rc < 0)
       return (void *)1;
     if (rc != POLITE_BUDGET_ADMITTED)
@@ -425,8 +482,10 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(pause_is_shared_without_catch_up, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(cost_charges_rate_and_slots, setup,
+      cmocka_unit_test_setup_teardown(units_and_slots_are_separate, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(renew_takes_nothing_and_keeps_the_lease,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(bad_uris_and_files_are_refused, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(config_mismatch_is_refused, setup,
