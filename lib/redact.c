@@ -26,6 +26,7 @@ int polite_header_is_secret(const char *name, size_t len) {
                                       "set-cookie",
                                       "x-api-key",
                                       "api-key",
+                                      "x-auth-token",
                                       NULL};
   if (name == NULL)
     return 0;
@@ -51,9 +52,11 @@ static int icontains(const char *s, size_t len, const char *needle) {
 }
 
 int polite_param_is_secret(const char *name, size_t len) {
-  /* "sig" also covers "signature"; both are listed for the reader. */
+  /* "sig" also covers "signature"; both are listed for the reader. "auth"
+   * catches auth=, oauth_..., authorization=; redacting a harmless "author"
+   * is the cheaper mistake. */
   static const char *const parts[] = {"key", "token",    "secret", "signature",
-                                      "sig", "password", NULL};
+                                      "sig", "password", "auth",   NULL};
   if (name == NULL)
     return 0;
   for (const char *const *p = parts; *p; p++)
@@ -95,24 +98,28 @@ char *polite_redact_url(const char *url) {
       if (*q == '@')
         at = q;
     if (at != NULL) {
+      /* "user:password@" keeps the user; a lone "token@" (GitHub-style
+       * tokens as user names) is all secret. */
       const char *colon = memchr(auth, ':', (size_t)(at - auth));
-      if (colon != NULL) {
-        o = put(o, url, (size_t)(colon + 1 - url));
-        o = put(o, REDACTED, sizeof REDACTED - 1);
-        p = at;
-      }
+      o = put(o, url, (size_t)((colon ? colon + 1 : auth) - url));
+      o = put(o, REDACTED, sizeof REDACTED - 1);
+      p = at;
     }
   }
 
-  const char *q = strchr(p, '?');
+  /* A fragment never reaches a server, and it is where OAuth's implicit
+   * flow puts access tokens: it is dropped, not shown. */
   const char *frag = strchr(p, '#');
-  if (q == NULL || (frag != NULL && frag < q)) {
+  if (frag != NULL)
+    end = frag;
+  const char *q = memchr(p, '?', (size_t)(end - p));
+  if (q == NULL) {
     o = put(o, p, (size_t)(end - p));
     *o = '\0';
     return out;
   }
   o = put(o, p, (size_t)(q + 1 - p));
-  const char *qend = frag ? frag : end;
+  const char *qend = end;
   const char *s = q + 1;
   while (s <= qend) {
     const char *e = s;
@@ -129,8 +136,6 @@ char *polite_redact_url(const char *url) {
       *o++ = *e;
     s = e + 1;
   }
-  if (frag != NULL)
-    o = put(o, frag, (size_t)(end - frag));
   *o = '\0';
   return out;
 }

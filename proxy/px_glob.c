@@ -2,6 +2,8 @@
  * hashing. */
 #include "px.h"
 
+#include <polite/batch.h>
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,86 +55,12 @@ int polite__px_watch_match(char *const *patterns, size_t n, const char *url,
   return 0;
 }
 
-/* Query names that carry credentials, matched as substrings (so "api_key",
- * "access_token", "X-Amz-Signature" are caught). */
-static int secret_param(const char *name, size_t len) {
-  static const char *const words[] = {"key", "token",    "secret", "signature",
-                                      "sig", "password", "auth",   NULL};
-  char low[64];
-  if (len >= sizeof low)
-    len = sizeof low - 1;
-  for (size_t i = 0; i < len; i++)
-    low[i] = (char)tolower((unsigned char)name[i]);
-  low[len] = '\0';
-  for (int i = 0; words[i]; i++)
-    if (strstr(low, words[i]))
-      return 1;
-  return 0;
-}
-
-char *polite__px_redact_url(const char *url) {
-  size_t n = strlen(url);
-  /* Worst case: every value replaced by REDACTED. */
-  char *out = malloc(n * 9 + 16);
-  if (out == NULL)
-    return NULL;
-  size_t o = 0;
-  /* Userinfo ("http://user:password@host") is replaced as a whole. */
-  const char *sep = strstr(url, "://");
-  const char *auth = sep ? sep + 3 : NULL;
-  const char *auth_end = auth ? auth + strcspn(auth, "/?#") : NULL;
-  const char *at = auth ? memchr(auth, '@', (size_t)(auth_end - auth)) : NULL;
-  if (at) {
-    o = (size_t)(auth - url);
-    memcpy(out, url, o);
-    memcpy(out + o, "REDACTED", 8);
-    o += 8;
-    url = at; /* continue from the '@' */
-    n = strlen(url);
-  }
-  const char *q = strchr(url, '?');
-  if (q == NULL) {
-    memcpy(out + o, url, n + 1);
-    return out;
-  }
-  memcpy(out + o, url, (size_t)(q - url) + 1);
-  o += (size_t)(q - url) + 1;
-  const char *p = q + 1;
-  const char *hash = strchr(p, '#');
-  const char *end = hash ? hash : url + n;
-  while (p < end) {
-    const char *amp = memchr(p, '&', (size_t)(end - p));
-    const char *pe = amp ? amp : end;
-    const char *eq = memchr(p, '=', (size_t)(pe - p));
-    if (eq && secret_param(p, (size_t)(eq - p))) {
-      memcpy(out + o, p, (size_t)(eq - p) + 1);
-      o += (size_t)(eq - p) + 1;
-      memcpy(out + o, "REDACTED", 8);
-      o += 8;
-    } else {
-      memcpy(out + o, p, (size_t)(pe - p));
-      o += (size_t)(pe - p);
-    }
-    if (amp)
-      out[o++] = '&';
-    p = amp ? amp + 1 : end;
-  }
-  if (hash) {
-    /* Fragments never reach a server; drop them rather than risk a token. */
-  }
-  out[o] = '\0';
-  return out;
-}
+/* Redaction is libpolite's (lib/redact.c), so the proxy and polite run hide
+ * the same headers and query parameters. */
+char *polite__px_redact_url(const char *url) { return polite_redact_url(url); }
 
 int polite__px_secret_header(const char *name) {
-  static const char *const names[] = {"authorization", "proxy-authorization",
-                                      "cookie",        "set-cookie",
-                                      "x-api-key",     "api-key",
-                                      "x-auth-token",  NULL};
-  for (int i = 0; names[i]; i++)
-    if (strcasecmp(name, names[i]) == 0)
-      return 1;
-  return 0;
+  return polite_header_is_secret(name, strlen(name));
 }
 
 void polite__px_hash_hex(uint64_t salt, const char *s, char *out) {

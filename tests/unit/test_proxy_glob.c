@@ -87,10 +87,10 @@ static void redact_secret_query_params(void **state) {
       {"http://h/p?key=&q=2", "http://h/p?key=REDACTED&q=2"},
       {"http://h/p?code=1#frag", "http://h/p?code=1"},
       {"http://h/p?auth=zz#t=1", "http://h/p?auth=REDACTED"},
-      {"http://user:pw@h:1/p?k=1", "http://REDACTED@h:1/p?k=1"},
+      {"http://user:pw@h:1/p?k=1", "http://user:REDACTED@h:1/p?k=1"},
       {"http://tok@h/p", "http://REDACTED@h/p"},
       {"https://h/p?x=a@b", "https://h/p?x=a@b"}, /* '@' in the query only */
-      {"http://u:p@h?api_key=9", "http://REDACTED@h?api_key=REDACTED"},
+      {"http://u:p@h?api_key=9", "http://u:REDACTED@h?api_key=REDACTED"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *r = polite__px_redact_url(cases[i].in);

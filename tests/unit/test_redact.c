@@ -47,6 +47,8 @@ static void secret_params(void **state) {
   for (size_t i = 0; i < sizeof secret / sizeof *secret; i++)
     assert_true(polite_param_is_secret(secret[i], strlen(secret[i])));
   const char *plain[] = {"page", "q", "id", "user", "limit"};
+  assert_true(polite_param_is_secret("oauth_verifier", 14));
+  assert_true(polite_header_is_secret("X-Auth-Token", 12));
   for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
     assert_false(polite_param_is_secret(plain[i], strlen(plain[i])));
 }
@@ -59,15 +61,18 @@ static void urls(void **state) {
              "https://h/p?api_key=REDACTED&page=2");
   expect_url("https://h/p?page=2&token=abc",
              "https://h/p?page=2&token=REDACTED");
+  /* Fragments never reach a server and carry OAuth tokens: dropped. */
   expect_url("https://h/p?a=1;sig=xyz#frag?key=no",
-             "https://h/p?a=1;sig=REDACTED#frag?key=no");
+             "https://h/p?a=1;sig=REDACTED");
+  expect_url("https://h/cb#access_token=abc", "https://h/cb");
   expect_url("https://h/?key=", "https://h/?key=REDACTED");
   expect_url("https://h/?key", "https://h/?key");
   expect_url("https://h/?", "https://h/?");
   expect_url("https://h/?&&", "https://h/?&&");
   expect_url("https://user:pw@h/x?secret=1&secret=2",
              "https://user:REDACTED@h/x?secret=REDACTED&secret=REDACTED");
-  expect_url("https://user@h/x", "https://user@h/x");
+  /* A lone user name is often a token (https://ghp_xxx@github.com/). */
+  expect_url("https://ghp_abc@h/x", "https://REDACTED@h/x");
   expect_url("http://h/a@b?x=1", "http://h/a@b?x=1");
   expect_url("", "");
   assert_null(polite_redact_url(NULL));
