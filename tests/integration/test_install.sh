@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs libpolite into a temporary prefix and builds a consumer twice:
+# through the pkg-config file and through the CMake package. Fails when the
+# installed headers, library, libpolite.pc or politeConfig.cmake are unusable.
+set -u
+BUILD=${POLITE_BUILD:?POLITE_BUILD must name the build directory}
+TMP=$(mktemp -d /tmp/polite-install-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+check() { # name, command...
+  local name=$1
+  shift
+  if "$@" >"$TMP/out.log" 2>&1; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $name"
+    tail -20 "$TMP/out.log"
+  fi
+}
+
+check "cmake --install" cmake --install "$BUILD" --prefix "$TMP/prefix"
+
+cat >"$TMP/consumer.c" <<'C'
+#include <polite/polite.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+  polite_retry_after ra;
+  polite_retry_after_parse("12", 2, 0, &ra);
+  if (!POLITE_VERSION_AT_LEAST(0, 1, 0) ||
+      strcmp(polite_version(), POLITE_VERSION_STR) != 0 ||
+      polite_retry_after_delay_ms(&ra, 0, -1) != 12000)
+    return 1;
+  puts("consumer ok");
+  return 0;
+}
+C
+
+export PKG_CONFIG_PATH="$TMP/prefix/lib/pkgconfig"
+check "pkg-config knows libpolite" pkg-config --exists libpolite
+check "pkg-config version matches the header" \
+  bash -c "[ \"\$(pkg-config --modversion libpolite)\" = \"\$(sed -n 's/.*POLITE_VERSION_STR \"\\(.*\\)\"/\\1/p' '$TMP/prefix/include/polite/version.h')\" ]"
+check "build with pkg-config" bash -c "cc '$TMP/consumer.c' \$(pkg-config --cflags --libs libpolite) -Wl,-rpath,'$TMP/prefix/lib' -o '$TMP/pc' && '$TMP/pc'"
+
+mkdir -p "$TMP/cm"
+cat >"$TMP/cm/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.18)
+project(consumer C)
+find_package(polite 0.1 REQUIRED)
+add_executable(consumer $TMP/consumer.c)
+target_link_libraries(consumer polite::polite)
+CM
+check "build with find_package(polite)" bash -c "cmake -S '$TMP/cm' -B '$TMP/cm/b' -DCMAKE_PREFIX_PATH='$TMP/prefix' && cmake --build '$TMP/cm/b' && '$TMP/cm/b/consumer'"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
