@@ -77,8 +77,10 @@ typedef struct {
  * two-digit year, asctime). `now_unix` (seconds) resolves RFC 850's two-digit
  * year: a year more than 50 years in the future means the most recent past
  * year with those digits. Surrounding whitespace is allowed; anything else
- * (bad day/month/hour/minute/second, Feb 29 in a non-leap year, wrong weekday
- * names, trailing garbage) is POLITE_EINVAL. Returns 0 and sets *out_unix. */
+ * (bad day/month/hour/minute/second, Feb 29 in a non-leap year, a day name
+ * not valid for the form, trailing garbage) is POLITE_EINVAL. A weekday that
+ * does not match the date is accepted: the numbers win, as RFC 9110 lets a
+ * recipient ignore the day name. Returns 0 and sets *out_unix. */
 POLITE_EXTERN int polite_http_date_parse(const char *s, size_t len,
                                          int64_t now_unix, int64_t *out_unix);
 
