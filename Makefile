@@ -1,18 +1,21 @@
 # Shortcuts for the README's two commands; the real build is CMake + ctest.
 #   make demo   install what is missing, build, run the built-in demo
-#   make test   install what is missing, build, run every test (plain + ASan/UBSan + fuzz smoke)
+#   make test   install what is missing, build, run every test (plain + ASan/UBSan + fuzz smoke + lint)
+#   make lint   cppcheck + clang-tidy (.clang-tidy) over lib/ src/ proxy/; fails on any finding
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+LINT_BUILD ?= build-lint
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
 # Debian packages the build, the tests and the demo need.
 DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
   libcurl4-openssl-dev libjansson-dev libevent-dev libhiredis-dev libsqlite3-dev \
-  libcmocka-dev curl jq redis-server nginx-light python3 python3-requests
+  libcmocka-dev curl jq redis-server nginx-light python3 python3-requests \
+  cppcheck clang-tidy
 
-.PHONY: all deps build asan fuzz fuzz-build demo test test-unit test-asan clean install
+.PHONY: all deps build asan fuzz fuzz-build demo lint test test-unit test-asan clean install
 
 all: build
 
@@ -50,6 +53,26 @@ fuzz: fuzz-build
 	     || { tail -40 $(FUZZ_BUILD)/$$n.log; exit 1; }; \
 	done; echo "fuzz: all targets ran clean"
 
+# Static analysis; both tools must report nothing. cppcheck's false positives
+# are silenced inline (// cppcheck-suppress id, with the reason); clang-tidy's
+# checks and their exclusions are in .clang-tidy. The lint build directory is
+# only configured (Debug, so asserts inform the analyzer), never built: all
+# clang-tidy needs is its compile_commands.json.
+LINT_SOURCES = $(sort $(wildcard lib/*.c src/*.c proxy/*.c))
+lint: deps
+	cmake -S . -B $(LINT_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPOLITE_TESTS=OFF \
+	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+	cppcheck --enable=warning,portability,performance --inline-suppr \
+	  --error-exitcode=1 --std=c11 -Iinclude -Ilib -Isrc -Iproxy \
+	  --suppress=missingIncludeSystem -q -j$(JOBS) lib src proxy
+	@echo "cppcheck: clean"
+	@log=$(LINT_BUILD)/clang-tidy.log; rc=0; \
+	printf '%s\n' $(LINT_SOURCES) | \
+	  xargs -P$(JOBS) -n1 clang-tidy -p $(LINT_BUILD) --quiet >$$log 2>&1 || rc=$$?; \
+	grep -v -E '^[0-9]+ warnings? generated\.$$' $$log || true; \
+	if [ $$rc -ne 0 ]; then echo "clang-tidy: findings above (exit $$rc)"; exit 1; fi; \
+	echo "clang-tidy: clean ($(words $(LINT_SOURCES)) files)"
+
 demo: build
 	@bash tests/demo.sh $(BUILD)/polite
 
@@ -60,14 +83,15 @@ test-asan: asan
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L unit
 
 # Everything: the whole suite on the normal build, the unit suite under
-# ASan+UBSan, and a short fuzz run of every parser.
+# ASan+UBSan, a short fuzz run of every parser, then the static analysis.
 test: build asan
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L unit
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+	$(MAKE) --no-print-directory lint
 
 install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(LINT_BUILD)

@@ -381,7 +381,6 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
       break;
   }
   free(kbuf);
-  rc = 0;
   if (r == NULL) {
     fmt_err(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
             "lost the connection: %s",

@@ -214,9 +214,15 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     return -2;
   }
   const char *on = opts[i].name;
-  if (value == NULL && !opts[i].is_bool) {
-    cfg_err(err, errlen, "--%s needs a value", on);
-    return -1;
+  if (value == NULL) {
+    if (!opts[i].is_bool) {
+      cfg_err(err, errlen, "--%s needs a value", on);
+      return -1;
+    }
+    /* A bare boolean flag means true; with value never NULL below, no case
+       has to remember (and the static analyzer need not guess) which
+       options may come without one. */
+    value = "true";
   }
   uint64_t u;
   switch (opts[i].id) {
@@ -508,6 +514,9 @@ int polite__px_config_load(px_config *c, const char *path, char *err,
       }
       text = nt;
     }
+    /* text cannot be NULL here: the loop condition and the realloc-failure
+       break guard it; cppcheck loses track of that. */
+    // cppcheck-suppress nullPointerArithmeticRedundantCheck
     size_t r = fread(text + n, 1, cap - n, f);
     if (r == 0)
       break;

@@ -66,6 +66,9 @@ static char *slurp(const char *path, size_t *len) {
       }
       buf = nb;
     }
+    /* buf cannot be NULL here: the loop condition and the realloc-failure
+       break guard it; cppcheck loses track of that. */
+    // cppcheck-suppress nullPointerArithmeticRedundantCheck
     size_t r = fread(buf + n, 1, cap - n - 1, f);
     n += r;
     if (r == 0)

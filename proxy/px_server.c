@@ -336,6 +336,9 @@ static int open_listener(px_server *s, const char *where) {
   freeaddrinfo(ai);
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;
+  /* Zeroed first: if getsockname fails the family reads as AF_UNSPEC and
+     the "?" address is shown, not stack garbage. */
+  memset(&ss, 0, sizeof ss);
   getsockname(fd, (struct sockaddr *)&ss, &sl);
   char addr[INET6_ADDRSTRLEN] = "?";
   int port = 0;

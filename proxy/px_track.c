@@ -49,7 +49,8 @@ static void *map_get(const map *m, const char *key) {
 static void *map_put(map *m, const char *key, void *value) {
   if (m->n >= m->nb) {
     size_t nb = m->nb ? m->nb * 2 : 64;
-    map_ent **b = calloc(nb, sizeof *b);
+    /* An array of pointers, so the pointer size is the one wanted. */
+    map_ent **b = calloc(nb, sizeof *b); // NOLINT(bugprone-sizeof-expression)
     if (b == NULL)
       return NULL;
     for (size_t i = 0; i < m->nb; i++) {
@@ -336,6 +337,8 @@ static int cmp_urls(const void *a, const void *b) {
 
 /* URLs sorted by request count (busiest first), at most `limit`. */
 static url_stats **sorted_urls(const px_state *s, size_t *count) {
+  /* v is an array of pointers: sizeof *v is meant to be a pointer's size. */
+  // NOLINTNEXTLINE(bugprone-sizeof-expression)
   url_stats **v = malloc((s->urls.n ? s->urls.n : 1) * sizeof *v);
   if (v == NULL) {
     *count = 0;
@@ -345,7 +348,7 @@ static url_stats **sorted_urls(const px_state *s, size_t *count) {
   for (size_t i = 0; i < s->urls.nb; i++)
     for (map_ent *e = s->urls.b[i]; e; e = e->next)
       v[n++] = e->value;
-  qsort(v, n, sizeof *v, cmp_urls);
+  qsort(v, n, sizeof *v, cmp_urls); // NOLINT(bugprone-sizeof-expression)
   *count = n;
   return v;
 }

@@ -54,8 +54,7 @@ static const char *human_ms(int64_t ms, char *buf, size_t size) {
       n += snprintf(buf + n, size - (size_t)n, "%" PRId64 "d ", d);
     if (d || h)
       n += snprintf(buf + n, size - (size_t)n, "%" PRId64 "h ", h);
-    n += snprintf(buf + n, size - (size_t)n, "%" PRId64 "m %" PRId64 "s", m,
-                  sec);
+    snprintf(buf + n, size - (size_t)n, "%" PRId64 "m %" PRId64 "s", m, sec);
   }
   return buf;
 }
@@ -277,6 +276,9 @@ int cmd_delay(int argc, char **argv) {
   int64_t now_ms = o.has_now ? o.now_unix * 1000 : polite_wall_ms();
   int64_t now_unix = now_ms >= 0 ? now_ms / 1000 : -((-now_ms + 999) / 1000);
   polite_retry_after ra;
+  /* parse_args returns -1 only when it has set o.value (cli_usage returns
+   * 2, which the analyzer cannot see from here). */
+  // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker)
   polite_retry_after_parse(o.value, strlen(o.value), now_unix, &ra);
 
   int64_t delay, window = 0;

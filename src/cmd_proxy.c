@@ -87,6 +87,8 @@ int cmd_proxy(int argc, char **argv) {
 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
+    /* argv[i] is never NULL for i < argc (C11 5.1.2.2.1). */
+    // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker)
     if (strcmp(a, "--config") == 0) {
       i++;
       continue;

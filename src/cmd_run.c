@@ -215,12 +215,14 @@ static void on_result(void *ud, const polite_result *r) {
   if (r->body != NULL && c->bodies_dir != NULL) {
     char *path = body_path(c->bodies_dir, r->req->id);
     FILE *f = path ? fopen(path, "wb") : NULL;
-    if (f && fwrite(r->body, 1, r->body_len, f) == r->body_len &&
-        fclose(f) == 0) {
+    /* fclose runs exactly once whatever happens: closing again after a
+       failed fclose would be undefined behaviour. */
+    int ok = f && fwrite(r->body, 1, r->body_len, f) == r->body_len;
+    if (f && fclose(f) != 0)
+      ok = 0;
+    if (ok) {
       json_object_set_new(o, "body_file", text_json(path, strlen(path)));
     } else {
-      if (f)
-        fclose(f);
       fprintf(stderr, "polite run: cannot write body file %s: %s\n",
               path ? path : "(none)", strerror(errno));
       json_object_set_new(o, "body_file", json_null());

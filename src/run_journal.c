@@ -558,7 +558,8 @@ static int backfill(run_journal *rj) {
     const char *id = rj->journal.keys[i];
     if (id == NULL || set_get(&rj->done, id) || set_get(&rj->seen, id))
       continue;
-    long o = rj->journal.vals[i];
+    /* A set with cap > 0 always has vals; the analyzer cannot tie the two. */
+    long o = rj->journal.vals[i]; // NOLINT(clang-analyzer-core.NullDereference)
     if (polite_journal_requeue(rj->j, id,
                                o >= 0 ? polite_outcome_name((polite_outcome)o)
                                       : "unknown") != 0)

@@ -22,6 +22,12 @@ check() { # name, command...
 
 check "cmake --install" cmake --install "$BUILD" --prefix "$TMP/prefix"
 
+# A sanitized libpolite needs a sanitized consumer (the ASan runtime must come
+# first), exactly as a user's program would.
+SAN=
+grep -q '^POLITE_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null &&
+  SAN="-fsanitize=address,undefined"
+
 cat >"$TMP/consumer.c" <<'C'
 #include <polite/polite.h>
 #include <stdio.h>
@@ -42,7 +48,7 @@ export PKG_CONFIG_PATH="$TMP/prefix/lib/pkgconfig"
 check "pkg-config knows libpolite" pkg-config --exists libpolite
 check "pkg-config version matches the header" \
   bash -c "[ \"\$(pkg-config --modversion libpolite)\" = \"\$(sed -n 's/.*POLITE_VERSION_STR \"\\(.*\\)\"/\\1/p' '$TMP/prefix/include/polite/version.h')\" ]"
-check "build with pkg-config" bash -c "cc '$TMP/consumer.c' \$(pkg-config --cflags --libs libpolite) -Wl,-rpath,'$TMP/prefix/lib' -o '$TMP/pc' && '$TMP/pc'"
+check "build with pkg-config" bash -c "cc $SAN '$TMP/consumer.c' \$(pkg-config --cflags --libs libpolite) -Wl,-rpath,'$TMP/prefix/lib' -o '$TMP/pc' && '$TMP/pc'"
 
 mkdir -p "$TMP/cm"
 cat >"$TMP/cm/CMakeLists.txt" <<CM
@@ -52,7 +58,7 @@ find_package(polite 0.1 REQUIRED)
 add_executable(consumer $TMP/consumer.c)
 target_link_libraries(consumer polite::polite)
 CM
-check "build with find_package(polite)" bash -c "cmake -S '$TMP/cm' -B '$TMP/cm/b' -DCMAKE_PREFIX_PATH='$TMP/prefix' && cmake --build '$TMP/cm/b' && '$TMP/cm/b/consumer'"
+check "build with find_package(polite)" bash -c "cmake -S '$TMP/cm' -B '$TMP/cm/b' -DCMAKE_PREFIX_PATH='$TMP/prefix' -DCMAKE_C_FLAGS='$SAN' && cmake --build '$TMP/cm/b' && '$TMP/cm/b/consumer'"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
