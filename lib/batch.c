@@ -77,6 +77,7 @@ struct polite_batch {
   int64_t last_tick_us;
   int64_t last_start_abs_us;
   int64_t pause_end_us; /* latest account pause seen (stats, progress) */
+  int64_t last_heartbeat_us;
   int fatal;
   char errstr[256];
   polite_batch_stats st;
@@ -109,6 +110,7 @@ void polite_batch_options_init(polite_batch_options *o) {
   o->backoff.cap_ms = 30000;
   o->max_body = 16u << 20;
   o->cancel_grace_ms = 2000;
+  o->heartbeat_ms = 1000;
 }
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -382,9 +384,20 @@ static int has_header(const polite_request *r, const char *name) {
 }
 
 /* Builds and adds the transfer for j's next attempt. The caller holds a
- * budget slot for it. Returns 0, or -1 with j->errbuf set. */
+ * budget slot for it. Returns 0, -1 with j->errbuf set, or 1 when
+ * on_attempt_start vetoed the attempt (nothing was counted or sent). */
 static int start_attempt(polite_batch *b, job *j, int64_t now) {
   const polite_request *r = j->req;
+  int64_t wall = polite_wall_ms();
+  /* Reported before anything of the attempt exists, so a journal can make
+   * its start durable before the first byte goes out, and a veto leaves no
+   * trace in the counters. */
+  if (b->o.on_attempt_start) {
+    polite_attempt_start s = {r, j->method, j->attempts + 1, wall,
+                              j->idem_sent};
+    if (b->o.on_attempt_start(b->o.ud, &s) != 0)
+      return 1;
+  }
   if (j->attempts == 0) {
     j->first_start_us = now;
     if (b->o.deadline_ms >= 0)
@@ -415,7 +428,7 @@ static int start_attempt(polite_batch *b, job *j, int64_t now) {
   b->st.last_start_us = now - b->t0_us;
 
   j->attempt_start_us = now;
-  j->attempt_start_wall = polite_wall_ms();
+  j->attempt_start_wall = wall;
   polite_headers_init(&j->ph, j->attempt_start_wall);
   j->has_retry_after = 0;
   j->reqid[0] = j->reqid_name[0] = '\0';
@@ -816,9 +829,14 @@ static int64_t schedule(polite_batch *b, int64_t now) {
     if (rc == POLITE_BUDGET_ADMITTED) {
       *pp = j->next;
       b->n_waiting--;
-      if (start_attempt(b, j, now) != 0) {
+      int sa = start_attempt(b, j, now);
+      if (sa != 0) {
         polite_budget_release(b->o.budget, j->key, 1);
-        finish(b, j, POLITE_OUT_NETWORK_ERROR, 0, j->errbuf, now);
+        if (sa > 0)
+          finish(b, j, POLITE_OUT_CANCELLED, j->status,
+                 "not started: the attempt could not be recorded", now);
+        else
+          finish(b, j, POLITE_OUT_NETWORK_ERROR, 0, j->errbuf, now);
       }
       continue;
     }
@@ -859,6 +877,34 @@ static int64_t schedule(polite_batch *b, int64_t now) {
       break;
     }
   return wake;
+}
+
+static int same_key(const char *a, const char *c) {
+  return a == NULL || c == NULL ? a == c : strcmp(a, c) == 0;
+}
+
+/* Renews the budget leases of every account with a transfer in flight,
+ * once per heartbeat_ms: a shared budget keeps a participant's slots only
+ * for its lease after its last call, so one request longer than the lease,
+ * with no other start in between, would otherwise lose its slot while it
+ * still runs and let another participant exceed the concurrency limit. An
+ * acquire of 0 units and 0 slots takes nothing (see budget.h). A failure
+ * is not fatal here: the next admission reports a broken budget, and a
+ * missed renewal at worst lets the lease run out as without a heartbeat. */
+static void heartbeat(polite_batch *b, int64_t now) {
+  if (b->o.heartbeat_ms <= 0 || b->o.budget == NULL || b->inflight == NULL ||
+      now - b->last_heartbeat_us < b->o.heartbeat_ms * 1000)
+    return;
+  b->last_heartbeat_us = now;
+  for (job *j = b->inflight; j; j = j->next) {
+    int seen = 0; /* one renewal per account */
+    for (const job *k = b->inflight; k != j && !seen; k = k->next)
+      seen = same_key(k->key, j->key);
+    if (seen)
+      continue;
+    int64_t w = 0;
+    (void)polite_budget_acquire(b->o.budget, j->key, now, 0, 0, &w);
+  }
 }
 
 /* Ends every waiting request with `out` (cancel, quota stop, run deadline). */
@@ -904,6 +950,7 @@ int polite_batch_run(polite_batch *b) {
   b->t0_us = now;
   b->last_now_us = now;
   b->last_start_abs_us = -1;
+  b->last_heartbeat_us = now;
   b->run_deadline_us =
       b->o.run_deadline_ms >= 0 ? now + b->o.run_deadline_ms * 1000 : NO_TIME;
   for (;;) {
@@ -922,6 +969,7 @@ int polite_batch_run(polite_batch *b) {
         on_done(b, j, msg->data.result, polite_mono_us());
     }
     now = polite_mono_us();
+    heartbeat(b, now);
 
     if (b->cancel_flag && !b->cancelling) {
       b->cancelling = 1;
@@ -975,6 +1023,9 @@ int polite_batch_run(polite_batch *b) {
       tmo_us = wake - now;
     if (b->run_deadline_us != NO_TIME && b->run_deadline_us - now < tmo_us)
       tmo_us = b->run_deadline_us - now;
+    if (b->o.heartbeat_ms > 0 && b->inflight != NULL &&
+        b->last_heartbeat_us + b->o.heartbeat_ms * 1000 - now < tmo_us)
+      tmo_us = b->last_heartbeat_us + b->o.heartbeat_ms * 1000 - now;
     if (tmo_us < 0)
       tmo_us = 0;
     /* Starts must not drift late: GCRA measures the next interval from the

@@ -17,7 +17,8 @@ struct polite_journal {
   sqlite3 *db;
   char *path;
   int session;
-  sqlite3_stmt *ins_request, *sel_key, *ins_attempt, *ins_result, *ins_requeue;
+  sqlite3_stmt *ins_request, *sel_key, *ins_attempt, *ins_attempt_start,
+      *ins_result, *ins_requeue;
   char errstr[512];
 };
 
@@ -35,6 +36,8 @@ static const char SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS attempt(seq INTEGER PRIMARY KEY, id TEXT NOT "
     "NULL, session INTEGER, n INTEGER, started_ms INTEGER, ended_ms INTEGER, "
     "status INTEGER);"
+    "CREATE TABLE IF NOT EXISTS attempt_start(seq INTEGER PRIMARY KEY, id TEXT "
+    "NOT NULL, session INTEGER, n INTEGER, started_ms INTEGER);"
     "CREATE TABLE IF NOT EXISTS result(seq INTEGER PRIMARY KEY, id TEXT NOT "
     "NULL, session INTEGER, outcome TEXT, status INTEGER, attempts INTEGER, "
     "backfilled INTEGER, created_ms INTEGER);"
@@ -219,6 +222,10 @@ int polite_journal_open(const char *path, int mode, polite_journal **out,
                      "status) VALUES(?,?,?,?,?,?)",
                      &j->ins_attempt)) ||
       (erc = prepare(j,
+                     "INSERT INTO attempt_start(id,session,n,started_ms) "
+                     "VALUES(?,?,?,?)",
+                     &j->ins_attempt_start)) ||
+      (erc = prepare(j,
                      "INSERT INTO result(id,session,outcome,status,attempts,"
                      "backfilled,created_ms) VALUES(?,?,?,?,?,?,?)",
                      &j->ins_result)) ||
@@ -241,6 +248,7 @@ void polite_journal_close(polite_journal *j) {
   sqlite3_finalize(j->ins_request);
   sqlite3_finalize(j->sel_key);
   sqlite3_finalize(j->ins_attempt);
+  sqlite3_finalize(j->ins_attempt_start);
   sqlite3_finalize(j->ins_result);
   sqlite3_finalize(j->ins_requeue);
   sqlite3_close(j->db);
@@ -366,6 +374,26 @@ int polite_journal_attempt(polite_journal *j, const char *id, unsigned n,
   return erc ? erc : erc2;
 }
 
+int polite_journal_attempt_start(polite_journal *j, const char *id, unsigned n,
+                                 int64_t start_ms, int sync) {
+  sqlite3_stmt *st = j->ins_attempt_start;
+  bind_text(st, 1, id);
+  sqlite3_bind_int(st, 2, j->session);
+  sqlite3_bind_int64(st, 3, n);
+  sqlite3_bind_int64(st, 4, start_ms);
+  if (sync) /* synchronous=FULL is the connection's normal state */
+    return step_done(j, st, "record the start of an attempt");
+  int erc = exec(j, "PRAGMA synchronous=NORMAL", "set synchronous=NORMAL");
+  if (erc == 0)
+    erc = step_done(j, st, "record the start of an attempt");
+  else {
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+  }
+  int erc2 = exec(j, "PRAGMA synchronous=FULL", "set synchronous=FULL");
+  return erc ? erc : erc2;
+}
+
 int polite_journal_result(polite_journal *j, const char *id,
                           const char *outcome, int status, unsigned attempts,
                           int backfilled) {
@@ -419,10 +447,10 @@ int polite_journal_count(polite_journal *j, polite_journal_counts *c) {
   static const char *const sql[] = {
       "SELECT count(*) FROM session", "SELECT count(*) FROM request",
       "SELECT count(*) FROM attempt", "SELECT count(*) FROM result",
-      "SELECT count(*) FROM requeue"};
-  int64_t *dst[] = {&c->sessions, &c->requests, &c->attempts, &c->results,
-                    &c->requeues};
-  for (size_t i = 0; i < 5; i++) {
+      "SELECT count(*) FROM requeue", "SELECT count(*) FROM attempt_start"};
+  int64_t *dst[] = {&c->sessions, &c->requests, &c->attempts,
+                    &c->results,  &c->requeues, &c->attempt_starts};
+  for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
     sqlite3_stmt *st = NULL;
     int erc = prepare(j, sql[i], &st);
     if (erc)

@@ -10,6 +10,7 @@
 #include <polite/clock.h>
 #include <polite/polite.h>
 #include <signal.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -96,6 +97,20 @@ typedef struct {
   polite_input *input;
   run_progress progress;
   int out_error;
+  /* Without a journal, a failed result write stops the run (see
+   * docs/run.md, "When writing the results fails"). */
+  int journal;          /* the journal wrapper handles write failures */
+  const char *out_name; /* --out path, or NULL for stdout */
+  polite_batch *batch;
+  struct stat out_st; /* identity of --out when opened */
+  int out_regular;    /* --out is a regular file (checked, truncated) */
+  int out_failed;
+  int out_errno;
+  const char *out_op;     /* "write", "flush", or NULL: file gone/replaced */
+  long long out_good;     /* bytes of complete lines written */
+  uint64_t out_lines;     /* lines written */
+  uint64_t out_unwritten; /* results with no line after the failure */
+  int out_torn_removed;   /* a partial line was cut off */
 } run_ctx;
 
 static polite_batch *volatile g_batch;
@@ -199,8 +214,75 @@ static char *body_path(const char *dir, const char *id) {
   return path;
 }
 
+/* The first failed result write without a journal: stops new starts
+ * (cancel), drops what stdio still buffers (it would be written after the
+ * cut or fail again) and cuts a partial line back to the last complete one,
+ * so the file holds only whole result lines. op NULL: the file is gone or
+ * was replaced (err says which). */
+static void out_fail(run_ctx *c, const char *op, int err) {
+  c->out_failed = 1;
+  c->out_op = op;
+  c->out_errno = err;
+  c->out_error = 1;
+  c->out_unwritten++;
+  if (c->batch)
+    polite_batch_cancel(c->batch);
+  __fpurge(c->out);
+  struct stat st;
+  if (op && c->out_regular && fstat(fileno(c->out), &st) == 0 &&
+      st.st_size > c->out_good &&
+      ftruncate(fileno(c->out), (off_t)c->out_good) == 0)
+    c->out_torn_removed = 1;
+}
+
+/* 1 when the --out path still names the file the run opened: writes to a
+ * removed file would vanish without an error. */
+static int out_intact(run_ctx *c) {
+  if (!c->out_regular)
+    return 1;
+  struct stat now;
+  if (stat(c->out_name, &now) != 0) {
+    out_fail(c, NULL, errno);
+    return 0;
+  }
+  if (now.st_dev != c->out_st.st_dev || now.st_ino != c->out_st.st_ino) {
+    out_fail(c, NULL, 0);
+    return 0;
+  }
+  return 1;
+}
+
+/* Writes one result line. Without a journal a failure stops the run here;
+ * with one, the journal wrapper sees ferror and stops it (its message). */
+static void write_line(run_ctx *c, const char *s) {
+  if (!c->journal && !out_intact(c))
+    return; /* out_fail counted this line as unwritten */
+  size_t len = strlen(s);
+  errno = 0;
+  if (fwrite(s, 1, len, c->out) != len || fputc('\n', c->out) == EOF) {
+    if (c->journal)
+      c->out_error = 1;
+    else
+      out_fail(c, "write", errno);
+    return;
+  }
+  if (fflush(c->out) != 0) {
+    if (c->journal)
+      c->out_error = 1;
+    else
+      out_fail(c, "flush", errno);
+    return;
+  }
+  c->out_good += (long long)len + 1;
+  c->out_lines++;
+}
+
 static void on_result(void *ud, const polite_result *r) {
   run_ctx *c = ud;
+  if (!c->journal && c->out_failed) {
+    c->out_unwritten++; /* stopped: no line, and no body file either */
+    return;
+  }
   json_t *o = json_object();
   json_object_set_new(o, "id", text_json(r->req->id, strlen(r->req->id)));
   json_object_set_new(o, "method", text_json(r->method, strlen(r->method)));
@@ -241,9 +323,10 @@ static void on_result(void *ud, const polite_result *r) {
   char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(o);
   if (s) {
-    if (fputs(s, c->out) < 0 || fputc('\n', c->out) < 0 || fflush(c->out))
-      c->out_error = 1;
+    write_line(c, s);
     free(s);
+  } else if (!c->journal) {
+    out_fail(c, "write", ENOMEM);
   }
 }
 
@@ -703,6 +786,12 @@ int cmd_run(int argc, char **argv) {
       fclose(in);
     goto out;
   }
+  ctx.journal = jr != NULL;
+  if (!jr && out_path) {
+    ctx.out_name = out_path;
+    ctx.out_regular =
+        fstat(fileno(ctx.out), &ctx.out_st) == 0 && S_ISREG(ctx.out_st.st_mode);
+  }
   if (log_path && (ctx.log = fopen(log_path, "w")) == NULL) {
     rc = cli_usage("run", "--log: cannot open '%s': %s", log_path,
                    strerror(errno));
@@ -769,11 +858,15 @@ int cmd_run(int argc, char **argv) {
   sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
   sigemptyset(&sa.sa_mask);
   g_batch = batch;
+  ctx.batch = batch;
   if (jr)
     run_journal_set_batch(jr, batch);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
+  /* A file-size limit (ulimit -f) must give EFBIG and a clear message, not
+   * kill the process in the middle of a line. */
+  signal(SIGXFSZ, SIG_IGN);
 
   int64_t t0 = polite_mono_us();
   int erc = polite_batch_run(batch);
@@ -791,8 +884,31 @@ int cmd_run(int argc, char **argv) {
   if (summary_path && run_summary_json(summary_path, st, &plan) != 0)
     fprintf(stderr, "polite run: --summary-json: cannot write '%s'\n",
             summary_path);
-  if (ctx.out_error)
-    fprintf(stderr, "polite run: writing the results failed\n");
+  if (ctx.out_failed) {
+    const char *name = ctx.out_name ? ctx.out_name : "standard output";
+    if (ctx.out_op)
+      fprintf(stderr,
+              "polite run: cannot write the results file '%s' (%s): %s\n", name,
+              ctx.out_op,
+              ctx.out_errno ? strerror(ctx.out_errno) : "write error");
+    else if (ctx.out_errno)
+      fprintf(stderr,
+              "polite run: the results file '%s' is gone (%s) while the run "
+              "was writing it\n",
+              name, strerror(ctx.out_errno));
+    else
+      fprintf(stderr,
+              "polite run: the results file '%s' was replaced by another file "
+              "while the run was writing it\n",
+              name);
+    fprintf(stderr,
+            "polite run: stopped: nothing new was started after that; the "
+            "%llu line(s) written before are kept%s; %llu request(s) read "
+            "have no result line (unread input lines were not run)\n",
+            (unsigned long long)ctx.out_lines,
+            ctx.out_torn_removed ? " (a partial line was removed)" : "",
+            (unsigned long long)ctx.out_unwritten);
+  }
 
   if (st->cancelled)
     rc = CLI_EXIT_INTERRUPTED;
@@ -803,6 +919,8 @@ int cmd_run(int argc, char **argv) {
     rc = CLI_EXIT_FAILED;
   else
     rc = CLI_EXIT_OK;
+  if (ctx.out_failed)
+    rc = CLI_EXIT_FAILED; /* results could not be written: stopped */
   if (run_journal_finish(jr))
     rc = CLI_EXIT_FAILED; /* recording failed: the run was stopped */
   g_batch = NULL;

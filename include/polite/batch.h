@@ -152,6 +152,16 @@ typedef struct {
   const polite_diagnosis *diagnosis;
 } polite_attempt;
 
+/* A network attempt about to be sent, valid only during the
+ * on_attempt_start call. */
+typedef struct {
+  const polite_request *req;
+  const char *method;          /* as sent */
+  unsigned attempt;            /* 1-based */
+  int64_t start_wall_ms;       /* the same start_wall_ms on_attempt reports */
+  const char *idempotency_key; /* as sent, or NULL */
+} polite_attempt_start;
+
 /* 429/503 answers counted by sender and limit kind (polite_batch_stats). */
 typedef struct {
   char component[32]; /* "origin:openai", "unknown", ...; "other" collects
@@ -218,6 +228,11 @@ typedef struct {
                               waiting); 0: 2 * concurrency + 64 */
   uint64_t max_requests;   /* stop reading after this many; 0 = all */
   int64_t cancel_grace_ms; /* after cancel, in-flight transfers get this */
+  int64_t heartbeat_ms;    /* while transfers are in flight, renew the
+                              budget leases of each account that has one at
+                              least this often (an acquire of 0 units and 0
+                              slots), so a request longer than the lease
+                              keeps its slot; 0 = off; default 1000 */
   uint64_t seed;           /* 0: from the system's random source */
   const char *user_agent;  /* NULL: "polite/VERSION" */
 
@@ -226,6 +241,12 @@ typedef struct {
   int (*next)(void *ud, polite_request **out);
   void (*on_result)(void *ud, const polite_result *r);
   void (*on_attempt)(void *ud, const polite_attempt *a); /* may be NULL */
+  /* Called for every attempt right before its transfer is handed to
+   * libcurl, so nothing of it has been sent yet (may be NULL). Returning
+   * non-zero vetoes the attempt: it is not sent, its slot is given back and
+   * the request ends `cancelled` (a journal that cannot record the start
+   * uses this). Each started attempt is later reported by on_attempt. */
+  int (*on_attempt_start)(void *ud, const polite_attempt_start *s);
   /* Called at least every 100 ms while running (may be NULL). */
   void (*on_tick)(void *ud, const polite_batch_stats *s);
   void *ud;
@@ -233,7 +254,7 @@ typedef struct {
 
 /* Fills o with the defaults: max_attempts 5, no deadlines, connect timeout
  * 10 s, timeout 30 s, spread 250 ms, backoff 1 s..30 s, max_body 16 MiB,
- * grace 2 s. */
+ * grace 2 s, heartbeat 1 s. */
 POLITE_EXTERN void polite_batch_options_init(polite_batch_options *o);
 
 typedef struct polite_batch polite_batch;

@@ -82,6 +82,15 @@ POLITE_EXTERN int polite_journal_key(polite_journal *j, const char *id,
 POLITE_EXTERN int polite_journal_attempt(polite_journal *j, const char *id,
                                          unsigned n, int64_t start_ms,
                                          int64_t end_ms, int status);
+/* Records that attempt n of id starts at start_ms (wall clock), before any
+ * byte of it is sent; its end is recorded by polite_journal_attempt. With
+ * sync (writes: POST/PATCH, or any request with an idempotency key) it is
+ * committed and fsync'd before it returns 0; without (safe reads) it is
+ * committed like an attempt record (survives a crash of the process; a
+ * power loss from the next fsync'd record on). */
+POLITE_EXTERN int polite_journal_attempt_start(polite_journal *j,
+                                               const char *id, unsigned n,
+                                               int64_t start_ms, int sync);
 /* Records the final result of id. `backfilled` is 1 when it was recovered
  * from the results file on resume rather than seen live. Committed and
  * fsync'd. */
@@ -101,6 +110,7 @@ POLITE_EXTERN int polite_journal_each_result(
 /* Counts of records, for reports and tests. */
 typedef struct {
   int64_t sessions, requests, attempts, results, requeues;
+  int64_t attempt_starts;
 } polite_journal_counts;
 POLITE_EXTERN int polite_journal_count(polite_journal *j,
                                        polite_journal_counts *c);

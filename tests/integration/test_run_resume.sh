@@ -314,6 +314,40 @@ check "a journal removed mid-run stops the run (exit 1)" [ $? -eq 1 ]
 check "... saying so" grep -q "journal '$TMP/r2.journal' is gone" "$TMP/err"
 check "... before sending everything" [ "$(grep -c '"/r2/' "$REC")" -lt $N ]
 
+# --- 7b. attempt starts: a write in flight at a SIGKILL has its start -------
+# recorded (before it was sent, fsync'd), and no end record.
+python3 "$HERE/../run/server.py" "$TMP/port2" "$TMP/rec2.jsonl" &
+PIDS+=($!)
+for _ in $(seq 100); do
+  [ -s "$TMP/port2" ] && break
+  sleep 0.05
+done
+B2=http://127.0.0.1:$(cat "$TMP/port2")
+printf '{"id":"slow-w","method":"POST","url":"%s/slow?ms=8000","body":"x"}\n{"id":"fast-r","url":"%s/ok/r"}\n' \
+  "$B2" "$B2" >"$TMP/a.in"
+"$POLITE" run "${COMMON[@]}" --journal "$TMP/a.journal" --out "$TMP/a.out" "$TMP/a.in" 2>/dev/null &
+pid=$!
+for _ in $(seq 400); do
+  [ "$(lines "$TMP/a.out")" -ge 1 ] && grep -q '"/slow' "$TMP/rec2.jsonl" 2>/dev/null && break
+  sleep 0.01
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+check "a slow POST in flight: killed (SIGKILL) before it ended" [ $? -eq 137 ]
+check "... its attempt start is in the journal, its end is not; the finished read has both" \
+  python3 -c "
+import sqlite3
+db = sqlite3.connect('$TMP/a.journal')
+q = lambda sql: db.execute(sql).fetchall()
+assert q(\"select n from attempt_start where id='slow-w'\") == [(1,)], q('select * from attempt_start')
+assert q(\"select count(*) from attempt where id='slow-w'\") == [(0,)]
+assert q(\"select count(*) from attempt_start where id='fast-r'\") == [(1,)]
+assert q(\"select count(*) from attempt where id='fast-r'\") == [(1,)]
+# the start row comes after the request row that holds the key
+(k,) = q(\"select idempotency_key from request where id='slow-w'\")[0]
+assert k
+"
+
 # --- 8. full disk -----------------------------------------------------------
 D=$TMP/small
 mkdir -p "$D"

@@ -297,6 +297,48 @@ static void torn_wal_tail_loses_only_the_last_commit(void **state) {
   polite_journal_close(j);
 }
 
+/* Attempt starts are recorded before anything is sent (writes fsync'd,
+ * reads not): a writer killed while both attempts are in flight leaves
+ * both start records and no end record. */
+static void attempt_starts_survive_a_kill(void **state) {
+  (void)state;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    polite_journal *j = NULL;
+    char err[600];
+    if (polite_journal_open(path, POLITE_JOURNAL_CREATE, &j, err, sizeof err) !=
+        0)
+      _exit(3);
+    polite_journal_session s = {"run", "fp", "in", "out", "", 0};
+    if (polite_journal_begin(j, &s) < 1 ||
+        polite_journal_request(j, "w", 1, "POST", "http://h/", "k1") != 0 ||
+        polite_journal_attempt_start(j, "w", 1, 1000, 1) != 0 ||
+        polite_journal_request(j, "r", 2, "GET", "http://h/", NULL) != 0 ||
+        polite_journal_attempt_start(j, "r", 1, 1001, 0) != 0)
+      _exit(4);
+    kill(getpid(), SIGKILL);
+    _exit(6);
+  }
+  int st = 0;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  polite_journal *j = open_mode(POLITE_JOURNAL_RESUME);
+  polite_journal_counts c;
+  assert_int_equal(polite_journal_count(j, &c), 0);
+  assert_int_equal(c.requests, 2);
+  assert_int_equal(c.attempt_starts, 2);
+  assert_int_equal(c.attempts, 0);
+  /* Both commit modes leave the connection writable and FULL again. */
+  begin(j, "resume", "fp");
+  assert_int_equal(polite_journal_attempt_start(j, "r", 2, 2000, 0), 0);
+  assert_int_equal(polite_journal_attempt(j, "r", 2, 2000, 2100, 200), 0);
+  assert_int_equal(polite_journal_count(j, &c), 0);
+  assert_int_equal(c.attempt_starts, 3);
+  assert_int_equal(c.attempts, 1);
+  polite_journal_close(j);
+}
+
 static void write_error_names_file_and_cause(void **state) {
   (void)state;
   polite_journal *j = open_mode(POLITE_JOURNAL_CREATE);
@@ -376,6 +418,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(torn_wal_tail_loses_only_the_last_commit,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(attempt_starts_survive_a_kill, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(write_error_names_file_and_cause, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(sha256_vectors, setup, teardown),
