@@ -87,6 +87,8 @@ int polite__px_watch_match(char *const *patterns, size_t n, const char *url,
  * password, auth) and any userinfo ("user:pass@") replaced by REDACTED, and
  * the fragment dropped. Caller frees. */
 char *polite__px_redact_url(const char *url);
+/* Whole file, NUL-terminated and malloc'ed; NULL with errno on failure. */
+char *polite__px_slurp(const char *path, size_t *len);
 
 /* 1 when the header name carries a secret (Authorization, Cookie, ...). */
 int polite__px_secret_header(const char *name);

@@ -497,34 +497,10 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
 
 int polite__px_config_load(px_config *c, const char *path, char *err,
                            size_t errlen) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
-    cfg_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    return -1;
-  }
-  size_t cap = 8192, n = 0;
-  char *text = malloc(cap);
-  while (text) {
-    if (n == cap) {
-      char *nt = realloc(text, cap *= 2);
-      if (nt == NULL) {
-        free(text);
-        text = NULL;
-        break;
-      }
-      text = nt;
-    }
-    /* text cannot be NULL here: the loop condition and the realloc-failure
-       break guard it; cppcheck loses track of that. */
-    // cppcheck-suppress nullPointerArithmeticRedundantCheck
-    size_t r = fread(text + n, 1, cap - n, f);
-    if (r == 0)
-      break;
-    n += r;
-  }
-  fclose(f);
+  size_t n = 0;
+  char *text = polite__px_slurp(path, &n);
   if (text == NULL) {
-    cfg_err(err, errlen, "%s: out of memory", path);
+    cfg_err(err, errlen, "%s: cannot read: %s", path, strerror(errno));
     return -1;
   }
   char dir[4096];

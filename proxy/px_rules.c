@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <stdarg.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -49,8 +50,10 @@ void polite__px_rules_free(px_rules *r) {
   r->n = 0;
 }
 
-/* Reads a whole file; returns a malloc'ed buffer (NUL-terminated) or NULL. */
-static char *slurp(const char *path, size_t *len) {
+/* Reads a whole file; returns a malloc'ed buffer (NUL-terminated) and its
+ * length, or NULL with errno saying why (open, read or memory). Used for the
+ * config, errors and mocks files and "@file" bodies. */
+char *polite__px_slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (f == NULL)
     return NULL;
@@ -75,9 +78,12 @@ static char *slurp(const char *path, size_t *len) {
       break;
   }
   int bad = ferror(f);
+  int saved = errno;
   fclose(f);
   if (buf == NULL || bad) {
+    int why = buf == NULL ? ENOMEM : (saved ? saved : EIO);
     free(buf);
+    errno = why;
     return NULL;
   }
   buf[n] = '\0';
@@ -102,7 +108,7 @@ static int parse_body(px_response *r, json_t *body, const char *dir,
       else
         snprintf(path, sizeof path, "%s/%s", dir, s + 1);
       size_t len = 0;
-      r->body = slurp(path, &len);
+      r->body = polite__px_slurp(path, &len);
       if (r->body == NULL) {
         set_err(err, errlen, "%s: %s.body: cannot read body file '%s'", name,
                 where, path);
@@ -321,9 +327,9 @@ fail:
 int polite__px_rules_load(px_rules *out, px_rules_kind kind, const char *path,
                           char *err, size_t errlen) {
   size_t len = 0;
-  char *text = slurp(path, &len);
+  char *text = polite__px_slurp(path, &len);
   if (text == NULL) {
-    set_err(err, errlen, "%s: cannot read file", path);
+    set_err(err, errlen, "%s: cannot read file: %s", path, strerror(errno));
     memset(out, 0, sizeof *out);
     return POLITE_EIO;
   }
