@@ -4,6 +4,7 @@
 #include <polite/budget.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int polite_budget_open(const char *uri, const polite_budget_config *cfg,
@@ -69,4 +70,19 @@ const char *polite_budget_errstr(const polite_budget *b) {
 void polite_budget_close(polite_budget *b) {
   if (b != NULL)
     b->vt->close(b);
+}
+
+void *polite__budget_alloc(size_t size, const polite_budget_vtable *vt,
+                           const polite_budget_config *cfg) {
+  if (cfg == NULL || cfg->rate_per_s != cfg->rate_per_s ||
+      size < sizeof(polite_budget))
+    return NULL;
+  polite_budget *b = calloc(1, size);
+  if (b == NULL)
+    return NULL;
+  b->vt = vt;
+  b->cfg = *cfg;
+  if (b->cfg.burst == 0)
+    b->cfg.burst = 1;
+  return b;
 }

@@ -22,6 +22,13 @@ extern "C" {
  * only still works, but may sleep until one of its own requests ends. */
 #define POLITE__BUDGET_SLOT_POLL_US 10000
 
+/* Allocates a backend object of `size` bytes whose first member is a
+ * struct polite_budget: zeroed, with `vt` set and a copy of *cfg in which a
+ * burst of 0 means 1. NULL when cfg is unusable (NULL, NaN rate) or memory is
+ * short. The backend frees it with free(). */
+void *polite__budget_alloc(size_t size, const polite_budget_vtable *vt,
+                           const polite_budget_config *cfg);
+
 /* Opens (creating when missing) the budget file named by
  * uri = "file:PATH[?lease=DURATION]". Processes that open the same PATH
  * share one start rate, one concurrency limit and one pause per account.

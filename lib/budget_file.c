@@ -535,13 +535,9 @@ int polite__budget_file_new(const char *uri, const polite_budget_config *cfg,
   if (uri == NULL || cfg == NULL || strncmp(uri, "file:", 5) != 0 ||
       cfg->rate_per_s != cfg->rate_per_s)
     return POLITE_EINVAL;
-  file_budget *fb = calloc(1, sizeof *fb);
+  file_budget *fb = polite__budget_alloc(sizeof *fb, &file_vt, cfg);
   if (fb == NULL)
     return POLITE_ENOMEM;
-  fb->base.vt = &file_vt;
-  fb->base.cfg = *cfg;
-  if (fb->base.cfg.burst == 0)
-    fb->base.cfg.burst = 1;
   fb->uri = strdup(uri);
   char *path = NULL;
   int64_t lease_ms = 0;

@@ -2,6 +2,8 @@
  * mutex so that several threads (polite_client users) share them. */
 #include <polite/budget.h>
 
+#include "budget_backends.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,13 +146,9 @@ int polite_budget_local_new(const polite_budget_config *cfg,
                             polite_budget **out) {
   if (cfg == NULL || out == NULL || cfg->rate_per_s != cfg->rate_per_s)
     return POLITE_EINVAL;
-  local_budget *lb = calloc(1, sizeof *lb);
+  local_budget *lb = polite__budget_alloc(sizeof *lb, &local_vt, cfg);
   if (lb == NULL)
     return POLITE_ENOMEM;
-  lb->base.vt = &local_vt;
-  lb->base.cfg = *cfg;
-  if (lb->base.cfg.burst == 0)
-    lb->base.cfg.burst = 1;
   if (pthread_mutex_init(&lb->mu, NULL) != 0) {
     free(lb);
     return POLITE_ENOMEM;

@@ -647,13 +647,9 @@ int polite__budget_redis_new(const char *uri, const polite_budget_config *cfg,
   if (uri == NULL || cfg == NULL || strncmp(uri, "redis://", 8) != 0 ||
       cfg->rate_per_s != cfg->rate_per_s)
     return POLITE_EINVAL;
-  redis_budget *rb = calloc(1, sizeof *rb);
+  redis_budget *rb = polite__budget_alloc(sizeof *rb, &redis_vt, cfg);
   if (rb == NULL)
     return POLITE_ENOMEM;
-  rb->base.vt = &redis_vt;
-  rb->base.cfg = *cfg;
-  if (rb->base.cfg.burst == 0)
-    rb->base.cfg.burst = 1;
   pthread_mutex_init(&rb->mu, NULL);
   int rc = parse_uri(rb, uri, errbuf, errlen);
   if (rc == 0 && cfg->rate_per_s > 0) {
