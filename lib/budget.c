@@ -3,6 +3,7 @@
 
 #include <polite/budget.h>
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,4 +86,17 @@ void *polite__budget_alloc(size_t size, const polite_budget_vtable *vt,
   if (b->cfg.burst == 0)
     b->cfg.burst = 1;
   return b;
+}
+
+void polite__budget_errf(char *buf, size_t len, const char *uri,
+                         const char *fmt, ...) {
+  if (buf == NULL || len == 0)
+    return;
+  int n = snprintf(buf, len, "budget '%.80s': ", uri);
+  if (n < 0 || (size_t)n >= len)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+  va_end(ap);
 }

@@ -29,6 +29,13 @@ extern "C" {
 void *polite__budget_alloc(size_t size, const polite_budget_vtable *vt,
                            const polite_budget_config *cfg);
 
+/* Formats "budget 'URI': " + fmt into buf (may be NULL); the URI is cut
+ * to 80 bytes so messages stay readable. Callers pass URIs whose password
+ * is already masked. */
+void polite__budget_errf(char *buf, size_t len, const char *uri,
+                         const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Opens (creating when missing) the budget file named by
  * uri = "file:PATH[?lease=DURATION]". Processes that open the same PATH
  * share one start rate, one concurrency limit and one pause per account.

@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,20 +71,6 @@ typedef struct {
   int limited;
 } file_budget;
 
-/* Formats "budget 'URI': ..." into buf (URIs truncated to stay readable). */
-static void fmt_err(char *buf, size_t len, const char *uri, const char *fmt,
-                    ...) {
-  if (buf == NULL || len == 0)
-    return;
-  int n = snprintf(buf, len, "budget '%.80s': ", uri);
-  if (n < 0 || (size_t)n >= len)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf + n, len - (size_t)n, fmt, ap);
-  va_end(ap);
-}
-
 /* Reads the kernel's boot id into out (empty when unavailable: then a
  * reboot is not detected, which only matters for stale files). */
 static void read_boot_id(char out[48]) {
@@ -129,8 +114,8 @@ static int pf_lock(file_budget *fb) {
     return 0;
   }
   if (rc != 0) {
-    fmt_err(fb->base.errstr, sizeof fb->base.errstr, fb->uri,
-            "cannot take the file's lock: %s", strerror(rc));
+    polite__budget_errf(fb->base.errstr, sizeof fb->base.errstr, fb->uri,
+                        "cannot take the file's lock: %s", strerror(rc));
     return POLITE_EBUDGET;
   }
   return 0;
@@ -151,8 +136,8 @@ static pf_account *find_account(file_budget *fb, const char *key, int create,
   size_t len = strlen(key);
   *err = 0;
   if (len >= PF_KEYLEN) {
-    fmt_err(fb->base.errstr, sizeof fb->base.errstr, fb->uri,
-            "account key longer than %d bytes", PF_KEYLEN - 1);
+    polite__budget_errf(fb->base.errstr, sizeof fb->base.errstr, fb->uri,
+                        "account key longer than %d bytes", PF_KEYLEN - 1);
     *err = POLITE_EBUDGET;
     return NULL;
   }
@@ -170,8 +155,8 @@ static pf_account *find_account(file_budget *fb, const char *key, int create,
   if (!create)
     return NULL;
   if (free_slot == NULL) {
-    fmt_err(fb->base.errstr, sizeof fb->base.errstr, fb->uri,
-            "all %d accounts of the file are in use", PF_ACCOUNTS);
+    polite__budget_errf(fb->base.errstr, sizeof fb->base.errstr, fb->uri,
+                        "all %d accounts of the file are in use", PF_ACCOUNTS);
     *err = POLITE_EBUDGET;
     return NULL;
   }
@@ -214,6 +199,30 @@ static uint64_t reclaim(pf_account *a, int64_t now_us, int64_t *next_expiry) {
   return in_use;
 }
 
+/* Takes the file lock, finds (or creates) the account and renews this
+ * participant's lease in it: the common start of acquire and pause. On
+ * success the lock is held, 0 is returned and *me_out (may be NULL) is this
+ * participant's entry or NULL; otherwise nothing is held. */
+static int enter_account(file_budget *fb, const char *key, int64_t now_us,
+                         pf_account **out, pf_owner **me_out) {
+  int rc = pf_lock(fb);
+  if (rc != 0)
+    return rc;
+  int err = 0;
+  pf_account *a = find_account(fb, key, 1, &err);
+  if (a == NULL) {
+    pf_unlock(fb);
+    return err != 0 ? err : POLITE_EBUDGET;
+  }
+  pf_owner *me = my_owner(fb, a);
+  if (me != NULL && me->slots > 0)
+    me->expiry_us = now_us + fb->lease_us;
+  *out = a;
+  if (me_out != NULL)
+    *me_out = me;
+  return 0;
+}
+
 /* Same order as the local backend: the pause first (nothing starts), then
  * the slots (do not burn rate units for a start that cannot happen), then
  * the rate (recorded only on success). Any call renews this participant's
@@ -221,18 +230,11 @@ static uint64_t reclaim(pf_account *a, int64_t now_us, int64_t *next_expiry) {
 static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
                         unsigned units, unsigned slots, int64_t *wait_us) {
   file_budget *fb = (file_budget *)b;
-  int rc = pf_lock(fb);
+  pf_account *a = NULL;
+  pf_owner *me = NULL;
+  int rc = enter_account(fb, key, now_us, &a, &me);
   if (rc != 0)
     return rc;
-  int err;
-  pf_account *a = find_account(fb, key, 1, &err);
-  if (a == NULL) {
-    pf_unlock(fb);
-    return err;
-  }
-  pf_owner *me = my_owner(fb, a);
-  if (me != NULL && me->slots > 0)
-    me->expiry_us = now_us + fb->lease_us;
   unsigned conc = b->cfg.concurrency;
   if (now_us < a->paused_until_us) {
     *wait_us = a->paused_until_us - now_us;
@@ -259,9 +261,9 @@ static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
             a->hi = i + 1; /* before the entry is filled in */
         }
       if (me == NULL) {
-        fmt_err(b->errstr, sizeof b->errstr, fb->uri,
-                "all %d participant entries of the account are in use",
-                PF_OWNERS);
+        polite__budget_errf(
+            b->errstr, sizeof b->errstr, fb->uri,
+            "all %d participant entries of the account are in use", PF_OWNERS);
         rc = POLITE_EBUDGET;
         goto out;
       }
@@ -314,18 +316,10 @@ static void file_release(polite_budget *b, const char *key, unsigned slots) {
 static int file_pause_until(polite_budget *b, const char *key, int64_t now_us,
                             int64_t until_us) {
   file_budget *fb = (file_budget *)b;
-  int rc = pf_lock(fb);
+  pf_account *a = NULL;
+  int rc = enter_account(fb, key, now_us, &a, NULL);
   if (rc != 0)
     return rc;
-  int err;
-  pf_account *a = find_account(fb, key, 1, &err);
-  if (a == NULL) {
-    pf_unlock(fb);
-    return err;
-  }
-  pf_owner *me = my_owner(fb, a);
-  if (me != NULL && me->slots > 0)
-    me->expiry_us = now_us + fb->lease_us;
   if (until_us > a->paused_until_us) {
     a->paused_until_us = until_us;
     if (fb->limited) {
@@ -392,7 +386,8 @@ static int parse_uri(const char *uri, char **path, int64_t *lease_ms,
   size_t plen = q ? (size_t)(q - p) : strlen(p);
   *lease_ms = POLITE__BUDGET_LEASE_DEFAULT_MS;
   if (plen == 0) {
-    fmt_err(errbuf, errlen, uri, "expected file:PATH (the path is empty)");
+    polite__budget_errf(errbuf, errlen, uri,
+                        "expected file:PATH (the path is empty)");
     return POLITE_EINVAL;
   }
   while (q != NULL) {
@@ -401,21 +396,23 @@ static int parse_uri(const char *uri, char **path, int64_t *lease_ms,
     size_t n = q ? (size_t)(q - s) : strlen(s);
     char param[128];
     if (n >= sizeof param) {
-      fmt_err(errbuf, errlen, uri, "URI parameter too long");
+      polite__budget_errf(errbuf, errlen, uri, "URI parameter too long");
       return POLITE_EINVAL;
     }
     memcpy(param, s, n);
     param[n] = '\0';
     if (strncmp(param, "lease=", 6) == 0) {
       if (polite_duration_parse(param + 6, lease_ms) != 0 || *lease_ms < 1) {
-        fmt_err(errbuf, errlen, uri,
-                "lease: expected a duration like 30s or 500ms, got '%.40s'",
-                param + 6);
+        polite__budget_errf(
+            errbuf, errlen, uri,
+            "lease: expected a duration like 30s or 500ms, got '%.40s'",
+            param + 6);
         return POLITE_EINVAL;
       }
     } else {
-      fmt_err(errbuf, errlen, uri,
-              "unknown parameter '%.40s' (expected lease=DURATION)", param);
+      polite__budget_errf(errbuf, errlen, uri,
+                          "unknown parameter '%.40s' (expected lease=DURATION)",
+                          param);
       return POLITE_EINVAL;
     }
   }
@@ -432,40 +429,46 @@ static int map_file(file_budget *fb, const char *path, char *errbuf,
   const char *uri = fb->uri;
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) {
-    fmt_err(errbuf, errlen, uri, "cannot open %s: %s", path, strerror(errno));
+    polite__budget_errf(errbuf, errlen, uri, "cannot open %s: %s", path,
+                        strerror(errno));
     return POLITE_EBUDGET;
   }
   int rc = 0;
   while (flock(fd, LOCK_EX) != 0) {
     if (errno != EINTR) {
-      fmt_err(errbuf, errlen, uri, "cannot lock %s: %s", path, strerror(errno));
+      polite__budget_errf(errbuf, errlen, uri, "cannot lock %s: %s", path,
+                          strerror(errno));
       close(fd);
       return POLITE_EBUDGET;
     }
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
-    fmt_err(errbuf, errlen, uri, "cannot stat %s: %s", path, strerror(errno));
+    polite__budget_errf(errbuf, errlen, uri, "cannot stat %s: %s", path,
+                        strerror(errno));
     rc = POLITE_EBUDGET;
     goto done;
   }
   if (st.st_size != 0 && st.st_size != (off_t)sizeof(pf_file)) {
-    fmt_err(errbuf, errlen, uri,
-            "%s is not a polite budget file of this version (size %lld, "
-            "expected %zu); remove it when no process uses it",
-            path, (long long)st.st_size, sizeof(pf_file));
+    polite__budget_errf(
+        errbuf, errlen, uri,
+        "%s is not a polite budget file of this version (size %lld, "
+        "expected %zu); remove it when no process uses it",
+        path, (long long)st.st_size, sizeof(pf_file));
     rc = POLITE_EBUDGET;
     goto done;
   }
   if (st.st_size == 0 && ftruncate(fd, sizeof(pf_file)) != 0) {
-    fmt_err(errbuf, errlen, uri, "cannot size %s: %s", path, strerror(errno));
+    polite__budget_errf(errbuf, errlen, uri, "cannot size %s: %s", path,
+                        strerror(errno));
     rc = POLITE_EBUDGET;
     goto done;
   }
   pf_file *f =
       mmap(NULL, sizeof(pf_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (f == MAP_FAILED) {
-    fmt_err(errbuf, errlen, uri, "cannot map %s: %s", path, strerror(errno));
+    polite__budget_errf(errbuf, errlen, uri, "cannot map %s: %s", path,
+                        strerror(errno));
     rc = POLITE_EBUDGET;
     goto done;
   }
@@ -482,7 +485,8 @@ static int map_file(file_budget *fb, const char *path, char *errbuf,
     f->burst = c->burst;
     f->concurrency = c->concurrency;
     if (init_state(f, boot) != 0) {
-      fmt_err(errbuf, errlen, uri, "cannot initialise the lock in %s", path);
+      polite__budget_errf(errbuf, errlen, uri,
+                          "cannot initialise the lock in %s", path);
       rc = POLITE_EBUDGET;
       goto done;
     }
@@ -491,22 +495,24 @@ static int map_file(file_budget *fb, const char *path, char *errbuf,
   }
   if (magic != PF_MAGIC || f->version != PF_VERSION ||
       f->size != sizeof(pf_file) || f->mutex_size != sizeof(pthread_mutex_t)) {
-    fmt_err(errbuf, errlen, uri,
-            "%s is not a polite budget file of this version; remove it when "
-            "no process uses it",
-            path);
+    polite__budget_errf(
+        errbuf, errlen, uri,
+        "%s is not a polite budget file of this version; remove it when "
+        "no process uses it",
+        path);
     rc = POLITE_EBUDGET;
     goto done;
   }
   double want = c->rate_per_s > 0 ? c->rate_per_s : 0;
   if (fabs(f->rate_per_s - want) > 1e-9 * fmax(1.0, want) ||
       f->burst != c->burst || f->concurrency != c->concurrency) {
-    fmt_err(errbuf, errlen, uri,
-            "%s was created with rate %g/s, burst %u, concurrency %u; this "
-            "process asks for rate %g/s, burst %u, concurrency %u (use the "
-            "same settings, or another file)",
-            path, f->rate_per_s, f->burst, f->concurrency, want, c->burst,
-            c->concurrency);
+    polite__budget_errf(
+        errbuf, errlen, uri,
+        "%s was created with rate %g/s, burst %u, concurrency %u; this "
+        "process asks for rate %g/s, burst %u, concurrency %u (use the "
+        "same settings, or another file)",
+        path, f->rate_per_s, f->burst, f->concurrency, want, c->burst,
+        c->concurrency);
     rc = POLITE_EINVAL;
     goto done;
   }
@@ -515,7 +521,8 @@ static int map_file(file_budget *fb, const char *path, char *errbuf,
      * expiries) and its lock word are meaningless now, and no process of
      * that boot can still be using it. Start fresh. */
     if (init_state(f, boot) != 0) {
-      fmt_err(errbuf, errlen, uri, "cannot initialise the lock in %s", path);
+      polite__budget_errf(errbuf, errlen, uri,
+                          "cannot initialise the lock in %s", path);
       rc = POLITE_EBUDGET;
     }
   }
@@ -546,8 +553,8 @@ int polite__budget_file_new(const char *uri, const polite_budget_config *cfg,
   if (rc == 0 && cfg->rate_per_s > 0) {
     if (polite_gcra_init(&fb->proto, cfg->rate_per_s, fb->base.cfg.burst) !=
         0) {
-      fmt_err(errbuf, errlen, uri, "rate %g/s is out of range",
-              cfg->rate_per_s);
+      polite__budget_errf(errbuf, errlen, uri, "rate %g/s is out of range",
+                          cfg->rate_per_s);
       rc = POLITE_EINVAL;
     }
     fb->limited = 1;

@@ -10,7 +10,6 @@
 
 #include <ctype.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,19 +150,6 @@ typedef struct {
   pause_memo *memos;
 } redis_budget;
 
-static void fmt_err(char *buf, size_t len, const char *uri, const char *fmt,
-                    ...) {
-  if (buf == NULL || len == 0)
-    return;
-  int n = snprintf(buf, len, "budget '%.80s': ", uri);
-  if (n < 0 || (size_t)n >= len)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf + n, len - (size_t)n, fmt, ap);
-  va_end(ap);
-}
-
 static struct timeval tv_ms(int64_t ms) {
   struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
   return tv;
@@ -191,8 +177,8 @@ static int connect_now(redis_budget *rb, char *errbuf, size_t errlen) {
   redisContext *c =
       redisConnectWithTimeout(rb->host, rb->port, tv_ms(rb->timeout_ms));
   if (c == NULL || c->err) {
-    fmt_err(errbuf, errlen, rb->safe_uri, "cannot connect: %s",
-            c ? c->errstr : "out of memory");
+    polite__budget_errf(errbuf, errlen, rb->safe_uri, "cannot connect: %s",
+                        c ? c->errstr : "out of memory");
     if (c)
       redisFree(c);
     return POLITE_EBUDGET;
@@ -205,8 +191,8 @@ static int connect_now(redis_budget *rb, char *errbuf, size_t errlen) {
     redisReply *r = command(rb, argc, argv, NULL);
     if (r == NULL || r->type == REDIS_REPLY_ERROR) {
       /* The server's message never contains the password. */
-      fmt_err(errbuf, errlen, rb->safe_uri, "authentication failed: %s",
-              r ? r->str : c->errstr);
+      polite__budget_errf(errbuf, errlen, rb->safe_uri,
+                          "authentication failed: %s", r ? r->str : c->errstr);
       freeReplyObject(r);
       drop_conn(rb);
       return POLITE_EBUDGET;
@@ -216,10 +202,11 @@ static int connect_now(redis_budget *rb, char *errbuf, size_t errlen) {
   const char *argv[3] = {"SCRIPT", "LOAD", SCRIPT};
   redisReply *r = command(rb, 3, argv, NULL);
   if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40) {
-    fmt_err(errbuf, errlen, rb->safe_uri, "cannot load the script: %s",
-            r == NULL                      ? c->errstr
-            : r->type == REDIS_REPLY_ERROR ? r->str
-                                           : "unexpected reply");
+    polite__budget_errf(errbuf, errlen, rb->safe_uri,
+                        "cannot load the script: %s",
+                        r == NULL                      ? c->errstr
+                        : r->type == REDIS_REPLY_ERROR ? r->str
+                                                       : "unexpected reply");
     freeReplyObject(r);
     drop_conn(rb);
     return POLITE_EBUDGET;
@@ -245,9 +232,10 @@ static int ensure_conn(redis_budget *rb, int64_t now_us) {
   if (rb->c != NULL)
     return 0;
   if (now_us < rb->next_connect_us) {
-    fmt_err(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
-            "%s; next try in %lld ms", rb->last_cause,
-            (long long)((rb->next_connect_us - now_us + 999) / 1000));
+    polite__budget_errf(
+        rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
+        "%s; next try in %lld ms", rb->last_cause,
+        (long long)((rb->next_connect_us - now_us + 999) / 1000));
     return POLITE_EBUDGET;
   }
   if (connect_now(rb, rb->base.errstr, sizeof rb->base.errstr) != 0) {
@@ -382,13 +370,13 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   }
   free(kbuf);
   if (r == NULL) {
-    fmt_err(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
-            "lost the connection: %s",
-            rb->c->errstr[0] ? rb->c->errstr : "no reply");
+    polite__budget_errf(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
+                        "lost the connection: %s",
+                        rb->c->errstr[0] ? rb->c->errstr : "no reply");
     rc = POLITE_EBUDGET;
   } else if (r->type == REDIS_REPLY_ERROR) {
-    fmt_err(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
-            "the server refused: %.60s", r->str);
+    polite__budget_errf(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
+                        "the server refused: %.60s", r->str);
     rc = POLITE_EBUDGET;
     if (!fatal_reply(r)) {
       freeReplyObject(r);
@@ -397,8 +385,8 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
              r->element[0]->type != REDIS_REPLY_INTEGER ||
              r->element[1]->type != REDIS_REPLY_INTEGER) {
-    fmt_err(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
-            "unexpected reply from the script");
+    polite__budget_errf(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
+                        "unexpected reply from the script");
     freeReplyObject(r);
     return POLITE_EBUDGET;
   } else {
@@ -561,7 +549,8 @@ static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
   if (at != NULL) {
     const char *colon = memchr(p, ':', (size_t)(at - p));
     if (colon == NULL) {
-      fmt_err(errbuf, errlen, u, "expected USER:PASSWORD@ or :PASSWORD@");
+      polite__budget_errf(errbuf, errlen, u,
+                          "expected USER:PASSWORD@ or :PASSWORD@");
       return POLITE_EINVAL;
     }
     if (colon > p)
@@ -570,7 +559,7 @@ static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
     p = at + 1;
   }
   if (slash == NULL || slash == p) {
-    fmt_err(errbuf, errlen, u, "expected redis://HOST:PORT/NAME");
+    polite__budget_errf(errbuf, errlen, u, "expected redis://HOST:PORT/NAME");
     return POLITE_EINVAL;
   }
   const char *colon = memchr(p, ':', (size_t)(slash - p));
@@ -579,8 +568,9 @@ static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
     char *end;
     long port = strtol(colon + 1, &end, 10);
     if (end != slash || port < 1 || port > 65535) {
-      fmt_err(errbuf, errlen, u, "port: expected 1-65535, got '%.*s'",
-              (int)(slash - colon - 1), colon + 1);
+      polite__budget_errf(errbuf, errlen, u,
+                          "port: expected 1-65535, got '%.*s'",
+                          (int)(slash - colon - 1), colon + 1);
       return POLITE_EINVAL;
     }
     rb->port = (int)port;
@@ -592,13 +582,14 @@ static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
   const char *q = strchr(name, '?');
   size_t nlen = q ? (size_t)(q - name) : strlen(name);
   if (nlen == 0 || nlen > 100) {
-    fmt_err(errbuf, errlen, u, "expected a budget NAME after the port");
+    polite__budget_errf(errbuf, errlen, u,
+                        "expected a budget NAME after the port");
     return POLITE_EINVAL;
   }
   for (size_t i = 0; i < nlen; i++)
     if (!isalnum((unsigned char)name[i]) && !strchr("._:-", name[i])) {
-      fmt_err(errbuf, errlen, u,
-              "NAME: only letters, digits and . _ : - are allowed");
+      polite__budget_errf(errbuf, errlen, u,
+                          "NAME: only letters, digits and . _ : - are allowed");
       return POLITE_EINVAL;
     }
   rb->name = strndup(name, nlen);
@@ -611,7 +602,7 @@ static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
     size_t n = q ? (size_t)(q - s) : strlen(s);
     char param[128];
     if (n >= sizeof param) {
-      fmt_err(errbuf, errlen, u, "URI parameter too long");
+      polite__budget_errf(errbuf, errlen, u, "URI parameter too long");
       return POLITE_EINVAL;
     }
     memcpy(param, s, n);
@@ -620,15 +611,17 @@ static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
                    : strncmp(param, "timeout=", 8) == 0 ? &timeout_ms
                                                         : NULL;
     if (dst == NULL) {
-      fmt_err(errbuf, errlen, u,
-              "unknown parameter '%.40s' (expected lease= or timeout=)", param);
+      polite__budget_errf(
+          errbuf, errlen, u,
+          "unknown parameter '%.40s' (expected lease= or timeout=)", param);
       return POLITE_EINVAL;
     }
     const char *v = strchr(param, '=') + 1;
     if (polite_duration_parse(v, dst) != 0 || *dst < 1) {
-      fmt_err(errbuf, errlen, u,
-              "%.*s: expected a duration like 30s or 500ms, got '%.40s'",
-              (int)(v - param - 1), param, v);
+      polite__budget_errf(
+          errbuf, errlen, u,
+          "%.*s: expected a duration like 30s or 500ms, got '%.40s'",
+          (int)(v - param - 1), param, v);
       return POLITE_EINVAL;
     }
   }
@@ -655,8 +648,8 @@ int polite__budget_redis_new(const char *uri, const polite_budget_config *cfg,
   if (rc == 0 && cfg->rate_per_s > 0) {
     polite_gcra g;
     if (polite_gcra_init(&g, cfg->rate_per_s, rb->base.cfg.burst) != 0) {
-      fmt_err(errbuf, errlen, rb->safe_uri, "rate %g/s is out of range",
-              cfg->rate_per_s);
+      polite__budget_errf(errbuf, errlen, rb->safe_uri,
+                          "rate %g/s is out of range", cfg->rate_per_s);
       rc = POLITE_EINVAL;
     }
     rb->interval_us = 1e6 / cfg->rate_per_s;
