@@ -470,7 +470,9 @@ static int start_attempt(polite_batch *b, job *j, int64_t now) {
   int64_t tmo = b->o.timeout_ms > 0 ? b->o.timeout_ms : 0;
   int64_t left = time_left_us(b, j, now);
   if (left != NO_TIME) {
-    int64_t lm = left / 1000 > 0 ? left / 1000 : 1;
+    /* Rounded up: a timeout that fires before the deadline would let the
+     * next request start in the last sub-millisecond of the run. */
+    int64_t lm = left > 0 ? (left + 999) / 1000 : 1;
     if (tmo == 0 || lm < tmo)
       tmo = lm;
   }
@@ -817,6 +819,16 @@ static int64_t schedule(polite_batch *b, int64_t now) {
     /* `cost` rate units and ONE slot, both or neither: the concurrency
      * limit counts requests, also when the rate counts tokens. Every
      * attempt, retries included, pays its cost. */
+    /* Less than a millisecond before the deadline, an attempt cannot
+     * finish in time: end it without spending the budget. */
+    int64_t jl = time_left_us(b, j, now);
+    if (jl != NO_TIME && jl < 1000) {
+      *pp = j->next;
+      b->n_waiting--;
+      finish(b, j, POLITE_OUT_DEADLINE, j->status,
+             "the deadline passed before the attempt could start", now);
+      continue;
+    }
     int64_t w = 0;
     int rc = polite_budget_acquire(b->o.budget, j->key, now,
                                    j->req->cost ? j->req->cost : 1, 1, &w);

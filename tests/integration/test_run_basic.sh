@@ -113,7 +113,8 @@ check "server wait beyond deadline: outcome deadline at once" jq -e '.outcome=="
 echo "$B/slow?ms=3000" | "$P" run --no-progress -q --deadline 700ms >"$TMP/dl2.out"
 check "slow transfer cut at the deadline" jq -e '.outcome=="deadline" and .elapsed_ms >= 600 and .elapsed_ms < 2000' "$TMP/dl2.out"
 printf '%s/slow?ms=3000\n%s/ok/rd\n' "$B" "$B" | "$P" run --no-progress -q --concurrency 1 --run-deadline 500ms >"$TMP/dl3.out"
-check "run deadline: every line gets deadline" [ "$(jq -r .outcome "$TMP/dl3.out" | sort | tr '\n' ' ')" = "deadline deadline " ]
+dl3=$(jq -r .outcome "$TMP/dl3.out" | sort | tr '\n' ' ')
+check "run deadline: every line gets deadline (got: $dl3)" [ "$dl3" = "deadline deadline " ]
 
 # --- quota spent: exit 3 --------------------------------------------------------
 printf '%s/quota\n%s/ok/q1\n%s/ok/q2\n' "$B" "$B" "$B" | "$P" run --no-progress -q --concurrency 1 >"$TMP/q.out"
