@@ -87,8 +87,8 @@ static const polite__redact_rule rules[] = {
      "https://user:REDACTED@h/x"},
     {S, CODE, "userinfo without a password (a token as the user name)",
      "https://ghp_abc@h/x", "https://REDACTED@h/x"},
-    {S, CODE, "password containing @ (up to the last @)",
-     "https://u:p@ss@h/x", "https://u:REDACTED@h/x"},
+    {S, CODE, "password containing @ (up to the last @)", "https://u:p@ss@h/x",
+     "https://u:REDACTED@h/x"},
     {S, CODE, "password containing /", "https://u:pa/ss@h/x",
      "https://u:REDACTED@h/x"},
     {S, CODE, "password containing ?", "https://u:pa?ss@h/x?page=2",
@@ -438,8 +438,7 @@ char *polite_redact_url(const char *url) {
 
 /* Every URL in free text ("scheme://" up to a space, quote or angle
  * bracket) goes through redact_url_into; the rest is copied. */
-static void redact_text_into(sbuf *b, const char *text, size_t len,
-                             int depth) {
+static void redact_text_into(sbuf *b, const char *text, size_t len, int depth) {
   const char *p = text, *end = text + len;
   while (p < end) {
     const char *s = memmem(p, (size_t)(end - p), "://", 3);
@@ -453,8 +452,8 @@ static void redact_text_into(sbuf *b, const char *text, size_t len,
                      u[-1] == '-' || u[-1] == '.'))
       u--;
     const char *e = s + 3;
-    while (e < end && !isspace((unsigned char)*e) && *e != '"' &&
-           *e != '\'' && *e != '<' && *e != '>')
+    while (e < end && !isspace((unsigned char)*e) && *e != '"' && *e != '\'' &&
+           *e != '<' && *e != '>')
       e++;
     put(b, p, (size_t)(u - p));
     redact_url_into(b, u, (size_t)(e - u), depth);

@@ -120,14 +120,14 @@ static void every_rule_row(void **state) {
   const polite__redact_rule *r = polite__redact_rules(&n);
   assert_true(n >= 30);
   for (size_t i = 0; i < n; i++) {
-    int header = r[i].where == POLITE__RULE_HEADER ||
-                 r[i].where == POLITE__RULE_VALUE;
+    int header =
+        r[i].where == POLITE__RULE_HEADER || r[i].where == POLITE__RULE_VALUE;
     char *got = header ? polite_redact_header(r[i].example)
                        : polite_redact_url(r[i].example);
     assert_non_null(got);
     if (strcmp(got, r[i].redacted) != 0)
-      fail_msg("row %zu (%s): %s gave %s, want %s", i, r[i].text,
-               r[i].example, got, r[i].redacted);
+      fail_msg("row %zu (%s): %s gave %s, want %s", i, r[i].text, r[i].example,
+               got, r[i].redacted);
     /* The secret part of the example never survives. */
     assert_null(strstr(got, "s1"));
     free(got);
