@@ -142,7 +142,7 @@ static void add_id(polite_diagnosis *d, const char *name, size_t nlen,
   if (nlen > sizeof id->name - 1)
     nlen = sizeof id->name - 1;
   for (size_t i = 0; i < nlen; i++)
-    id->name[i] = (char)tolower((unsigned char)name[i]);
+    id->name[i] = polite__lower(name[i]);
   id->name[nlen] = '\0';
   copy_value(id->value, sizeof id->value, v, vn);
 }
