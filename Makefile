@@ -1,7 +1,8 @@
 # Shortcuts for the README's two commands; the real build is CMake + ctest.
 #   make demo   install what is missing, build, run the built-in demo
 #   make test   install what is missing, build, run every test (plain + ASan/UBSan + fuzz smoke + lint)
-#   make lint   cppcheck + clang-tidy (.clang-tidy) over lib/ src/ proxy/; fails on any finding
+#   make lint   banned functions (scripts/checksrc.sh), cppcheck, clang-tidy (.clang-tidy)
+#               over lib/ src/ proxy/; fails on any finding
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -63,6 +64,7 @@ fuzz: fuzz-build
 # clang-tidy needs is its compile_commands.json.
 LINT_SOURCES = $(sort $(wildcard lib/*.c src/*.c proxy/*.c))
 lint: deps
+	scripts/checksrc.sh lib src proxy
 	cmake -S . -B $(LINT_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPOLITE_TESTS=OFF \
 	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 	cppcheck --enable=warning,portability,performance --inline-suppr \
