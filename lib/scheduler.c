@@ -936,9 +936,10 @@ int polite__sched_step(polite__sched *s, const polite__now *now,
   if (s->o.max_requests && s->st.read >= s->o.max_requests)
     s->st.input_done = 1;
   update_stats(s, t);
-  if (s->o.on_tick && t - s->last_tick_us >= TICK_US) {
+  if (t - s->last_tick_us >= TICK_US) {
     s->last_tick_us = t;
-    s->o.on_tick(s->o.ud, &s->st);
+    if (s->o.on_tick)
+      s->o.on_tick(s->o.ud, &s->st);
   }
   if (s->st.in_flight == 0 && s->waiting.n == 0 && reading_over(s))
     return 1;
