@@ -6,6 +6,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/keyvalq_struct.h>
+#include <openssl/ssl.h>
 
 /* Why not evhttp's client: it re-arms epoll on every state change and waits
  * for EPOLLOUT before each write, about 8 extra syscalls per request. Here
@@ -24,7 +25,8 @@ typedef struct {
   /* Body bytes, de-chunked; the callee drains `data`. */
   void (*on_body)(void *arg, struct evbuffer *data);
   /* ok = 1: the whole response arrived. ok = 0: it failed (before on_head:
-   * nothing was received; after: the body is cut short). */
+   * nothing was received; after: the body is cut short);
+   * polite__px_up_error says why. */
   void (*on_done)(void *arg, int ok);
   /* May be NULL. Returns 1 while the receiver cannot take more body (its
    * client is slow): the upstream socket is then not read (back-pressure
@@ -33,10 +35,31 @@ typedef struct {
   int (*busy)(void *arg);
 } px_up_handler;
 
-/* Resolves host:port once. Returns NULL with a message in err. */
+/* Resolves host:port once (getaddrinfo: blocking). Returns NULL with a
+ * message in err. Connections are plain TCP. */
 px_upstream *polite__px_up_new(struct event_base *base, const char *host,
                                int port, char *err, size_t errlen);
+/* The same over TLS when tls is not NULL (a client context, e.g. from
+ * polite__px_tls_client_ctx; the upstream takes a reference of its own):
+ * SNI is host (unless it is an IP literal), and the certificate must name
+ * host (DNS name or IP address) unless tls verifies nothing. The last TLS
+ * session is resumed by new connections. */
+px_upstream *polite__px_up_new_tls(struct event_base *base, const char *host,
+                                   int port, SSL_CTX *tls, char *err,
+                                   size_t errlen);
+/* Closes the idle connections. Exchanges still in flight must have ended
+ * (polite__px_up_active() == 0). */
 void polite__px_up_free(px_upstream *u);
+
+/* Why the exchange failed, for the 502 body: valid during on_done(arg, 0)
+ * and after polite__px_up_send returned -1, until the next exchange on u
+ * fails. One line without quotes or backslashes, e.g. "upstream
+ * api.example.com:443: certificate verify failed: self-signed certificate",
+ * "... cannot connect: Connection refused", "... timed out connecting
+ * (10 s)". Never contains the request (no secrets). */
+const char *polite__px_up_error(const px_upstream *u);
+/* Exchanges sent on u whose on_done has not been called yet. */
+unsigned polite__px_up_active(const px_upstream *u);
 
 /* Sends one request: `req` holds the request line, headers, blank line and
  * body, and is drained. `is_head`: the response has no body. `retryable`:
