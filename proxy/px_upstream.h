@@ -70,4 +70,29 @@ unsigned polite__px_up_active(const px_upstream *u);
 int polite__px_up_send(px_upstream *u, struct evbuffer *req, int is_head,
                        int retryable, const px_up_handler *h, void *arg);
 
+/* ---- px_up_pool.c: upstreams by scheme, host and port ------------------- */
+
+/* For the forward proxy: one px_upstream (with its keep-alive connections)
+ * per (https, host, port), made on first use. https upstreams share one
+ * client context (verification as polite__px_tls_client_ctx(cafile,
+ * insecure), made on the first https use). At most PX_UP_POOL_MAX
+ * upstreams; past that the least recently used one with no exchange in
+ * flight is dropped. */
+typedef struct px_up_pool px_up_pool;
+#define PX_UP_POOL_MAX 256
+
+/* cafile may be NULL (the system store); it is copied. NULL when out of
+ * memory. */
+px_up_pool *polite__px_up_pool_new(struct event_base *base, const char *cafile,
+                                   int insecure);
+/* The upstream for https://host:port (https != 0) or http://host:port,
+ * owned by the pool; host may be an IP literal, with or without brackets.
+ * NULL with a message in err when the host does not resolve, the CA file
+ * cannot be loaded or the pool is full of busy upstreams. Resolving uses
+ * getaddrinfo and blocks the loop the first time a host is seen. */
+px_upstream *polite__px_up_pool_get(px_up_pool *p, int https, const char *host,
+                                    int port, char *err, size_t errlen);
+/* Frees every upstream (none may have an exchange in flight). */
+void polite__px_up_pool_free(px_up_pool *p);
+
 #endif
