@@ -37,7 +37,7 @@ static void hist_bars(FILE *f, const uint64_t (*h)[RP_HIST], int nh, int lo,
   fr.x1 = 880;
   fr.y0 = 16;
   fr.y1 = 200;
-  fr.vmax = rp_scale_top((double)top * 1.15);
+  rp_scale(&fr, (double)top * 1.15);
   rp_axis_y(f, &fr, ylabel);
   double gw = (fr.x1 - fr.x0) / (hi - lo + 1), bw = (gw - 8) / nh;
   if (bw > 60) /* a lone bin stays a bar, not a wall */

@@ -121,12 +121,18 @@ static void draw_markers(FILE *f, const rp_model *m, const rp_frame *fr,
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", fr->x1 + 4, y + 4);
     rp_esc(f, marker_name(m, k));
     fputs("</text>\n", f);
-    for (int i = 0; i < m->nb; i++) {
-      uint64_t c = m->b[i].thr[k];
+    /* Markers at least 12 px apart: neighbouring buckets share one. */
+    double bw = (fr->x1 - fr->x0) / (m->nb ? m->nb : 1);
+    int group = bw >= 12 ? 1 : (int)(12 / bw) + 1;
+    for (int i = 0; i < m->nb; i += group) {
+      uint64_t c = 0;
+      for (int j = i; j < i + group && j < m->nb; j++)
+        c += m->b[j].thr[k];
       if (!c)
         continue;
-      double x =
-          rp_x(fr, (double)m->origin + ((double)i + 0.5) * (double)m->width);
+      int n = i + group <= m->nb ? group : m->nb - i;
+      double x = rp_x(fr, (double)m->origin +
+                              ((double)i + n / 2.0) * (double)m->width);
       rp_fmt_ms(t, sizeof t, (double)((int64_t)i * m->width));
       fprintf(f,
               "<use href=\"#m%d\" x=\"%.1f\" y=\"%.1f\"><title>%llu x "
@@ -152,7 +158,7 @@ void rp_chart_rate(FILE *f, rp_model *m, const rp_derived *d) {
   double top = peak > d->start_plan ? peak : d->start_plan;
   if (learned_max(m) > top)
     top = learned_max(m);
-  fr.vmax = rp_scale_top(top * 1.1);
+  rp_scale(&fr, top * 1.1);
   char desc[1024], a[32], b[32], c[32];
   rp_fmt_ms(a, sizeof a, (double)m->width);
   rp_fmt_ms(b, sizeof b, (double)d->paused_ms);
@@ -204,9 +210,12 @@ void rp_chart_rate(FILE *f, rp_model *m, const rp_derived *d) {
   }
   learned_line(f, m, &fr, 1.0, "learned");
   if (m->rate_events) {
+    /* Kept clear of the planned line's label. */
+    double y = rp_y(&fr, m->rate_last) + 4, yp = rp_y(&fr, d->start_plan) + 4;
+    if (d->start_plan > 0 && y > yp - 14 && y < yp + 14)
+      y = y <= yp ? yp - 14 : yp + 14;
     snprintf(a, sizeof a, "learned %.2f/s", m->rate_last);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", fr.x1 + 4,
-            rp_y(&fr, m->rate_last) - 8, a);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", fr.x1 + 4, y, a);
   }
   draw_markers(f, m, &fr, rows, nrows);
   rp_svg_close(f,
@@ -244,14 +253,16 @@ void rp_chart_inflight(FILE *f, rp_model *m, const rp_derived *d) {
   }
   double rate = d->start_plan > 0 ? d->start_plan : d->measured_rate;
   double little = rate * d->mean_latency_ms / 1000.0;
-  double top = peak;
-  if ((double)d->concurrency > top)
-    top = (double)d->concurrency;
-  if (little > top)
-    top = little;
+  double top = peak > little ? peak : little;
   if (learned_max(m) * d->mean_latency_ms / 1000.0 > top)
     top = learned_max(m) * d->mean_latency_ms / 1000.0;
-  fr.vmax = rp_scale_top(top * 1.1);
+  /* A limit far above what was in flight would flatten the area: it is
+   * then named at the top instead of drawn. */
+  int limit_drawn =
+      d->concurrency > 0 && (double)d->concurrency <= 3 * (top > 1 ? top : 1);
+  if (limit_drawn && (double)d->concurrency > top)
+    top = (double)d->concurrency;
+  rp_scale(&fr, top * 1.1);
   char desc[768], a[48];
   int n = snprintf(desc, sizeof desc,
                    "Mean requests in flight per bucket (filled area): "
@@ -277,9 +288,14 @@ void rp_chart_inflight(FILE *f, rp_model *m, const rp_derived *d) {
     fprintf(f, "V%.1fH%.1f", rp_y(&fr, v), fr.x0 + bw * (i + 1));
   }
   fprintf(f, "V%.1fZ\"/>\n", fr.y1);
-  if (d->concurrency > 0) {
+  if (limit_drawn) {
     snprintf(a, sizeof a, "limit %ld", d->concurrency);
     ref_line(f, &fr, "limit", (double)d->concurrency, a);
+  } else if (d->concurrency > 0) {
+    fprintf(f,
+            "<text x=\"%.1f\" y=\"%.1f\">limit %ld (above the "
+            "scale)</text>\n",
+            fr.x1 + 4, fr.y0 + 4, d->concurrency);
   }
   if (m->rate_events) {
     learned_line(f, m, &fr, d->mean_latency_ms / 1000.0, "little");

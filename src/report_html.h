@@ -26,6 +26,7 @@ typedef struct {
   double w, h;           /* whole SVG */
   double x0, x1, y0, y1; /* plot area (y0 top, y1 bottom) */
   double vmax;           /* value at the top of the y scale */
+  int ticks;              /* grid steps from 0 to vmax */
   int64_t t0, t1;        /* time at x0, x1 (ms) */
 } rp_frame;
 
@@ -34,8 +35,9 @@ double rp_y(const rp_frame *fr, double v);
 
 /* 1, 2 or 5 times a power of ten, at least v (v <= 0 gives 1). */
 double rp_nice(double v);
-/* The top of a y scale with four ticks of a 1-2-5 step, at least v. */
-double rp_scale_top(double v);
+/* Sets fr's y scale: the lowest top at least v that 3 to 6 steps of a
+ * 1-2-5 value reach. */
+void rp_scale(rp_frame *fr, double v);
 
 /* Opens <figure><svg ...> with role img, <title> and <desc>; the desc
  * text is given escaped by the caller through desc_fmt. */

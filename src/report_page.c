@@ -10,7 +10,7 @@ static void row_num(FILE *f, const char *label, const char *key, double v,
                     const char *shown) {
   fputs("<tr><th class=\"l\" scope=\"row\">", f);
   rp_esc(f, label);
-  fprintf(f, "</th><td class=\"num\" data-key=\"%s\" data-value=\"%.6g\">", key,
+  fprintf(f, "</th><td class=\"num\" data-key=\"%s\" data-value=\"%.15g\">", key,
           v);
   rp_esc(f, shown);
   fputs("</td></tr>\n", f);

@@ -141,8 +141,16 @@ double rp_nice(double v) {
   return p * 10;
 }
 
-double rp_scale_top(double v) {
-  return 4 * rp_nice(v / 4);
+void rp_scale(rp_frame *fr, double v) {
+  fr->vmax = 4 * rp_nice(v / 4);
+  fr->ticks = 4;
+  for (int n = 3; n <= 6; n++) {
+    double top = n * rp_nice(v / n);
+    if (top < fr->vmax - 1e-9) {
+      fr->vmax = top;
+      fr->ticks = n;
+    }
+  }
 }
 
 void rp_svg_open(FILE *f, const char *id, double w, double h, const char *title,
@@ -168,8 +176,9 @@ void rp_svg_close(FILE *f, const char *caption, const char *table_id) {
 
 void rp_axis_y(FILE *f, const rp_frame *fr, const char *label) {
   char b[32];
-  for (int k = 0; k <= 4; k++) {
-    double v = fr->vmax * k / 4, y = rp_y(fr, v);
+  int n = fr->ticks > 0 ? fr->ticks : 4;
+  for (int k = 0; k <= n; k++) {
+    double v = fr->vmax * k / n, y = rp_y(fr, v);
     fprintf(f,
             "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
             "y2=\"%.1f\"/>",

@@ -147,8 +147,9 @@ report_tap *report_tap_attach(polite_batch_options *bo, FILE *log,
       fprintf(log, "%lld", (long long)run.deadline_ms);
     else
       fputs("null", log);
-    fprintf(log, ",\"started_wall_ms\":%lld,\"pid\":%ld}\n",
-            (long long)run.started_wall_ms, (long)getpid());
+    fprintf(log, ",\"spread_ms\":%lld,\"started_wall_ms\":%lld,\"pid\":%ld}\n",
+            (long long)bo->spread_ms, (long long)run.started_wall_ms,
+            (long)getpid());
     fflush(log);
   }
   return t;
