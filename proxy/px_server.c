@@ -2,6 +2,7 @@
  * reports, start and stop. */
 #define _GNU_SOURCE
 #include "px_engine.h"
+#include "report_proxy.h"
 
 #include <polite/clock.h>
 
@@ -243,6 +244,8 @@ static void write_reports(px_server *s) {
     }
     free(buf);
   }
+  if (s->cfg->report_html)
+    polite__px_report_html(s->cfg, s->st, s->started_wall_ms, now, s->log);
 }
 
 /* Out of descriptors (EMFILE/ENFILE): stop accepting for 100 ms instead of

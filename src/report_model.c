@@ -398,7 +398,7 @@ static const int64_t HIST_EDGES[RP_HIST - 1] = {
     1,   2,    5,    10,   20,    50,    100,   200,
     500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
 
-static int hist_bin(int64_t ms) {
+int rp_hist_bin(int64_t ms) {
   int k = 0;
   while (k < RP_HIST - 1 && ms >= HIST_EDGES[k])
     k++;
@@ -458,7 +458,7 @@ void rp_model_attempt(rp_model *m, const rp_attempt *a) {
   m->b[be].off_end += bucket_end(m, be) - (double)e;
   m->attempts++;
   m->latency_sum_ms += (double)(e - s);
-  m->lat_hist[hist_bin(e - s)]++;
+  m->lat_hist[rp_hist_bin(e - s)]++;
   if (m->first_start < 0 || s < m->first_start)
     m->first_start = s;
   if (s > m->last_start)
@@ -484,7 +484,7 @@ void rp_model_attempt(rp_model *m, const rp_attempt *a) {
     if (r >= 0) {
       m->retry_by_reason[r]++;
       m->wait_by_reason[r] += wait;
-      m->wait_hist[r][hist_bin(wait)]++;
+      m->wait_hist[r][rp_hist_bin(wait)]++;
     }
   } else {
     m->final_by_outcome[rp_outcome_index(a->reason)]++;

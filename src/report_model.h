@@ -166,6 +166,8 @@ int rp_model_read_file(rp_model *m, const char *path, char *err, size_t n);
 /* Lower edge in ms of histogram bin k+1 (bins: < 1 ms, 1-2, 2-5, ...,
  * >= 100 s); -1 past the last. */
 int64_t rp_hist_edge(int k);
+/* The histogram bin of a duration in ms. */
+int rp_hist_bin(int64_t ms);
 
 /* Index of an outcome name in polite run's order ("unknown" last). */
 int rp_outcome_index(const char *name);

@@ -6,8 +6,9 @@
                                                  run's --summary-json
   page_check.py same PAGE_A.html PAGE_B.html     the same counts on both
   page_check.py scale PAGE_A.html PAGE_B.html K  B's counts are K x A's
-  page_check.py static PAGE.html                 self-contained, accessible,
-                                                 printable
+  page_check.py static PAGE.html [CHARTS]        self-contained, accessible,
+                                                 printable (at least CHARTS
+                                                 charts, default 5)
   page_check.py value PAGE.html KEY              prints one value
 
 Exit 0 when the check holds; otherwise each difference is printed."""
@@ -139,7 +140,7 @@ class Static(HTMLParser):
             self.svgs[-1][self.cur] += data
 
 
-def check_static(page):
+def check_static(page, min_charts=5):
     text = open(page, encoding="utf-8").read()
     bad = []
     p = Static()
@@ -153,8 +154,8 @@ def check_static(page):
         bad.append("the style sheet loads something")
     if "@media print" not in text:
         bad.append("no print style")
-    if len(p.svgs) < 5:
-        bad.append(f"{len(p.svgs)} charts, expected 5")
+    if len(p.svgs) < min_charts:
+        bad.append(f"{len(p.svgs)} charts, expected {min_charts}")
     for s in p.svgs:
         if len(s["title"].strip()) < 5 or len(s["desc"].strip()) < 20:
             bad.append(f"chart {s['id']}: no title or description")
@@ -175,7 +176,7 @@ def main():
     elif cmd == "scale":
         bad = check_scale(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif cmd == "static":
-        bad = check_static(sys.argv[2])
+        bad = check_static(sys.argv[2], *[int(x) for x in sys.argv[3:4]])
     else:
         print(__doc__)
         return 2
