@@ -131,6 +131,7 @@ typedef struct {
   int64_t latency_min_ms, latency_max_ms;
   char *report;
   char *report_md;
+  char *report_html; /* --report-html (src/report_proxy.c) */
   char *log;
   char *ready_file;
   px_rules errors;

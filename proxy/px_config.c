@@ -43,6 +43,7 @@ void polite__px_config_free(px_config *c) {
   free(c->mocks_file);
   free(c->report);
   free(c->report_md);
+  free(c->report_html);
   free(c->log);
   free(c->ready_file);
   polite__px_rules_free(&c->errors);
@@ -82,6 +83,7 @@ typedef enum {
   O_LATENCY,
   O_REPORT,
   O_REPORT_MD,
+  O_REPORT_HTML,
   O_LOG,
   O_READY
 } opt_id;
@@ -110,6 +112,7 @@ static const struct {
     {"latency", O_LATENCY, 0},
     {"report", O_REPORT, 0},
     {"report-md", O_REPORT_MD, 0},
+    {"report-html", O_REPORT_HTML, 0},
     {"log", O_LOG, 0},
     {"ready-file", O_READY, 0},
 };
@@ -411,6 +414,7 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   }
   case O_REPORT: return set_str(&c->report, value);
   case O_REPORT_MD: return set_str(&c->report_md, value);
+  case O_REPORT_HTML: return set_str(&c->report_html, value);
   case O_LOG: return set_str(&c->log, value);
   case O_READY: return set_str(&c->ready_file, value);
   }

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "px_engine.h"
 #include "px_tls.h"
+#include "report_proxy.h"
 
 #include <polite/clock.h>
 
@@ -244,6 +245,8 @@ static void write_reports(px_server *s) {
     }
     free(buf);
   }
+  if (s->cfg->report_html)
+    polite__px_report_html(s->cfg, s->st, s->started_wall_ms, now, s->log);
 }
 
 /* Out of descriptors (EMFILE/ENFILE): stop accepting for 100 ms instead of

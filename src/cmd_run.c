@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "cli.h"
 #include "run_journal.h"
+#include "report_tap.h"
 #include "run_report.h"
 
 #include <errno.h>
@@ -70,6 +71,7 @@ static const char USAGE[] =
     "  --log FILE             one JSON line per network attempt\n"
     "  --bodies-dir DIR       save bodies as DIR/<id> (\"body_file\")\n"
     "  --summary-json FILE    the summary as JSON\n"
+    "  --report FILE.html     an HTML timeline of the run (docs/report.md)\n"
     "  --first N              trial: run only the first N requests and\n"
     "                         compare the measured spacing with the plan\n"
     "  --progress, --no-progress  progress line on stderr (default: on when\n"
@@ -537,6 +539,7 @@ int cmd_run(int argc, char **argv) {
   unsigned long long cost = 1;
   const char *budget_uri = "local", *out_path = NULL, *log_path = NULL;
   const char *summary_path = NULL, *bodies_dir = NULL, *input_path = NULL;
+  const char *report_path = NULL;
   const char *method = NULL, *data = NULL;
   char *data_buf = NULL;
   size_t data_len = 0;
@@ -717,6 +720,9 @@ int cmd_run(int argc, char **argv) {
     } else if (OPT("--summary-json", NULL)) {
       NEED();
       summary_path = v;
+    } else if (OPT("--report", NULL)) {
+      NEED();
+      report_path = v;
     } else if (OPT("--journal", NULL)) {
       NEED();
       jc.path = v;
@@ -840,6 +846,7 @@ int cmd_run(int argc, char **argv) {
   bo.ud = &ctx;
   if (jr)
     run_journal_wrap(jr, &bo);
+  report_tap *tap = report_tap_attach(&bo, ctx.log, report_path, &bc);
   ctx.progress.on = progress >= 0 ? progress : isatty(STDERR_FILENO);
   ctx.progress.total = count_requests(input_path);
   if (jr && ctx.progress.total >= 0) /* --resume skips finished ones */
@@ -854,6 +861,7 @@ int cmd_run(int argc, char **argv) {
   if (batch == NULL) {
     fprintf(stderr, "polite run: %s\n", err);
     rc = CLI_EXIT_FAILED;
+    report_tap_finish(tap);
     polite_budget_close(budget);
     polite_input_close(ctx.input);
     goto close_files;
@@ -890,6 +898,7 @@ int cmd_run(int argc, char **argv) {
   if (summary_path && run_summary_json(summary_path, st, &plan) != 0)
     fprintf(stderr, "polite run: --summary-json: cannot write '%s'\n",
             summary_path);
+  int report_failed = report_tap_finish(tap) != 0;
   if (ctx.out_failed) {
     const char *name = ctx.out_name ? ctx.out_name : "standard output";
     if (ctx.out_op)
@@ -925,7 +934,7 @@ int cmd_run(int argc, char **argv) {
     rc = CLI_EXIT_FAILED;
   else
     rc = CLI_EXIT_OK;
-  if (ctx.out_failed)
+  if (ctx.out_failed || report_failed)
     rc = CLI_EXIT_FAILED; /* results could not be written: stopped */
   if (run_journal_finish(jr))
     rc = CLI_EXIT_FAILED; /* recording failed: the run was stopped */

@@ -11,6 +11,7 @@
 #pragma weak cmd_plan
 #pragma weak cmd_delay
 #pragma weak cmd_diagnose
+#pragma weak cmd_report
 
 struct command {
   const char *name;
@@ -34,6 +35,7 @@ int main(int argc, char **argv) {
       {"plan", cmd_plan, "rate and Little's-law arithmetic for a batch"},
       {"delay", cmd_delay, "explain the wait for one Retry-After value"},
       {"diagnose", cmd_diagnose, "say who sent a 429 and what kind of limit"},
+      {"report", cmd_report, "draw an HTML timeline of runs from their logs"},
       {"proxy", cmd_proxy, "throttling test proxy that catches early retries"},
       {NULL, NULL, NULL}};
 
