@@ -7,6 +7,7 @@
 #include <polite/budget.h>
 #include <polite/core.h>
 #include <polite/diagnose.h>
+#include <polite/transport.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -235,6 +236,9 @@ typedef struct {
                               keeps its slot; 0 = off; default 1000 */
   uint64_t seed;           /* 0: from the system's random source */
   const char *user_agent;  /* NULL: "polite/VERSION" */
+  const polite_transport_options *transport; /* curl's CA, certificate,
+                              proxy, -u, --compressed, HTTP version
+                              settings (not owned); NULL: libcurl's */
 
   /* Pulls the next request: 1 and *out (ownership passes to the engine),
    * 0 at the end, < 0 on error (the run ends as at end of input). */
