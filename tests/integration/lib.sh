@@ -163,7 +163,8 @@ start_nginx() {
 
 # make_cert DIR NAME: a throwaway CA (DIR/ca.pem, DIR/ca.key) and a
 # certificate for 127.0.0.1 and localhost signed by it (DIR/NAME.pem,
-# DIR/NAME.key). Also DIR/capath/ with the CA under its hash (c_rehash).
+# DIR/NAME.key). Also DIR/capath/ with the CA under its hash (c_rehash),
+# and a client certificate DIR/client.pem, DIR/client.key.
 make_cert() {
   local d=$1 n=$2
   mkdir -p "$d/capath"
@@ -175,13 +176,19 @@ make_cert() {
   openssl x509 -req -in "$d/$n.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
     -CAcreateserial -days 2 -extfile "$d/$n.ext" -out "$d/$n.pem" 2>/dev/null || return 1
   cp "$d/ca.pem" "$d/capath/$(openssl x509 -hash -noout -in "$d/ca.pem").0"
+  # A client certificate from the same CA (DIR/client.pem, DIR/client.key).
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=polite test client" \
+    -keyout "$d/client.key" -out "$d/client.csr" 2>/dev/null || return 1
+  openssl x509 -req -in "$d/client.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
+    -CAcreateserial -days 2 -out "$d/client.pem" 2>/dev/null
 }
 
 # start_nginx_tls DIR: nginx over TLS on a free port with DIR/server.pem
 # (make_cert DIR server first). Serves /ok (200 "ok"), /big (a 200 KiB
 # body, gzip-compressed when asked), /auth (200 when Basic credentials are
-# present, 401 without), /ua (the User-Agent it got) and /echo-auth (the
-# Authorization header it got). Sets TLS_PORT.
+# present, 401 without), /ua (the User-Agent it got), /echo-auth (the
+# Authorization header it got), /proto (HTTP/1.1 or HTTP/2.0) and /mtls
+# (200 only with a client certificate from DIR/ca.pem). Sets TLS_PORT.
 start_nginx_tls() {
   local d=$1
   mkdir -p "$d/www"
@@ -191,17 +198,25 @@ start_nginx_tls() {
   NGINX_SERVER="
     ssl_certificate $d/server.pem;
     ssl_certificate_key $d/server.key;
+    ssl_client_certificate $d/ca.pem;
+    ssl_verify_client optional;
     root $d/www;
     gzip on; gzip_types *; gzip_min_length 1;
     location = /ua { default_type text/plain; return 200 \"\$http_user_agent\"; }
     location = /echo-auth { default_type text/plain; return 200 \"\$http_authorization\"; }
+    location = /proto { default_type text/plain; return 200 \"\$server_protocol\"; }
+    location = /mtls {
+      default_type text/plain;
+      if (\$ssl_client_verify != SUCCESS) { return 403 \"no client certificate\"; }
+      return 200 \"client \$ssl_client_s_dn\";
+    }
     location = /auth {
       default_type text/plain;
       if (\$http_authorization = \"\") { return 401 \"no credentials\"; }
       return 200 \"authorized\";
     }
     location / { default_type text/plain; }" \
-    _nginx_run "$d" "127.0.0.1:$TLS_PORT ssl" ""
+    _nginx_run "$d" "127.0.0.1:$TLS_PORT ssl http2" ""
   if ! wait_port "$TLS_PORT" 5; then
     cat "$d/logs/stderr" >&2
     return 1
