@@ -105,7 +105,7 @@ const cli_command cli_cmd_delay = {
 /* Parses the command line into *o. Returns -1 to go on, else an exit
  * status (help printed, or a usage error reported). */
 static int parse_args(int argc, char **argv, struct delay_opts *o) {
-  cli_args pos;
+  cli_args pos = {{NULL}, 0};
   int rc = cli_defaults(&cli_cmd_delay, o);
   if (rc == 0)
     rc = cli_parse(&cli_cmd_delay, argc, argv, o, &pos);

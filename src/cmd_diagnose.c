@@ -333,7 +333,7 @@ int cmd_diagnose(int argc, char **argv) {
   struct diag_opts o;
   memset(&o, 0, sizeof o);
   o.now_s = -1;
-  cli_args pos;
+  cli_args pos = {{NULL}, 0};
   int rc = cli_defaults(&cli_cmd_diagnose, &o);
   if (rc == 0)
     rc = cli_parse(&cli_cmd_diagnose, argc, argv, &o, &pos);

@@ -155,7 +155,7 @@ const cli_command cli_cmd_plan = {
     0};
 
 static int parse_args(int argc, char **argv, struct plan *p) {
-  cli_args pos;
+  cli_args pos = {{NULL}, 0};
   int rc = cli_parse(&cli_cmd_plan, argc, argv, p, &pos);
   if (rc >= 0)
     return rc;

@@ -301,11 +301,14 @@ static int read_data_file(const char *path, size_t max, char **out,
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap);
   int rc = 0;
-  while (buf) {
+  int nomem = buf == NULL;
+  while (!nomem) {
     if (n == cap) {
       char *nb = cap > max ? NULL : realloc(buf, cap * 2);
-      if (nb == NULL)
+      if (nb == NULL) {
+        nomem = cap <= max; /* past max: stop reading, not out of memory */
         break;
+      }
       buf = nb;
       cap *= 2;
     }
@@ -314,9 +317,9 @@ static int read_data_file(const char *path, size_t max, char **out,
     if (r == 0 || n > max)
       break;
   }
-  if (buf == NULL || ferror(f))
+  if (nomem || ferror(f))
     rc = cli_usage("run", "-d: cannot read '%s': %s", path,
-                   buf ? strerror(errno) : "out of memory");
+                   nomem ? "out of memory" : strerror(errno));
   else if (n > max)
     rc = cli_usage("run",
                    "-d: '%s' is larger than --max-data (%zu bytes); raise "
@@ -420,7 +423,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
   memset(o, 0, sizeof *o);
   polite_batch_options_init(&o->bo);
   o->progress = -1;
-  cli_args pos;
+  cli_args pos = {{NULL}, 0};
   int rc = cli_defaults(&cli_cmd_run, o);
   if (rc == 0)
     rc = cli_parse(&cli_cmd_run, argc, argv, o, &pos);
