@@ -95,6 +95,16 @@ int cli_parse_size(const char *s, unsigned long long max,
   return -1;
 }
 
+int cli_header_has_name(const char *h, char *err, size_t errlen) {
+  const char *colon = strchr(h, ':');
+  if (colon != NULL && colon != h)
+    return 0;
+  snprintf(err, errlen,
+           "expected 'Name: value', got a value without a name and a colon "
+           "(not shown: it may be a secret)");
+  return -1;
+}
+
 /* ---- Matching names ------------------------------------------------------ */
 
 static int loose_char(char c) {
@@ -289,6 +299,13 @@ int cli_opt_set(const cli_opt *o, void *opts, const char *val, char *err,
   }
   snprintf(err, errlen, "this option has no setter");
   return -1;
+}
+
+int cli_opt_store(const cli_opt *o, void *opts, const char *val, char *err,
+                  size_t errlen) {
+  cli_opt plain = *o;
+  plain.set = NULL;
+  return cli_opt_set(&plain, opts, val, err, errlen);
 }
 
 /* "--name" or "-x, --name" for messages. */

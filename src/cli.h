@@ -165,6 +165,11 @@ const cli_opt *cli_opt_find(const cli_opt *table, const char *name, size_t len,
 int cli_opt_set(const cli_opt *o, void *opts, const char *val, char *err,
                 size_t errlen);
 
+/* Stores val as row o's kind would, ignoring its setter: a setter that
+ * only validates ends with this. */
+int cli_opt_store(const cli_opt *o, void *opts, const char *val, char *err,
+                  size_t errlen);
+
 /* Writes help generated from the table to f. */
 void cli_help(const cli_command *cmd, FILE *f);
 /* Writes the docs/ option table (Markdown) to f. */
@@ -172,6 +177,11 @@ void cli_help_markdown(const cli_command *cmd, FILE *f);
 /* Writes the command and its table as one JSON object (for the man page
  * generator). */
 void cli_help_json(const cli_command *cmd, FILE *f);
+
+/* Checks that a -H value has a name before a colon. Returns 0, or -1 with a
+ * message in err that quotes nothing of it ("Bearer sk-..." is all
+ * secret). */
+int cli_header_has_name(const char *h, char *err, size_t errlen);
 
 /* Parses a byte size: "16777216", "64k", "16M", "16MiB", "1G". Returns 0 or
  * -1 (not a size, or above max). */

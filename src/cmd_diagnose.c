@@ -244,20 +244,13 @@ struct diag_opts {
 static int set_header(void *opts, const cli_opt *o, const char *val, char *err,
                       size_t errlen) {
   struct diag_opts *d = opts;
-  const char *colon = strchr(val, ':');
-  if (colon == NULL || colon == val) {
-    snprintf(err, errlen,
-             "expected 'Name: value', got a value without a "
-             "name and a colon (not shown: it may be a secret)");
+  if (cli_header_has_name(val, err, errlen) != 0)
     return -1;
-  }
   if (d->rq.headers.n >= MAX_HEADERS) {
     snprintf(err, errlen, "too many headers (at most %d)", MAX_HEADERS);
     return -1;
   }
-  cli_opt plain = *o;
-  plain.set = NULL;
-  return cli_opt_set(&plain, opts, val, err, errlen);
+  return cli_opt_store(o, opts, val, err, errlen);
 }
 
 static int set_method(void *opts, const cli_opt *o, const char *val, char *err,

@@ -45,13 +45,9 @@ typedef struct {
  * is all value. */
 static int set_header(void *opts, const cli_opt *o, const char *h, char *err,
                       size_t errlen) {
-  const char *colon = strchr(h, ':');
-  if (colon == NULL || colon == h) {
-    snprintf(err, errlen,
-             "expected 'Name: value', got a value without a name and a colon "
-             "(not shown: it may be a secret)");
+  if (cli_header_has_name(h, err, errlen) != 0)
     return -1;
-  }
+  const char *colon = strchr(h, ':');
   polite_request *probe = polite_request_new();
   char *name = strndup(h, (size_t)(colon - h));
   const char *v = colon + 1;
@@ -68,9 +64,7 @@ static int set_header(void *opts, const cli_opt *o, const char *h, char *err,
     return -1;
   }
   free(name);
-  cli_opt plain = *o;
-  plain.set = NULL;
-  return cli_opt_set(&plain, opts, h, err, errlen);
+  return cli_opt_store(o, opts, h, err, errlen);
 }
 
 static int set_method(void *opts, const cli_opt *o, const char *v, char *err,

@@ -19,7 +19,7 @@
 struct command {
   const char *name;
   int (*fn)(int, char **);
-  const char *summary;
+  const char *summary;     /* NULL: the one in spec */
   const cli_command *spec; /* its option table; NULL: it parses its own */
 };
 
@@ -74,21 +74,22 @@ static void usage(FILE *f, const struct command *cmds) {
              "Call rate-limited HTTP APIs without getting throttled.\n\n"
              "Commands:\n");
   for (const struct command *c = cmds; c->name; c++)
-    fprintf(f, "  %-9s %s\n", c->name, c->summary);
-  fprintf(f, "\n'polite COMMAND --help' describes one command.\n"
-             "'polite --version' prints the version.\n");
+    fprintf(f, "  %-9s %s\n", c->name,
+            c->spec      ? c->spec->summary
+            : c->summary ? c->summary
+                         : "");
+  fprintf(
+      f, "\n'polite COMMAND --help' (or 'polite help COMMAND') describes one "
+         "command;\n'polite help --markdown COMMAND' prints its option table.\n"
+         "'polite --version' prints the version.\n");
 }
 
 int main(int argc, char **argv) {
   const struct command cmds[] = {
-      {"run", cmd_run, "run a batch of requests under one shared budget",
-       &cli_cmd_run},
-      {"plan", cmd_plan, "rate and Little's-law arithmetic for a batch",
-       &cli_cmd_plan},
-      {"delay", cmd_delay, "explain the wait for one Retry-After value",
-       &cli_cmd_delay},
-      {"diagnose", cmd_diagnose, "say who sent a 429 and what kind of limit",
-       &cli_cmd_diagnose},
+      {"run", cmd_run, NULL, &cli_cmd_run},
+      {"plan", cmd_plan, NULL, &cli_cmd_plan},
+      {"delay", cmd_delay, NULL, &cli_cmd_delay},
+      {"diagnose", cmd_diagnose, NULL, &cli_cmd_diagnose},
       {"proxy", cmd_proxy, "throttling test proxy that catches early retries",
        NULL},
       {NULL, NULL, NULL, NULL}};
