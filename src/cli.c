@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <jansson.h>
 #include <polite/core.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -306,6 +307,69 @@ int cli_opt_store(const cli_opt *o, void *opts, const char *val, char *err,
   cli_opt plain = *o;
   plain.set = NULL;
   return cli_opt_set(&plain, opts, val, err, errlen);
+}
+
+int cli_opt_set_json(const cli_opt *o, void *opts, const void *json, char *err,
+                     size_t errlen) {
+  const json_t *v = json;
+  char text[64];
+  const char *val = NULL;
+  if (o->kind == CLI_FLAG) {
+    if (!json_is_boolean(v)) {
+      snprintf(err, errlen, "expected true or false");
+      return -1;
+    }
+    return json_is_true(v) ? cli_opt_set(o, opts, NULL, err, errlen) : 0;
+  }
+  if (json_is_string(v))
+    val = json_string_value(v);
+  else if (json_is_integer(v))
+    snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+  else if (json_is_real(v) && o->kind == CLI_DURATION)
+    snprintf(text, sizeof text, "%.3fs", json_real_value(v));
+  else {
+    snprintf(err, errlen, "expected a string%s",
+             o->kind == CLI_UINT || o->kind == CLI_INT || o->kind == CLI_SIZE
+                 ? " or a whole number"
+                 : "");
+    return -1;
+  }
+  return cli_opt_set(o, opts, val ? val : text, err, errlen);
+}
+
+int cli_config_apply(const cli_opt *table, void *opts, const void *object,
+                     char *err, size_t errlen) {
+  const json_t *obj = object;
+  const char *key;
+  json_t *v;
+  if (!json_is_object(obj)) {
+    snprintf(err, errlen, "expected a JSON object");
+    return -1;
+  }
+  json_object_foreach((json_t *)obj, key, v) {
+    const cli_opt *o = cli_opt_find(table, key, strlen(key), 1);
+    char why[300];
+    if (o == NULL) {
+      snprintf(err, errlen, "unknown key '%.64s'", key);
+      return -1;
+    }
+    if (o->kind == CLI_LIST && json_is_array(v)) {
+      size_t i;
+      json_t *item;
+      json_array_foreach(v, i, item) {
+        if (cli_opt_set_json(o, opts, item, why, sizeof why) != 0) {
+          snprintf(err, errlen, "key '%s' item %zu: %s", o->name, i, why);
+          return -1;
+        }
+      }
+      continue;
+    }
+    if (cli_opt_set_json(o, opts, v, why, sizeof why) != 0) {
+      snprintf(err, errlen, "key '%s': %s", o->name, why);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 /* "--name" or "-x, --name" for messages. */

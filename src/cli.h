@@ -165,6 +165,19 @@ const cli_opt *cli_opt_find(const cli_opt *table, const char *name, size_t len,
 int cli_opt_set(const cli_opt *o, void *opts, const char *val, char *err,
                 size_t errlen);
 
+/* A configuration file's value for row o (a JSON string, number or
+ * boolean, as jansson's json_t; void * so this header needs no jansson):
+ * numbers are read as their decimal text, true sets a flag, false leaves
+ * it. Returns 0 or -1 with a message in err. */
+int cli_opt_set_json(const cli_opt *o, void *opts, const void *json, char *err,
+                     size_t errlen);
+
+/* Applies every member of a JSON object (a json_t *) to opts: each key is
+ * looked up loosely (case, '-' and '_' ignored) in table. Returns 0, or -1
+ * with "key 'K': <why>" (or "unknown key 'K'") in err. */
+int cli_config_apply(const cli_opt *table, void *opts, const void *object,
+                     char *err, size_t errlen);
+
 /* Stores val as row o's kind would, ignoring its setter: a setter that
  * only validates ends with this. */
 int cli_opt_store(const cli_opt *o, void *opts, const char *val, char *err,

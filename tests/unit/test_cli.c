@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "cli.h"
 
@@ -51,8 +52,8 @@ static const cli_opt table[] = {
     CLI_ROW_END};
 #undef O
 
-static const cli_command cmd = {"t",   "[OPTIONS] [ARG]", "a test", NULL,
-                                table, NULL,              NULL,     2};
+static const cli_command cmd = {
+    "t", "[OPTIONS] [ARG]", "a test", NULL, table, NULL, NULL, 2};
 
 static int parse(opts *o, cli_args *pos, int argc, char **argv) {
   memset(o, 0, sizeof *o);
@@ -62,12 +63,16 @@ static int parse(opts *o, cli_args *pos, int argc, char **argv) {
 
 static void both_value_forms_and_kinds(void **state) {
   (void)state;
-  char *argv[] = {"t",         "--count=7",    "--wait",   "250ms",
-                  "-f",        "--rate=90/min", "--max-body", "64k",
-                  "-sNAME",    "--mode",       "c",        "-i",
-                  "x",         "--item=y",     "pos",      "--num=-3",
-                  "--big",     "18446744073709551615",     "--",
-                  "--not-an-option"};
+  char *argv[] = {"t",          "--count=7",
+                  "--wait",     "250ms",
+                  "-f",         "--rate=90/min",
+                  "--max-body", "64k",
+                  "-sNAME",     "--mode",
+                  "c",          "-i",
+                  "x",          "--item=y",
+                  "pos",        "--num=-3",
+                  "--big",      "18446744073709551615",
+                  "--",         "--not-an-option"};
   opts o;
   cli_args pos;
   assert_int_equal(parse(&o, &pos, 20, argv), -1);
@@ -150,6 +155,41 @@ static void loose_names_for_config_files(void **state) {
   assert_null(cli_opt_find(table, "maxbody", 7, 1));
 }
 
+/* A JSON configuration through the same rows (the proxy's config file). */
+static void json_config_through_the_table(void **state) {
+  (void)state;
+  opts o;
+  memset(&o, 0, sizeof o);
+  char err[300];
+  json_error_t je;
+  json_t *cfg =
+      json_loads("{\"Count\": 4, \"max_body\": \"1M\", \"flag\": true,"
+                 " \"wait\": 1.5, \"item\": [\"a\", \"b\"], \"mode\": \"b\"}",
+                 0, &je);
+  assert_non_null(cfg);
+  assert_int_equal(cli_config_apply(table, &o, cfg, err, sizeof err), 0);
+  assert_int_equal(o.n, 4);
+  assert_int_equal(o.size, 1u << 20);
+  assert_int_equal(o.flag, 1);
+  assert_int_equal(o.ms, 1500);
+  assert_int_equal(o.list.n, 2);
+  assert_int_equal(o.mode, 1);
+  free(o.list.v);
+  json_decref(cfg);
+  cfg = json_loads("{\"count\": 40}", 0, &je);
+  assert_int_equal(cli_config_apply(table, &o, cfg, err, sizeof err), -1);
+  assert_non_null(strstr(
+      err, "key 'count': expected a whole number from 1 to 10, got '40'"));
+  json_decref(cfg);
+  cfg = json_loads("{\"colour\": 1}", 0, &je);
+  assert_int_equal(cli_config_apply(table, &o, cfg, err, sizeof err), -1);
+  assert_non_null(strstr(err, "unknown key 'colour'"));
+  json_decref(cfg);
+  cfg = json_loads("{\"flag\": 1}", 0, &je);
+  assert_int_equal(cli_config_apply(table, &o, cfg, err, sizeof err), -1);
+  json_decref(cfg);
+}
+
 static void sizes(void **state) {
   (void)state;
   unsigned long long v;
@@ -169,6 +209,7 @@ int main(void) {
       cmocka_unit_test(errors_name_the_value_but_never_a_secret),
       cmocka_unit_test(usage_errors_exit_2),
       cmocka_unit_test(loose_names_for_config_files),
+      cmocka_unit_test(json_config_through_the_table),
       cmocka_unit_test(sizes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
