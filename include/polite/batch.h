@@ -8,6 +8,7 @@
 #include <polite/clock.h>
 #include <polite/core.h>
 #include <polite/diagnose.h>
+#include <polite/transport.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -250,6 +251,9 @@ typedef struct {
    * makes the engine's decisions reproducible; the transfers themselves
    * still run in real time. */
   const polite_env *env;
+  const polite_transport_options *transport; /* curl's CA, certificate,
+                              proxy, -u, --compressed, HTTP version
+                              settings (not owned); NULL: libcurl's */
 
   /* Pulls the next request: 1 and *out (ownership passes to the engine),
    * 0 at the end, < 0 on error (the run ends as at end of input). */
