@@ -5,7 +5,7 @@
 # not blank, a PDF print. Pages: one from a real throttled run (polite run
 # --report through polite proxy) and one from a synthetic 100,000-request log.
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/run/lib.sh"
+. "$here/lib.sh"
 export PYTHONDONTWRITEBYTECODE=1
 src=$here/../report
 

@@ -5,7 +5,7 @@
 # polite report on the log agree; malformed lines are named and skipped;
 # two logs make one picture; the page is self-contained and accessible.
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/run/lib.sh"
+. "$here/lib.sh"
 CHECK="python3 $here/../report/page_check.py"
 export PYTHONDONTWRITEBYTECODE=1
 
