@@ -37,6 +37,7 @@ typedef struct {
   char *method;
   char *body_fragment;
   unsigned nth;
+  int never;          /* nth: 0 was given: loads, never matches (Dev Proxy) */
   unsigned long seen; /* mocks: matching requests so far (for nth) */
   px_response *responses;
   size_t nresponses;
@@ -224,6 +225,8 @@ typedef struct {
   int64_t remaining_ms; /* EARLY, THROTTLED: the wait left (> 0); EARLY
                            under --penalty: the whole wait told before */
   uint64_t client;      /* logical client id, for retry chains */
+  int guessed;          /* EARLY: recognised on a new connection (may be
+                           taken back if the address shows several clients) */
 } px_judgement;
 
 /* Judges a request on `key` arriving at now_ms (monotonic) on connection
@@ -277,8 +280,9 @@ void *polite__px_keyed_put(px_state *s, px_table t, const char *key, void *obj,
 
 /* Records an early retry (wall_ms for the report's "time"). */
 void polite__px_early_record(px_state *s, int64_t wall_ms, const char *key,
-                             const char *client, const char *method,
-                             const char *url, int64_t early_ms);
+                             const char *client, const char *conn,
+                             const char *method, const char *url,
+                             int64_t early_ms, int guessed);
 
 /* One finished request, for the stats. */
 typedef struct {

@@ -130,7 +130,8 @@ static int check_judge(px_req *r, int64_t now_us, const char *body,
   int64_t secs = secs_up(j.remaining_ms * 1000);
   if (j.verdict == PX_JUDGE_EARLY) {
     polite__px_early_record(s->st, polite_wall_ms(), r->key, r->client,
-                            r->method, r->url, j.remaining_ms);
+                            r->conn, r->method, r->url, j.remaining_ms,
+                            j.guessed);
     r->kind = PX_KIND_EARLY;
     snprintf(r->note, sizeof r->note, "early_by=%lldms",
              (long long)j.remaining_ms);

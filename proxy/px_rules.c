@@ -231,13 +231,15 @@ static int parse_request(px_rule *u, json_t *o, int mocks, const char *name,
   }
   json_t *nth = json_object_get(o, "nth");
   if (nth && !json_is_null(nth)) {
-    if (!json_is_integer(nth) || json_integer_value(nth) < 1 ||
+    if (!json_is_integer(nth) || json_integer_value(nth) < 0 ||
         json_integer_value(nth) > 1000000000) {
-      set_err(err, errlen, "%s: %s.request.nth: expected an integer >= 1", name,
+      set_err(err, errlen, "%s: %s.request.nth: expected an integer >= 0", name,
               where);
       return -1;
     }
     u->nth = (unsigned)json_integer_value(nth);
+    /* Dev Proxy loads nth 0 and, counting from 1, never reaches it. */
+    u->never = u->nth == 0;
   }
   return 0;
 }
@@ -382,7 +384,7 @@ px_rule *polite__px_rules_match(px_rules *r, const char *method,
     u->seen++;
     if (found)
       continue;
-    if (u->nth && u->seen != u->nth)
+    if (u->never || (u->nth && u->seen != u->nth))
       continue;
     found = u;
   }

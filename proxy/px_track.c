@@ -123,8 +123,9 @@ typedef struct {
 
 typedef struct {
   int64_t wall_ms;
-  char *key, *client, *method, *url;
+  char *key, *client, *conn, *method, *url;
   int64_t early_ms;
+  int guessed; /* the client was recognised on a new connection */
 } early_ent;
 
 /* One client's retry chain on one method + URL. */
@@ -205,6 +206,7 @@ void polite__px_state_free(px_state *s) {
   for (size_t i = 0; i < s->nearly; i++) {
     free(s->early[i].key);
     free(s->early[i].client);
+    free(s->early[i].conn);
     free(s->early[i].method);
     free(s->early[i].url);
   }
@@ -362,6 +364,47 @@ static int adoptable(px_state *s, const told_ent *t, const char *conn,
          !others_active(s, who, t->conn, conn, told_ms);
 }
 
+/* Once an address is seen to carry several clients, the early retries that
+ * were recognised on a new connection of it were guesses that may have
+ * been another client's first request: they are counted again as requests
+ * during a throttle (their 429 was the same). */
+static void early_unguess(px_state *s, const char *who, client_stats *cs) {
+  size_t o = 0;
+  for (size_t i = 0; i < s->nearly; i++) {
+    early_ent *e = &s->early[i];
+    if (!e->guessed || strcmp(e->client, who) != 0) {
+      s->early[o++] = *e;
+      continue;
+    }
+    s->early_total--;
+    if (s->kinds[PX_KIND_EARLY] > 0) {
+      s->kinds[PX_KIND_EARLY]--;
+      s->kinds[PX_KIND_THROTTLED]++;
+    }
+    if (cs->early > 0) {
+      cs->early--;
+      cs->throttled++;
+    }
+    size_t n = strlen(e->method) + strlen(e->url) + 2;
+    char *k = malloc(n);
+    if (k) {
+      snprintf(k, n, "%s %s", e->method, e->url);
+      url_stats *u = map_get(&s->urls, k);
+      if (u && u->kinds[PX_KIND_EARLY] > 0) {
+        u->kinds[PX_KIND_EARLY]--;
+        u->kinds[PX_KIND_THROTTLED]++;
+      }
+      free(k);
+    }
+    free(e->key);
+    free(e->client);
+    free(e->conn);
+    free(e->method);
+    free(e->url);
+  }
+  s->nearly = o;
+}
+
 /* Notes which connection of the client's address is newest, and when an
  * older one is used again: then several clients share the address. */
 static client_stats *client_get(px_state *s, const char *who);
@@ -372,8 +415,10 @@ static client_stats *note_conn(px_state *s, const char *who,
     return cs;
   if (fresh && c->seq > cs->newest_conn)
     cs->newest_conn = c->seq;
-  else if (!fresh && c->seq < cs->newest_conn)
+  else if (!fresh && c->seq < cs->newest_conn && !cs->several) {
     cs->several = 1;
+    early_unguess(s, who, cs);
+  }
   return cs;
 }
 
@@ -455,6 +500,7 @@ void polite__px_judge(px_state *s, const char *key, const char *conn,
   if (t) {
     /* Same client: adopt its identity (retry chain) on this connection. */
     if (strcmp(t->conn, conn) != 0) {
+      out->guessed = 1;
       char *nc = strdup(conn);
       if (nc) {
         free(t->conn);
@@ -536,8 +582,9 @@ void *polite__px_keyed_put(px_state *s, px_table t, const char *key, void *obj,
 }
 
 void polite__px_early_record(px_state *s, int64_t wall_ms, const char *key,
-                             const char *client, const char *method,
-                             const char *url, int64_t early_ms) {
+                             const char *client, const char *conn,
+                             const char *method, const char *url,
+                             int64_t early_ms, int guessed) {
   s->early_total++;
   if (s->nearly >= EARLY_KEEP)
     return;
@@ -553,9 +600,11 @@ void polite__px_early_record(px_state *s, int64_t wall_ms, const char *key,
   e->wall_ms = wall_ms;
   e->key = strdup(key);
   e->client = strdup(client);
+  e->conn = strdup(conn);
   e->method = strdup(method);
   e->url = strdup(url);
   e->early_ms = early_ms;
+  e->guessed = guessed;
 }
 
 /* The retry chain of `client` on method+url: a request that follows a
@@ -767,6 +816,7 @@ char *polite__px_report_json(const px_state *s, int64_t started_wall_ms,
     json_object_set_new(o, "time", json_string(t));
     json_object_set_new(o, "key", json_string(e->key));
     json_object_set_new(o, "client", json_string(e->client));
+    json_object_set_new(o, "connection", json_string(e->conn));
     json_object_set_new(o, "method", json_string(e->method));
     json_object_set_new(o, "url", json_string(e->url));
     json_object_set_new(o, "early_ms", json_integer(e->early_ms));

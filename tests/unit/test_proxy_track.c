@@ -185,6 +185,36 @@ static void a_reconnecting_client_keeps_its_deadline(void **state) {
   polite__px_state_free(s);
 }
 
+/* Four threads starting together: A is told, B's first request on its new
+ * connection looks like A coming back, and is flagged; when A's older
+ * connection is used again the address has several clients, and the flag
+ * is taken back (counted as a request during the throttle). */
+static void a_guess_is_taken_back(void **state) {
+  (void)state;
+  px_state *s = polite__px_state_new();
+  px_judgement j;
+  polite__px_judge(s, "k", "ip:A", -1, "ip", 0, 0, &j);
+  rec(s, "GET", "http://h/k", j.client, 429, PX_KIND_FAILURE);
+  polite__px_tell(s, "k", "ip:A", "ip", 1, 1000, T);
+  polite__px_judge(s, "k", "ip:B", -1, "ip", 2, 0, &j);
+  assert_int_equal(j.verdict, PX_JUDGE_EARLY);
+  assert_true(j.guessed);
+  polite__px_early_record(s, 2, "k", "ip", "ip:B", "GET", "http://h/k", 999,
+                          j.guessed);
+  rec(s, "GET", "http://h/k", j.client, 429, PX_KIND_EARLY);
+  json_t *r = report(s);
+  assert_int_equal(json_integer_value(json_object_get(r, "early_retries")), 1);
+  json_decref(r);
+  polite__px_judge(s, "k", "ip:A", -1, "ip", 1001, 0, &j); /* A again */
+  r = report(s);
+  assert_int_equal(json_integer_value(json_object_get(r, "early_retries")), 0);
+  assert_int_equal(json_integer_value(json_object_get(r, "during_throttle")),
+                   1);
+  assert_int_equal(json_array_size(json_object_get(r, "early")), 0);
+  json_decref(r);
+  polite__px_state_free(s);
+}
+
 static int dead_conn_1(void *ctx, const char *conn, int handle) {
   (void)ctx;
   assert_int_equal(handle, 7);
@@ -244,8 +274,9 @@ static void retry_chains_and_report(void **state) {
   rec(s, "POST", "http://h/b", 1, 503, PX_KIND_PASSED);
   rec(s, "POST", "http://h/b", 1, 200, PX_KIND_PASSED);
   rec(s, "GET", "http://h/b", 1, 429, PX_KIND_EARLY);
-  polite__px_early_record(s, 500, "GET http://h/b", "127.0.0.1", "GET",
-                          "http://h/b", 400);
+  polite__px_early_record(s, 500, "GET http://h/b", "127.0.0.1",
+                          "127.0.0.1:4242", "GET",
+                          "http://h/b", 400, 0);
   json_t *j = report(s);
   assert_int_equal(json_integer_value(json_object_get(j, "requests")), 14);
   assert_int_equal(json_integer_value(json_object_get(j, "passed")), 4);
@@ -292,7 +323,7 @@ static void early_list_is_bounded(void **state) {
   (void)state;
   px_state *s = polite__px_state_new();
   for (int i = 0; i < EARLY_KEEP + 5; i++)
-    polite__px_early_record(s, i, "k", "c", "GET", "u", 1);
+    polite__px_early_record(s, i, "k", "c", "c:1", "GET", "u", 1, 0);
   json_t *j = report(s);
   assert_int_equal(json_integer_value(json_object_get(j, "early_retries")),
                    EARLY_KEEP + 5);
@@ -311,6 +342,7 @@ int main(void) {
       cmocka_unit_test(a_reconnecting_client_keeps_its_deadline),
       cmocka_unit_test(max_attempts_counts_per_client),
       cmocka_unit_test(the_probe_finds_a_closed_connection),
+      cmocka_unit_test(a_guess_is_taken_back),
       cmocka_unit_test(penalty_restarts_the_wait),
       cmocka_unit_test(keyed_objects_per_table),
       cmocka_unit_test(retry_chains_and_report),
