@@ -116,6 +116,12 @@ static px_req *describe(px_server *s, struct evhttp_request *req,
   ev_uint16_t port = 0;
   if (conn)
     evhttp_connection_get_peer(conn, &peer, &port);
+  /* pxlimits hook: the judge tells clients apart by connection, and learns
+   * when one closes. */
+  snprintf(r->conn, sizeof r->conn, "%s:%u", peer ? peer : "-",
+           (unsigned)port);
+  if (conn)
+    evhttp_connection_set_closecb(conn, polite__px_conn_gone, s);
   const char *auth = evhttp_find_header(in, "Authorization");
   if (auth) {
     char hex[17];
@@ -148,11 +154,16 @@ static void on_request(struct evhttp_request *req, void *arg) {
     polite__px_answer_report(s, req);
     return;
   }
+  if (cmd == EVHTTP_REQ_GET && strcmp(uri, "/__polite/metrics") == 0) {
+    polite__px_answer_metrics(s, req); /* pxlimits hook */
+    return;
+  }
   px_req *r = describe(s, req, now_us);
   if (r == NULL) {
     evhttp_send_error(req, 503, "out of memory");
     return;
   }
+  polite__px_metrics(s->st)->in_flight++; /* pxlimits hook (finish: --) */
   /* CORS preflights are never failed (a browser would not even send the
    * real request); in mock mode they are answered here. */
   int preflight = cmd == EVHTTP_REQ_OPTIONS &&
@@ -171,7 +182,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
                                               r->raw_url, body, body_len)
                      : NULL;
     if (m) {
-      polite__px_own_canned(r, &m->responses[0], now_us / 1000);
+      polite__px_own_canned(r, &m->responses[0]);
     } else if (preflight && !c->upstream) {
       polite__px_own(r, 204, NULL, NULL, 0);
       const char *m2 = evhttp_find_header(in, "Access-Control-Request-Method");
