@@ -67,6 +67,9 @@ def start_nginx(ports):
         # "closer" closes idle keep-alive connections after 1 s: the proxy must notice and reconnect.
         ka = "keepalive_timeout 1s;" if name == "closer" else ""
         cert = "good" if name == "closer" else name
+        if name == "plain":
+            servers += "\n  server { listen 127.0.0.1:%d; location / { root %s/www; } }" % (port, d)
+            continue
         servers += """
   server {
     listen 127.0.0.1:%d ssl;
@@ -115,7 +118,7 @@ def access_log():
 
 
 make_certs()
-ports = {n: free_port() for n in ("good", "wrongname", "expired", "self", "closer")}
+ports = {n: free_port() for n in ("good", "wrongname", "expired", "self", "closer", "plain")}
 big = start_nginx(ports)
 G = ports["good"]
 CA = path("ca.pem")
@@ -181,6 +184,8 @@ bad("wrong name (DNS)", "https://localhost:%d" % ports["wrongname"], ["--upstrea
 bad("expired", "https://127.0.0.1:%d" % ports["expired"], ["--upstream-cacert", CA], ["expired"])
 refused = free_port()
 bad("refused", "https://127.0.0.1:%d" % refused, [], ["cannot connect", "refused", "127.0.0.1:%d" % refused])
+# A plain-HTTP server given as https://: the handshake fails, saying so.
+bad("not TLS", "https://127.0.0.1:%d" % ports["plain"], [], ["TLS handshake failed", "wrong version number"])
 # An upstream that accepts and never answers the handshake: the connect timeout (10 s), not a hang.
 silent = socket.socket()
 silent.bind(("127.0.0.1", 0))
