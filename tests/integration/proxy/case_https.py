@@ -213,7 +213,28 @@ check(len(set(l[1] for l in lines)) == 2, "closer: a new connection after the id
       % len(set(l[1] for l in lines)))
 pc.stop()
 
-# --- 5. Option errors name the file or the value ---
+# --- 5. The feature set over an https upstream: injected 429 with Retry-After, an early retry caught, the
+# upstream's answer for unwatched URLs, a Python requests client with verify= on its own side ---
+import requests
+rep_path = path("https-report.json")
+pf = Proxy("--upstream", "https://localhost:%d" % G, "--upstream-cacert", CA, "--watch", "https://localhost:%d/limited*" % G,
+           "--failure-rate", "100", "--retry-after", "1", "--report", rep_path, name="features")
+r = requests.get(pf.base + "/limited", timeout=10)
+check(r.status_code == 429 and r.headers.get("Retry-After") == "1",
+      "https upstream: --watch https://... matches; injected 429 with Retry-After: 1 (%d)" % r.status_code)
+time.sleep(0.3)
+r = requests.get(pf.base + "/limited", timeout=10)
+check(r.status_code == 429, "https upstream: early retry answered 429")
+r = requests.get(pf.base + "/hello.txt", timeout=10)
+check(r.status_code == 200 and r.text == "hello over https\n", "https upstream: unwatched URL gets the upstream's body")
+rep = pf.report()
+check(rep["early_retries"] == 1 and 500 <= rep["early"][0]["early_ms"] <= 720,
+      "https upstream: the early retry is caught, ~700 ms early (%s)" % rep.get("early"))
+check(rep["early"][0]["url"] == "https://localhost:%d/limited" % G,
+      "https upstream: the report names the https URL (%s)" % rep["early"][0]["url"])
+check(pf.stop() == 0, "https upstream: SIGTERM exits 0")
+
+# --- 6. Option errors name the file or the value ---
 rc, out, err = run("proxy", "--listen", "127.0.0.1:0", "--upstream", "https://127.0.0.1:%d" % G,
                    "--upstream-cacert", path("missing.pem"))
 check(rc != 0 and "missing.pem" in err, "--upstream-cacert of a missing file: error naming it (%r)" % err.strip()[:120])
