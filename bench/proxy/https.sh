@@ -30,7 +30,7 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-UP=$(free_port); NG=$(free_port)
+UP=$(free_port); NG=$(free_port); MP=$(free_port)
 
 ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
 openssl req -x509 "${ec[@]}" -keyout "$tmp/ca.key" -out "$tmp/ca.pem" -days 2 -subj "/CN=bench CA" \
@@ -87,6 +87,15 @@ pids+=($!)
 for _ in $(seq 100); do [ -s "$tmp/polite.ready" ] && break; sleep 0.05; done
 PX=$(cat "$tmp/polite.ready")
 sleep 0.3
+targets="direct nginx polite"
+if command -v mitmdump >/dev/null; then
+  # mitmproxy as a reverse proxy to the same upstream, verifying it against the same CA.
+  mitmdump -q --mode "reverse:https://127.0.0.1:$UP" --listen-host 127.0.0.1 --listen-port "$MP" \
+    --set ssl_verify_upstream_trusted_ca="$tmp/ca.pem" --set confdir="$tmp/mitm" >"$tmp/mitm.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$MP/" >/dev/null 2>&1 && break; sleep 0.1; done
+  curl -sf "http://127.0.0.1:$MP/" >/dev/null && targets="$targets mitmproxy" || echo "mitmproxy not up: skipped" >&2
+fi
 curl -sf "http://127.0.0.1:$NG/" >/dev/null || { echo "nginx proxy not up" >&2; cat "$tmp/error.log" >&2; exit 1; }
 curl -sf "http://$PX/" >/dev/null || { echo "polite proxy not up" >&2; cat "$tmp/polite.err" >&2; exit 1; }
 
@@ -96,23 +105,24 @@ pct() { awk -v p="$2" '$1 == p { v=$2; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/
         if (u == "us") v /= 1000; else if (u == "s") v *= 1000; printf "%.3f", v }' "$1"; }
 errs() { awk '/Non-2xx|Socket errors/ {print}' "$1"; }
 run() { wrk -t"$4" -c"$3" -d"$5"s --latency "$2" >"$tmp/$1.txt" 2>&1; }
-url_of() { case $1 in direct) echo "https://127.0.0.1:$UP/";; nginx) echo "http://127.0.0.1:$NG/";; polite) echo "http://$PX/";; esac; }
+url_of() { case $1 in direct) echo "https://127.0.0.1:$UP/";; nginx) echo "http://127.0.0.1:$NG/";;
+  polite) echo "http://$PX/";; mitmproxy) echo "http://127.0.0.1:$MP/";; esac; }
 
 echo "warming up..."
 run warm1 "$(url_of nginx)" 16 2 2
 run warm2 "$(url_of polite)" 16 2 2
-for t in direct nginx polite; do
+for t in $targets; do
   run "$t-tput" "$(url_of $t)" 64 2 "$SECS"
 done
 LAT_SECS=$(( SECS / 3 > 2 ? SECS / 3 : 2 ))
 for round in 1 2 3; do
-  for t in direct nginx polite; do
+  for t in $targets; do
     run "$t-lat$round" "$(url_of $t)" 1 1 "$LAT_SECS"
   done
 done
 
 printf '\n%-8s %12s %10s %10s %10s %10s\n' target "req/s(c64)" "p50 c64" "p99 c64" "p50 c1" "p99 c1"
-for t in direct nginx polite; do
+for t in $targets; do
   printf '%-8s %12s %9sms %9sms %9sms %9sms\n' "$t" "$(rps "$tmp/$t-tput.txt")" \
     "$(pct "$tmp/$t-tput.txt" 50%)" "$(pct "$tmp/$t-tput.txt" 99%)" \
     "$(medlat $t 50%)" "$(medlat $t 99%)"
@@ -120,10 +130,13 @@ for t in direct nginx polite; do
 done
 python3 - "$(rps "$tmp/polite-tput.txt")" "$(rps "$tmp/nginx-tput.txt")" \
   "$(medlat polite 50%)" "$(medlat nginx 50%)" "$(medlat direct 50%)" \
-  "$(medlat polite 99%)" "$(medlat nginx 99%)" "$(medlat direct 99%)" <<'PY'
+  "$(medlat polite 99%)" "$(medlat nginx 99%)" "$(medlat direct 99%)" \
+  $(case $targets in *mitmproxy*) rps "$tmp/mitmproxy-tput.txt";; esac) <<'PY'
 import sys
-p, n, p50, n50, d50, p99, n99, d99 = map(float, sys.argv[1:])
+p, n, p50, n50, d50, p99, n99, d99 = map(float, sys.argv[1:9])
 print("\npolite/nginx throughput over an HTTPS upstream: %.2f x (target >= 0.7)" % (p / n))
+if len(sys.argv) > 9:
+    print("polite/mitmproxy throughput: %.1f x (target >= 10)" % (p / float(sys.argv[9])))
 print("added latency at 1 connection: p50 polite %.3f ms, nginx %.3f ms; p99 polite %.3f ms, nginx %.3f ms"
       % (p50 - d50, n50 - d50, p99 - d99, n99 - d99))
 PY
