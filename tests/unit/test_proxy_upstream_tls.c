@@ -132,8 +132,17 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
   assert_int_equal(polite__px_ca_open(d, 1, &ca, err, sizeof err), 0);
   server s = {0};
   s.base = event_base_new();
-  s.sctx = polite__px_ca_ctx_for(ca, "127.0.0.1", err, sizeof err);
-  assert_non_null(s.sctx);
+  /* A plain server context from an issued leaf for 127.0.0.1 (not the
+   * CA's own contexts, which would switch certificates on SNI). */
+  char cp[400], kp[400];
+  snprintf(cp, sizeof cp, "%s/leaf.pem", tmpdir);
+  snprintf(kp, sizeof kp, "%s/leaf.key", tmpdir);
+  assert_int_equal(
+      polite__px_ca_issue(ca, "127.0.0.1", cp, kp, err, sizeof err), 0);
+  s.sctx = SSL_CTX_new(TLS_server_method());
+  assert_int_equal(SSL_CTX_use_certificate_chain_file(s.sctx, cp), 1);
+  assert_int_equal(SSL_CTX_use_PrivateKey_file(s.sctx, kp, SSL_FILETYPE_PEM),
+                   1);
   struct sockaddr_in sin = {0};
   sin.sin_family = AF_INET;
   sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -194,6 +203,7 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
   settle(s.base);
 
   evconnlistener_free(l);
+  SSL_CTX_free(s.sctx);
   event_base_free(s.base);
   polite__px_ca_free(ca);
 }
