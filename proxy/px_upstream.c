@@ -169,8 +169,14 @@ static void conn_close(upconn *c) {
     event_free(c->wev);
   if (c->pause_ev)
     event_free(c->pause_ev);
-  if (c->ssl)
-    SSL_free(c->ssl); /* no close_notify: the upstream needs none */
+  if (c->ssl) {
+    /* No close_notify (the upstream needs none), but marked as shut down:
+     * SSL_free of a connection that is not would make its session (shared
+     * with u->session) non-resumable. A fatal TLS error has already done
+     * so where it should. */
+    SSL_set_shutdown(c->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    SSL_free(c->ssl);
+  }
   if (c->fd >= 0)
     close(c->fd);
   if (c->in)

@@ -178,6 +178,15 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
   assert_true(r.ok);
   assert_int_equal(s.accepted, 1);
   assert_int_equal(polite__px_up_active(up), 0);
+  /* A new connection (the idle one dropped) resumes the TLS session. */
+  assert_non_null(up->idle);
+  assert_non_null(up->session);
+  conn_close(up->idle);
+  exchange(s.base, up, &r);
+  assert_true(r.ok);
+  assert_int_equal(s.accepted, 2);
+  assert_non_null(up->idle);
+  assert_int_equal(SSL_session_reused(up->idle->ssl), 1);
   polite__px_up_pool_free(pool);
   settle(s.base);
 
