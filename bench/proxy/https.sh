@@ -27,21 +27,7 @@ printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$tmp/up.ex
 openssl x509 -req -in "$tmp/up.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -days 2 \
   -extfile "$tmp/up.ext" -out "$tmp/up.pem" 2>/dev/null
 
-cat >"$tmp/nginx.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $tmp/nginx.pid;
-error_log $tmp/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $tmp/body;
-  proxy_temp_path $tmp/proxy;
-  fastcgi_temp_path $tmp/fcgi;
-  uwsgi_temp_path $tmp/uwsgi;
-  scgi_temp_path $tmp/scgi;
-  keepalive_requests 1000000;
+nginx_start "$(cat <<CONF
   server {
     listen 127.0.0.1:$UP ssl;
     ssl_certificate $tmp/up.pem;
@@ -62,18 +48,9 @@ http {
       proxy_ssl_session_reuse on;
     }
   }
-}
 CONF
-# One nginx process (one worker, no master) serves both the upstream and the
-# nginx proxy, as in bench/proxy/run.sh.
-nginx -c "$tmp/nginx.conf" -p "$tmp" &
-pids+=($!)
-"$POLITE" proxy --listen 127.0.0.1:0 --ready-file "$tmp/polite.ready" \
-  --upstream "https://127.0.0.1:$UP" --upstream-cacert "$tmp/ca.pem" --log /dev/null 2>"$tmp/polite.err" &
-pids+=($!)
-for _ in $(seq 100); do [ -s "$tmp/polite.ready" ] && break; sleep 0.05; done
-PX=$(cat "$tmp/polite.ready")
-sleep 0.3
+)"
+polite_start --upstream "https://127.0.0.1:$UP" --upstream-cacert "$tmp/ca.pem"
 targets="direct nginx polite"
 if command -v mitmdump >/dev/null; then
   # mitmproxy as a reverse proxy to the same upstream, verifying it against the same CA.
@@ -83,8 +60,7 @@ if command -v mitmdump >/dev/null; then
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$MP/" >/dev/null 2>&1 && break; sleep 0.1; done
   curl -sf "http://127.0.0.1:$MP/" >/dev/null && targets="$targets mitmproxy" || echo "mitmproxy not up: skipped" >&2
 fi
-curl -sf "http://127.0.0.1:$NG/" >/dev/null || { echo "nginx proxy not up" >&2; cat "$tmp/error.log" >&2; exit 1; }
-curl -sf "http://$PX/" >/dev/null || { echo "polite proxy not up" >&2; cat "$tmp/polite.err" >&2; exit 1; }
+up_check
 
 url_of() { case $1 in direct) echo "https://127.0.0.1:$UP/";; nginx) echo "http://127.0.0.1:$NG/";;
   polite) echo "http://$PX/";; mitmproxy) echo "http://127.0.0.1:$MP/";; esac; }

@@ -55,3 +55,45 @@ table() {
     errs "$tmp/$t-tput.txt"
   done
 }
+
+# nginx_start SERVERS: writes $tmp/nginx.conf, one process (one worker, no master, no access log) whose http
+# block holds SERVERS (server and upstream blocks), and starts it. One process serves both the upstream
+# and the nginx proxy: two would share one config file.
+nginx_start() {
+  cat >"$tmp/nginx.conf" <<CONF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $tmp/nginx.pid;
+error_log $tmp/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $tmp/body;
+  proxy_temp_path $tmp/proxy;
+  fastcgi_temp_path $tmp/fcgi;
+  uwsgi_temp_path $tmp/uwsgi;
+  scgi_temp_path $tmp/scgi;
+  keepalive_requests 1000000;
+$1
+}
+CONF
+  nginx -c "$tmp/nginx.conf" -p "$tmp" &
+  pids+=($!)
+}
+
+# polite_start ARGS...: starts `polite proxy ARGS` on a free port (no log) and sets PX to its ADDR:PORT.
+polite_start() {
+  "$POLITE" proxy --listen 127.0.0.1:0 --ready-file "$tmp/polite.ready" --log /dev/null "$@" \
+    2>"$tmp/polite.err" &
+  pids+=($!)
+  for _ in $(seq 100); do [ -s "$tmp/polite.ready" ] && break; sleep 0.05; done
+  PX=$(cat "$tmp/polite.ready")
+}
+
+# up_check: both proxies answer (after a moment for nginx to bind), else exit with their errors.
+up_check() {
+  sleep 0.3
+  curl -sf "http://127.0.0.1:$NG/" >/dev/null || { echo "nginx proxy not up" >&2; cat "$tmp/error.log" >&2; exit 1; }
+  curl -sf "http://$PX/" >/dev/null || { echo "polite proxy not up" >&2; cat "$tmp/polite.err" >&2; exit 1; }
+}

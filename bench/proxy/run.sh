@@ -17,21 +17,7 @@ SECS=${2:-10}
 . "$(dirname "$0")/lib.sh"
 UP=$(free_port); NG=$(free_port)
 
-cat >"$tmp/nginx.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $tmp/nginx.pid;
-error_log $tmp/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $tmp/body;
-  proxy_temp_path $tmp/proxy;
-  fastcgi_temp_path $tmp/fcgi;
-  uwsgi_temp_path $tmp/uwsgi;
-  scgi_temp_path $tmp/scgi;
-  keepalive_requests 1000000;
+nginx_start "$(cat <<CONF
   server {
     listen 127.0.0.1:$UP;
     location / { default_type application/json; return 200 '{"ok":true,"data":"0123456789abcdef0123456789abcdef"}'; }
@@ -46,20 +32,10 @@ http {
       proxy_buffering on;
     }
   }
-}
 CONF
-# Two nginx processes would share one config file; one process serves both
-# the upstream and the nginx proxy (worker_processes 1, no master).
-nginx -c "$tmp/nginx.conf" -p "$tmp" &
-pids+=($!)
-"$POLITE" proxy --listen 127.0.0.1:0 --ready-file "$tmp/polite.ready" \
-  --upstream "http://127.0.0.1:$UP" --log /dev/null 2>"$tmp/polite.err" &
-pids+=($!)
-for _ in $(seq 100); do [ -s "$tmp/polite.ready" ] && break; sleep 0.05; done
-PX=$(cat "$tmp/polite.ready")
-sleep 0.3
-curl -sf "http://127.0.0.1:$NG/" >/dev/null || { echo "nginx proxy not up" >&2; cat "$tmp/error.log" >&2; exit 1; }
-curl -sf "http://$PX/" >/dev/null || { echo "polite proxy not up" >&2; cat "$tmp/polite.err" >&2; exit 1; }
+)"
+polite_start --upstream "http://127.0.0.1:$UP"
+up_check
 
 echo "warming up..."
 run warm1 "http://127.0.0.1:$NG/" 16 2 2
