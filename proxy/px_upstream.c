@@ -297,6 +297,7 @@ static int flush_tls(upconn *c) {
     if (n > 64 * 1024)
       n = 64 * 1024;
     const unsigned char *p = evbuffer_pullup(c->out, (ssize_t)n);
+    ERR_clear_error();
     int w = p ? SSL_write(c->ssl, p, (int)n) : -1;
     if (w > 0) {
       evbuffer_drain(c->out, (size_t)w);
@@ -368,6 +369,7 @@ static int tls_setup(upconn *c) {
 /* Drives the client handshake. Returns 0 (done, or waiting for the
  * socket) or -1 with the reason recorded. */
 static int tls_handshake(upconn *c) {
+  ERR_clear_error(); /* SSL_get_error reads the queue: only ours in it */
   int r = SSL_connect(c->ssl);
   if (r == 1) {
     c->handshaking = 0;
