@@ -505,6 +505,24 @@ static int alpn_select(SSL *ssl, const unsigned char **out,
   return SSL_TLSEXT_ERR_NOACK;
 }
 
+/* A client whose SNI names another host than the one the context was made
+ * for (a CONNECT to an address, with the name in SNI) gets the certificate
+ * for the SNI name: that is the name it checks. A name no certificate may
+ * carry keeps the original one. The SSL keeps a reference to the context it
+ * switched to, so evicting it from the cache later is harmless. */
+static int sni_switch(SSL *ssl, int *alert, void *arg) {
+  (void)alert;
+  px_ca *ca = arg;
+  const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+  if (name == NULL)
+    return SSL_TLSEXT_ERR_NOACK;
+  char err[160];
+  SSL_CTX *want = polite__px_ca_ctx_for(ca, name, err, sizeof err);
+  if (want && want != SSL_get_SSL_CTX(ssl))
+    SSL_set_SSL_CTX(ssl, want);
+  return SSL_TLSEXT_ERR_OK;
+}
+
 static SSL_CTX *server_ctx(px_ca *ca, X509 *leaf) {
   SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == NULL)
@@ -512,6 +530,8 @@ static SSL_CTX *server_ctx(px_ca *ca, X509 *leaf) {
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
   SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+  SSL_CTX_set_tlsext_servername_callback(ctx, sni_switch);
+  SSL_CTX_set_tlsext_servername_arg(ctx, ca);
   if (SSL_CTX_use_certificate(ctx, leaf) != 1 ||
       SSL_CTX_use_PrivateKey(ctx, ca->leaf_key) != 1 ||
       SSL_CTX_check_private_key(ctx) != 1) {

@@ -67,6 +67,9 @@ def start_nginx(ports):
         # "closer" closes idle keep-alive connections after 1 s: the proxy must notice and reconnect.
         ka = "keepalive_timeout 1s;" if name == "closer" else ""
         cert = "good" if name == "closer" else name
+        if name == "plain":
+            servers += "\n  server { listen 127.0.0.1:%d; location / { root %s/www; } }" % (port, d)
+            continue
         servers += """
   server {
     listen 127.0.0.1:%d ssl;
@@ -79,7 +82,7 @@ error_log %s/logs/error.log warn;
 pid %s/nginx.pid;
 events { worker_connections 256; }
 http {
-  log_format conn '$server_port $connection $connection_requests $ssl_server_name $status $request_uri';
+  log_format conn '$server_port $connection $connection_requests $ssl_server_name $status $request_uri $ssl_session_reused';
   access_log %s/logs/access.log conn;
   client_body_temp_path %s/cbt; proxy_temp_path %s/pt; fastcgi_temp_path %s/ft;
   uwsgi_temp_path %s/ut; scgi_temp_path %s/st;
@@ -114,8 +117,19 @@ def access_log():
         return [line.split() for line in f if line.strip()]
 
 
+def port_lines(port, n, since=0):
+    """The access log lines of server `port` after line `since`, once there are n of them (nginx writes its
+    line after the response has left, so the proxy's client may see the answer first), or after 3 s."""
+    end = time.time() + 3
+    while True:
+        lines = [l for l in access_log()[since:] if l[0] == str(port)]
+        if len(lines) >= n or time.time() > end:
+            return lines
+        time.sleep(0.02)
+
+
 make_certs()
-ports = {n: free_port() for n in ("good", "wrongname", "expired", "self", "closer")}
+ports = {n: free_port() for n in ("good", "wrongname", "expired", "self", "closer", "plain")}
 big = start_nginx(ports)
 G = ports["good"]
 CA = path("ca.pem")
@@ -133,7 +147,7 @@ check("forwarding to https://127.0.0.1:%d" % G in p.logtext(), "startup line nam
 before = len(access_log())
 for _ in range(20):
     get(p.base + "/hello.txt")
-lines = [l for l in access_log()[before:] if l[0] == str(G)]
+lines = port_lines(G, 20, before)
 conns = collections.Counter(l[1] for l in lines)
 check(len(lines) == 20 and len(conns) == 1 and max(int(l[2]) for l in lines) >= 20,
       "keep-alive: 20 sequential requests on one upstream connection (%s)" % dict(conns))
@@ -141,9 +155,11 @@ check(all(l[3] == "-" for l in lines), "no SNI for an IP literal (RFC 6066)")
 p.stop()
 
 pn = Proxy("--upstream", "https://localhost:%d/" % G, "--upstream-cacert", CA, name="byname")
+before = len(access_log())
 st, body = get(pn.base + "/hello.txt")
 check(st == 200 and body == b"hello over https\n", "https upstream by DNS name: 200 (%d)" % st)
-check(access_log()[-1][3] == "localhost", "SNI carries the name (%s)" % access_log()[-1][3])
+sni = (port_lines(G, 1, before) or [["", "", "", "?"]])[0][3]
+check(sni == "localhost", "SNI carries the name (%s)" % sni)
 
 # --- 2. Concurrent requests: each gets its body, connections are pooled, not one per request forever ---
 import concurrent.futures
@@ -151,7 +167,7 @@ before = len(access_log())
 with concurrent.futures.ThreadPoolExecutor(8) as ex:
     res = list(ex.map(lambda i: get(pn.base + "/hello.txt"), range(64)))
 check(all(r == (200, b"hello over https\n") for r in res), "64 concurrent requests over 8 clients: all 200")
-lines = [l for l in access_log()[before:] if l[0] == str(G)]
+lines = port_lines(G, 64, before)
 check(len(set(l[1] for l in lines)) <= 16, "concurrent: at most 16 upstream connections for 64 requests (%d)"
       % len(set(l[1] for l in lines)))
 pn.stop()
@@ -181,6 +197,8 @@ bad("wrong name (DNS)", "https://localhost:%d" % ports["wrongname"], ["--upstrea
 bad("expired", "https://127.0.0.1:%d" % ports["expired"], ["--upstream-cacert", CA], ["expired"])
 refused = free_port()
 bad("refused", "https://127.0.0.1:%d" % refused, [], ["cannot connect", "refused", "127.0.0.1:%d" % refused])
+# A plain-HTTP server given as https://: the handshake fails, saying so.
+bad("not TLS", "https://127.0.0.1:%d" % ports["plain"], [], ["TLS handshake failed", "wrong version number"])
 # An upstream that accepts and never answers the handshake: the connect timeout (10 s), not a hang.
 silent = socket.socket()
 silent.bind(("127.0.0.1", 0))
@@ -203,12 +221,49 @@ r1 = get(pc.base + "/hello.txt")
 time.sleep(1.6)
 r2 = get(pc.base + "/hello.txt")
 check(r1[0] == 200 and r2 == (200, b"hello over https\n"), "idle connection closed by the upstream: next request 200")
-lines = [l for l in access_log() if l[0] == str(ports["closer"])]
+lines = port_lines(ports["closer"], 2)
 check(len(set(l[1] for l in lines)) == 2, "closer: a new connection after the idle one was closed (%d)"
       % len(set(l[1] for l in lines)))
+check(lines[0][6] == "." and lines[-1][6] == "r", "closer: the new connection resumed the TLS session (%s)"
+      % [l[6] for l in lines])
 pc.stop()
 
-# --- 5. Option errors name the file or the value ---
+# --- 5. The feature set over an https upstream: injected 429 with Retry-After, an early retry caught, the
+# upstream's answer for unwatched URLs, a Python requests client with verify= on its own side ---
+import requests
+rep_path = path("https-report.json")
+pf = Proxy("--upstream", "https://localhost:%d" % G, "--upstream-cacert", CA, "--watch", "https://localhost:%d/limited*" % G,
+           "--failure-rate", "100", "--retry-after", "1", "--report", rep_path, name="features")
+r = requests.get(pf.base + "/limited", timeout=10)
+check(r.status_code == 429 and r.headers.get("Retry-After") == "1",
+      "https upstream: --watch https://... matches; injected 429 with Retry-After: 1 (%d)" % r.status_code)
+time.sleep(0.3)
+r = requests.get(pf.base + "/limited", timeout=10)
+check(r.status_code == 429, "https upstream: early retry answered 429")
+r = requests.get(pf.base + "/hello.txt", timeout=10)
+check(r.status_code == 200 and r.text == "hello over https\n", "https upstream: unwatched URL gets the upstream's body")
+rep = pf.report()
+check(rep["early_retries"] == 1 and 500 <= rep["early"][0]["early_ms"] <= 720,
+      "https upstream: the early retry is caught, ~700 ms early (%s)" % rep.get("early"))
+check(rep["early"][0]["url"] == "https://localhost:%d/limited" % G,
+      "https upstream: the report names the https URL (%s)" % rep["early"][0]["url"])
+check(pf.stop() == 0, "https upstream: SIGTERM exits 0")
+
+# --- 6. The options in a --config file; a relative upstreamCacert is relative to the file ---
+os.makedirs(path("conf"), exist_ok=True)
+subprocess.run(["cp", CA, path("conf/upstream-ca.pem")], check=True)
+with open(path("conf/proxy.json"), "w") as f:
+    json.dump({"upstream": "https://127.0.0.1:%d" % G, "upstreamCacert": "upstream-ca.pem"}, f)
+pj = Proxy("--config", path("conf/proxy.json"), name="config")
+check(get(pj.base + "/hello.txt") == (200, b"hello over https\n"), "--config: upstreamCacert relative to the file")
+pj.stop()
+with open(path("conf/insecure.json"), "w") as f:
+    json.dump({"upstream": "https://127.0.0.1:%d" % ports["self"], "upstreamInsecure": True}, f)
+pj = Proxy("--config", path("conf/insecure.json"), name="config-insecure")
+check(get(pj.base + "/hello.txt")[0] == 200, "--config: upstreamInsecure true")
+pj.stop()
+
+# --- 7. Option errors name the file or the value ---
 rc, out, err = run("proxy", "--listen", "127.0.0.1:0", "--upstream", "https://127.0.0.1:%d" % G,
                    "--upstream-cacert", path("missing.pem"))
 check(rc != 0 and "missing.pem" in err, "--upstream-cacert of a missing file: error naming it (%r)" % err.strip()[:120])
