@@ -64,7 +64,6 @@ fuzz: fuzz-build
 # clang-tidy needs is its compile_commands.json.
 LINT_SOURCES = $(sort $(wildcard lib/*.c src/*.c proxy/*.c))
 lint: deps
-	scripts/checksrc.sh lib src proxy
 	cmake -S . -B $(LINT_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPOLITE_TESTS=OFF \
 	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 	cppcheck --enable=warning,portability,performance --inline-suppr \
@@ -77,6 +76,7 @@ lint: deps
 	grep -v -E '^[0-9]+ warnings? generated\.$$' $$log || true; \
 	if [ $$rc -ne 0 ]; then echo "clang-tidy: findings above (exit $$rc)"; exit 1; fi; \
 	echo "clang-tidy: clean ($(words $(LINT_SOURCES)) files)"
+	scripts/checksrc.sh lib src proxy
 
 demo: build
 	@bash tests/demo.sh $(BUILD)/polite

@@ -7,10 +7,10 @@
 
 /* The shared HTTP syntax helpers (http_syntax.c) under this file's short
  * names. name_is compares with a lowercase literal, which ci_eq covers. */
-#define is_ows polite__is_ows
-#define lower polite__lower
-#define trim_ows polite__trim_ows
-#define name_is polite__ci_eq
+#define is_ows(c) polite__is_ows(c)
+#define lower(c) polite__lower(c)
+#define trim_ows(s, n) polite__trim_ows(s, n)
+#define name_is(s, n, lit) polite__ci_eq(s, n, lit)
 #define is_tchar(c) polite__is_tchar((unsigned char)(c))
 
 /* Every wait and reset this file produces is capped here (the cap

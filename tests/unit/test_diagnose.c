@@ -587,9 +587,9 @@ static void test_body_cap(void **state) {
   size_t n = strlen(head) + pad + strlen(tail);
   char *raw = malloc(n + 1);
   assert_non_null(raw);
-  strcpy(raw, head);
+  memcpy(raw, head, strlen(head));
   memset(raw + strlen(head), ' ', pad);
-  strcpy(raw + strlen(head) + pad, tail);
+  memcpy(raw + strlen(head) + pad, tail, strlen(tail) + 1);
   polite_diagnosis d;
   assert_int_equal(polite_diagnose_response(&d, raw, n, NOW_MS, NULL), 0);
   assert_string_equal(polite_diagnosis_component(&d), "unknown");
