@@ -62,7 +62,7 @@ static const char STYLE[] =
     "@media print{body{max-width:none;padding:0;font-size:11px}"
     "h2{break-after:avoid}section{break-inside:avoid-page}"
     "a{color:inherit;text-decoration:none}"
-    ".first,.area,.bar,.s0{fill:#888}th{background:none}"
+    ".first,.area,.s0,.k0{fill:#888}th{background:none}"
     "table.data{font-size:9px}}\n";
 
 void rp_page_head(FILE *f, const char *title) {
