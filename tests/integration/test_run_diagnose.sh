@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # polite run diagnoses every 429/503: the attempt log says who sent it and
 # what kind of limit it is, and the summary counts them by sender and kind.
-. "$(dirname "$0")/run/lib.sh"
+. "$(dirname "$0")/lib.sh"
 start_pyserver
 B=http://127.0.0.1:$PY_PORT
 P=$POLITE

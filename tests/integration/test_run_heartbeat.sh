@@ -6,24 +6,9 @@
 # lease expires after ~2 s and the second would start then. (The lease is
 # twice the heartbeat, not equal to it, so a late wake-up on a busy machine
 # cannot let a renewal come after the expiry.)
-set -u
-POLITE=${POLITE:-${POLITE_BUILD:-build}/polite}
-HERE=$(cd "$(dirname "$0")/run" && pwd)
-TMP=$(mktemp -d /tmp/polite-heartbeat.XXXXXX)
-PIDS=()
-pass=0
-fail=0
-
-cleanup() {
-  for p in "${PIDS[@]:-}"; do
-    [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-  done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "$(dirname "$0")/lib.sh"
+HERE=$IT/run
+# check DESC CMD...: as lib.sh's, with stderr hidden too.
 check() {
   local d=$1
   shift
@@ -72,5 +57,4 @@ check "the second did not start while the first's 4 s request ran (started $((b_
 check "... and it started soon after the release (within 1 s)" \
   [ $((b_start - a_end)) -lt 1000 ]
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
