@@ -136,7 +136,7 @@ void rp_chart_outcomes(FILE *f, const rp_model *m) {
             "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>"
             "<rect class=\"bar%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
             "height=\"16\"/><text x=\"%.1f\" y=\"%.1f\">%llu</text>\n",
-            x0 - 6, y + 12, rp_outcome_name(i), i == 0 ? "" : " s2", x0, y,
+            x0 - 6, y + 12, rp_outcome_name(i), i == 0 ? " s0" : " s2", x0, y,
             w < 1 ? 1 : w, x0 + w + 4, y + 12, (unsigned long long)o[i]);
     y += 24;
   }

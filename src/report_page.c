@@ -10,8 +10,8 @@ static void row_num(FILE *f, const char *label, const char *key, double v,
                     const char *shown) {
   fputs("<tr><th class=\"l\" scope=\"row\">", f);
   rp_esc(f, label);
-  fprintf(f, "</th><td class=\"num\" data-key=\"%s\" data-value=\"%.15g\">", key,
-          v);
+  fprintf(f, "</th><td class=\"num\" data-key=\"%s\" data-value=\"%.15g\">",
+          key, v);
   rp_esc(f, shown);
   fputs("</td></tr>\n", f);
 }
@@ -162,7 +162,7 @@ static void plan_text(FILE *f, const rp_model *m, const rp_derived *d) {
             "<p>At most %ld network attempts per request: %llu requests "
             "could make up to %llu; they made %llu.</p>\n",
             max_att, (unsigned long long)m->results,
-            (unsigned long long)(m->results * (uint64_t)max_att),
+            (unsigned long long)m->results * (unsigned long long)max_att,
             (unsigned long long)m->attempts);
   fputs("</section>\n", f);
 }

@@ -71,7 +71,7 @@ static int64_t parse_iso(const char *s) {
     return -1;
   int ms = 0;
   if (*p == '.')
-    ms = atoi(p + 1);
+    ms = (int)strtol(p + 1, NULL, 10);
   return (int64_t)timegm(&tm) * 1000 + ms;
 }
 
@@ -95,9 +95,9 @@ static int parse_line(char *line, px_line *out) {
   out->early_ms = out->retry_after_s = -1;
   for (int k = i + 4; k < n; k++) {
     if (strncmp(tok[k], "early_by=", 9) == 0)
-      out->early_ms = atoll(tok[k] + 9);
+      out->early_ms = strtoll(tok[k] + 9, NULL, 10);
     else if (strncmp(tok[k], "retry_after=", 12) == 0)
-      out->retry_after_s = atoll(tok[k] + 12);
+      out->retry_after_s = strtoll(tok[k] + 12, NULL, 10);
   }
   return 0;
 }

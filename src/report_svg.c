@@ -62,7 +62,7 @@ static const char STYLE[] =
     "@media print{body{max-width:none;padding:0;font-size:11px}"
     "h2{break-after:avoid}section{break-inside:avoid-page}"
     "a{color:inherit;text-decoration:none}"
-    ".first,.area,.bar,.s0{fill:#888}th{background:none}"
+    ".first,.area,.s0,.k0{fill:#888}th{background:none}"
     "table.data{font-size:9px}}\n";
 
 void rp_page_head(FILE *f, const char *title) {
@@ -205,7 +205,8 @@ void rp_axis_time(FILE *f, const rp_frame *fr) {
   double span = (double)(fr->t1 - fr->t0);
   double step = rp_nice(span / 6);
   char b[32];
-  for (double t = 0; t <= span + 0.5; t += step) {
+  for (int k = 0; k * step <= span + 0.5 && k <= 20; k++) {
+    double t = k * step;
     double x = rp_x(fr, (double)fr->t0 + t);
     rp_fmt_ms(b, sizeof b, t);
     fprintf(f,

@@ -3,7 +3,8 @@
 # driven by playwright-core from npm, tests/report/package-lock.json): no
 # console error, no network request, screenshots (screen and print) that are
 # not blank, a PDF print. Pages: one from a real throttled run (polite run
-# --report through polite proxy) and one from a synthetic 100,000-request log.
+# --report through polite proxy), the proxy's own (--report-html) and one
+# from a synthetic 100,000-request log.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 export PYTHONDONTWRITEBYTECODE=1
@@ -30,20 +31,24 @@ cp "$src/check_page.js" "$NODE_DIR/"
 
 "$POLITE" proxy --listen 127.0.0.1:0 --rate-limit 10/s --burst 2 \
   --retry-after 1 --ready-file "$TMP/px.addr" --log "$TMP/px.log" \
-  2>"$TMP/px.err" &
-PIDS+=($!)
+  --report-html "$TMP/proxy.html" 2>"$TMP/px.err" &
+PXPID=$!
+PIDS+=($PXPID)
 for _ in $(seq 100); do [ -s "$TMP/px.addr" ] && break; sleep 0.05; done
 PX=$(cat "$TMP/px.addr")
 for i in $(seq 1 16); do echo "http://$PX/v1/items/$i"; done >"$TMP/in.txt"
 "$POLITE" run --rate 15/s --concurrency 3 -q --report "$TMP/run.html" \
   -o /dev/null "$TMP/in.txt"
 check "polite run --report wrote the page" test -s "$TMP/run.html"
+kill -TERM "$PXPID"
+wait "$PXPID" 2>/dev/null
+check "polite proxy --report-html wrote its page" test -s "$TMP/proxy.html"
 
 python3 "$src/gen_log.py" 100000 "$TMP/expect.json" |
   "$POLITE" report - -o "$TMP/big.html" 2>/dev/null
 check "the synthetic page was written" test -s "$TMP/big.html"
 
-for p in run big; do
+for p in run big proxy; do
   mkdir -p "$TMP/$p"
   if (cd "$NODE_DIR" && timeout 120 node check_page.js "$TMP/$p.html" "$TMP/$p") \
     >"$TMP/$p.out" 2>&1; then
@@ -59,5 +64,6 @@ if [ -n "${REPORT_SHOTS:-}" ]; then
   cp "$TMP/run/screen.png" "$REPORT_SHOTS/run-screen.png"
   cp "$TMP/run/print.png" "$REPORT_SHOTS/run-print.png"
   cp "$TMP/big/screen.png" "$REPORT_SHOTS/big-screen.png"
+  cp "$TMP/proxy/screen.png" "$REPORT_SHOTS/proxy-screen.png"
 fi
 finish

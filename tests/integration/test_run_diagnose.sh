@@ -30,7 +30,7 @@ check "both 503 attempts diagnosed" jq -e -s \
   '[.[] | select(.id=="busy" and .status==503) | .diagnosis.component] == ["unknown","unknown"]' "$TMP/log"
 check "no diagnosis on 200 attempts" jq -e -s \
   'map(select(.status==200 and has("diagnosis"))) | length==0' "$TMP/log"
-check "8 attempts logged" [ "$(grep -vc "\"event\"" "$TMP/log")" -eq 8 ]
+check "8 attempts logged" [ "$(grep -vc '^{"event"' "$TMP/log")" -eq 8 ]
 
 # The summary: counted by sender and kind.
 check "summary JSON throttled_by" jq -e \
