@@ -529,6 +529,13 @@ static void opt_title(const cli_opt *o, char *buf, size_t n) {
  * ("5 (1..100)"); NULL when there is nothing to show. */
 static const char *def_text(const cli_opt *o, char *buf, size_t n) {
   const char *d = o->def_doc ? o->def_doc : o->def;
+  /* Unset flags are off, unset values none; a negating flag (min 0),
+   * a repeatable or a custom row has nothing to show. */
+  if (d == NULL && o->kind == CLI_FLAG && o->min != 0)
+    d = "off";
+  else if (d == NULL && o->kind != CLI_FLAG && o->kind != CLI_LIST &&
+           o->kind != CLI_CUSTOM)
+    d = "none";
   int ranged = (o->kind == CLI_UINT || o->kind == CLI_INT) &&
                o->max <= 1000000000000LL && o->max > o->min;
   if (!ranged)

@@ -73,19 +73,24 @@ static int set_seed(void *opts, const cli_opt *o, const char *val, char *err,
 #define D struct delay_opts
 static const cli_opt delay_opts_table[] = {
     {"now", 0, CLI_INT, "UNIX_SECONDS", 0, MAX_NOW_UNIX, NULL, "the clock",
-     NULL, "the current time for HTTP-dates", "Options", CLI_AT(D, now_unix),
-     NULL, NULL, 0},
+     NULL,
+     "the current time, for HTTP-dates and the two-digit years of RFC 850 "
+     "dates",
+     "Options", CLI_AT(D, now_unix), NULL, NULL, 0},
     {"attempt", 0, CLI_UINT, "N", 1, UINT32_MAX, "1", NULL, NULL,
      "attempts made so far; the backoff window is base * 2^(N-1), capped", NULL,
      CLI_AT(D, attempt), NULL, NULL, 0},
     {"seed", 0, CLI_CUSTOM, "N", 0, 0, NULL, "random", NULL,
-     "seed for the backoff draw", NULL, 0, 0, set_seed, NULL, 0},
+     "seed of the backoff draw (0 .. 2^64-1); the same seed gives the same "
+     "delay",
+     NULL, 0, 0, set_seed, NULL, 0},
     {"base", 0, CLI_DURATION, "DURATION", 1, INT64_MAX, "1s", NULL, NULL,
      "first backoff window", NULL, CLI_AT(D, backoff.base_ms), NULL, NULL, 0},
     {"cap", 0, CLI_DURATION, "DURATION", 1, INT64_MAX, "30s", NULL, NULL,
      "largest backoff window", NULL, CLI_AT(D, backoff.cap_ms), NULL, NULL, 0},
-    {"json", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL, "print one JSON object",
-     NULL, CLI_AT(D, json), NULL, NULL, 0},
+    {"json", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
+     "print one JSON object instead of sentences", NULL, CLI_AT(D, json), NULL,
+     NULL, 0},
     CLI_ROW_END};
 #undef D
 
