@@ -35,6 +35,7 @@ int main(int argc, char **argv) {
       {"delay", cmd_delay, "explain the wait for one Retry-After value"},
       {"diagnose", cmd_diagnose, "say who sent a 429 and what kind of limit"},
       {"proxy", cmd_proxy, "throttling test proxy that catches early retries"},
+      {"budget", cmd_budget, "show or clear a shared budget"},
       {NULL, NULL, NULL}};
 
   if (argc < 2) {
