@@ -580,11 +580,12 @@ static int parse_uri(const char *uri, char **path, int64_t *lease_ms,
     memcpy(param, s, n);
     param[n] = '\0';
     if (strncmp(param, "lease=", 6) == 0) {
-      if (polite_duration_parse(param + 6, lease_ms) != 0 || *lease_ms < 1) {
-        polite__budget_errf(
-            errbuf, errlen, uri,
-            "lease: expected a duration like 30s or 500ms, got '%.40s'",
-            param + 6);
+      if (polite_duration_parse(param + 6, lease_ms) != 0 || *lease_ms < 1 ||
+          *lease_ms > PF_MAX_LEASE_US / 1000) {
+        polite__budget_errf(errbuf, errlen, uri,
+                            "lease: expected a duration like 30s or 500ms "
+                            "(at most 7 days), got '%.40s'",
+                            param + 6);
         return POLITE_EINVAL;
       }
     } else {
