@@ -14,6 +14,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_delay(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_budget(int argc, char **argv);
 
 /* Exit statuses shared by all subcommands (DESIGN.md). */
 enum {

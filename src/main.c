@@ -12,6 +12,7 @@
 #pragma weak cmd_delay
 #pragma weak cmd_diagnose
 #pragma weak cmd_report
+#pragma weak cmd_budget
 #pragma weak cli_cmd_run
 #pragma weak cli_cmd_plan
 #pragma weak cli_cmd_delay
@@ -95,6 +96,7 @@ int main(int argc, char **argv) {
        NULL},
       {"proxy", cmd_proxy, "throttling test proxy that catches early retries",
        NULL},
+      {"budget", cmd_budget, "show or clear a shared budget", NULL},
       {NULL, NULL, NULL, NULL}};
 
   if (argc < 2) {
