@@ -3,7 +3,7 @@
 # a secret, hostile URLs, a byte order mark. Each bad line is invalid_input
 # at once (no attempt, no connection), names the field, and no secret
 # reaches the results, the log or stderr.
-. "$(dirname "$0")/run/lib.sh"
+. "$(dirname "$0")/lib.sh"
 IN=$TMP/in.jsonl
 big=$(head -c 1048000 /dev/zero | tr '\0' 'a')
 {
