@@ -217,6 +217,25 @@ static void test_every_vendor_has_a_fixture(void **state) {
   }
 }
 
+/* docs/diagnose.md has a table row for every vendor row: `kind:vendor` at
+ * the start of a line of its vendor table. */
+static void test_every_vendor_is_documented(void **state) {
+  (void)state;
+  char path[4200];
+  size_t len = 0;
+  snprintf(path, sizeof path, "%s/../../../docs/diagnose.md", fixture_dir);
+  char *doc = slurp(path, &len);
+  assert_non_null(doc);
+  for (size_t i = 0; i < sizeof vendors / sizeof *vendors; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "\n| `%s:%s` |",
+             polite_component_kind_name(vendors[i].kind), vendors[i].vendor);
+    if (strstr(doc, want) == NULL)
+      fail_msg("docs/diagnose.md has no row %s", want + 1);
+  }
+  free(doc);
+}
+
 /* Header names are globs: '*' matches any run, any case, both ends. */
 static void test_header_globs(void **state) {
   (void)state;
@@ -623,6 +642,7 @@ int main(void) {
       cmocka_unit_test(test_apigw_quota_vs_throttle),
       cmocka_unit_test(test_github_secondary_403),
       cmocka_unit_test(test_every_vendor_has_a_fixture),
+      cmocka_unit_test(test_every_vendor_is_documented),
       cmocka_unit_test(test_header_globs),
       cmocka_unit_test(test_polite_proxy),
       cmocka_unit_test(test_status_lines),
