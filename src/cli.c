@@ -585,11 +585,9 @@ void cli_help(const cli_command *cmd, FILE *f) {
     char t[96], text[600], db[96];
     opt_title(o, t, sizeof t);
     const char *d = def_text(o, db, sizeof db);
-    snprintf(text, sizeof text, "%s%s%s%s%s%s", o->help, d ? " [default: " : "",
-             d ? d : "", d ? "]" : "", o->env ? " [env: " : "",
-             o->env ? o->env : "");
-    if (o->env)
-      strncat(text, "]", sizeof text - strlen(text) - 1);
+    snprintf(text, sizeof text, "%s%s%s%s%s%s%s", o->help,
+             d ? " [default: " : "", d ? d : "", d ? "]" : "",
+             o->env ? " [env: " : "", o->env ? o->env : "", o->env ? "]" : "");
     int col = fprintf(f, "  %s", t);
     if (col >= 25) {
       fprintf(f, "\n%*s", 26, "");
