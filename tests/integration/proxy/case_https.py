@@ -76,6 +76,7 @@ def start_nginx(ports):
     ssl_certificate %s; ssl_certificate_key %s;
     %s
     location / { root %s/www; }
+    location /echo { client_max_body_size 16m; return 200 "got $content_length\n"; }
   }""" % (port, path(cert + ".pem"), path(cert + ".key"), ka, d)
     conf = """worker_processes 1;
 error_log %s/logs/error.log warn;
@@ -142,6 +143,10 @@ st, body = get(p.base + "/big.bin")
 check(st == 200 and hashlib.sha256(body).digest() == hashlib.sha256(big).digest(),
       "https upstream: 1 MiB body arrives intact (%d, %d bytes)" % (st, len(body)))
 check("forwarding to https://127.0.0.1:%d" % G in p.logtext(), "startup line names the https upstream")
+# A large request body goes out through TLS writes that fill the socket (partial SSL_write, WANT_WRITE).
+req = urllib.request.Request(p.base + "/echo", data=os.urandom(4 << 20), method="POST")
+st, body = get(req)
+check(st == 200 and body == b"got %d\n" % (4 << 20), "https upstream: a 4 MiB POST body goes through (%d %r)" % (st, body))
 
 # Keep-alive reuse: sequential requests ride one upstream TLS connection.
 before = len(access_log())
