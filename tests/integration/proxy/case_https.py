@@ -46,7 +46,7 @@ def make_certs():
         sh("openssl", "x509", "-req", "-in", path(name + ".csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
            "-days", days, "-extfile", ext, "-out", path(name + ".pem"))
 
-    leaf("good", "IP:127.0.0.1,DNS:localhost")
+    leaf("good", "IP:127.0.0.1,IP:::1,DNS:localhost")
     leaf("wrongname", "DNS:wrong.polite.test")
     leaf("expired", "IP:127.0.0.1,DNS:localhost", days="-1")
     sh("openssl", "req", "-x509", *ec, "-keyout", path("self.key"), "-out", path("self.pem"), "-days", "30",
@@ -73,11 +73,13 @@ def start_nginx(ports):
         servers += """
   server {
     listen 127.0.0.1:%d ssl;
+    %s
     ssl_certificate %s; ssl_certificate_key %s;
     %s
     location / { root %s/www; }
     location /echo { client_max_body_size 16m; return 200 "got $content_length\n"; }
-  }""" % (port, path(cert + ".pem"), path(cert + ".key"), ka, d)
+  }""" % (port, "listen [::1]:%d ssl;" % port, path(cert + ".pem"),
+         path(cert + ".key"), ka, d)
     conf = """worker_processes 1;
 error_log %s/logs/error.log warn;
 pid %s/nginx.pid;
@@ -118,12 +120,12 @@ def access_log():
         return [line.split() for line in f if line.strip()]
 
 
-def port_lines(port, n, since=0):
+def port_lines(port, n, since=0, uri=None):
     """The access log lines of server `port` after line `since`, once there are n of them (nginx writes its
     line after the response has left, so the proxy's client may see the answer first), or after 3 s."""
     end = time.time() + 3
     while True:
-        lines = [l for l in access_log()[since:] if l[0] == str(port)]
+        lines = [l for l in access_log()[since:] if l[0] == str(port) and uri in (None, l[5])]
         if len(lines) >= n or time.time() > end:
             return lines
         time.sleep(0.02)
@@ -152,7 +154,7 @@ check(st == 200 and body == b"got %d\n" % (4 << 20), "https upstream: a 4 MiB PO
 before = len(access_log())
 for _ in range(20):
     get(p.base + "/hello.txt")
-lines = port_lines(G, 20, before)
+lines = port_lines(G, 20, before, "/hello.txt")
 conns = collections.Counter(l[1] for l in lines)
 check(len(lines) == 20 and len(conns) == 1 and max(int(l[2]) for l in lines) >= 20,
       "keep-alive: 20 sequential requests on one upstream connection (%s)" % dict(conns))
@@ -165,6 +167,15 @@ st, body = get(pn.base + "/hello.txt")
 check(st == 200 and body == b"hello over https\n", "https upstream by DNS name: 200 (%d)" % st)
 sni = (port_lines(G, 1, before) or [["", "", "", "?"]])[0][3]
 check(sni == "localhost", "SNI carries the name (%s)" % sni)
+
+# An IPv6 literal: brackets in the URL, the address checked against the certificate's IP entries.
+p6 = Proxy("--upstream", "https://[::1]:%d" % G, "--upstream-cacert", CA, name="ipv6")
+check(get(p6.base + "/hello.txt") == (200, b"hello over https\n"), "https upstream by IPv6 literal [::1]: 200")
+p6.stop()
+p6 = Proxy("--upstream", "https://[::1]:%d" % ports["wrongname"], "--upstream-cacert", CA, name="ipv6-bad")
+st, body = get(p6.base + "/hello.txt")
+check(st == 502 and b"IP address mismatch" in body and b"[::1]:" in body, "IPv6 literal, wrong certificate: 502 (%r)" % body[:160])
+p6.stop()
 
 # --- 2. Concurrent requests: each gets its body, connections are pooled, not one per request forever ---
 import concurrent.futures
