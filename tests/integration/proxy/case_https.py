@@ -73,6 +73,8 @@ def start_nginx(ports):
     os.makedirs(d + "/www", exist_ok=True)
     with open(d + "/www/hello.txt", "w") as f:
         f.write("hello over https\n")
+    with open(d + "/www/huge.bin", "wb") as f:
+        f.truncate(96 << 20)  # sparse: zeros, made at once
     big = os.urandom(1 << 20)
     with open(d + "/www/big.bin", "wb") as f:
         f.write(big)
@@ -194,6 +196,35 @@ if p6:
     check(st == 502 and b"IP address mismatch" in body and b"[::1]:" in body,
           "IPv6 literal, wrong certificate: 502 (%r)" % body[:160])
     p6.stop()
+
+# Back-pressure over TLS: a client that stops reading does not make the proxy decrypt and buffer everything.
+def rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+pb = Proxy("--upstream", "https://127.0.0.1:%d" % G, "--upstream-cacert", CA, "--log", "/dev/null", name="bp")
+get(pb.base + "/hello.txt")
+rss0 = rss_mb(pb.proc.pid)
+sk = socket.create_connection((pb.host, pb.port), timeout=30)
+sk.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+sk.sendall(b"GET /huge.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+head = sk.recv(4096)
+time.sleep(2.0)  # the client stalls; nginx keeps sending
+grown = rss_mb(pb.proc.pid) - rss0
+check(grown < 40, "https upstream, stalled client: proxy memory grew %.0f MB for a 96 MB body (bounded)" % grown)
+total = len(head) - head.index(b"\r\n\r\n") - 4
+while total < 96 << 20:
+    chunk = sk.recv(1 << 20)
+    if not chunk:
+        break
+    total += len(chunk)
+sk.close()
+check(total == 96 << 20, "https upstream: after the stall the whole body arrives (%d bytes)" % total)
+pb.stop()
 
 # --- 2. Concurrent requests: each gets its body, connections are pooled, not one per request forever ---
 import concurrent.futures
