@@ -83,8 +83,10 @@ int polite__px_ca_default_dir(char *out, size_t outlen, char *err,
   return 0;
 }
 
-/* mkdir -p with mode 0700 for every directory it makes; the last one is
- * forced to 0700 even when it existed (it holds the key). */
+/* mkdir -p with mode 0700 for every directory it makes. The last one holds
+ * the key: when it already exists it must be a directory of ours that
+ * group and others cannot enter. It is refused otherwise, never chmod'ed:
+ * `--dir /tmp` must not turn /tmp into a private directory. */
 static int make_dirs(const char *dir, char *err, size_t errlen) {
   char p[1024];
   snprintf(p, sizeof p, "%s", dir);
@@ -98,12 +100,23 @@ static int make_dirs(const char *dir, char *err, size_t errlen) {
     }
     *s = '/';
   }
-  if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+  if (mkdir(p, 0700) == 0)
+    return chmod(p, 0700) == 0 ? 0
+                               : (set_err(err, errlen, "cannot chmod", p), -1);
+  struct stat st;
+  if (errno != EEXIST || stat(p, &st) != 0) {
     set_err(err, errlen, "cannot create", p);
     return -1;
   }
-  if (chmod(p, 0700) != 0) {
-    set_err(err, errlen, "cannot chmod 0700", p);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+    snprintf(err, errlen,
+             "%s: the CA directory must be a directory of your own that "
+             "group and others cannot access (mode 700; it is %03o%s); give "
+             "--dir a new directory, or chmod 700 it",
+             p, (unsigned)(st.st_mode & 0777),
+             !S_ISDIR(st.st_mode)     ? ", not a directory"
+             : st.st_uid != geteuid() ? ", owned by another user"
+                                      : "");
     return -1;
   }
   return 0;
