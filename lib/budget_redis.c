@@ -647,9 +647,11 @@ static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
                    : strncmp(param, "timeout=", 8) == 0 ? &timeout_ms
                                                         : NULL;
     if (dst == NULL) {
+      /* The name only: an unknown parameter's value may be a secret. */
       polite__budget_errf(
           errbuf, errlen, u,
-          "unknown parameter '%.40s' (expected lease= or timeout=)", param);
+          "unknown parameter '%.*s' (expected lease= or timeout=)",
+          (int)strcspn(param, "="), param);
       return POLITE_EINVAL;
     }
     const char *v = strchr(param, '=') + 1;
