@@ -589,9 +589,10 @@ static int parse_uri(const char *uri, char **path, int64_t *lease_ms,
         return POLITE_EINVAL;
       }
     } else {
+      /* The name only: an unknown parameter's value may be a secret. */
       polite__budget_errf(errbuf, errlen, uri,
-                          "unknown parameter '%.40s' (expected lease=DURATION)",
-                          param);
+                          "unknown parameter '%.*s' (expected lease=DURATION)",
+                          (int)strcspn(param, "="), param);
       return POLITE_EINVAL;
     }
   }

@@ -186,10 +186,9 @@ static void count_cut(polite_ratectl *c, polite_ratectl_cause why,
   c->lowest = dmin(c->lowest, polite_ratectl_rate(c, now_us));
 }
 
-/* A cut below what got through: `got` is the measured rate when it is
- * known and lower than the rate, else the rate. Two cuts in a row that find
- * about the same limit make the controller steady: a shallower cut and a
- * longer plateau. */
+/* A cut below what got through (`got`, the limit estimate). Two cuts in a
+ * row that find about the same limit make the controller steady: a
+ * shallower cut and a longer plateau. */
 static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
                 polite_ratectl_cause why) {
   /* What got through: the rate the throttled request started at, times the

@@ -40,7 +40,13 @@
  *
  * A budget paces admissions at the shared rate once one was published (capped
  * by its configured rate when that is > 0), so with a shared rate the engine
- * does not pace by polite_ratectl_rate itself. A cut always lowers the
+ * does not pace by polite_ratectl_rate itself. For the learned rate the
+ * engine opens the budget with rate_per_s = --max-rate (0 when none): every
+ * participant of a file budget must open it with the same settings. The
+ * first take_publish after init publishes the first estimate, so the budget
+ * is paced from the first admission. A hold_until in the future (the
+ * headers said wait) is for every participant: the engine passes it to
+ * polite_budget_pause_until. A cut always lowers the
  * shared rate and starts a new generation; a raise is applied only by a
  * participant that has seen the current generation, so a stale raise never
  * undoes another participant's cut. The rules and constants are in

@@ -102,6 +102,16 @@ elif ! grep -q SECRET "$tmp/e2" && grep -q "port" "$tmp/e2"; then
 else
   bad "port error: $(cat "$tmp/e2")"
 fi
+for u in "file:$tmp/p.budget?token=SEKRIT1&lease=1s" \
+  "redis://127.0.0.1:$port/n?api_key=SEKRIT1"; do
+  if "$P" budget show "$u" >"$tmp/e4" 2>&1; then
+    bad "an unknown parameter was accepted: $u"
+  elif ! grep -q SEKRIT1 "$tmp/e4" && grep -q "unknown parameter" "$tmp/e4"; then
+    ok "an unknown parameter is named, its value never printed: $(head -1 "$tmp/e4")"
+  else
+    bad "unknown parameter: $(cat "$tmp/e4")"
+  fi
+done
 "$P" budget show local >"$tmp/e3" 2>&1
 [ $? = 2 ] && ok "show local is a usage error" || bad "show local: $(cat "$tmp/e3")"
 
