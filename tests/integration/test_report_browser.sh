@@ -6,7 +6,7 @@
 # --report through polite proxy), the proxy's own (--report-html) and one
 # from a synthetic 100,000-request log.
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/run/lib.sh"
+. "$here/lib.sh"
 export PYTHONDONTWRITEBYTECODE=1
 src=$here/../report
 

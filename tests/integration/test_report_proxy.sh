@@ -4,7 +4,7 @@
 # proxy's JSON report, every early retry is listed with how early it was,
 # traffic is split per client and per rule, and the page is self-contained.
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/run/lib.sh"
+. "$here/lib.sh"
 CHECK="python3 $here/../report/page_check.py"
 export PYTHONDONTWRITEBYTECODE=1
 

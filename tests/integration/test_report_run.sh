@@ -5,12 +5,14 @@
 # polite report on the log agree; malformed lines are named and skipped;
 # two logs make one picture; the page is self-contained and accessible.
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/run/lib.sh"
+. "$here/lib.sh"
 CHECK="python3 $here/../report/page_check.py"
 export PYTHONDONTWRITEBYTECODE=1
 
-# --- 1. polite proxy --rate-limit 5/s, polite run planning 8/s ----------
-"$POLITE" proxy --listen 127.0.0.1:0 --rate-limit 10/s --burst 2 --retry-after 1 \
+# Answers take tens of milliseconds, so the mean in flight (which the run
+# samples at each step of its loop) is measured on more than rounding.
+# --- 1. polite proxy --rate-limit 10/s, polite run planning 15/s ----------
+"$POLITE" proxy --listen 127.0.0.1:0 --rate-limit 10/s --burst 2 --retry-after 1 --latency 40-80 \
   --ready-file "$TMP/px.addr" --log "$TMP/px.log" 2>"$TMP/px.err" &
 PIDS+=($!)
 for _ in $(seq 100); do [ -s "$TMP/px.addr" ] && break; sleep 0.05; done
@@ -42,7 +44,7 @@ check "429s are marked" grep -q '<use href="#m0"' "$TMP/a.html"
 start_pyserver
 B=http://127.0.0.1:$PY_PORT
 {
-  for i in $(seq 1 6); do echo "$B/ok/$i"; done
+  for i in $(seq 1 6); do echo "$B/slow?ms=$((30 + 10 * i))"; done
   echo "$B/openai429/o1"
   echo "$B/openai429/o2"
   echo "$B/bare429/b1"

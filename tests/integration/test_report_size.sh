@@ -3,7 +3,7 @@
 # stdin): the page stays under 300 KB, the reader's memory stays bounded, and
 # the counts on the page are the generator's.
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/run/lib.sh"
+. "$here/lib.sh"
 export PYTHONDONTWRITEBYTECODE=1
 N=${REPORT_SIZE_N:-1000000}
 LIMIT=$((300 * 1024))
