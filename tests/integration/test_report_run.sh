@@ -3,7 +3,8 @@
 # a run throttled by polite proxy's rate limit and one against a server that
 # answers 429 (OpenAI-shaped and bare), 503 and 404; polite run --report and
 # polite report on the log agree; malformed lines are named and skipped;
-# two logs make one picture; the page is self-contained and accessible.
+# two logs make one picture (two processes sharing a file: budget); the page
+# is self-contained and accessible.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 CHECK="python3 $here/../report/page_check.py"
@@ -82,7 +83,31 @@ check "the learned rate is drawn" grep -q 'class="learned"' "$TMP/c.html"
 if $CHECK scale "$TMP/a.html" "$TMP/aa.html" 2; then ok "two logs add up"; else bad "two logs do not add up"; fi
 check "both logs are listed" test "$(grep -c '<tr><td class="l">.*a.jsonl' "$TMP/aa.html")" -eq 2
 
-# --- 5. usage and unreadable input ----------------------------------------
+# --- 5. two processes sharing one budget (file:), one picture --------------
+for h in 1 2; do
+  for i in $(seq 1 16); do echo "$B/slow?ms=20&h=$h&i=$i"; done >"$TMP/f$h.txt"
+done
+for h in 1 2; do
+  "$POLITE" run --rate 20/s --concurrency 4 --budget "file:$TMP/fleet.budget" -q \
+    --log "$TMP/f$h.jsonl" --summary-json "$TMP/f$h.sum" -o /dev/null "$TMP/f$h.txt" &
+  PIDS+=($!)
+done
+wait "${PIDS[-1]}" "${PIDS[-2]}"
+"$POLITE" report "$TMP/f1.jsonl" "$TMP/f2.jsonl" -o "$TMP/fleet.html"
+check "two hosts' logs: counts add up, rates add up to both runs'" python3 - "$TMP/fleet.html" "$TMP/f1.sum" "$TMP/f2.sum" <<'PY'
+import json, re, sys
+v = dict((k, float(x)) for k, x in re.findall(r'data-key="([^"]+)" data-value="([^"]+)"', open(sys.argv[1]).read()))
+s = [json.load(open(p)) for p in sys.argv[2:]]
+bad = [k for k in ("requests", "network_attempts", "retries", "status_429") if v[k] != sum(x[k] for x in s)]
+rate = sum(x["rate_measured"] for x in s)
+if abs(v["rate_measured"] - rate) > 0.05 * rate:
+    bad.append("rate_measured %s vs %s" % (v["rate_measured"], rate))
+if bad:
+    print(bad)
+sys.exit(1 if bad else 0)
+PY
+
+# --- 6. usage and unreadable input ----------------------------------------
 "$POLITE" report -o "$TMP/x.html" 2>"$TMP/x.err"
 check "no log is a usage error" test $? -eq 2
 "$POLITE" report "$TMP/a.jsonl" "$TMP/missing.jsonl" -o "$TMP/m.html" 2>"$TMP/m.err"
