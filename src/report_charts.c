@@ -144,58 +144,53 @@ static void draw_markers(FILE *f, const rp_model *m, const rp_frame *fr,
   }
 }
 
-void rp_chart_rate(FILE *f, rp_model *m, const rp_derived *d) {
-  int rows[RP_MARKED + 1];
-  int nrows = marker_rows(m, rows);
-  double band = nrows ? 14.0 * nrows + 8 : 0;
-  rp_frame fr = timeline_frame(m, 16 + band, 320 + band);
-  double ws = (double)m->width / 1000.0, peak = 0, sum = 0;
-  for (int i = 0; i < m->nb; i++) {
-    double r = (double)(m->b[i].first + m->b[i].retry) / ws;
-    peak = r > peak ? r : peak;
-    sum += r;
-  }
-  double top = peak > d->start_plan ? peak : d->start_plan;
-  if (learned_max(m) > top)
-    top = learned_max(m);
-  rp_scale(&fr, top * 1.1);
-  char desc[1024], a[32], b[32], c[32];
+/* The rate chart's description: its numbers in words, senders included. */
+static void rate_desc(char *desc, size_t size, const rp_model *m,
+                      const rp_derived *d, double peak, double mean) {
+  char a[32], b[32];
   rp_fmt_ms(a, sizeof a, (double)m->width);
   rp_fmt_ms(b, sizeof b, (double)d->paused_ms);
-  int n = snprintf(desc, sizeof desc,
+  int n = snprintf(desc, size,
                    "Network attempts started per second in %s buckets: peak "
                    "%.2f/s, mean %.2f/s over %d buckets. First attempts are "
                    "solid bars, retries hatched bars on top. ",
-                   a, peak, m->nb ? sum / m->nb : 0, m->nb);
+                   a, peak, mean, m->nb);
   if (d->start_plan > 0)
-    n += snprintf(desc + n, sizeof desc - (size_t)n,
+    n += snprintf(desc + n, size - (size_t)n,
                   "Planned start rate %.2f/s (dashed line). ", d->start_plan);
   if (m->rate_events)
-    n += snprintf(desc + n, sizeof desc - (size_t)n,
+    n += snprintf(desc + n, size - (size_t)n,
                   "Learned rate (solid step line): %llu changes, from %.2f "
                   "to %.2f/s, last %.2f/s. ",
                   (unsigned long long)m->rate_events, m->rate_min, m->rate_max,
                   m->rate_last);
-  rp_fmt_count(c, sizeof c, (double)(m->n429 + m->n503));
-  snprintf(desc + n, sizeof desc - (size_t)n,
-           "Server pauses are cross-hatched bands (%zu, %s in all). %s "
-           "answers 429 or 503 are marked above the plot, one row and one "
-           "marker shape per sender.",
-           m->npause, b, c);
-  rp_svg_open(f, "c-rate", fr.w, fr.h, "Request starts per second", desc);
-  draw_pauses(f, m, &fr);
-  rp_axis_y(f, &fr, "starts per second");
-  rp_axis_time(f, &fr);
-  double bw = (fr.x1 - fr.x0) / (m->nb ? m->nb : 1);
+  n += snprintf(desc + n, size - (size_t)n,
+                "Server pauses are cross-hatched bands (%zu, %s in all). "
+                "%llu answers 429 and %llu 503 are marked above the plot, one "
+                "row and marker shape per sender",
+                m->npause, b, (unsigned long long)m->n429,
+                (unsigned long long)m->n503);
+  for (size_t i = 0; i < m->npairs && n > 0 && (size_t)n < size; i++)
+    n += snprintf(desc + n, size - (size_t)n, "%s %s %s limit %llu",
+                  i ? "," : ":", m->pairs[i].component, m->pairs[i].limit,
+                  (unsigned long long)m->pairs[i].count);
+  if (n > 0 && (size_t)n < size)
+    snprintf(desc + n, size - (size_t)n, ".");
+}
+
+/* First attempts (solid) and retries (hatched, on top) per bucket. */
+static void start_bars(FILE *f, const rp_model *m, const rp_frame *fr) {
+  double ws = (double)m->width / 1000.0;
+  double bw = (fr->x1 - fr->x0) / (m->nb ? m->nb : 1);
   for (int i = 0; i < m->nb; i++) {
     const rp_bucket *bk = &m->b[i];
-    double x = fr.x0 + bw * i, y1 = rp_y(&fr, (double)bk->first / ws);
-    double y2 = rp_y(&fr, (double)(bk->first + bk->retry) / ws);
+    double x = fr->x0 + bw * i, y1 = rp_y(fr, (double)bk->first / ws);
+    double y2 = rp_y(fr, (double)(bk->first + bk->retry) / ws);
     if (bk->first)
       fprintf(f,
               "<rect class=\"first\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
               "height=\"%.1f\"/>",
-              x, y1, bw, fr.y1 - y1);
+              x, y1, bw, fr->y1 - y1);
     if (bk->retry)
       fprintf(f,
               "<rect class=\"retry\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
@@ -204,24 +199,29 @@ void rp_chart_rate(FILE *f, rp_model *m, const rp_derived *d) {
     if (bk->first || bk->retry)
       fputc('\n', f);
   }
+}
+
+/* The planned rate (dashed) and the learned one (step line), labelled at
+ * the right without the labels overlapping. */
+static void rate_lines(FILE *f, const rp_model *m, const rp_derived *d,
+                       const rp_frame *fr) {
+  char a[48];
   if (d->start_plan > 0) {
     snprintf(a, sizeof a, "planned %.2f/s", d->start_plan);
-    ref_line(f, &fr, "plan", d->start_plan, a);
+    ref_line(f, fr, "plan", d->start_plan, a);
   }
-  learned_line(f, m, &fr, 1.0, "learned");
+  learned_line(f, m, fr, 1.0, "learned");
   if (m->rate_events) {
-    /* Kept clear of the planned line's label. */
-    double y = rp_y(&fr, m->rate_last) + 4, yp = rp_y(&fr, d->start_plan) + 4;
+    double y = rp_y(fr, m->rate_last) + 4, yp = rp_y(fr, d->start_plan) + 4;
     if (d->start_plan > 0 && y > yp - 14 && y < yp + 14)
       y = y <= yp ? yp - 14 : yp + 14;
     snprintf(a, sizeof a, "learned %.2f/s", m->rate_last);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", fr.x1 + 4, y, a);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", fr->x1 + 4, y, a);
   }
-  draw_markers(f, m, &fr, rows, nrows);
-  rp_svg_close(f,
-               "Starts per second, with the planned or learned rate, "
-               "server pauses and 429/503 answers by sender.",
-               "t-timeline");
+}
+
+static void rate_legend(FILE *f, const rp_model *m, const int *rows,
+                        int nrows) {
   fputs("<dl class=\"legend\">", f);
   fputs("<dt><svg width=\"18\" height=\"12\" aria-hidden=\"true\"><rect "
         "class=\"first\" width=\"18\" height=\"12\"/></svg></dt><dd>first "
@@ -242,6 +242,37 @@ void rp_chart_rate(FILE *f, rp_model *m, const rp_derived *d) {
     fprintf(f, " (%s)</dd>", SHAPES[rows[r]]);
   }
   fputs("</dl>\n", f);
+}
+
+void rp_chart_rate(FILE *f, rp_model *m, const rp_derived *d) {
+  int rows[RP_MARKED + 1];
+  int nrows = marker_rows(m, rows);
+  double band = nrows ? 14.0 * nrows + 8 : 0;
+  rp_frame fr = timeline_frame(m, 16 + band, 320 + band);
+  double ws = (double)m->width / 1000.0, peak = 0, sum = 0;
+  for (int i = 0; i < m->nb; i++) {
+    double r = (double)(m->b[i].first + m->b[i].retry) / ws;
+    peak = r > peak ? r : peak;
+    sum += r;
+  }
+  double top = peak > d->start_plan ? peak : d->start_plan;
+  if (learned_max(m) > top)
+    top = learned_max(m);
+  rp_scale(&fr, top * 1.1);
+  char desc[2048];
+  rate_desc(desc, sizeof desc, m, d, peak, m->nb ? sum / m->nb : 0);
+  rp_svg_open(f, "c-rate", fr.w, fr.h, "Request starts per second", desc);
+  draw_pauses(f, m, &fr);
+  rp_axis_y(f, &fr, "starts per second");
+  rp_axis_time(f, &fr);
+  start_bars(f, m, &fr);
+  rate_lines(f, m, d, &fr);
+  draw_markers(f, m, &fr, rows, nrows);
+  rp_svg_close(f,
+               "Starts per second, with the planned or learned rate, "
+               "server pauses and 429/503 answers by sender.",
+               "t-timeline");
+  rate_legend(f, m, rows, nrows);
 }
 
 void rp_chart_inflight(FILE *f, rp_model *m, const rp_derived *d) {

@@ -83,6 +83,10 @@ static void heap_down_i64(int64_t *h, size_t n, size_t i) {
   }
 }
 
+static rp_source *cur(rp_model *m) {
+  return m->nsrc > 0 ? &m->src[m->nsrc - 1] : NULL;
+}
+
 /* The end of the last server pause that began at or before t (pauses are
  * sorted and disjoint), or -1. */
 static int64_t pause_end_before(const rp_model *m, int64_t t) {
@@ -124,6 +128,10 @@ static void sweep_one(rp_model *m, sweep *w, iv x) {
     } else if (gap >= 0) {
       m->gaps++;
       m->gap_sum_ms += (double)gap;
+      if (cur(m)) {
+        cur(m)->gaps++;
+        cur(m)->gap_sum_ms += (double)gap;
+      }
     }
   }
   if (x.s > w->prev_start)
@@ -182,10 +190,6 @@ void rp_model_free(rp_model *m) {
     free(w);
   }
   free(m);
-}
-
-static rp_source *cur(rp_model *m) {
-  return m->nsrc > 0 ? &m->src[m->nsrc - 1] : NULL;
 }
 
 void rp_model_source_end(rp_model *m) {
@@ -564,8 +568,12 @@ void rp_model_derive(const rp_model *m, rp_derived *d) {
                          ? (double)(end - m->first_start)
                          : 0;
   d->run_s = active_ms / 1000.0;
-  if (m->gaps > 0 && m->gap_sum_ms > 0)
-    d->measured_rate = (double)m->gaps / (m->gap_sum_ms / 1000.0);
+  /* Each log's own spacing; logs of hosts sharing a budget ran at the same
+   * time, so their rates add up. */
+  for (int i = 0; i < m->nsrc; i++)
+    if (m->src[i].gaps > 0 && m->src[i].gap_sum_ms > 0)
+      d->measured_rate +=
+          (double)m->src[i].gaps / (m->src[i].gap_sum_ms / 1000.0);
   if (m->attempts > 0)
     d->mean_latency_ms = m->latency_sum_ms / (double)m->attempts;
   if (active_ms > 0)

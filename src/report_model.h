@@ -83,6 +83,8 @@ typedef struct {
   rp_run run;
   int has_run;
   int64_t first_ms, last_ms, end_ms; /* end_ms: "end" event, -1 none */
+  uint64_t gaps;     /* gaps between its starts with no server pause */
+  double gap_sum_ms; /* and their sum */
   unsigned peak_in_flight;
 } rp_source;
 
@@ -176,7 +178,8 @@ const char *rp_outcome_name(int i);
 /* Figures derived for the summary table (all from the model). */
 typedef struct {
   double run_s;            /* first start to the end of the run */
-  double measured_rate;    /* starts/s over gaps without a server pause */
+  double measured_rate;    /* starts/s over gaps without a server pause,
+                              summed over the logs (hosts run at once) */
   double mean_latency_ms;  /* per attempt */
   double mean_in_flight;   /* over first start .. end of run */
   double little;           /* measured rate x mean latency */

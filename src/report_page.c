@@ -65,8 +65,8 @@ static void summary_times(FILE *f, const rp_model *m, const rp_derived *d) {
           b);
   rp_fmt_ms(b, sizeof b, d->run_s * 1000);
   row_num(f, "first start to end of run", "active_ms", d->run_s * 1000, b);
-  snprintf(b, sizeof b, "%.2f/s (gaps with a server pause left out)",
-           d->measured_rate);
+  snprintf(b, sizeof b, "%.2f/s (gaps with a server pause left out%s)",
+           d->measured_rate, m->nsrc > 1 ? "; the logs' rates added" : "");
   row_num(f, "start rate measured", "rate_measured", d->measured_rate, b);
   if (d->planned_rate > 0) {
     snprintf(b, sizeof b, "%.2f units/s", d->planned_rate);

@@ -274,6 +274,59 @@ static void chart_traffic(FILE *f, const px_view *v) {
   fputs("</dl>\n", f);
 }
 
+/* The limits' state as clients saw it: the largest Retry-After the proxy
+ * sent in each bucket (bars), with the early retries it caught marked
+ * above. */
+static void chart_limits(FILE *f, const px_view *v) {
+  int nb = (int)((v->t1 - v->t0) / v->width) + 1;
+  nb = nb > PX_BUCKETS ? PX_BUCKETS : nb;
+  rp_frame fr;
+  memset(&fr, 0, sizeof fr);
+  fr.w = 900;
+  fr.h = 260;
+  fr.x0 = 64;
+  fr.x1 = 770;
+  fr.y0 = 30;
+  fr.y1 = 216;
+  fr.t0 = v->t0;
+  fr.t1 = v->t0 + (int64_t)nb * v->width;
+  int64_t top = 0;
+  uint64_t early = 0, limited = 0;
+  for (int b = 0; b < nb; b++) {
+    top = v->ra_max[b] > top ? v->ra_max[b] : top;
+    early += v->n[b][K_EARLY];
+    limited += v->ra_max[b] > 0;
+  }
+  rp_scale(&fr, (double)top * 1.1);
+  char desc[400];
+  snprintf(desc, sizeof desc,
+           "The largest Retry-After the proxy sent per bucket (bars, "
+           "seconds): up to %lld s, in %llu of %d buckets. %llu early "
+           "retries caught, marked with crosses above the bars.",
+           (long long)top, (unsigned long long)limited, nb,
+           (unsigned long long)early);
+  rp_svg_open(f, "c-limits", fr.w, fr.h, "Retry-After sent over time", desc);
+  rp_axis_y(f, &fr, "Retry-After sent (s)");
+  rp_axis_time(f, &fr);
+  double bw = (fr.x1 - fr.x0) / nb;
+  for (int b = 0; b < nb; b++) {
+    if (v->ra_max[b] > 0) {
+      double y = rp_y(&fr, (double)v->ra_max[b]);
+      fprintf(f,
+              "<rect class=\"k2\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+              "height=\"%.1f\"/>",
+              fr.x0 + bw * b, y, bw, fr.y1 - y);
+    }
+    if (v->n[b][K_EARLY])
+      fprintf(f,
+              "<use href=\"#m4\" x=\"%.1f\" y=\"16\"><title>%llu early "
+              "retries</title></use>\n",
+              fr.x0 + bw * (b + 0.5), (unsigned long long)v->n[b][K_EARLY]);
+  }
+  rp_svg_close(f, "The Retry-After clients were told, and the early retries.",
+               "t-timeline");
+}
+
 /* Every early retry the JSON report keeps: how early, as a histogram, and
  * the first PX_EARLY_ROWS in a table. */
 static void early_section(FILE *f, const json_t *r) {
@@ -442,6 +495,7 @@ static void write_page(FILE *f, const json_t *r, const px_view *v,
   if (v->have_log) {
     fputs("<section><h2>What the proxy did over time</h2>\n", f);
     chart_traffic(f, v);
+    chart_limits(f, v);
     fputs("</section>\n", f);
   } else {
     fputs("<p class=\"note\">No request log to read (the proxy logged to "

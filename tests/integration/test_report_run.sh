@@ -3,14 +3,17 @@
 # a run throttled by polite proxy's rate limit and one against a server that
 # answers 429 (OpenAI-shaped and bare), 503 and 404; polite run --report and
 # polite report on the log agree; malformed lines are named and skipped;
-# two logs make one picture; the page is self-contained and accessible.
+# two logs make one picture (two processes sharing a file: budget); the page
+# is self-contained and accessible.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 CHECK="python3 $here/../report/page_check.py"
 export PYTHONDONTWRITEBYTECODE=1
 
-# --- 1. polite proxy --rate-limit 5/s, polite run planning 8/s ----------
-"$POLITE" proxy --listen 127.0.0.1:0 --rate-limit 10/s --burst 2 --retry-after 1 \
+# Answers take tens of milliseconds, so the mean in flight (which the run
+# samples at each step of its loop) is measured on more than rounding.
+# --- 1. polite proxy --rate-limit 10/s, polite run planning 15/s ----------
+"$POLITE" proxy --listen 127.0.0.1:0 --rate-limit 10/s --burst 2 --retry-after 1 --latency 40-80 \
   --ready-file "$TMP/px.addr" --log "$TMP/px.log" 2>"$TMP/px.err" &
 PIDS+=($!)
 for _ in $(seq 100); do [ -s "$TMP/px.addr" ] && break; sleep 0.05; done
@@ -42,7 +45,7 @@ check "429s are marked" grep -q '<use href="#m0"' "$TMP/a.html"
 start_pyserver
 B=http://127.0.0.1:$PY_PORT
 {
-  for i in $(seq 1 6); do echo "$B/ok/$i"; done
+  for i in $(seq 1 6); do echo "$B/slow?ms=$((30 + 10 * i))"; done
   echo "$B/openai429/o1"
   echo "$B/openai429/o2"
   echo "$B/bare429/b1"
@@ -80,7 +83,31 @@ check "the learned rate is drawn" grep -q 'class="learned"' "$TMP/c.html"
 if $CHECK scale "$TMP/a.html" "$TMP/aa.html" 2; then ok "two logs add up"; else bad "two logs do not add up"; fi
 check "both logs are listed" test "$(grep -c '<tr><td class="l">.*a.jsonl' "$TMP/aa.html")" -eq 2
 
-# --- 5. usage and unreadable input ----------------------------------------
+# --- 5. two processes sharing one budget (file:), one picture --------------
+for h in 1 2; do
+  for i in $(seq 1 16); do echo "$B/slow?ms=20&h=$h&i=$i"; done >"$TMP/f$h.txt"
+done
+for h in 1 2; do
+  "$POLITE" run --rate 20/s --concurrency 4 --budget "file:$TMP/fleet.budget" -q \
+    --log "$TMP/f$h.jsonl" --summary-json "$TMP/f$h.sum" -o /dev/null "$TMP/f$h.txt" &
+  PIDS+=($!)
+done
+wait "${PIDS[-1]}" "${PIDS[-2]}"
+"$POLITE" report "$TMP/f1.jsonl" "$TMP/f2.jsonl" -o "$TMP/fleet.html"
+check "two hosts' logs: counts add up, rates add up to both runs'" python3 - "$TMP/fleet.html" "$TMP/f1.sum" "$TMP/f2.sum" <<'PY'
+import json, re, sys
+v = dict((k, float(x)) for k, x in re.findall(r'data-key="([^"]+)" data-value="([^"]+)"', open(sys.argv[1]).read()))
+s = [json.load(open(p)) for p in sys.argv[2:]]
+bad = [k for k in ("requests", "network_attempts", "retries", "status_429") if v[k] != sum(x[k] for x in s)]
+rate = sum(x["rate_measured"] for x in s)
+if abs(v["rate_measured"] - rate) > 0.05 * rate:
+    bad.append("rate_measured %s vs %s" % (v["rate_measured"], rate))
+if bad:
+    print(bad)
+sys.exit(1 if bad else 0)
+PY
+
+# --- 6. usage and unreadable input ----------------------------------------
 "$POLITE" report -o "$TMP/x.html" 2>"$TMP/x.err"
 check "no log is a usage error" test $? -eq 2
 "$POLITE" report "$TMP/a.jsonl" "$TMP/missing.jsonl" -o "$TMP/m.html" 2>"$TMP/m.err"
