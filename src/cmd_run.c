@@ -838,8 +838,11 @@ int cmd_run(int argc, char **argv) {
   bo.on_attempt = on_attempt;
   bo.on_tick = on_tick;
   bo.ud = &ctx;
-  if (jr)
-    run_journal_wrap(jr, &bo);
+  if (jr && (rc = run_journal_wrap(jr, &bo)) != 0) {
+    polite_budget_close(budget);
+    polite_input_close(ctx.input);
+    goto close_files;
+  }
   ctx.progress.on = progress >= 0 ? progress : isatty(STDERR_FILENO);
   ctx.progress.total = count_requests(input_path);
   if (jr && ctx.progress.total >= 0) /* --resume skips finished ones */
