@@ -258,6 +258,12 @@ static void jn_tick(void *ud, const polite_batch_stats *s) {
     r->inner.on_tick(r->inner.ud, s);
 }
 
+static void jn_rate(void *ud, const polite_rate_change *c) {
+  polite_journal_run *r = ud;
+  if (r->inner.on_rate)
+    r->inner.on_rate(r->inner.ud, c);
+}
+
 int polite_journal_attach(polite_journal *j, polite_batch_options *bo,
                           const polite_journal_attach_options *ao,
                           polite_journal_run **out) {
@@ -278,6 +284,7 @@ int polite_journal_attach(polite_journal *j, polite_batch_options *bo,
   bo->on_attempt = jn_attempt;
   bo->on_attempt_start = jn_attempt_start;
   bo->on_tick = jn_tick;
+  bo->on_rate = jn_rate;
   bo->ud = r;
   bo->idempotency_auto = 0; /* every automatic key is made and recorded here */
   *out = r;

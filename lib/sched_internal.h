@@ -7,6 +7,7 @@
 #include "sched_heap.h"
 #include "scheduler.h"
 
+#include <polite/ratectl.h>
 #include <signal.h>
 
 #define NO_TIME POLITE__NO_TIME
@@ -47,6 +48,14 @@ struct polite__sched {
   polite_batch_stats st;
   int64_t *intervals;
   polite_throttle_count throttled[POLITE_BATCH_MAX_THROTTLED];
+  /* The learned rate (rate_mode AUTO): the controller, the engine's own
+   * limiter at its rate, and what on_rate last reported. */
+  int rate_on;
+  polite_ratectl rc;
+  polite_gcra pace;
+  double pace_rate;
+  double reported_rate;
+  int at_max;
 };
 
 /* scheduler.c */
@@ -73,14 +82,27 @@ void polite__sched_end_refused(polite__sched *s, job *j, const refusal *r,
                                int64_t now);
 
 /* sched_rate.c: the seam for a rate controller. */
+/* Starts the learned rate at now (rate_mode AUTO; else nothing). */
+void polite__sched_rate_begin(polite__sched *s, const polite__now *now);
+/* The learned rate's admission of cost units at `at`: 0 with the limiter's
+ * next state in *next (commit it with polite__sched_rate_commit once the
+ * budget admitted too), or the wait in microseconds. Always 0 when the
+ * rate is not learned. */
+int64_t polite__sched_rate_check(polite__sched *s, int64_t at, unsigned cost,
+                                 polite_gcra *next, int64_t wall_ms);
+void polite__sched_rate_commit(polite__sched *s, const polite_gcra *next);
+/* The start rate the engine plans at now (learned or the budget's); 0 when
+ * none. */
+double polite__sched_rate_now(const polite__sched *s);
 /* Called once per attempt start, after admission, before the transport
  * sends anything. */
-void polite__sched_observe_start(polite__sched *s, const job *j, int64_t now);
+void polite__sched_observe_start(polite__sched *s, const job *j,
+                                 const polite__now *now);
 /* Called once per response with its status, the parsed headers, the
  * attempt's latency and the decision taken. */
 void polite__sched_observe_response(polite__sched *s, const job *j,
                                     const polite__response *r,
                                     const polite_decision *d,
-                                    int64_t latency_us, int64_t now);
+                                    int64_t latency_us, const polite__now *now);
 
 #endif

@@ -239,7 +239,7 @@ void polite__sched_response(polite__sched *s, job *j, const polite__response *r,
   polite_decision d;
   decide(s, j, r, t, &d);
   report_attempt(s, j, r, &d, diag, now->wall_ms);
-  polite__sched_observe_response(s, j, r, &d, latency, t);
+  polite__sched_observe_response(s, j, r, &d, latency, now);
   account_pause(s, j, &d, t);
 
   if (d.action == POLITE_RETRY) {

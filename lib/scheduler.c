@@ -100,6 +100,7 @@ void polite__sched_begin(polite__sched *s, const polite__now *now) {
   s->last_now_us = now->mono_us;
   s->last_heartbeat_us = now->mono_us;
   s->last_tick_us = now->mono_us - TICK_US; /* the first turn ticks */
+  polite__sched_rate_begin(s, now);
   s->run_deadline_us = s->o.run_deadline_ms >= 0
                            ? now->mono_us + s->o.run_deadline_ms * 1000
                            : NO_TIME;
@@ -328,7 +329,7 @@ static void start_attempt(polite__sched *s, job *j, const polite__now *now) {
     return;
   }
   inflight_add(s, j);
-  polite__sched_observe_start(s, j, now->mono_us);
+  polite__sched_observe_start(s, j, now);
 }
 
 /* ---- reading the input ------------------------------------------------------
@@ -408,11 +409,10 @@ static job *read_one(polite__sched *s, int64_t now) {
  * start later than that is late for good (no catch-up burst). With one
  * account per host there is no single plan, so the real time is used. */
 static int64_t admission_time(const polite__sched *s, int64_t now) {
-  const polite_budget *b = s->o.budget;
-  if (s->o.scope_host || b == NULL || !(b->cfg.rate_per_s > 0) ||
-      s->planned_us > now)
+  double rate = polite__sched_rate_now(s);
+  if (s->o.scope_host || !(rate > 0) || s->planned_us > now)
     return now;
-  double half = 0.5e6 / b->cfg.rate_per_s;
+  double half = 0.5e6 / rate;
   int64_t slack = half < CATCHUP_MAX_US ? (int64_t)half : CATCHUP_MAX_US;
   return now - s->planned_us <= slack ? s->planned_us : now;
 }
@@ -444,8 +444,14 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
    * counts requests, also when the rate counts tokens. Every attempt,
    * retries included, pays its cost. */
   unsigned cost = j->req->cost ? j->req->cost : 1;
-  int64_t at = admission_time(s, t), w = 0;
-  int rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, &w);
+  /* The learned rate first (it charges nothing until committed), then
+   * the budget. */
+  polite_gcra next;
+  int64_t at = admission_time(s, t);
+  int64_t w = polite__sched_rate_check(s, at, cost, &next, now->wall_ms);
+  int rc = POLITE_BUDGET_WAIT_RATE;
+  if (w == 0)
+    rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, &w);
   if (rc < 0) {
     snprintf(s->errstr, sizeof s->errstr, "the budget failed: %s",
              polite_budget_errstr(s->o.budget));
@@ -453,9 +459,10 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     return ADM_FATAL;
   }
   if (rc == POLITE_BUDGET_ADMITTED) {
-    const polite_budget *b = s->o.budget;
-    if (b && b->cfg.rate_per_s > 0)
-      s->planned_us = at + (int64_t)(1e6 * cost / b->cfg.rate_per_s);
+    polite__sched_rate_commit(s, &next);
+    double rate = polite__sched_rate_now(s);
+    if (rate > 0)
+      s->planned_us = at + (int64_t)(1e6 * cost / rate);
     start_attempt(s, j, now);
     return ADM_STARTED;
   }

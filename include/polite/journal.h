@@ -147,7 +147,8 @@ typedef struct {
 typedef struct polite_journal_run polite_journal_run;
 
 /* Attaches journal j to the batch options bo: bo's callbacks (next,
- * on_result, on_attempt, on_attempt_start, on_tick) and ud are replaced by
+ * on_result, on_attempt, on_attempt_start, on_tick, on_rate) and ud are
+ * replaced by
  * the journal's, which call the previous ones. The policy, in one place:
  *  - a request without an "id" (parsed as "line-N") gets the stable id
  *    "line-N-XXXXXXXX" (8 hex digits of the SHA-256 of its method, URL,

@@ -416,6 +416,103 @@ static void due_admissions_start_in_one_turn(void **state) {
   sim_free(&x);
 }
 
+/* ---- the learned rate ------------------------------------------------------
+ */
+
+/* A server-side limiter: 20 starts/s with a burst of 2 (a GCRA on the
+ * arrival times), answering 429 with Retry-After: 1 above it. */
+static int64_t limiter_tat;
+static unsigned limiter_429;
+static sim_answer limited_20(sim *x, unsigned req, unsigned attempt) {
+  (void)req, (void)attempt;
+  const int64_t T = 50 * MS, tau = 50 * MS;
+  int64_t t = x->now;
+  if (limiter_tat - tau > t) {
+    limiter_429++;
+    return (sim_answer){429, {"Retry-After: 1", NULL}, "slow down", 0};
+  }
+  limiter_tat = (limiter_tat > t ? limiter_tat : t) + T;
+  return ok200(x, req, attempt);
+}
+
+typedef struct {
+  unsigned n, throttle, probe, max_rate, start;
+  double last, highest;
+} rate_log;
+static rate_log rates;
+static void on_rate(void *ud, const polite_rate_change *c) {
+  (void)ud;
+  if (rates.n == 0)
+    assert_true(c->previous_per_s < 0); /* the first has no previous */
+  else
+    assert_true(c->previous_per_s >= 0);
+  rates.n++;
+  rates.throttle += strcmp(c->reason, "throttle") == 0;
+  rates.probe += strcmp(c->reason, "probe") == 0;
+  rates.max_rate += strcmp(c->reason, "max_rate") == 0;
+  rates.start += strcmp(c->reason, "start") == 0;
+  assert_true(c->rate_per_s > 0);
+  assert_non_null(c->detail);
+  rates.last = c->rate_per_s;
+  if (c->rate_per_s > rates.highest)
+    rates.highest = c->rate_per_s;
+}
+
+/* Without a rate, the start rate is learned: it ramps up from a first
+ * estimate, is cut by the limiter's 429s, and settles near the limit with
+ * few 429s; every request ends ok. */
+static void learned_rate_finds_the_limit(void **state) {
+  (void)state;
+  sim x;
+  sim_init(&x, 0, 1, 8, 600, limited_20);
+  x.o.rate_mode = POLITE_RATE_AUTO;
+  x.o.on_rate = on_rate;
+  x.o.max_attempts = 10;
+  x.o.spread_ms = 100;
+  limiter_tat = 0;
+  limiter_429 = 0;
+  memset(&rates, 0, sizeof rates);
+  assert_int_equal(sim_run(&x), 1);
+  assert_int_equal(sim_count(&x, POLITE_OUT_OK), 600);
+  const polite_batch_stats *st = polite__sched_stats(x.s);
+  assert_true(st->rate_learned);
+  assert_int_equal(rates.start, 1);
+  assert_true(rates.throttle >= 1);
+  assert_int_equal(st->rate_cuts_throttle, rates.throttle);
+  assert_true(rates.probe >= 1);
+  assert_true(limiter_429 <= 600 / 20); /* at most 5% */
+  double wall_s = (double)(x.now - T0) / 1e6;
+  print_message("learned: %u 429s, wall %.1f s (floor 30 s), rate first %.1f "
+                "lowest %.1f highest %.1f final %.1f/s, %u cuts\n",
+                limiter_429, wall_s, st->rate_first_per_s,
+                st->rate_lowest_per_s, st->rate_highest_per_s,
+                st->rate_final_per_s, rates.throttle);
+  assert_true(wall_s < 1.3 * 600 / 20.0);
+  assert_true(st->rate_lowest_per_s <= st->rate_first_per_s);
+  assert_true(st->rate_final_per_s > 10 && st->rate_final_per_s < 30);
+  sim_free(&x);
+}
+
+/* max_rate_per_s caps the learned rate: no two starts closer than its
+ * interval, and on_rate says when the cap is reached. */
+static void learned_rate_never_exceeds_max_rate(void **state) {
+  (void)state;
+  sim x;
+  sim_init(&x, 0, 1, 8, 100, ok200);
+  x.o.rate_mode = POLITE_RATE_AUTO;
+  x.o.max_rate_per_s = 5;
+  x.o.on_rate = on_rate;
+  memset(&rates, 0, sizeof rates);
+  assert_int_equal(sim_run(&x), 1);
+  assert_int_equal(sim_count(&x, POLITE_OUT_OK), 100);
+  assert_int_equal(rates.max_rate, 1);
+  assert_true(rates.highest <= 5.0);
+  for (unsigned i = 1; i < x.n_starts; i++)
+    assert_true(x.starts[i].at_us - x.starts[i - 1].at_us >= 200 * MS - 1);
+  assert_true(polite__sched_stats(x.s)->rate_highest_per_s <= 5.0);
+  sim_free(&x);
+}
+
 /* ---- the waiting set
  * --------------------------------------------------------------------- */
 
@@ -462,6 +559,8 @@ int main(void) {
       cmocka_unit_test(late_wakeups_keep_the_schedule),
       cmocka_unit_test(due_admissions_start_in_one_turn),
       cmocka_unit_test(heap_orders_by_due_then_seq),
+      cmocka_unit_test(learned_rate_finds_the_limit),
+      cmocka_unit_test(learned_rate_never_exceeds_max_rate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
