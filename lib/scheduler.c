@@ -207,11 +207,14 @@ static void flush_waiting(polite__sched *s, polite_outcome out, const char *why,
 
 /* Aborts the transfers still running (cancel grace over, fatal error). */
 static void abort_inflight(polite__sched *s, int64_t now) {
-  while (s->inflight) {
-    job *j = s->inflight;
+  job *list = s->inflight; /* detached first: finish frees each job */
+  s->inflight = NULL;
+  for (job *j = list, *n; j; j = n) {
+    n = j->next;
+    j->prev = j->next = NULL;
+    s->st.in_flight--;
     if (s->io.abort)
       s->io.abort(s->io.ud, j);
-    polite__sched_inflight_remove(s, j);
     polite_budget_release(s->o.budget, j->key, 1);
     polite__sched_finish(s, j, POLITE_OUT_CANCELLED, 0,
                          "interrupted while the attempt was in flight", now,
