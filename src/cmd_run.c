@@ -362,6 +362,18 @@ static json_t *diagnosis_json(const polite_diagnosis *d) {
   return o;
 }
 
+/* Writes o (consumed) as one line of the attempt log. */
+static void log_line(run_ctx *c, json_t *o) {
+  char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(o);
+  if (s) {
+    fputs(s, c->log);
+    fputc('\n', c->log);
+    fflush(c->log);
+    free(s);
+  }
+}
+
 static void on_attempt(void *ud, const polite_attempt *a) {
   run_ctx *c = ud;
   if (c->log == NULL)
@@ -407,14 +419,7 @@ static void on_attempt(void *ud, const polite_attempt *a) {
     json_object_set_new(o, "error", redacted_text_json(a->error));
   if (a->diagnosis)
     json_object_set_new(o, "diagnosis", diagnosis_json(a->diagnosis));
-  char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  json_decref(o);
-  if (s) {
-    fputs(s, c->log);
-    fputc('\n', c->log);
-    fflush(c->log);
-    free(s);
-  }
+  log_line(c, o);
 }
 
 /* A change of the learned rate: one line with an "event" key in the
@@ -432,14 +437,7 @@ static void on_rate(void *ud, const polite_rate_change *r) {
                                                : json_null());
   json_object_set_new(o, "reason", json_string(r->reason));
   json_object_set_new(o, "detail", json_string(r->detail));
-  char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  json_decref(o);
-  if (s) {
-    fputs(s, c->log);
-    fputc('\n', c->log);
-    fflush(c->log);
-    free(s);
-  }
+  log_line(c, o);
 }
 
 static void on_tick(void *ud, const polite_batch_stats *s) {

@@ -5,28 +5,9 @@
 # server with one and only one key (a write in flight at the kill is sent
 # again with its key), and the journal's keys are the server's
 # (tests/integration/resume/check.py).
-set -u
-BUILD=${POLITE_BUILD:-build}
-EX=${EXAMPLE_RESUME:-$BUILD/example_resume}
+. "$(dirname "$0")/run/lib.sh"
+EX=${EXAMPLE_RESUME:-${POLITE_BUILD:-build}/example_resume}
 HERE=$(cd "$(dirname "$0")/resume" && pwd)
-TMP=$(mktemp -d /tmp/polite-example-resume.XXXXXX)
-PIDS=()
-pass=0
-fail=0
-cleanup() {
-  for p in "${PIDS[@]:-}"; do
-    [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-  done
-  [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
-}
-trap cleanup EXIT
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
-check() {
-  local d=$1
-  shift
-  if "$@" >/dev/null; then ok "$d"; else bad "$d"; fi
-}
 
 # 200 after 50 ms; records method, path and Idempotency-Key.
 REC=$TMP/rec.jsonl
@@ -73,5 +54,4 @@ fi
 sent2=$(wc -l <"$REC")
 "$EX" "$J" "$TMP/in" "$TMP/out" 2>>"$TMP/err"
 check "a third run sends nothing" [ $? -eq 0 ] && check "... at all" [ "$(wc -l <"$REC")" -eq "$sent2" ]
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
