@@ -453,6 +453,18 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   int64_t at = admission_time(s, t);
   int64_t w = polite__sched_rate_check(s, at, cost, &next, now->wall_ms);
   int rc = POLITE_BUDGET_WAIT_RATE;
+  if (w > 0 && s->o.max_wait_ms > 0 && w > s->o.max_wait_ms * 1000) {
+    /* The learned rate holds for what the server's headers asked (r = 0
+     * until a reset): max-wait bounds that wait too. */
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "the server's rate-limit headers ask to wait %lld s, longer "
+             "than max-wait (%lld s); not waiting",
+             (long long)(w / 1000000), (long long)(s->o.max_wait_ms / 1000));
+    polite__sched_finish(s, j, POLITE_OUT_WAIT_TOO_LONG, j->status, msg, t,
+                         NULL, NULL);
+    return ADM_ENDED;
+  }
   if (w == 0)
     rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, &w);
   if (rc < 0) {

@@ -513,6 +513,28 @@ static void learned_rate_never_exceeds_max_rate(void **state) {
   sim_free(&x);
 }
 
+static sim_answer ok_but_nothing_left(sim *x, unsigned req, unsigned attempt) {
+  (void)x, (void)req, (void)attempt;
+  return (sim_answer){
+      200, {"RateLimit: limit=5, remaining=0, reset=99999999", NULL}, "ok", 0};
+}
+
+/* A success whose headers say nothing is left until a reset years away
+ * holds the learned rate; max-wait bounds that hold like any server wait:
+ * the next requests end wait_too_long at once. */
+static void learned_rate_hold_beyond_max_wait(void **state) {
+  (void)state;
+  sim x;
+  sim_init(&x, 0, 1, 1, 3, ok_but_nothing_left);
+  x.o.rate_mode = POLITE_RATE_AUTO;
+  assert_int_equal(sim_run_until(&x, T0 + 3600 * SEC), 1);
+  assert_int_equal(x.n_starts, 1);
+  assert_int_equal(sim_find(&x, "r0")->outcome, POLITE_OUT_OK);
+  assert_int_equal(sim_count(&x, POLITE_OUT_WAIT_TOO_LONG), 2);
+  assert_non_null(strstr(sim_find(&x, "r1")->error, "max-wait"));
+  sim_free(&x);
+}
+
 /* ---- the waiting set
  * --------------------------------------------------------------------- */
 
@@ -561,6 +583,7 @@ int main(void) {
       cmocka_unit_test(heap_orders_by_due_then_seq),
       cmocka_unit_test(learned_rate_finds_the_limit),
       cmocka_unit_test(learned_rate_never_exceeds_max_rate),
+      cmocka_unit_test(learned_rate_hold_beyond_max_wait),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
