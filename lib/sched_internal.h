@@ -73,6 +73,10 @@ void polite__sched_finish(polite__sched *s, job *j, polite_outcome out,
                           int status, const char *error, int64_t now,
                           const polite__response *r, const char *location);
 
+/* Integrates the in-flight count up to now and refreshes the stats that
+ * depend on time. */
+void polite__sched_update_stats(polite__sched *s, int64_t now);
+
 /* sched_response.c */
 /* The refusal covering key's account at now, or NULL. */
 const refusal *polite__sched_refused(const polite__sched *s, const char *key,

@@ -219,6 +219,9 @@ static const char *final_error(polite_outcome out, const polite__response *r,
 void polite__sched_response(polite__sched *s, job *j, const polite__response *r,
                             const polite__now *now) {
   int64_t t = now->mono_us;
+  /* Integrate in-flight time up to now while this transfer still counts:
+   * responses arrive between steps. */
+  polite__sched_update_stats(s, t);
   polite__sched_inflight_remove(s, j);
   polite_budget_release(s->o.budget, j->key, 1);
   int64_t latency = t - j->attempt_start_us;

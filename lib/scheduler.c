@@ -100,6 +100,12 @@ void polite__sched_begin(polite__sched *s, const polite__now *now) {
   s->last_now_us = now->mono_us;
   s->last_heartbeat_us = now->mono_us;
   s->last_tick_us = now->mono_us - TICK_US; /* the first turn ticks */
+  /* The pauses this engine writes are bounded by its own max-wait (a wait
+   * longer than that is refused, never written), so the budget's clamp
+   * must not cut one it does write. */
+  if (s->o.budget)
+    polite_budget_set_max_wait(s->o.budget,
+                               s->o.max_wait_ms > 0 ? s->o.max_wait_ms : -1);
   polite__sched_rate_begin(s, now);
   s->run_deadline_us = s->o.run_deadline_ms >= 0
                            ? now->mono_us + s->o.run_deadline_ms * 1000
@@ -584,7 +590,7 @@ static void heartbeat(polite__sched *s, int64_t now) {
   }
 }
 
-static void update_stats(polite__sched *s, int64_t now) {
+void polite__sched_update_stats(polite__sched *s, int64_t now) {
   if (now > s->last_now_us)
     s->st.in_flight_integral_s +=
         (double)s->st.in_flight * (double)(now - s->last_now_us) / 1e6;
@@ -634,7 +640,7 @@ static void lower(int64_t *wake, int64_t t) {
 int polite__sched_step(polite__sched *s, const polite__now *now,
                        int64_t *wake_us) {
   int64_t t = now->mono_us;
-  update_stats(s, t);
+  polite__sched_update_stats(s, t);
   heartbeat(s, t);
   stops(s, t);
   int64_t wake = NO_TIME;
@@ -647,7 +653,7 @@ int polite__sched_step(polite__sched *s, const polite__now *now,
   }
   if (s->o.max_requests && s->st.read >= s->o.max_requests)
     s->st.input_done = 1;
-  update_stats(s, t);
+  polite__sched_update_stats(s, t);
   if (t - s->last_tick_us >= TICK_US) {
     s->last_tick_us = t;
     if (s->o.on_tick)
@@ -667,7 +673,7 @@ int polite__sched_step(polite__sched *s, const polite__now *now,
 }
 
 void polite__sched_end(polite__sched *s, const polite__now *now) {
-  update_stats(s, now->mono_us);
+  polite__sched_update_stats(s, now->mono_us);
   if (s->o.on_tick)
     s->o.on_tick(s->o.ud, &s->st);
 }

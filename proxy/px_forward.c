@@ -67,32 +67,15 @@ static void add_via(struct evkeyvalq *h, const char *proto) {
 static void up_head(void *arg, int code, const char *reason, int minor,
                     struct evkeyvalq *in) {
   px_req *r = arg;
-  px_server *s = r->s;
   struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
   copy_headers(in, out);
   char proto[16];
   snprintf(proto, sizeof proto, "1.%d", minor);
   add_via(out, proto);
-  if (r->watched && (code == 429 || code == 503)) {
-    /* The upstream's own Retry-After is tracked like ours. */
-    const char *ra_text = evhttp_find_header(in, "Retry-After");
-    if (ra_text) {
-      polite_retry_after ra;
-      int64_t wall = polite_wall_ms();
-      polite_retry_after_parse(ra_text, strlen(ra_text), wall / 1000, &ra);
-      int64_t server_date = -1;
-      const char *date = evhttp_find_header(in, "Date");
-      if (date && polite_http_date_parse(date, strlen(date), wall / 1000,
-                                         &server_date) != 0)
-        server_date = -1;
-      int64_t d = polite_retry_after_delay_ms(&ra, wall, server_date);
-      if (d > 0) {
-        polite__px_track_set(s->st, r->key, polite_mono_us() / 1000, d);
-        snprintf(r->note, sizeof r->note, "upstream_retry_after=%lldms",
-                 (long long)d);
-      }
-    }
-  }
+  /* pxlimits hooks: the upstream's Retry-After and latency, then the wait
+   * counts from now, as the head leaves. */
+  polite__px_upstream_answer(r, code, in);
+  polite__px_answer_left(r);
   r->status = code;
   r->headers_sent = 1;
   evhttp_send_reply_start(r->req, code, reason && reason[0] ? reason : NULL);
@@ -109,7 +92,7 @@ static void up_done(void *arg, int ok) {
   if (!ok && !r->headers_sent) {
     r->kind = PX_KIND_ERROR;
     polite__px_own_json_error(r, 502, "bad_gateway",
-                              "polite proxy: upstream unreachable or failed");
+                              polite__px_up_error(r->s->up));
     polite__px_send_own(r);
     return;
   }
@@ -138,6 +121,7 @@ static const px_up_handler up_handler = {up_head, up_body, up_done, up_busy};
 void polite__px_forward(px_req *r) {
   px_server *s = r->s;
   struct evhttp_request *req = r->req;
+  r->fwd_us = polite_mono_us(); /* pxlimits hook: upstream latency */
   enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
   struct evbuffer *out = evbuffer_new();
   struct evbuffer *body = evhttp_request_get_input_buffer(req);
@@ -182,7 +166,8 @@ void polite__px_forward(px_req *r) {
                                           retryable, &up_handler, r) != 0) {
     r->kind = PX_KIND_ERROR;
     polite__px_own_json_error(r, 502, "bad_gateway",
-                              "polite proxy: cannot reach the upstream");
+                              s->up ? polite__px_up_error(s->up)
+                                    : "polite proxy: no upstream");
     polite__px_send_own(r);
   }
   evbuffer_free(out);

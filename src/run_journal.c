@@ -13,6 +13,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <polite/clock.h>
+#include <polite/results.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -178,48 +179,11 @@ static int rj_commit(void *ud, const polite_result *r, char *msg, size_t len) {
 
 /* ---- The results file on --resume ------------------------------------ */
 
-/* Calls fn(ud, id, outcome, line, len) for each complete line of f (from
- * the start); stops at the first line that is not a JSON object with a
- * string "id". Returns 0, the 1-based number of a bad line, or -1 on a read
- * error. *end gets the offset just past the last newline. */
-typedef int (*line_fn)(void *ud, const char *id, const char *outcome,
-                       const char *line, size_t len);
+/* The results file is read back by libpolite (polite_results_scan: JSON
+ * lines with NUL bytes, a torn last line repaired, foreign lines refused). */
+typedef polite_results_line_fn line_fn;
 static long scan_lines(FILE *f, line_fn fn, void *ud, long long *end) {
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
-  long no = 0, badno = 0;
-  long long off = 0;
-  *end = 0;
-  rewind(f);
-  while ((n = getline(&line, &cap, f)) > 0) {
-    if (line[n - 1] != '\n')
-      break; /* torn tail: no newline */
-    no++;
-    json_t *o = json_loadb(line, (size_t)n, 0, NULL);
-    json_t *id = o ? json_object_get(o, "id") : NULL;
-    json_t *oc = o ? json_object_get(o, "outcome") : NULL;
-    if (!json_is_string(id)) {
-      json_decref(o);
-      badno = no;
-      break;
-    }
-    int rc =
-        fn(ud, json_string_value(id),
-           json_is_string(oc) ? json_string_value(oc) : "", line, (size_t)n);
-    json_decref(o);
-    if (rc != 0) {
-      free(line);
-      return -1;
-    }
-    off += n;
-  }
-  int err = ferror(f);
-  free(line);
-  *end = off;
-  if (err)
-    return -1;
-  return badno;
+  return polite_results_scan(f, fn, ud, end);
 }
 
 static int outcome_index(const char *name) {

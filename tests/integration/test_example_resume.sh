@@ -5,9 +5,9 @@
 # server with one and only one key (a write in flight at the kill is sent
 # again with its key), and the journal's keys are the server's
 # (tests/integration/resume/check.py).
-. "$(dirname "$0")/run/lib.sh"
-EX=${EXAMPLE_RESUME:-${POLITE_BUILD:-build}/example_resume}
-HERE=$(cd "$(dirname "$0")/resume" && pwd)
+. "$(dirname "$0")/lib.sh"
+EX=${EXAMPLE_RESUME:-$POLITE_BUILD/example_resume}
+HERE=$IT/resume
 
 # 200 after 50 ms; records method, path and Idempotency-Key.
 REC=$TMP/rec.jsonl

@@ -4,7 +4,7 @@
 # 20 r/s, burst 1, 429 with Retry-After: 1): every request ends ok, few
 # 429s, and the attempt log says how the rate evolved ("event":"rate"
 # lines). --max-rate caps it.
-. "$(dirname "$0")/run/lib.sh"
+. "$(dirname "$0")/lib.sh"
 P=$POLITE
 start_nginx 20r/s || { echo "0 passed, 1 failed"; exit 1; }
 B=http://127.0.0.1:$NG_PORT

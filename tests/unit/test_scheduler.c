@@ -267,8 +267,26 @@ static int64_t cb_paused(polite_budget *b, const char *key, int64_t now) {
 static void cb_close(polite_budget *b) {
   (void)b;
 }
+static int cb_publish(polite_budget *b, const char *key, int64_t now,
+                      polite_shared_rate *r, int is_cut) {
+  return polite_budget_publish_rate(((counting_budget *)b)->real, key, now, r,
+                                    is_cut);
+}
+static int cb_shared(polite_budget *b, const char *key,
+                     polite_shared_rate *out) {
+  return polite_budget_shared_rate(((counting_budget *)b)->real, key, out);
+}
+static int cb_inspect(polite_budget *b, const char *key, int64_t now,
+                      polite_budget_state *out) {
+  return polite_budget_inspect(((counting_budget *)b)->real, key, now, out);
+}
+static int cb_clear(polite_budget *b, const char *key, int64_t now) {
+  return ((counting_budget *)b)
+      ->real->vt->clear(((counting_budget *)b)->real, key, now);
+}
 static const polite_budget_vtable counting_vt = {
-    "counting", cb_acquire, cb_release, cb_pause, cb_paused, cb_close};
+    "counting", cb_acquire, cb_release, cb_pause,   cb_paused,
+    cb_close,   cb_publish, cb_shared,  cb_inspect, cb_clear};
 
 static sim_answer takes_3500ms(sim *x, unsigned req, unsigned attempt) {
   (void)x, (void)req, (void)attempt;
@@ -282,7 +300,11 @@ static void lease_heartbeat(void **state) {
   for (int on = 0; on <= 1; on++) {
     sim x;
     sim_init(&x, 0, 1, 1, 1, takes_3500ms);
-    counting_budget cb = {{&counting_vt, x.budget->cfg, ""}, x.budget, 0};
+    counting_budget cb;
+    memset(&cb, 0, sizeof cb);
+    cb.base.vt = &counting_vt;
+    cb.base.cfg = x.budget->cfg;
+    cb.real = x.budget;
     x.o.budget = &cb.base;
     x.o.heartbeat_ms = on ? 1000 : 0;
     assert_int_equal(sim_run(&x), 1);
@@ -325,6 +347,7 @@ static void budget_pause_beyond_max_wait(void **state) {
   (void)state;
   sim x;
   sim_init(&x, 0, 1, 0, 2, ok200);
+  polite_budget_set_max_wait(x.budget, -1); /* a writer with no limit */
   polite_budget_pause_until(x.budget, NULL, T0, T0 + 3600 * SEC);
   assert_int_equal(sim_run(&x), 1);
   assert_int_equal(x.n_starts, 0);
@@ -334,6 +357,7 @@ static void budget_pause_beyond_max_wait(void **state) {
 
   sim_init(&x, 0, 1, 0, 2, ok200);
   x.o.max_wait_ms = 0;
+  polite_budget_set_max_wait(x.budget, -1); /* a writer with no limit */
   polite_budget_pause_until(x.budget, NULL, T0, T0 + 3600 * SEC);
   assert_int_equal(sim_run_until(&x, T0 + 60 * SEC), 0);
   assert_int_equal(x.n_starts, 0);
