@@ -51,6 +51,8 @@ struct polite__sched {
   /* The learned rate (rate_mode AUTO): the controller, the engine's own
    * limiter at its rate, and what on_rate last reported. */
   int rate_on;
+  int rate_shared; /* the budget paces at the shared rate (else pace) */
+  polite_shared_rate shared; /* the budget's, at the last admission */
   polite_ratectl rc;
   polite_gcra pace;
   double pace_rate;
@@ -98,6 +100,9 @@ void polite__sched_rate_commit(polite__sched *s, const polite_gcra *next);
 /* The start rate the engine plans at now (learned or the budget's); 0 when
  * none. */
 double polite__sched_rate_now(const polite__sched *s);
+/* After each admission the budget answered: follows the shared rate (a cut
+ * by another participant) and publishes this one's when it is due. */
+void polite__sched_rate_admitted(polite__sched *s, const polite__now *now);
 /* Called once per attempt start, after admission, before the transport
  * sends anything. */
 void polite__sched_observe_start(polite__sched *s, const job *j,

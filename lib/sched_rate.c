@@ -1,9 +1,11 @@
 /* polite scheduler: the seam for a rate controller, and the learned rate
  * wired through it. Every attempt start and every response of the run pass
  * through polite__sched_observe_start / _response; with rate_mode AUTO they
- * feed the pure controller of polite/ratectl.h, whose rate paces admissions
- * through the engine's own GCRA (the budget still holds the slots, the
- * pauses and its own configured rate, which then acts as a cap). */
+ * feed the pure controller of polite/ratectl.h. Its rate lives in the
+ * budget (polite_budget_publish_rate), which paces every participant at it
+ * and hands each one the others' cuts (polite_budget_shared_rate), so a
+ * throttle seen by one worker slows all. Without a budget, or with one
+ * account per host, the engine paces at it with its own GCRA. */
 #include "sched_internal.h"
 
 #include <math.h>
@@ -38,6 +40,7 @@ void polite__sched_rate_begin(polite__sched *s, const polite__now *now) {
   polite_ratectl_config cfg = {0, s->o.max_rate_per_s, 0,
                                s->o.budget ? s->o.budget->cfg.concurrency : 0};
   polite_ratectl_init(&s->rc, &cfg, now->mono_us);
+  s->rate_shared = s->o.budget != NULL && !s->o.scope_host;
   double r = polite_ratectl_rate(&s->rc, now->mono_us);
   polite_gcra_init(&s->pace, r, 1);
   s->pace_rate = r;
@@ -47,6 +50,44 @@ void polite__sched_rate_begin(polite__sched *s, const polite__now *now) {
   s->reported_rate = -1;
   report(s, r, "start", "a first estimate, raised until the server objects",
          now->wall_ms);
+  /* Another participant may have learned the rate already. */
+  polite__sched_rate_admitted(s, now);
+}
+
+/* Publishes the controller's rate to the budget when it is due (a cut at
+ * once, a raise at most every 100 ms). */
+static void publish(polite__sched *s, int64_t now) {
+  polite_shared_rate r;
+  int is_cut = 0;
+  if (!s->rate_shared || !polite_ratectl_take_publish(&s->rc, now, &r, &is_cut))
+    return;
+  if (polite_budget_publish_rate(s->o.budget, NULL, now, &r, is_cut) >= 0) {
+    polite_ratectl_published(&s->rc, now, &r);
+    s->shared = r;
+  }
+}
+
+void polite__sched_rate_admitted(polite__sched *s, const polite__now *now) {
+  if (!s->rate_on || !s->rate_shared)
+    return;
+  polite_shared_rate r;
+  int64_t t = now->mono_us;
+  if (polite_budget_shared_rate(s->o.budget, NULL, &r) == 0) {
+    unsigned cuts = s->rc.cuts[POLITE_CUT_SHARED];
+    uint64_t gen = s->rc.generation;
+    polite_ratectl_on_shared(&s->rc, t, &r);
+    s->shared = r;
+    if (s->rc.cuts[POLITE_CUT_SHARED] != cuts) {
+      s->st.rate_cuts_budget++;
+      report(s, polite_ratectl_rate(&s->rc, t), "budget",
+             "another participant of the budget cut the rate", now->wall_ms);
+    } else if (s->rc.generation != gen) {
+      report(s, polite_ratectl_rate(&s->rc, t), "budget",
+             "adopted the rate another participant of the budget learned",
+             now->wall_ms);
+    }
+  }
+  publish(s, t);
 }
 
 /* Moves the engine's limiter to rate r, keeping the last start where it
@@ -71,7 +112,7 @@ int64_t polite__sched_rate_check(polite__sched *s, int64_t at, unsigned cost,
   if (hold > at)
     return hold - at;
   double r = polite_ratectl_rate(&s->rc, at);
-  if (fabs(r - s->pace_rate) > s->pace_rate * 1e-3)
+  if (!s->rate_shared && fabs(r - s->pace_rate) > s->pace_rate * 1e-3)
     retune(s, r);
   double cap = s->o.max_rate_per_s;
   if (cap > 0 && r >= cap * 0.999) {
@@ -84,12 +125,14 @@ int64_t polite__sched_rate_check(polite__sched *s, int64_t at, unsigned cost,
       report(s, r, "probe", "no throttling seen: probing a higher rate",
              wall_ms);
   }
+  if (s->rate_shared)
+    return 0; /* the budget paces at the shared rate */
   *next = s->pace;
   return polite_gcra_admit(next, at, cost);
 }
 
 void polite__sched_rate_commit(polite__sched *s, const polite_gcra *next) {
-  if (s->rate_on)
+  if (s->rate_on && !s->rate_shared)
     s->pace = *next;
 }
 
@@ -98,14 +141,19 @@ double polite__sched_rate_now(const polite__sched *s) {
   double fixed = b && b->cfg.rate_per_s > 0 ? b->cfg.rate_per_s : 0;
   if (!s->rate_on)
     return fixed;
-  return fixed > 0 && fixed < s->pace_rate ? fixed : s->pace_rate;
+  double learned = s->rate_shared ? s->shared.rate_per_s : s->pace_rate;
+  if (!(learned > 0))
+    return fixed;
+  return fixed > 0 && fixed < learned ? fixed : learned;
 }
 
 void polite__sched_observe_start(polite__sched *s, const job *j,
                                  const polite__now *now) {
   (void)j;
-  if (s->rate_on)
-    polite_ratectl_on_start(&s->rc, now->mono_us);
+  if (!s->rate_on)
+    return;
+  polite_ratectl_on_start(&s->rc, now->mono_us);
+  publish(s, now->mono_us);
 }
 
 void polite__sched_observe_response(polite__sched *s, const job *j,
@@ -138,13 +186,11 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
     s->st.rate_cuts_headers++;
     report(s, rate, "headers", has ? plan.why : "the server's headers",
            now->wall_ms);
-  } else if (cut == POLITE_CUT_SHARED) {
-    s->st.rate_cuts_budget++;
-    report(s, rate, "budget", "another participant cut the rate", now->wall_ms);
   } else if (has && plan.rate_per_s > 0 &&
              fabs(rate - s->reported_rate) > s->reported_rate * 0.02) {
     report(s, rate, "headers", plan.why, now->wall_ms);
   }
-  if (fabs(rate - s->pace_rate) > s->pace_rate * 1e-3)
+  if (!s->rate_shared && fabs(rate - s->pace_rate) > s->pace_rate * 1e-3)
     retune(s, rate);
+  publish(s, t);
 }

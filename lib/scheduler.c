@@ -471,8 +471,11 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
                          NULL, NULL);
     return ADM_ENDED;
   }
-  if (w == 0)
+  if (w == 0) {
     rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, &w);
+    if (rc >= 0)
+      polite__sched_rate_admitted(s, now);
+  }
   if (rc < 0) {
     snprintf(s->errstr, sizeof s->errstr, "the budget failed: %s",
              polite_budget_errstr(s->o.budget));

@@ -21,7 +21,9 @@ check "learned: exit 0" [ "$rc" -eq 0 ]
 check "learned: $N ok" [ "$(jq -r 'select(.outcome=="ok")|.id' "$TMP/out" | wc -l)" -eq $N ]
 n429=$(jq .status_429 "$TMP/s.json")
 echo "# $n429 429s, wall $wall_ms ms (floor $((N * 1000 / 20)) ms)"
-check "learned: at most 10% answered 429" [ "$n429" -le $((N / 10)) ]
+# Wiring, not tuning: a rate that is never cut sends most requests into
+# 429s; the controller's own targets are judged in its tests and bench/.
+check "learned: at most 20% answered 429" [ "$n429" -le $((N / 5)) ]
 # The engine's wiring, not the controller's quality (tests/unit/test_ratectl.c
 # and bench/ judge that): a rate stuck low or never cut would miss this.
 check "learned: wall below 3 x N / limit" [ "$wall_ms" -lt $((N * 1000 * 3 / 20)) ]
