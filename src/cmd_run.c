@@ -129,7 +129,7 @@ static int set_user(void *opts, const cli_opt *o, const char *v, char *err,
  * group, where, setter, choices, flags */
 static const cli_opt run_table[] = {
     {"rate", 0, CLI_RATE, "N/UNIT|auto|none", 0, 0, NULL,
-     "none (no rate limit)", NULL,
+     "auto (learned at run time)", NULL,
      "planned starts: 10/s, 90/min, 1000/h, 5000/day; 'auto' learns the "
      "start rate from rate-limit headers and 429/503 answers; 'none' turns "
      "pacing off",
@@ -446,6 +446,7 @@ static int check_distinct(const run_opts *o) {
 static int parse_run_args(int argc, char **argv, run_opts *o) {
   memset(o, 0, sizeof *o);
   polite_batch_options_init(&o->bo);
+  o->bo.rate_mode = POLITE_RATE_AUTO; /* without --rate it is learned */
   o->progress = -1;
   cli_args pos = {{NULL}, 0};
   int rc = cli_defaults(&cli_cmd_run, o);
