@@ -185,6 +185,15 @@ void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p) {
     fprintf(f, "\n");
   }
   print_rate_lines(f, s, p, &d);
+  if (s->rate_learned)
+    fprintf(f,
+            "  learned rate: %.2f/s first, %.2f/s final (lowest %.2f/s, "
+            "highest %.2f/s); cuts: %llu by 429/503, %llu by headers, %llu "
+            "through the budget\n",
+            s->rate_first_per_s, s->rate_final_per_s, s->rate_lowest_per_s,
+            s->rate_highest_per_s, (unsigned long long)s->rate_cuts_throttle,
+            (unsigned long long)s->rate_cuts_headers,
+            (unsigned long long)s->rate_cuts_budget);
   if (p->first > 0) {
     fprintf(f,
             "  trial (--first %llu): start interval mean %.1f ms (p50 "
@@ -258,6 +267,24 @@ int run_summary_json(const char *path, const polite_batch_stats *s,
   json_object_set_new(o, "rate_target",
                       p->target_rate > 0 ? json_real(p->target_rate)
                                          : json_null());
+  json_t *lr = json_null();
+  if (s->rate_learned) {
+    lr = json_object();
+    json_object_set_new(lr, "first_per_s", json_real(s->rate_first_per_s));
+    json_object_set_new(lr, "final_per_s", json_real(s->rate_final_per_s));
+    json_object_set_new(lr, "lowest_per_s", json_real(s->rate_lowest_per_s));
+    json_object_set_new(lr, "highest_per_s",
+                        json_real(s->rate_highest_per_s));
+    json_t *cuts = json_object();
+    json_object_set_new(cuts, "throttle",
+                        json_integer((json_int_t)s->rate_cuts_throttle));
+    json_object_set_new(cuts, "headers",
+                        json_integer((json_int_t)s->rate_cuts_headers));
+    json_object_set_new(cuts, "budget",
+                        json_integer((json_int_t)s->rate_cuts_budget));
+    json_object_set_new(lr, "cuts", cuts);
+  }
+  json_object_set_new(o, "rate_learned", lr);
   json_object_set_new(o, "interval_mean_ms", json_real(d.interval_mean_ms));
   json_object_set_new(o, "interval_p50_ms", json_real(d.interval_p50_ms));
   json_object_set_new(o, "interval_p99_ms", json_real(d.interval_p99_ms));

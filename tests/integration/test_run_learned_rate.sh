@@ -27,6 +27,9 @@ check "learned: at most 20% answered 429" [ "$n429" -le $((N / 5)) ]
 # The engine's wiring, not the controller's quality (tests/unit/test_ratectl.c
 # and bench/ judge that): a rate stuck low or never cut would miss this.
 check "learned: wall below 3 x N / limit" [ "$wall_ms" -lt $((N * 1000 * 3 / 20)) ]
+check "the summary JSON says how the rate evolved" jq -e \
+  '.rate_learned.first_per_s > 0 and .rate_learned.lowest_per_s <= .rate_learned.final_per_s and .rate_learned.final_per_s <= .rate_learned.highest_per_s and .rate_learned.cuts.throttle >= 1' "$TMP/s.json"
+check "... and so does the text summary" grep -q "learned rate: .* first, .* final" "$TMP/err"
 check "the log's first rate line is the start" jq -e -s \
   'map(select(.event=="rate"))[0] | .reason=="start" and .previous_per_s==null and .rate_per_s > 0' "$TMP/log"
 check "a 429 cut the rate, and the log says so" jq -e -s \
