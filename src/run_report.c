@@ -404,6 +404,9 @@ size_t run_progress_format(char *buf, size_t size, const run_progress *p,
   if (p->planned_rate > 0)
     add(buf, size, &n, " (plan %.*f/s)", p->planned_rate < 10 ? 2 : 1,
         p->planned_rate);
+  else if (s->rate_learned)
+    add(buf, size, &n, " (learned %.*f/s)", s->rate_final_per_s < 10 ? 2 : 1,
+        s->rate_final_per_s);
   add(buf, size, &n, " | in flight %u | 429s %llu", s->in_flight,
       (unsigned long long)s->n429);
   if (p->total >= 0) {
