@@ -429,6 +429,23 @@ static int64_t admission_time(const polite__sched *s, int64_t now) {
 /* Outcome of trying to admit one due job. */
 enum { ADM_STARTED, ADM_ENDED, ADM_BLOCKED, ADM_FATAL };
 
+static int beyond_max_wait(const polite__sched *s, int64_t w_us) {
+  return s->o.max_wait_ms > 0 && w_us > s->o.max_wait_ms * 1000;
+}
+
+/* Ends j wait_too_long: `what` (followed by the wait in s) is longer than
+ * max-wait. Returns ADM_ENDED. */
+static int end_too_long(polite__sched *s, job *j, const char *what,
+                        int64_t w_us, int64_t now) {
+  char msg[200];
+  snprintf(msg, sizeof msg,
+           "%s %lld s, longer than max-wait (%lld s); not waiting", what,
+           (long long)(w_us / 1000000), (long long)(s->o.max_wait_ms / 1000));
+  polite__sched_finish(s, j, POLITE_OUT_WAIT_TOO_LONG, j->status, msg, now,
+                       NULL, NULL);
+  return ADM_ENDED;
+}
+
 /* Tries to start j (taken out of the waiting set) at now. BLOCKED: j is
  * not admitted yet and *wake is lowered to when to ask again (NO_TIME: a
  * release will tell). */
@@ -459,18 +476,11 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   int64_t at = admission_time(s, t);
   int64_t w = polite__sched_rate_check(s, at, cost, &next, now->wall_ms);
   int rc = POLITE_BUDGET_WAIT_RATE;
-  if (w > 0 && s->o.max_wait_ms > 0 && w > s->o.max_wait_ms * 1000) {
-    /* The learned rate holds for what the server's headers asked (r = 0
-     * until a reset): max-wait bounds that wait too. */
-    char msg[200];
-    snprintf(msg, sizeof msg,
-             "the server's rate-limit headers ask to wait %lld s, longer "
-             "than max-wait (%lld s); not waiting",
-             (long long)(w / 1000000), (long long)(s->o.max_wait_ms / 1000));
-    polite__sched_finish(s, j, POLITE_OUT_WAIT_TOO_LONG, j->status, msg, t,
-                         NULL, NULL);
-    return ADM_ENDED;
-  }
+  /* The learned rate holds for what the server's headers asked (r = 0
+   * until a reset): max-wait bounds that wait too. */
+  if (beyond_max_wait(s, w))
+    return end_too_long(s, j, "the server's rate-limit headers ask to wait", w,
+                        t);
   if (w == 0) {
     rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, &w);
     if (rc >= 0)
@@ -502,17 +512,8 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     return ADM_BLOCKED;
   }
   int64_t due = at + w;
-  if (rc == POLITE_BUDGET_WAIT_PAUSE && s->o.max_wait_ms > 0 &&
-      w > s->o.max_wait_ms * 1000) {
-    char msg[200];
-    snprintf(msg, sizeof msg,
-             "the budget is paused for another %lld s, longer than max-wait "
-             "(%lld s); not waiting",
-             (long long)(w / 1000000), (long long)(s->o.max_wait_ms / 1000));
-    polite__sched_finish(s, j, POLITE_OUT_WAIT_TOO_LONG, j->status, msg, t,
-                         NULL, NULL);
-    return ADM_ENDED;
-  }
+  if (rc == POLITE_BUDGET_WAIT_PAUSE && beyond_max_wait(s, w))
+    return end_too_long(s, j, "the budget is paused for another", w, t);
   int64_t left = polite__sched_time_left(s, j, t);
   if (left != NO_TIME && due - t > left) {
     polite__sched_finish(
