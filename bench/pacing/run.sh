@@ -6,7 +6,7 @@
 # start is due), measured / planned start rate (pauses excluded; there are
 # none), the start-interval error |gap - 1/rate| p50 and p99 from the
 # summary, and CPU seconds (user + sys) per 1000 requests. Unpaced
-# references: `polite run` without a rate and `curl --parallel` (same
+# references: `polite run --rate none` and `curl --parallel` (same
 # concurrency), on SECONDS * 10000 requests. Prints a markdown table. Not a
 # test.
 #   bench/pacing/run.sh [POLITE_BINARY] [SECONDS]
@@ -74,8 +74,9 @@ done
 
 n=$((SECS * 10000))
 urls "$n" >"$T/in"
-c=$(cpu "$POLITE" run --no-progress -q --concurrency 16 --max-attempts 1 "$T/in")
-echo "| polite, no rate | $n | | | | | $(awk -v c="$c" -v n="$n" 'BEGIN{printf "%.3f", c / n * 1000}') |"
+c=$(cpu "$POLITE" run --no-progress -q --rate none --concurrency 16 \
+  --max-attempts 1 "$T/in")
+echo "| polite, --rate none | $n | | | | | $(awk -v c="$c" -v n="$n" 'BEGIN{printf "%.3f", c / n * 1000}') |"
 urls "$n" | sed 's/.*/url = "&"\noutput = \/dev\/null/' >"$T/curl.cfg"
 c=$(cpu curl -s --parallel --parallel-max 16 -K "$T/curl.cfg")
 echo "| curl --parallel, no rate | $n | | | | | $(awk -v c="$c" -v n="$n" 'BEGIN{printf "%.3f", c / n * 1000}') |"
