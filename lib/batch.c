@@ -51,8 +51,10 @@ struct polite_batch {
   polite_batch_options o;
   polite__sched *s;
   CURLM *multi;
-  int tfd;         /* timerfd for sub-millisecond wake-ups, or -1 */
-  polite__now now; /* this loop turn's clocks */
+  int tfd;          /* timerfd for sub-millisecond wake-ups, or -1 */
+  int64_t armed;    /* the time the timerfd is set for (0: disarmed) */
+  unsigned started; /* transfers added in this turn */
+  polite__now now;  /* this loop turn's clocks */
 };
 
 const char *polite_outcome_name(polite_outcome o) {
@@ -337,6 +339,7 @@ static int io_start(void *ud, polite__job *j, char *err, size_t errlen) {
     return -1;
   }
   j->io = t;
+  b->started++;
   return 0;
 }
 
@@ -454,6 +457,8 @@ static int arm_timer(polite_batch *b, int64_t wake) {
   memset(&its, 0, sizeof its);
   int flags = 0;
   int64_t us;
+  if (b->armed == wake)
+    return 0; /* still set for it: no system call */
   if (b->o.env == NULL || b->o.env->mono_us == NULL) {
     us = wake;
     flags = TFD_TIMER_ABSTIME;
@@ -464,7 +469,10 @@ static int arm_timer(polite_batch *b, int64_t wake) {
     us = 1;
   its.it_value.tv_sec = us / 1000000;
   its.it_value.tv_nsec = (long)(us % 1000000) * 1000;
-  return timerfd_settime(b->tfd, flags, &its, NULL);
+  if (timerfd_settime(b->tfd, flags, &its, NULL) != 0)
+    return -1;
+  b->armed = flags ? wake : 0; /* a relative timer is set again each time */
+  return 0;
 }
 
 /* Sleeps until wake (or until a transfer needs service): the timerfd among
@@ -478,9 +486,11 @@ static void wait_until(polite_batch *b, int64_t wake) {
   if (b->tfd >= 0 && arm_timer(b, wake) == 0) {
     struct curl_waitfd fd = {b->tfd, CURL_WAIT_POLLIN, 0};
     curl_multi_poll(b->multi, &fd, 1, (int)(d / 1000) + 1, NULL);
-    uint64_t expirations;
-    while (read(b->tfd, &expirations, sizeof expirations) < 0 && errno == EINTR)
-      ;
+    /* Fired: it is set again before the next poll, and setting a timerfd
+     * resets its expiration count, so it need not be read (one system call
+     * less per paced start). */
+    if (fd.revents & CURL_WAIT_POLLIN)
+      b->armed = 0;
     return;
   }
   int ms = (int)(d / 1000);
@@ -510,9 +520,14 @@ int polite_batch_run(polite_batch *b) {
         transfer_done(b, j, msg->data.result);
     }
     int64_t wake = POLITE__NO_TIME;
+    b->started = 0;
     rc = polite__sched_step(b->s, &b->now, &wake);
     if (rc != 0)
       break;
+    /* Send what was just started now, not after one more poll round (a
+     * paced run would otherwise spend a turn per start doing nothing). */
+    if (b->started)
+      curl_multi_perform(b->multi, &running);
     wait_until(b, wake);
     read_clocks(b);
   }

@@ -18,7 +18,7 @@ struct polite_journal {
   char *path;
   int session;
   sqlite3_stmt *ins_request, *sel_key, *ins_attempt, *ins_attempt_start,
-      *ins_result, *ins_requeue;
+      *ins_result, *ins_requeue, *sel_result, *sel_handed;
   char errstr[512];
 };
 
@@ -232,7 +232,16 @@ int polite_journal_open(const char *path, int mode, polite_journal **out,
       (erc = prepare(j,
                      "INSERT INTO requeue(id,session,outcome,created_ms) "
                      "VALUES(?,?,?,?)",
-                     &j->ins_requeue)))
+                     &j->ins_requeue)) ||
+      (erc = prepare(j,
+                     "SELECT r.outcome FROM result r WHERE r.id=?1 AND NOT "
+                     "EXISTS (SELECT 1 FROM requeue q WHERE q.id=r.id AND "
+                     "q.session > r.session) ORDER BY r.seq DESC LIMIT 1",
+                     &j->sel_result)) ||
+      (erc = prepare(j,
+                     "SELECT line FROM request WHERE id=? AND session=? "
+                     "LIMIT 1",
+                     &j->sel_handed)))
     goto bad;
   *out = j;
   return 0;
@@ -251,6 +260,8 @@ void polite_journal_close(polite_journal *j) {
   sqlite3_finalize(j->ins_attempt_start);
   sqlite3_finalize(j->ins_result);
   sqlite3_finalize(j->ins_requeue);
+  sqlite3_finalize(j->sel_result);
+  sqlite3_finalize(j->sel_handed);
   sqlite3_close(j->db);
   free(j->path);
   free(j);
@@ -352,6 +363,45 @@ int polite_journal_key(polite_journal *j, const char *id, char **key) {
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
   return erc ? erc : found;
+}
+
+/* Runs a one-row SELECT bound to id (and the session when with_session);
+ * copies column 0 as text into buf, or as an integer into *num. Returns 1
+ * for a row, 0 for none, or a negative polite_errno. */
+static int select_one(polite_journal *j, sqlite3_stmt *st, const char *id,
+                      int with_session, char *buf, size_t len, long *num,
+                      const char *op) {
+  bind_text(st, 1, id);
+  if (with_session)
+    sqlite3_bind_int(st, 2, j->session);
+  int rc = sqlite3_step(st), found = 0, erc = 0;
+  if (rc == SQLITE_ROW) {
+    found = 1;
+    if (buf) {
+      const unsigned char *t = sqlite3_column_text(st, 0);
+      snprintf(buf, len, "%s", t ? (const char *)t : "");
+    }
+    if (num)
+      *num = (long)sqlite3_column_int64(st, 0);
+  } else if (rc != SQLITE_DONE) {
+    erc = fail(j, rc, op);
+  }
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return erc ? erc : found;
+}
+
+int polite_journal_finished(polite_journal *j, const char *id, char *outcome,
+                            size_t len) {
+  char tmp[2];
+  return select_one(j, j->sel_result, id, 0, outcome ? outcome : tmp,
+                    outcome ? len : sizeof tmp, NULL, "look up a result");
+}
+
+int polite_journal_handed(polite_journal *j, const char *id, long *line) {
+  long tmp = 0;
+  return select_one(j, j->sel_handed, id, 1, NULL, 0, line ? line : &tmp,
+                    "look up a request of this session");
 }
 
 int polite_journal_attempt(polite_journal *j, const char *id, unsigned n,

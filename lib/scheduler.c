@@ -3,16 +3,13 @@
  * quota stop and heartbeat, all on a `now` passed in (see scheduler.h). */
 #include "scheduler.h"
 
-#include "sched_heap.h"
+#include "sched_internal.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define NO_TIME POLITE__NO_TIME
-typedef polite__job job;
 
 /* How often on_tick runs at least, and the longest sleep between turns (a
  * cancel from a signal handler is seen within it). */
@@ -23,60 +20,6 @@ typedef polite__job job;
 /* Longest lateness of a wake-up that the schedule absorbs (see
  * admission_time). */
 #define CATCHUP_MAX_US 1000
-
-/* An account the server asked to wait longer than max_wait: its requests
- * end wait_too_long until `until`, and no pause is written to the budget. */
-typedef struct refusal {
-  struct refusal *next;
-  char *key; /* NULL: the default account */
-  int64_t until_us;
-  int64_t wait_ms;
-} refusal;
-
-struct polite__sched {
-  polite_batch_options o;
-  polite__sched_io io;
-  uint64_t rng;
-  uint64_t seq;
-  polite__heap waiting; /* by due time, then seq */
-  job *inflight;        /* doubly linked, unordered */
-  refusal *refused;
-  int input_done;
-  int run_deadline_hit;
-  volatile sig_atomic_t cancel_flag;
-  int cancelling;
-  int64_t cancel_at_us;
-  int64_t t0_us;
-  int64_t run_deadline_us;
-  int64_t last_now_us;
-  int64_t last_tick_us;
-  int64_t last_start_abs_us;
-  int64_t pause_end_us; /* latest account pause seen (stats, progress) */
-  int64_t last_heartbeat_us;
-  int64_t planned_us; /* when the budget said the next start is due */
-  int fatal;
-  char errstr[256];
-  polite_batch_stats st;
-  int64_t *intervals;
-  polite_throttle_count throttled[POLITE_BATCH_MAX_THROTTLED];
-};
-
-/* ---- the seam for a rate controller ------------------------------------ */
-
-/* Every attempt start passes here (after admission, before the transport
- * sends anything), and every response below: the one place a rate
- * controller observes the run and may change the admission rate. */
-static void update_stats(polite__sched *s, int64_t now);
-static void observe_start(polite__sched *s, const job *j, int64_t now) {
-  (void)s, (void)j, (void)now;
-}
-
-static void observe_response(polite__sched *s, const job *j,
-                             const polite__response *r,
-                             const polite_decision *d, int64_t latency_us,
-                             int64_t now) {
-  (void)s, (void)j, (void)r, (void)d, (void)latency_us, (void)now;
-}
 
 /* ---- life cycle ---------------------------------------------------------- */
 
@@ -157,6 +100,13 @@ void polite__sched_begin(polite__sched *s, const polite__now *now) {
   s->last_now_us = now->mono_us;
   s->last_heartbeat_us = now->mono_us;
   s->last_tick_us = now->mono_us - TICK_US; /* the first turn ticks */
+  /* The pauses this engine writes are bounded by its own max-wait (a wait
+   * longer than that is refused, never written), so the budget's clamp
+   * must not cut one it does write. */
+  if (s->o.budget)
+    polite_budget_set_max_wait(s->o.budget,
+                               s->o.max_wait_ms > 0 ? s->o.max_wait_ms : -1);
+  polite__sched_rate_begin(s, now);
   s->run_deadline_us = s->o.run_deadline_ms >= 0
                            ? now->mono_us + s->o.run_deadline_ms * 1000
                            : NO_TIME;
@@ -180,12 +130,12 @@ unsigned polite__sched_in_flight(const polite__sched *s) {
 
 /* ---- bookkeeping --------------------------------------------------------- */
 
-static int same_key(const char *a, const char *c) {
+int polite__sched_same_key(const char *a, const char *c) {
   return a == NULL || c == NULL ? a == c : strcmp(a, c) == 0;
 }
 
 /* Puts j in the waiting set at due; out of memory is fatal for the run. */
-static int wait_push(polite__sched *s, job *j, int64_t due) {
+int polite__sched_wait_push(polite__sched *s, job *j, int64_t due) {
   if (polite__heap_push(&s->waiting, due, j->seq, j) == 0)
     return 0;
   s->fatal = POLITE_ENOMEM;
@@ -203,7 +153,7 @@ static void inflight_add(polite__sched *s, job *j) {
     s->st.peak_in_flight = s->st.in_flight;
 }
 
-static void inflight_remove(polite__sched *s, job *j) {
+void polite__sched_inflight_remove(polite__sched *s, job *j) {
   if (j->prev)
     j->prev->next = j->next;
   else
@@ -215,7 +165,8 @@ static void inflight_remove(polite__sched *s, job *j) {
 }
 
 /* Time left before the request's or the run's deadline, or NO_TIME. */
-static int64_t time_left_us(const polite__sched *s, const job *j, int64_t now) {
+int64_t polite__sched_time_left(const polite__sched *s, const job *j,
+                                int64_t now) {
   int64_t end = j->deadline_us;
   if (s->run_deadline_us < end)
     end = s->run_deadline_us;
@@ -224,9 +175,9 @@ static int64_t time_left_us(const polite__sched *s, const job *j, int64_t now) {
 
 /* Emits the final result of j and frees it. r is the last response (its
  * body goes in the result) or NULL; location is already redacted. */
-static void finish(polite__sched *s, job *j, polite_outcome out, int status,
-                   const char *error, int64_t now, const polite__response *r,
-                   const char *location) {
+void polite__sched_finish(polite__sched *s, job *j, polite_outcome out,
+                          int status, const char *error, int64_t now,
+                          const polite__response *r, const char *location) {
   polite_result res;
   memset(&res, 0, sizeof res);
   res.req = j->req;
@@ -257,19 +208,23 @@ static void flush_waiting(polite__sched *s, polite_outcome out, const char *why,
                           int64_t now) {
   job *j;
   while ((j = polite__heap_pop(&s->waiting)) != NULL)
-    finish(s, j, out, j->status, why, now, NULL, NULL);
+    polite__sched_finish(s, j, out, j->status, why, now, NULL, NULL);
 }
 
 /* Aborts the transfers still running (cancel grace over, fatal error). */
 static void abort_inflight(polite__sched *s, int64_t now) {
-  while (s->inflight) {
-    job *j = s->inflight;
+  job *list = s->inflight; /* detached first: finish frees each job */
+  s->inflight = NULL;
+  for (job *j = list, *n; j; j = n) {
+    n = j->next;
+    j->prev = j->next = NULL;
+    s->st.in_flight--;
     if (s->io.abort)
       s->io.abort(s->io.ud, j);
-    inflight_remove(s, j);
     polite_budget_release(s->o.budget, j->key, 1);
-    finish(s, j, POLITE_OUT_CANCELLED, 0,
-           "interrupted while the attempt was in flight", now, NULL, NULL);
+    polite__sched_finish(s, j, POLITE_OUT_CANCELLED, 0,
+                         "interrupted while the attempt was in flight", now,
+                         NULL, NULL);
   }
 }
 
@@ -297,60 +252,6 @@ static int has_header(const polite_request *r, const char *name) {
     if (strncasecmp(r->headers[i], name, n) == 0 && r->headers[i][n] == ':')
       return 1;
   return 0;
-}
-
-/* ---- max-wait: accounts not waited for ------------------------------------
- */
-
-static const refusal *refused(const polite__sched *s, const char *key,
-                              int64_t now) {
-  for (const refusal *r = s->refused; r; r = r->next)
-    if (same_key(r->key, key) && now < r->until_us)
-      return r;
-  return NULL;
-}
-
-/* Ends j, whose account is refused by r. */
-static void end_refused(polite__sched *s, job *j, const refusal *r,
-                        int64_t now) {
-  char msg[200];
-  snprintf(msg, sizeof msg,
-           "the server asked this account to wait %lld s, longer than "
-           "max-wait (%lld s); not waiting and not sending early",
-           (long long)(r->wait_ms / 1000),
-           (long long)(s->o.max_wait_ms / 1000));
-  finish(s, j, POLITE_OUT_WAIT_TOO_LONG, j->status, msg, now, NULL, NULL);
-}
-
-/* The server asked j's account to wait wait_ms, longer than max_wait: the
- * pause is not taken, and every request of the account (waiting now or
- * read later, until the server's time) ends wait_too_long at once. */
-static void refuse_account(polite__sched *s, const char *key, int64_t wait_ms,
-                           int64_t now) {
-  refusal *r = calloc(1, sizeof *r);
-  if (r == NULL || (key && (r->key = strdup(key)) == NULL)) {
-    free(r);
-    return; /* each request then ends on its own answer */
-  }
-  int64_t w =
-      wait_ms > (INT64_MAX - now) / 1000 ? (INT64_MAX - now) / 1000 : wait_ms;
-  r->until_us = now + w * 1000;
-  r->wait_ms = wait_ms;
-  r->next = s->refused;
-  s->refused = r;
-  /* Take the account's waiting requests out (O(n), once per refusal);
-   * the others keep their places. */
-  polite__heap all = s->waiting;
-  memset(&s->waiting, 0, sizeof s->waiting);
-  for (size_t i = 0; i < all.n; i++) {
-    const polite__heap_entry *e = &all.v[i];
-    job *j = e->item;
-    if (!same_key(j->key, key) &&
-        polite__heap_push(&s->waiting, e->due, e->seq, j) == 0)
-      continue;
-    end_refused(s, j, r, now);
-  }
-  polite__heap_free(&all);
 }
 
 /* ---- starting an attempt ---------------------------------------------------
@@ -389,7 +290,7 @@ static void count_start(polite__sched *s, const job *j, int64_t now) {
  * sub-millisecond of the run. */
 static void set_timeout(const polite__sched *s, job *j, int64_t now) {
   int64_t tmo = s->o.timeout_ms > 0 ? s->o.timeout_ms : 0;
-  int64_t left = time_left_us(s, j, now);
+  int64_t left = polite__sched_time_left(s, j, now);
   j->deadline_clamped = 0;
   if (left != NO_TIME) {
     int64_t lm = left > 0 ? (left + 999) / 1000 : 1;
@@ -412,9 +313,9 @@ static void start_attempt(polite__sched *s, job *j, const polite__now *now) {
                                j->idem_sent};
     if (s->o.on_attempt_start(s->o.ud, &as) != 0) {
       polite_budget_release(s->o.budget, j->key, 1);
-      finish(s, j, POLITE_OUT_CANCELLED, j->status,
-             "not started: the attempt could not be recorded", now->mono_us,
-             NULL, NULL);
+      polite__sched_finish(s, j, POLITE_OUT_CANCELLED, j->status,
+                           "not started: the attempt could not be recorded",
+                           now->mono_us, NULL, NULL);
       return;
     }
   }
@@ -431,13 +332,13 @@ static void start_attempt(polite__sched *s, job *j, const polite__now *now) {
   char err[256] = "";
   if (s->io.start(s->io.ud, j, err, sizeof err) != 0) {
     polite_budget_release(s->o.budget, j->key, 1);
-    finish(s, j, POLITE_OUT_NETWORK_ERROR, 0,
-           err[0] ? err : "the transfer could not be started", now->mono_us,
-           NULL, NULL);
+    polite__sched_finish(s, j, POLITE_OUT_NETWORK_ERROR, 0,
+                         err[0] ? err : "the transfer could not be started",
+                         now->mono_us, NULL, NULL);
     return;
   }
   inflight_add(s, j);
-  observe_start(s, j, now->mono_us);
+  polite__sched_observe_start(s, j, now);
 }
 
 /* ---- reading the input ------------------------------------------------------
@@ -482,12 +383,13 @@ static job *read_one(polite__sched *s, int64_t now) {
   j->first_start_us = -1;
   j->deadline_us = NO_TIME;
   if (r->error) {
-    finish(s, j, POLITE_OUT_INVALID_INPUT, 0, r->error, now, NULL, NULL);
+    polite__sched_finish(s, j, POLITE_OUT_INVALID_INPUT, 0, r->error, now, NULL,
+                         NULL);
     return NULL;
   }
   if (s->run_deadline_hit) {
-    finish(s, j, POLITE_OUT_DEADLINE, 0, "the run deadline passed", now, NULL,
-           NULL);
+    polite__sched_finish(s, j, POLITE_OUT_DEADLINE, 0,
+                         "the run deadline passed", now, NULL, NULL);
     return NULL;
   }
   if (s->o.scope_host)
@@ -516,17 +418,33 @@ static job *read_one(polite__sched *s, int64_t now) {
  * start later than that is late for good (no catch-up burst). With one
  * account per host there is no single plan, so the real time is used. */
 static int64_t admission_time(const polite__sched *s, int64_t now) {
-  const polite_budget *b = s->o.budget;
-  if (s->o.scope_host || b == NULL || !(b->cfg.rate_per_s > 0) ||
-      s->planned_us > now)
+  double rate = polite__sched_rate_now(s);
+  if (s->o.scope_host || !(rate > 0) || s->planned_us > now)
     return now;
-  double half = 0.5e6 / b->cfg.rate_per_s;
+  double half = 0.5e6 / rate;
   int64_t slack = half < CATCHUP_MAX_US ? (int64_t)half : CATCHUP_MAX_US;
   return now - s->planned_us <= slack ? s->planned_us : now;
 }
 
 /* Outcome of trying to admit one due job. */
 enum { ADM_STARTED, ADM_ENDED, ADM_BLOCKED, ADM_FATAL };
+
+static int beyond_max_wait(const polite__sched *s, int64_t w_us) {
+  return s->o.max_wait_ms > 0 && w_us > s->o.max_wait_ms * 1000;
+}
+
+/* Ends j wait_too_long: `what` (followed by the wait in s) is longer than
+ * max-wait. Returns ADM_ENDED. */
+static int end_too_long(polite__sched *s, job *j, const char *what,
+                        int64_t w_us, int64_t now) {
+  char msg[200];
+  snprintf(msg, sizeof msg,
+           "%s %lld s, longer than max-wait (%lld s); not waiting", what,
+           (long long)(w_us / 1000000), (long long)(s->o.max_wait_ms / 1000));
+  polite__sched_finish(s, j, POLITE_OUT_WAIT_TOO_LONG, j->status, msg, now,
+                       NULL, NULL);
+  return ADM_ENDED;
+}
 
 /* Tries to start j (taken out of the waiting set) at now. BLOCKED: j is
  * not admitted yet and *wake is lowered to when to ask again (NO_TIME: a
@@ -536,23 +454,38 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   int64_t t = now->mono_us;
   /* Less than a millisecond before the deadline, an attempt cannot finish
    * in time: end it without spending the budget. */
-  int64_t jl = time_left_us(s, j, t);
+  int64_t jl = polite__sched_time_left(s, j, t);
   if (jl != NO_TIME && jl < 1000) {
-    finish(s, j, POLITE_OUT_DEADLINE, j->status,
-           "the deadline passed before the attempt could start", t, NULL, NULL);
+    polite__sched_finish(s, j, POLITE_OUT_DEADLINE, j->status,
+                         "the deadline passed before the attempt could start",
+                         t, NULL, NULL);
     return ADM_ENDED;
   }
-  const refusal *rf = refused(s, j->key, t);
+  const refusal *rf = polite__sched_refused(s, j->key, t);
   if (rf) {
-    end_refused(s, j, rf, t);
+    polite__sched_end_refused(s, j, rf, t);
     return ADM_ENDED;
   }
   /* `cost` rate units and ONE slot, both or neither: the concurrency limit
    * counts requests, also when the rate counts tokens. Every attempt,
    * retries included, pays its cost. */
   unsigned cost = j->req->cost ? j->req->cost : 1;
-  int64_t at = admission_time(s, t), w = 0;
-  int rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, &w);
+  /* The learned rate first (it charges nothing until committed), then
+   * the budget. */
+  polite_gcra next;
+  int64_t at = admission_time(s, t);
+  int64_t w = polite__sched_rate_check(s, at, cost, &next, now->wall_ms);
+  int rc = POLITE_BUDGET_WAIT_RATE;
+  /* The learned rate holds for what the server's headers asked (r = 0
+   * until a reset): max-wait bounds that wait too. */
+  if (beyond_max_wait(s, w))
+    return end_too_long(s, j, "the server's rate-limit headers ask to wait", w,
+                        t);
+  if (w == 0) {
+    rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, &w);
+    if (rc >= 0)
+      polite__sched_rate_admitted(s, now);
+  }
   if (rc < 0) {
     snprintf(s->errstr, sizeof s->errstr, "the budget failed: %s",
              polite_budget_errstr(s->o.budget));
@@ -560,9 +493,10 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     return ADM_FATAL;
   }
   if (rc == POLITE_BUDGET_ADMITTED) {
-    const polite_budget *b = s->o.budget;
-    if (b && b->cfg.rate_per_s > 0)
-      s->planned_us = at + (int64_t)(1e6 * cost / b->cfg.rate_per_s);
+    polite__sched_rate_commit(s, &next);
+    double rate = polite__sched_rate_now(s);
+    if (rate > 0)
+      s->planned_us = at + (int64_t)(1e6 * cost / rate);
     start_attempt(s, j, now);
     return ADM_STARTED;
   }
@@ -578,23 +512,16 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     return ADM_BLOCKED;
   }
   int64_t due = at + w;
-  if (rc == POLITE_BUDGET_WAIT_PAUSE && s->o.max_wait_ms > 0 &&
-      w > s->o.max_wait_ms * 1000) {
-    char msg[200];
-    snprintf(msg, sizeof msg,
-             "the budget is paused for another %lld s, longer than max-wait "
-             "(%lld s); not waiting",
-             (long long)(w / 1000000), (long long)(s->o.max_wait_ms / 1000));
-    finish(s, j, POLITE_OUT_WAIT_TOO_LONG, j->status, msg, t, NULL, NULL);
-    return ADM_ENDED;
-  }
-  int64_t left = time_left_us(s, j, t);
+  if (rc == POLITE_BUDGET_WAIT_PAUSE && beyond_max_wait(s, w))
+    return end_too_long(s, j, "the budget is paused for another", w, t);
+  int64_t left = polite__sched_time_left(s, j, t);
   if (left != NO_TIME && due - t > left) {
-    finish(s, j, POLITE_OUT_DEADLINE, j->status,
-           rc == POLITE_BUDGET_WAIT_PAUSE
-               ? "the server's pause does not end before the deadline"
-               : "the planned start rate cannot start it before the deadline",
-           t, NULL, NULL);
+    polite__sched_finish(
+        s, j, POLITE_OUT_DEADLINE, j->status,
+        rc == POLITE_BUDGET_WAIT_PAUSE
+            ? "the server's pause does not end before the deadline"
+            : "the planned start rate cannot start it before the deadline",
+        t, NULL, NULL);
     return ADM_ENDED;
   }
   s->planned_us = due;
@@ -632,221 +559,12 @@ static void schedule(polite__sched *s, const polite__now *now, int64_t *wake) {
       break;
   }
   for (unsigned i = 0; i < nb; i++)
-    if (wait_push(s, blocked[i], t) != 0)
-      finish(s, blocked[i], POLITE_OUT_CANCELLED, blocked[i]->status, s->errstr,
-             t, NULL, NULL);
+    if (polite__sched_wait_push(s, blocked[i], t) != 0)
+      polite__sched_finish(s, blocked[i], POLITE_OUT_CANCELLED,
+                           blocked[i]->status, s->errstr, t, NULL, NULL);
   const polite__heap_entry *top = polite__heap_top(&s->waiting);
   if (top && top->due > t && top->due < *wake)
     *wake = top->due;
-}
-
-/* ---- responses
- * ---------------------------------------------------------------- */
-
-static polite_outcome outcome_of(polite_reason r) {
-  static const struct {
-    polite_reason reason;
-    polite_outcome outcome;
-  } map[] = {
-      {POLITE_R_OK, POLITE_OUT_OK},
-      {POLITE_R_HTTP_ERROR, POLITE_OUT_HTTP_ERROR},
-      {POLITE_R_RETRIES_EXHAUSTED, POLITE_OUT_RETRIES_EXHAUSTED},
-      {POLITE_R_DEADLINE, POLITE_OUT_DEADLINE},
-      {POLITE_R_QUOTA_EXHAUSTED, POLITE_OUT_QUOTA_EXHAUSTED},
-      {POLITE_R_NOT_RETRIED_UNSAFE, POLITE_OUT_NOT_RETRIED_UNSAFE},
-      {POLITE_R_WAIT_TOO_LONG, POLITE_OUT_WAIT_TOO_LONG},
-  };
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-    if (map[i].reason == r)
-      return map[i].outcome;
-  return POLITE_OUT_NETWORK_ERROR;
-}
-
-/* Records an account pause (for the summary and the progress line). */
-static void note_pause(polite__sched *s, int64_t now, int64_t until) {
-  int64_t from = s->pause_end_us > now ? s->pause_end_us : now;
-  if (until > from) {
-    s->st.paused_ms += (until - from) / 1000;
-    s->pause_end_us = until;
-  }
-}
-
-/* Counts one 429/503 answer under its sender and limit kind (d NULL: the
- * diagnosis could not be made, counted as unknown). Distinct pairs beyond
- * the table's size are counted together as "other". */
-static void count_throttled(polite__sched *s, const polite_diagnosis *d) {
-  const char *comp = d ? polite_diagnosis_component(d) : "unknown";
-  polite_limit_kind lim = d ? d->limit : POLITE_LIMIT_UNKNOWN;
-  size_t n = s->st.n_throttled;
-  for (size_t i = 0; i < n; i++)
-    if (s->throttled[i].limit == lim &&
-        strcmp(s->throttled[i].component, comp) == 0) {
-      s->throttled[i].count++;
-      return;
-    }
-  if (n == POLITE_BATCH_MAX_THROTTLED) { /* the last entry is "other" */
-    s->throttled[n - 1].count++;
-    return;
-  }
-  if (n == POLITE_BATCH_MAX_THROTTLED - 1) {
-    comp = "other";
-    lim = POLITE_LIMIT_UNKNOWN;
-  }
-  polite_throttle_count *t = &s->throttled[n];
-  snprintf(t->component, sizeof t->component, "%s", comp);
-  t->limit = lim;
-  t->count = 1;
-  s->st.n_throttled = n + 1;
-}
-
-/* Asks polite_decide about j's response r at now. */
-static void decide(polite__sched *s, const job *j, const polite__response *r,
-                   int64_t now, polite_decision *d) {
-  int64_t left = time_left_us(s, j, now);
-  polite_decide_in in;
-  memset(&in, 0, sizeof in);
-  in.method = j->method;
-  in.has_idempotency_key = j->has_key;
-  in.retry_unsafe = s->o.retry_unsafe;
-  in.status = r->status;
-  in.headers = r->status ? r->headers : NULL;
-  in.body_quota = r->status >= 400 && r->body
-                      ? polite_body_quota_hint(r->body, r->body_len)
-                      : 0;
-  in.attempt = j->attempts;
-  in.max_attempts = s->o.max_attempts;
-  in.time_left_ms = left == NO_TIME ? -1 : (left > 0 ? left / 1000 : 0);
-  in.prompt_retry_used = j->prompt_used;
-  in.backoff = s->o.backoff;
-  in.spread_ms = s->o.spread_ms;
-  in.rnd = polite_rand_next(&s->rng);
-  in.max_wait_ms = s->o.max_wait_ms;
-  polite_decide(&in, d);
-  /* A transfer ended by the timeout that was cut to the deadline, or any
-   * failure once the deadline has passed, is the deadline. */
-  if (d->action != POLITE_DONE && ((r->timed_out && j->deadline_clamped) ||
-                                   (left != NO_TIME && left <= 0))) {
-    d->action = POLITE_STOP;
-    d->reason = POLITE_R_DEADLINE;
-    d->why = "the deadline passed during the attempt";
-  }
-}
-
-static void report_attempt(polite__sched *s, const job *j,
-                           const polite__response *r, const polite_decision *d,
-                           const polite_diagnosis *diag, int64_t wall) {
-  if (s->o.on_attempt == NULL)
-    return;
-  polite_attempt a;
-  memset(&a, 0, sizeof a);
-  a.req = j->req;
-  a.method = j->method;
-  a.attempt = j->attempts;
-  a.start_wall_ms = j->attempt_start_wall;
-  a.end_wall_ms = wall;
-  a.status = r->status;
-  a.retry_after = r->retry_after;
-  a.request_id = r->request_id;
-  a.request_id_header = r->request_id_header;
-  a.error = r->error;
-  a.decision = *d;
-  a.diagnosis = diag;
-  s->o.on_attempt(s->o.ud, &a);
-}
-
-/* The account is throttled: pause the whole budget, even when this request
- * gives up (STOP), so the others hold off too. A retry's wait already
- * carries the spread; otherwise draw one. A wait longer than max_wait is
- * not written to the budget: the account is refused instead. */
-static void account_pause(polite__sched *s, const job *j,
-                          const polite_decision *d, int64_t now) {
-  if (!d->account_pause || d->server_wait_ms <= 0)
-    return;
-  if (s->o.max_wait_ms > 0 && d->server_wait_ms > s->o.max_wait_ms) {
-    refuse_account(s, j->key, d->server_wait_ms, now);
-    return;
-  }
-  int64_t spread = s->o.spread_ms > 0 ? s->o.spread_ms : 0;
-  int64_t pause_ms =
-      d->action == POLITE_RETRY
-          ? d->wait_ms
-          : d->server_wait_ms +
-                polite_rand_uniform(polite_rand_next(&s->rng), spread);
-  if (pause_ms < d->server_wait_ms)
-    pause_ms = d->server_wait_ms;
-  int64_t until = now + pause_ms * 1000;
-  polite_budget_pause_until(s->o.budget, j->key, now, until);
-  note_pause(s, now, until);
-}
-
-/* The final error message of a request that did not end ok. */
-static const char *final_error(polite_outcome out, const polite__response *r,
-                               const polite_decision *d, char *buf,
-                               size_t len) {
-  if (out == POLITE_OUT_OK)
-    return NULL;
-  if (out != POLITE_OUT_NETWORK_ERROR && r->status != 0)
-    return d->why;
-  if (r->error)
-    snprintf(buf, len, "%s (%s)", r->error, d->why ? d->why : "");
-  else
-    snprintf(buf, len, "%s", d->why ? d->why : "");
-  return buf;
-}
-
-void polite__sched_response(polite__sched *s, job *j, const polite__response *r,
-                            const polite__now *now) {
-  int64_t t = now->mono_us;
-  /* Integrate in-flight time up to now while this transfer still counts:
-   * responses arrive between steps. */
-  update_stats(s, t);
-  inflight_remove(s, j);
-  polite_budget_release(s->o.budget, j->key, 1);
-  int64_t latency = t - j->attempt_start_us;
-  s->st.latency_sum_us += latency;
-  j->status = r->status;
-  if (r->status == 429)
-    s->st.n429++;
-  else if (r->status == 503)
-    s->st.n503++;
-  const polite_diagnosis *diag = NULL;
-  if (r->status == 429 || r->status == 503) {
-    if (r->diag) {
-      polite_diagnosis_finish(r->diag, r->body, r->body_len);
-      diag = r->diag;
-    }
-    count_throttled(s, diag);
-  }
-  polite_decision d;
-  decide(s, j, r, t, &d);
-  report_attempt(s, j, r, &d, diag, now->wall_ms);
-  observe_response(s, j, r, &d, latency, t);
-  account_pause(s, j, &d, t);
-
-  if (d.action == POLITE_RETRY) {
-    if (s->cancelling || s->st.quota_stop) {
-      finish(s, j, POLITE_OUT_CANCELLED, r->status,
-             s->cancelling ? "interrupted before the retry"
-                           : "not retried: the quota is spent",
-             t, r, NULL);
-      return;
-    }
-    if (d.reason == POLITE_R_RETRY_PROMPT)
-      j->prompt_used = 1;
-    s->st.retry_wait_ms += d.wait_ms;
-    if (wait_push(s, j, t + d.wait_ms * 1000) != 0)
-      finish(s, j, POLITE_OUT_CANCELLED, r->status, s->errstr, t, r, NULL);
-    return;
-  }
-  polite_outcome out = outcome_of(d.reason);
-  char msg[512];
-  const char *err = final_error(out, r, &d, msg, sizeof msg);
-  /* Redirects are not followed; the result says where they pointed. */
-  char *loc = r->status >= 300 && r->status < 400 && r->location
-                  ? polite_redact_url(r->location)
-                  : NULL;
-  finish(s, j, out, r->status, err, t, r, loc);
-  free(loc);
 }
 
 /* ---- one turn
@@ -868,7 +586,7 @@ static void heartbeat(polite__sched *s, int64_t now) {
   for (job *j = s->inflight; j; j = j->next) {
     int seen = 0; /* one renewal per account */
     for (const job *k = s->inflight; k != j && !seen; k = k->next)
-      seen = same_key(k->key, j->key);
+      seen = polite__sched_same_key(k->key, j->key);
     if (seen)
       continue;
     int64_t w = 0;
@@ -876,7 +594,7 @@ static void heartbeat(polite__sched *s, int64_t now) {
   }
 }
 
-static void update_stats(polite__sched *s, int64_t now) {
+void polite__sched_update_stats(polite__sched *s, int64_t now) {
   if (now > s->last_now_us)
     s->st.in_flight_integral_s +=
         (double)s->st.in_flight * (double)(now - s->last_now_us) / 1e6;
@@ -926,7 +644,7 @@ static void lower(int64_t *wake, int64_t t) {
 int polite__sched_step(polite__sched *s, const polite__now *now,
                        int64_t *wake_us) {
   int64_t t = now->mono_us;
-  update_stats(s, t);
+  polite__sched_update_stats(s, t);
   heartbeat(s, t);
   stops(s, t);
   int64_t wake = NO_TIME;
@@ -939,7 +657,7 @@ int polite__sched_step(polite__sched *s, const polite__now *now,
   }
   if (s->o.max_requests && s->st.read >= s->o.max_requests)
     s->st.input_done = 1;
-  update_stats(s, t);
+  polite__sched_update_stats(s, t);
   if (t - s->last_tick_us >= TICK_US) {
     s->last_tick_us = t;
     if (s->o.on_tick)
@@ -959,7 +677,7 @@ int polite__sched_step(polite__sched *s, const polite__now *now,
 }
 
 void polite__sched_end(polite__sched *s, const polite__now *now) {
-  update_stats(s, now->mono_us);
+  polite__sched_update_stats(s, now->mono_us);
   if (s->o.on_tick)
     s->o.on_tick(s->o.ud, &s->st);
 }

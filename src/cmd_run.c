@@ -96,6 +96,20 @@ static int set_requeue(void *opts, const cli_opt *o, const char *v, char *err,
   return 0;
 }
 
+/* --rate: a fixed N/UNIT, 'auto' (learned at run time) or 'none'. */
+static int set_rate_arg(void *opts, const cli_opt *o, const char *v,
+                        char *err, size_t errlen) {
+  run_opts *r = opts;
+  if (strcmp(v, "auto") == 0) {
+    r->bo.rate_mode = POLITE_RATE_AUTO;
+    r->rate = 0;
+    return 0;
+  }
+  r->bo.rate_mode =
+      strcmp(v, "none") == 0 ? POLITE_RATE_NONE : POLITE_RATE_FIXED;
+  return cli_opt_store(o, opts, v, err, errlen);
+}
+
 /* -u user:password (curl's form; a missing password is not prompted for). */
 static int set_user(void *opts, const cli_opt *o, const char *v, char *err,
                     size_t errlen) {
@@ -114,10 +128,15 @@ static int set_user(void *opts, const cli_opt *o, const char *v, char *err,
 /* name, short, kind, arg, min, max, default, default as shown, env, help,
  * group, where, setter, choices, flags */
 static const cli_opt run_table[] = {
-    {"rate", 0, CLI_RATE, "N/UNIT", 0, 0, NULL, "none (no rate limit)", NULL,
-     "planned starts: 10/s, 90/min, 1000/h, 5000/day; 'none' turns pacing "
-     "off",
-     "Budget", CLI_AT(R, rate), NULL, NULL, CLI_F_NONE},
+    {"rate", 0, CLI_RATE, "N/UNIT|auto|none", 0, 0, NULL,
+     "auto (learned at run time)", NULL,
+     "planned starts: 10/s, 90/min, 1000/h, 5000/day; 'auto' learns the "
+     "start rate from rate-limit headers and 429/503 answers; 'none' turns "
+     "pacing off",
+     "Budget", CLI_AT(R, rate), set_rate_arg, NULL, CLI_F_NONE},
+    {"max-rate", 0, CLI_RATE, "N/UNIT", 0, 0, NULL, NULL, NULL,
+     "cap of the learned rate (--rate auto)", NULL,
+     CLI_AT(R, bo.max_rate_per_s), NULL, NULL, CLI_F_NONE},
     {"burst", 0, CLI_UINT, "N", 1, 1000000, "1", NULL, NULL,
      "starts allowed back to back; 1 spaces every start evenly", NULL,
      CLI_AT(R, burst), NULL, NULL, 0},
@@ -427,6 +446,7 @@ static int check_distinct(const run_opts *o) {
 static int parse_run_args(int argc, char **argv, run_opts *o) {
   memset(o, 0, sizeof *o);
   polite_batch_options_init(&o->bo);
+  o->bo.rate_mode = POLITE_RATE_AUTO; /* without --rate it is learned */
   o->progress = -1;
   cli_args pos = {{NULL}, 0};
   int rc = cli_defaults(&cli_cmd_run, o);
@@ -492,6 +512,9 @@ static void on_attempt(void *ud, const polite_attempt *a) {
 }
 static void on_tick(void *ud, const polite_batch_stats *s) {
   run_progress_draw(&((run_ctx *)ud)->progress, s, 0);
+}
+static void on_rate(void *ud, const polite_rate_change *r) {
+  run_log_rate(&((run_ctx *)ud)->log, r);
 }
 
 /* Counts request lines (not blank, not '#') of a regular file, so the
@@ -604,9 +627,10 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
   bo->on_result = on_result;
   bo->on_attempt = on_attempt;
   bo->on_tick = on_tick;
+  bo->on_rate = on_rate;
   bo->ud = c;
-  if (jr)
-    run_journal_wrap(jr, bo);
+  if (jr && run_journal_wrap(jr, bo) != 0)
+    return CLI_EXIT_FAILED;
   /* Last, so that it sees what the journal wrapper passes on. */
   report_tap *tap = report_tap_attach(bo, c->log.f, o->report_path,
                                       &budget->cfg);

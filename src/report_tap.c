@@ -20,6 +20,7 @@ struct report_tap {
   void (*inner_result)(void *, const polite_result *);
   int (*inner_start)(void *, const polite_attempt_start *);
   void (*inner_tick)(void *, const polite_batch_stats *);
+  void (*inner_rate)(void *, const polite_rate_change *);
   void *inner_ud;
   FILE *log;
   const char *path;
@@ -46,6 +47,11 @@ static void tap_tick(void *ud, const polite_batch_stats *s) {
   report_tap *t = ud;
   if (t->inner_tick)
     t->inner_tick(t->inner_ud, s);
+}
+
+static void tap_rate(void *ud, const polite_rate_change *r) {
+  report_tap *t = ud;
+  t->inner_rate(t->inner_ud, r);
 }
 
 static void tap_attempt(void *ud, const polite_attempt *a) {
@@ -118,12 +124,14 @@ report_tap *report_tap_attach(polite_batch_options *bo, FILE *log,
   t->inner_result = bo->on_result;
   t->inner_start = bo->on_attempt_start;
   t->inner_tick = bo->on_tick;
+  t->inner_rate = bo->on_rate;
   t->inner_ud = bo->ud;
   bo->next = tap_next;
   bo->on_attempt = tap_attempt;
   bo->on_result = tap_result;
   bo->on_attempt_start = bo->on_attempt_start ? tap_start : NULL;
   bo->on_tick = bo->on_tick ? tap_tick : NULL;
+  bo->on_rate = bo->on_rate ? tap_rate : NULL;
   bo->ud = t;
   rp_run run = {budget->rate_per_s > 0 ? budget->rate_per_s : 0,
                 (long)budget->concurrency,

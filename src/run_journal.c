@@ -1,6 +1,7 @@
-/* polite run --journal/--resume glue: wrapper callbacks that record each
- * request (with its idempotency key), attempt and result in the journal,
- * skip finished requests on resume, and repair the results file. */
+/* polite run --journal/--resume glue: checks the input and --out against
+ * the journal, repairs the results file on resume (torn line, requeued
+ * lines, backfilled records), and attaches libpolite's resume policy
+ * (polite_journal_attach) with the results file deciding "finished". */
 #define _GNU_SOURCE
 #include "run_journal.h"
 
@@ -95,47 +96,24 @@ static void set_free(strset *s) {
 struct run_journal {
   run_journal_config c;
   polite_journal *j;
+  polite_journal_run *run; /* the resume policy, attached to the batch */
   FILE *out;
-  polite_batch *batch;
   strset done;    /* ids with a result line in --out (resume) */
-  strset seen;    /* ids handed to the engine in this session -> line */
+  strset seen;    /* ids requeued (while preparing --out on resume) */
   strset journal; /* ids the journal holds a live result for (resume) */
-  int (*next)(void *, polite_request **);
-  void (*on_result)(void *, const polite_result *);
-  void (*on_attempt)(void *, const polite_attempt *);
-  int (*on_attempt_start)(void *, const polite_attempt_start *);
-  void (*on_tick)(void *, const polite_batch_stats *);
-  void *ud;
-  int failed;       /* a write failed: stopped, results no longer written */
-  int input_failed; /* the input is unusable from here: no more reads */
+  int failed;     /* reading the journal's results ran out of memory */
   char errmsg[768];
   struct stat jst, ost; /* identity of the journal and --out when opened */
-  uint64_t skipped, handed, suppressed, requeued, backfilled, lost;
+  uint64_t requeued, backfilled, lost;
   long long torn_bytes;
 };
 
-/* Records the first failure, stops new starts and cancels the run; later
- * results are not written (see docs/journal.md, "When writing fails"). */
-static void stop(run_journal *rj, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void stop(run_journal *rj, const char *fmt, ...) {
-  if (rj->failed)
-    return;
-  rj->failed = 1;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(rj->errmsg, sizeof rj->errmsg, fmt, ap);
-  va_end(ap);
-  if (rj->batch)
-    polite_batch_cancel(rj->batch);
-}
-
 /* A journal or results file removed (or replaced) while the run writes it
  * would swallow every later record without an error: the writes go to an
- * unlinked file. So before each request and each result the paths must
- * still name the files that were opened. Returns 1 when they do (else
- * stops the run). */
-static int files_intact(run_journal *rj) {
+ * unlinked file. So before each request, attempt and result the paths must
+ * still name the files that were opened. Returns 1 when they do, else 0
+ * with the reason in msg. */
+static int files_intact(run_journal *rj, char *msg, size_t len) {
   const struct {
     const char *what, *path;
     const struct stat *was;
@@ -144,245 +122,44 @@ static int files_intact(run_journal *rj) {
   for (int i = 0; i < 2; i++) {
     struct stat now;
     if (stat(f[i].path, &now) != 0) {
-      stop(rj, "the %s '%s' is gone (%s) while the run was writing it",
-           f[i].what, f[i].path, strerror(errno));
+      snprintf(msg, len, "the %s '%s' is gone (%s) while the run was writing it",
+               f[i].what, f[i].path, strerror(errno));
       return 0;
     }
     if (now.st_dev != f[i].was->st_dev || now.st_ino != f[i].was->st_ino) {
-      stop(rj,
-           "the %s '%s' was replaced by another file while the run was "
-           "writing it",
-           f[i].what, f[i].path);
+      snprintf(msg, len,
+               "the %s '%s' was replaced by another file while the run was "
+               "writing it",
+               f[i].what, f[i].path);
       return 0;
     }
   }
   return 1;
 }
 
-/* ---- Stable ids and keys ------------------------------------------- */
+/* ---- Hooks of the journal's resume policy (lib/journal_run.c) ------- */
 
-/* A request without an "id" gets "line-N" from the parser. With a journal
- * it becomes "line-N-XXXXXXXX" (the first 8 hex digits of the SHA-256 of
- * its method, URL, body and error), so a resume after an edit of the input
- * (--force) never matches a different request to an old result. An id the
- * input gave that happens to equal "line-N" for its own line N is treated
- * the same way. Returns 0 or -1 (memory). */
-static int stable_id(polite_request *r) {
-  char want[32];
-  snprintf(want, sizeof want, "line-%ld", r->line);
-  if (r->line <= 0 || strcmp(r->id, want) != 0)
-    return 0;
-  const char *method = polite_request_method(r);
-  size_t len = strlen(method) + 1 + (r->url ? strlen(r->url) : 0) + 1 +
-               r->body_len + 1 + (r->error ? strlen(r->error) : 0);
-  char *buf = malloc(len + 1), hex[65];
-  if (buf == NULL)
-    return -1;
-  size_t o = 0;
-  memcpy(buf + o, method, strlen(method) + 1);
-  o += strlen(method) + 1;
-  if (r->url)
-    memcpy(buf + o, r->url, strlen(r->url));
-  o += r->url ? strlen(r->url) : 0;
-  buf[o++] = '\0';
-  if (r->body_len)
-    memcpy(buf + o, r->body, r->body_len);
-  o += r->body_len;
-  buf[o++] = '\0';
-  if (r->error)
-    memcpy(buf + o, r->error, strlen(r->error));
-  o += r->error ? strlen(r->error) : 0;
-  polite_sha256_hex(buf, o, hex);
-  free(buf);
-  char *id = NULL;
-  if (asprintf(&id, "line-%ld-%.8s", r->line, hex) < 0)
-    return -1;
-  free(r->id);
-  r->id = id;
-  return 0;
-}
-
-/* The value of an Idempotency-Key header the request carries, or NULL. */
-static const char *header_key(const polite_request *r) {
-  static const char name[] = "Idempotency-Key";
-  size_t n = sizeof name - 1;
-  for (size_t i = 0; i < r->nheaders; i++)
-    if (strncasecmp(r->headers[i], name, n) == 0 && r->headers[i][n] == ':') {
-      const char *v = r->headers[i] + n + 1;
-      while (*v == ' ' || *v == '\t')
-        v++;
-      return v;
-    }
-  return NULL;
-}
-
-/* A random 128-bit key in UUID v4 form (as the engine makes them). */
-static int make_key(char out[40]) {
-  unsigned char b[16];
-  if (polite_random_bytes(b, sizeof b) != 0)
-    return -1;
-  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-  snprintf(out, 40,
-           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
-           "%02x",
-           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
-           b[11], b[12], b[13], b[14], b[15]);
-  return 0;
-}
-
-/* ---- Wrapper callbacks --------------------------------------------- */
-
-/* Pulls requests from the inner source, skips those already finished,
- * fixes the idempotency key of writes and commits the request record (with
- * the key) before handing the request to the engine: the key is durable
- * before the first byte of the request is sent. */
-static int jr_next(void *ud, polite_request **out) {
+/* polite_journal_attach_options.is_finished: the results file decides
+ * what is finished (a line there is what the user sees). */
+static int rj_is_finished(void *ud, const char *id) {
   run_journal *rj = ud;
-  for (;;) {
-    if (rj->failed || rj->input_failed)
-      return 0;
-    polite_request *r = NULL;
-    int rc = rj->next(rj->ud, &r);
-    if (rc <= 0)
-      return rc;
-    if (stable_id(r) != 0) {
-      polite_request_free(r);
-      stop(rj, "out of memory");
-      return 0;
-    }
-    if (set_get(&rj->done, r->id)) {
-      rj->skipped++;
-      polite_request_free(r);
-      continue;
-    }
-    long *prev = set_get(&rj->seen, r->id);
-    if (prev) {
-      /* Bad input, not a failed write: end the input here but let the
-       * requests already handed over finish and be recorded. */
-      snprintf(rj->errmsg, sizeof rj->errmsg,
-               "input line %ld: id '%s' was already used on line %ld; "
-               "--journal needs a unique id per request (the input was "
-               "read up to here)",
-               r->line, r->id, *prev);
-      rj->input_failed = 1;
-      polite_request_free(r);
-      return 0;
-    }
-    if (!files_intact(rj)) {
-      polite_request_free(r);
-      return 0;
-    }
-    const char *method = polite_request_method(r);
-    char *key = NULL, fresh[40];
-    int oom = 0;
-    if (r->error == NULL) {
-      const char *hk = header_key(r);
-      if (r->idempotency_key) {
-        key = strdup(r->idempotency_key);
-      } else if (hk) {
-        key = strdup(hk); /* sent as the header; recorded for the record */
-      } else {
-        int f = polite_journal_key(rj->j, r->id, &key);
-        if (f < 0) {
-          stop(rj, "%s", polite_journal_errstr(rj->j));
-          polite_request_free(r);
-          return 0;
-        }
-        if (key == NULL && rj->c.idempotency_auto &&
-            !polite_method_idempotent(method)) {
-          if (make_key(fresh) != 0) {
-            stop(rj, "cannot make an idempotency key: the system's random "
-                     "source failed");
-            polite_request_free(r);
-            return 0;
-          }
-          key = strdup(fresh);
-        }
-        if (key && (r->idempotency_key = strdup(key)) == NULL) {
-          free(key);
-          key = NULL;
-          oom = 1;
-        }
-      }
-      if (oom || (key == NULL && (r->idempotency_key || hk))) {
-        stop(rj, "out of memory");
-        polite_request_free(r);
-        return 0;
-      }
-    }
-    if (polite_journal_request(rj->j, r->id, r->line, method, r->url, key) !=
-        0) {
-      stop(rj, "%s", polite_journal_errstr(rj->j));
-      free(key);
-      polite_request_free(r);
-      return 0;
-    }
-    free(key);
-    if (set_put(&rj->seen, r->id, r->line) != 0) {
-      stop(rj, "out of memory");
-      polite_request_free(r);
-      return 0;
-    }
-    rj->handed++;
-    *out = r;
-    return 1;
-  }
+  return set_get(&rj->done, id) != NULL;
 }
 
-/* Records the start of an attempt before the engine sends any byte of it.
- * A write (a method that is not idempotent, or any request carrying an
- * idempotency key) is committed and fsync'd, like its request record: after
- * any crash the journal says "attempt n of this write may have been sent".
- * A safe read is committed without its own fsync (it costs ~0.3 ms and
- * resending a read harms nobody). A failed record stops the run and vetoes
- * the attempt, so nothing unrecorded is sent. */
-static int jr_attempt_start(void *ud, const polite_attempt_start *s) {
-  run_journal *rj = ud;
-  if (rj->failed || !files_intact(rj))
-    return 1;
-  if (rj->on_attempt_start && rj->on_attempt_start(rj->ud, s) != 0)
-    return 1;
-  int sync = s->idempotency_key != NULL || header_key(s->req) != NULL ||
-             !polite_method_idempotent(s->method);
-  if (polite_journal_attempt_start(rj->j, s->req->id, s->attempt,
-                                   s->start_wall_ms, sync) != 0) {
-    stop(rj, "%s", polite_journal_errstr(rj->j));
-    return 1;
-  }
-  return 0;
+/* polite_journal_attach_options.check. */
+static int rj_check(void *ud, char *msg, size_t len) {
+  return files_intact(ud, msg, len) ? 0 : -1;
 }
 
-/* The engine reports an attempt when it has ended: the attempt record (its
- * end, with the start time again and the status) follows the attempt_start
- * record written by jr_attempt_start. */
-static void jr_attempt(void *ud, const polite_attempt *a) {
+/* polite_journal_attach_options.commit_result: the result line was just
+ * written by the command's on_result; it is flushed and fdatasync'ed to
+ * --out before the journal records the result. So a result record always
+ * has a durable line; a line without a record (a crash in between) is
+ * found by --resume in the results file, which is what decides
+ * "finished". */
+static int rj_commit(void *ud, const polite_result *r, char *msg, size_t len) {
   run_journal *rj = ud;
-  if (rj->on_attempt)
-    rj->on_attempt(rj->ud, a);
-  if (rj->failed)
-    return;
-  if (polite_journal_attempt(rj->j, a->req->id, a->attempt, a->start_wall_ms,
-                             a->end_wall_ms, a->status) != 0)
-    stop(rj, "%s", polite_journal_errstr(rj->j));
-}
-
-/* Order: (1) the result line is written, flushed and fdatasync'ed to
- * --out, (2) then the result record is committed. So a result record always
- * has a durable line; a line without a record (a crash between 1 and 2) is
- * found by --resume in the results file, which is what decides "finished". */
-static void jr_result(void *ud, const polite_result *r) {
-  run_journal *rj = ud;
-  if (rj->failed) {
-    rj->suppressed++; /* left unfinished: --resume runs it again */
-    return;
-  }
-  if (!files_intact(rj)) {
-    rj->suppressed++;
-    return;
-  }
-  errno = 0;
-  rj->on_result(rj->ud, r);
+  (void)r;
   int e = errno, bad = ferror(rj->out);
   if (fflush(rj->out) != 0) {
     bad = 1;
@@ -391,23 +168,13 @@ static void jr_result(void *ud, const polite_result *r) {
     bad = 1;
     e = errno;
   }
-  if (bad) {
-    stop(rj,
-         "cannot write the results file '%s': %s (stopping; the "
-         "journal keeps everything recorded so far)",
-         rj->c.out_path, e ? strerror(e) : "write error");
-    return;
-  }
-  if (polite_journal_result(rj->j, r->req->id, polite_outcome_name(r->outcome),
-                            r->status, r->attempts, 0) != 0)
-    stop(rj, "%s", polite_journal_errstr(rj->j));
-}
-
-/* The engine has one ud for all callbacks, so the tick is wrapped too. */
-static void jr_tick(void *ud, const polite_batch_stats *s) {
-  run_journal *rj = ud;
-  if (rj->on_tick)
-    rj->on_tick(rj->ud, s);
+  if (!bad)
+    return 0;
+  snprintf(msg, len,
+           "cannot write the results file '%s': %s (stopping; the journal "
+           "keeps everything recorded so far)",
+           rj->c.out_path, e ? strerror(e) : "write error");
+  return -1;
 }
 
 /* ---- The results file on --resume ------------------------------------ */
@@ -784,22 +551,14 @@ fail:
   return rc;
 }
 
-void run_journal_wrap(run_journal *rj, polite_batch_options *bo) {
-  rj->next = bo->next;
-  rj->on_result = bo->on_result;
-  rj->on_attempt = bo->on_attempt;
-  rj->on_attempt_start = bo->on_attempt_start;
-  rj->on_tick = bo->on_tick;
-  rj->ud = bo->ud;
-  bo->next = jr_next;
-  bo->on_result = jr_result;
-  bo->on_attempt = jr_attempt;
-  bo->on_attempt_start = jr_attempt_start;
-  bo->on_tick = jr_tick;
-  bo->ud = rj;
-  /* jr_next makes every automatic key itself (and records it first); the
-   * engine's own automatic keys would never be recorded. */
-  bo->idempotency_auto = 0;
+int run_journal_wrap(run_journal *rj, polite_batch_options *bo) {
+  polite_journal_attach_options ao = {rj->c.idempotency_auto, rj_is_finished,
+                                      rj_check, rj_commit, rj};
+  if (polite_journal_attach(rj->j, bo, &ao, &rj->run) != 0) {
+    fprintf(stderr, "polite run: out of memory\n");
+    return CLI_EXIT_FAILED;
+  }
+  return 0;
 }
 
 long long run_journal_done(const run_journal *rj) {
@@ -807,27 +566,30 @@ long long run_journal_done(const run_journal *rj) {
 }
 
 void run_journal_set_batch(run_journal *rj, polite_batch *b) {
-  rj->batch = b;
+  if (rj->run)
+    polite_journal_run_set_batch(rj->run, b);
 }
 
 int run_journal_finish(run_journal *rj) {
-  if (rj == NULL)
+  if (rj == NULL || rj->run == NULL)
     return 0;
-  if (rj->input_failed && !rj->failed) {
-    fprintf(stderr, "polite run: %s\n", rj->errmsg);
+  polite_journal_run_status st;
+  polite_journal_run_status_get(rj->run, &st);
+  if (st.input_failed && !st.failed) {
+    fprintf(stderr, "polite run: %s\n", st.error);
     return 1;
   }
-  if (rj->failed) {
+  if (st.failed) {
     fprintf(stderr,
             "polite run: %s\npolite run: stopped: nothing new was started "
             "after that; %llu result(s) were not written and run again on "
             "--resume\n",
-            rj->errmsg, (unsigned long long)rj->suppressed);
+            st.error, (unsigned long long)st.suppressed);
     return 1;
   }
-  if (rj->c.resume && !rj->c.quiet && (rj->skipped || rj->backfilled))
+  if (rj->c.resume && !rj->c.quiet && (st.skipped || rj->backfilled))
     fprintf(stderr, "polite run: --resume skipped %llu finished request(s)%s\n",
-            (unsigned long long)rj->skipped,
+            (unsigned long long)st.skipped,
             rj->backfilled ? " (some results recovered from --out)" : "");
   return 0;
 }
@@ -835,6 +597,7 @@ int run_journal_finish(run_journal *rj) {
 void run_journal_close(run_journal *rj) {
   if (rj == NULL)
     return;
+  polite_journal_run_free(rj->run);
   polite_journal_close(rj->j);
   set_free(&rj->done);
   set_free(&rj->seen);

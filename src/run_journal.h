@@ -1,6 +1,8 @@
-/* polite run --journal/--resume: wrapper callbacks around the batch engine
- * that record the run in a journal, skip finished requests on resume, keep
- * idempotency keys stable across a crash, and repair the results file. */
+/* polite run --journal/--resume: the command's side of a journaled run:
+ * checks the input and --out against the journal, repairs the results file
+ * on resume, and attaches the journal's resume policy (libpolite's
+ * polite_journal_attach) with the results file as the record of what is
+ * finished. */
 #ifndef POLITE_RUN_JOURNAL_H
 #define POLITE_RUN_JOURNAL_H
 
@@ -35,10 +37,12 @@ int run_journal_parse_requeue(const char *list, unsigned *mask, char *bad,
 int run_journal_open(const run_journal_config *c, run_journal **out,
                      FILE **results);
 
-/* Replaces bo->next/on_attempt/on_result/on_tick/ud by the journal's wrappers;
- * the previous ones are called from them. Call after setting those fields and
- * before polite_batch_new. */
-void run_journal_wrap(run_journal *rj, polite_batch_options *bo);
+/* Attaches the journal to the batch (polite_journal_attach: the resume
+ * policy lives in libpolite), with the results file as what decides
+ * "finished" and made durable before each result record. Call after
+ * setting bo's callbacks and before polite_batch_new. Returns 0 or a CLI
+ * exit code after printing a message. */
+int run_journal_wrap(run_journal *rj, polite_batch_options *bo);
 
 /* How many input requests --resume will skip (they have a result line),
  * so a progress total can leave them out. 0 for NULL. */

@@ -185,6 +185,15 @@ void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p) {
     fprintf(f, "\n");
   }
   print_rate_lines(f, s, p, &d);
+  if (s->rate_learned)
+    fprintf(f,
+            "  learned rate: %.2f/s first, %.2f/s final (lowest %.2f/s, "
+            "highest %.2f/s); cuts: %llu by 429/503, %llu by headers, %llu "
+            "through the budget\n",
+            s->rate_first_per_s, s->rate_final_per_s, s->rate_lowest_per_s,
+            s->rate_highest_per_s, (unsigned long long)s->rate_cuts_throttle,
+            (unsigned long long)s->rate_cuts_headers,
+            (unsigned long long)s->rate_cuts_budget);
   if (p->first > 0) {
     fprintf(f,
             "  trial (--first %llu): start interval mean %.1f ms (p50 "
@@ -258,6 +267,24 @@ int run_summary_json(const char *path, const polite_batch_stats *s,
   json_object_set_new(o, "rate_target",
                       p->target_rate > 0 ? json_real(p->target_rate)
                                          : json_null());
+  json_t *lr = json_null();
+  if (s->rate_learned) {
+    lr = json_object();
+    json_object_set_new(lr, "first_per_s", json_real(s->rate_first_per_s));
+    json_object_set_new(lr, "final_per_s", json_real(s->rate_final_per_s));
+    json_object_set_new(lr, "lowest_per_s", json_real(s->rate_lowest_per_s));
+    json_object_set_new(lr, "highest_per_s",
+                        json_real(s->rate_highest_per_s));
+    json_t *cuts = json_object();
+    json_object_set_new(cuts, "throttle",
+                        json_integer((json_int_t)s->rate_cuts_throttle));
+    json_object_set_new(cuts, "headers",
+                        json_integer((json_int_t)s->rate_cuts_headers));
+    json_object_set_new(cuts, "budget",
+                        json_integer((json_int_t)s->rate_cuts_budget));
+    json_object_set_new(lr, "cuts", cuts);
+  }
+  json_object_set_new(o, "rate_learned", lr);
   json_object_set_new(o, "interval_mean_ms", json_real(d.interval_mean_ms));
   json_object_set_new(o, "interval_p50_ms", json_real(d.interval_p50_ms));
   json_object_set_new(o, "interval_p99_ms", json_real(d.interval_p99_ms));
@@ -377,6 +404,9 @@ size_t run_progress_format(char *buf, size_t size, const run_progress *p,
   if (p->planned_rate > 0)
     add(buf, size, &n, " (plan %.*f/s)", p->planned_rate < 10 ? 2 : 1,
         p->planned_rate);
+  else if (s->rate_learned)
+    add(buf, size, &n, " (learned %.*f/s)", s->rate_final_per_s < 10 ? 2 : 1,
+        s->rate_final_per_s);
   add(buf, size, &n, " | in flight %u | 429s %llu", s->in_flight,
       (unsigned long long)s->n429);
   if (p->total >= 0) {
@@ -486,10 +516,8 @@ static json_t *attempt_json(const polite_attempt *a) {
   return o;
 }
 
-void run_log_attempt(run_log *l, const polite_attempt *a) {
-  if (l->f == NULL || l->failed)
-    return;
-  json_t *o = attempt_json(a);
+/* Writes o (consumed) as one line of the log. */
+static void log_line(run_log *l, json_t *o) {
   char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(o);
   errno = 0;
@@ -501,6 +529,27 @@ void run_log_attempt(run_log *l, const polite_attempt *a) {
     l->err = s ? errno : ENOMEM;
   }
   free(s);
+}
+
+void run_log_attempt(run_log *l, const polite_attempt *a) {
+  if (l->f == NULL || l->failed)
+    return;
+  log_line(l, attempt_json(a));
+}
+
+void run_log_rate(run_log *l, const polite_rate_change *r) {
+  if (l->f == NULL || l->failed)
+    return;
+  json_t *o = json_object();
+  json_object_set_new(o, "event", json_string("rate"));
+  json_object_set_new(o, "wall_ms", json_integer(r->wall_ms));
+  json_object_set_new(o, "rate_per_s", json_real(r->rate_per_s));
+  json_object_set_new(o, "previous_per_s", r->previous_per_s >= 0
+                                               ? json_real(r->previous_per_s)
+                                               : json_null());
+  json_object_set_new(o, "reason", json_string(r->reason));
+  json_object_set_new(o, "detail", json_string(r->detail));
+  log_line(l, o);
 }
 
 int run_log_close(run_log *l) {

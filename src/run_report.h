@@ -65,6 +65,9 @@ typedef struct {
 /* Writes one attempt's line; the first failure stops the log (the run goes
  * on) and is reported by run_log_close. */
 void run_log_attempt(run_log *l, const polite_attempt *a);
+/* Writes one change of the learned rate as a line with "event":"rate"
+ * (lines with an "event" key are not attempts). */
+void run_log_rate(run_log *l, const polite_rate_change *r);
 /* Closes the log. Returns 0, or -1 after a message naming the file when any
  * write or the close failed. */
 int run_log_close(run_log *l);

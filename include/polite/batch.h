@@ -183,6 +183,30 @@ typedef struct {
 
 #define POLITE_BATCH_MAX_THROTTLED 32
 
+/* How the start rate is chosen (polite_batch_options.rate_mode). */
+typedef enum {
+  POLITE_RATE_FIXED = 0, /* the budget's configured rate is the plan */
+  POLITE_RATE_AUTO = 1,  /* learned at run time: from rate-limit headers
+                            when the server sends them, else from 429/503
+                            (a pure controller, polite/ratectl.h), capped
+                            by max_rate_per_s and by the budget's rate */
+  POLITE_RATE_NONE = 2   /* no start rate of the engine's own (the
+                            budget's configured rate, if any, still holds) */
+} polite_rate_mode;
+
+/* One change of the learned start rate, valid only during on_rate. */
+typedef struct {
+  int64_t wall_ms;
+  double rate_per_s;
+  double previous_per_s; /* < 0: none (the first rate) */
+  /* "start" (the first estimate), "headers" (the server's rate-limit
+   * headers), "throttle" (a 429/503 cut it), "probe" (probing upward),
+   * "max_rate" (capped by max_rate_per_s), "budget" (another participant's
+   * cut, through a shared budget) */
+  const char *reason;
+  const char *detail; /* one English sentence */
+} polite_rate_change;
+
 /* Counters the engine keeps while it runs (read with polite_batch_stats). */
 typedef struct {
   uint64_t read;    /* requests taken from the source */
@@ -214,6 +238,13 @@ typedef struct {
                                              limit, in order of first
                                              appearance */
   size_t n_throttled;
+  /* The learned start rate (rate_mode POLITE_RATE_AUTO; all 0 otherwise),
+   * in starts per second: the first estimate, the rate now, the lowest and
+   * highest it reached, and the cuts by cause. */
+  int rate_learned;
+  double rate_first_per_s, rate_final_per_s, rate_lowest_per_s,
+      rate_highest_per_s;
+  uint64_t rate_cuts_throttle, rate_cuts_headers, rate_cuts_budget;
   int quota_stop; /* a quota_exhausted stopped new starts */
   int cancelled;  /* polite_batch_cancel was called */
   int input_done; /* the source is exhausted */
@@ -250,7 +281,11 @@ typedef struct {
                               found in the budget) longer than this ends
                               the request `wait_too_long` at once instead
                               of waiting, and is not written to the budget
-                              as a pause; <= 0 = no limit; default 15 min */
+                              as a pause; <= 0 = no limit; default 15 min.
+                              The run sets it as the budget's max-wait
+                              (polite_budget_set_max_wait) */
+  polite_rate_mode rate_mode; /* default POLITE_RATE_FIXED */
+  double max_rate_per_s;       /* cap of the learned rate; <= 0: none */
   /* The clocks and the random source (NULL: the real ones). A fake env
    * makes the engine's decisions reproducible; the transfers themselves
    * still run in real time. */
@@ -270,6 +305,10 @@ typedef struct {
    * the request ends `cancelled` (a journal that cannot record the start
    * uses this). Each started attempt is later reported by on_attempt. */
   int (*on_attempt_start)(void *ud, const polite_attempt_start *s);
+  /* Called for every change of the learned rate (rate_mode AUTO): the
+   * first estimate, each cut, each probe step of 10% or more, reaching
+   * max_rate_per_s (may be NULL). */
+  void (*on_rate)(void *ud, const polite_rate_change *c);
   /* Called at least every 100 ms while running (may be NULL). */
   void (*on_tick)(void *ud, const polite_batch_stats *s);
   void *ud;

@@ -4,6 +4,7 @@
 #ifndef POLITE_JOURNAL_H
 #define POLITE_JOURNAL_H
 
+#include <polite/batch.h>
 #include <polite/core.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,6 +76,16 @@ POLITE_EXTERN int polite_journal_request(polite_journal *j, const char *id,
  * when not, < 0 on error. */
 POLITE_EXTERN int polite_journal_key(polite_journal *j, const char *id,
                                      char **key);
+/* Whether id is finished: its latest result was not requeued by a later
+ * session. Returns 1 (with that result's outcome copied into outcome, which
+ * may be NULL), 0 when not, < 0 on error. */
+POLITE_EXTERN int polite_journal_finished(polite_journal *j, const char *id,
+                                          char *outcome, size_t len);
+/* Whether id was already handed to the engine in the current session.
+ * Returns 1 with its input line in *line (may be NULL), 0 when not, < 0 on
+ * error. */
+POLITE_EXTERN int polite_journal_handed(polite_journal *j, const char *id,
+                                        long *line);
 /* Records one network attempt of id (number n, wall-clock start and end in
  * ms, HTTP status or 0). Committed without its own fsync: it survives a
  * crash of the process at once, and a power loss from the next request or
@@ -106,6 +117,82 @@ POLITE_EXTERN int polite_journal_requeue(polite_journal *j, const char *id,
 POLITE_EXTERN int polite_journal_each_result(
     polite_journal *j,
     void (*fn)(void *ud, const char *id, const char *outcome), void *ud);
+
+/* ---- The resume policy: a journal attached to a batch ------------------- */
+
+/* How a journal takes part in a run (all optional; zero them). */
+typedef struct {
+  /* Writes (POST, PATCH, ...) without a key get one: the key recorded for
+   * their id by an earlier session, else a new random one, recorded before
+   * the request is handed to the engine. */
+  int idempotency_auto;
+  /* 1 when id is already finished. NULL: the journal's own result records
+   * decide (polite_journal_finished). `polite run` passes its results file
+   * here, which is what it trusts. */
+  int (*is_finished)(void *ud, const char *id);
+  /* Called before a request is handed to the engine and before a result is
+   * recorded; non-zero stops the run (polite_journal_run_stop) with the
+   * message it wrote into msg. `polite run` checks that its files are still
+   * the ones it opened. */
+  int (*check)(void *ud, char *msg, size_t len);
+  /* Called after the previous on_result returned and before the result is
+   * recorded: make the result durable where the caller keeps it (fsync a
+   * results file). Non-zero stops the run with the message written into
+   * msg, and the result is not recorded (it runs again on resume). */
+  int (*commit_result)(void *ud, const polite_result *res, char *msg,
+                       size_t len);
+  void *ud;
+} polite_journal_attach_options;
+
+typedef struct polite_journal_run polite_journal_run;
+
+/* Attaches journal j to the batch options bo: bo's callbacks (next,
+ * on_result, on_attempt, on_attempt_start, on_tick, on_rate) and ud are
+ * replaced by
+ * the journal's, which call the previous ones. The policy, in one place:
+ *  - a request without an "id" (parsed as "line-N") gets the stable id
+ *    "line-N-XXXXXXXX" (8 hex digits of the SHA-256 of its method, URL,
+ *    body and error), so an edited input never matches an old result;
+ *  - finished ids are skipped (never handed to the engine again);
+ *  - an id handed twice in one session ends the input there (the requests
+ *    already handed finish and are recorded);
+ *  - the idempotency key is the request's, else its Idempotency-Key
+ *    header, else the one recorded for the id, else (idempotency_auto, for
+ *    writes) a new one from polite_idempotency_key; the request record with
+ *    the key is committed and fsync'd before the request is handed over;
+ *  - every attempt's start is recorded before any byte is sent (fsync'd
+ *    for writes and keyed requests); an attempt whose start cannot be
+ *    recorded is vetoed (not sent) and the run stops;
+ *  - each attempt's end and each result are recorded; the result after the
+ *    previous on_result returned (so a results file can be made durable
+ *    first).
+ * The first failure stops the run: new starts end, results after it are
+ * not recorded (the resumed run does them again). bo->idempotency_auto is
+ * cleared: the engine's own keys would never be recorded. Returns 0 and
+ * *out (free it after the run, before closing j), or POLITE_ENOMEM. */
+POLITE_EXTERN int polite_journal_attach(polite_journal *j,
+                                        polite_batch_options *bo,
+                                        const polite_journal_attach_options *ao,
+                                        polite_journal_run **out);
+/* The engine to cancel when recording fails (after polite_batch_new). */
+POLITE_EXTERN void polite_journal_run_set_batch(polite_journal_run *r,
+                                                polite_batch *b);
+/* Stops the run with a message (the first one is kept): cancels the
+ * batch; later requests are not handed over, later results not recorded. */
+POLITE_EXTERN void polite_journal_run_stop(polite_journal_run *r,
+                                           const char *msg);
+/* What happened. failed: a record or a check failed (the run was
+ * stopped); input_failed: the input had a repeated id (reading ended). */
+typedef struct {
+  int failed, input_failed;
+  const char *error; /* "" when neither */
+  uint64_t skipped;    /* finished requests not handed over */
+  uint64_t handed;     /* requests handed to the engine */
+  uint64_t suppressed; /* results not recorded after a failure */
+} polite_journal_run_status;
+POLITE_EXTERN void polite_journal_run_status_get(const polite_journal_run *r,
+                                                 polite_journal_run_status *s);
+POLITE_EXTERN void polite_journal_run_free(polite_journal_run *r);
 
 /* Counts of records, for reports and tests. */
 typedef struct {

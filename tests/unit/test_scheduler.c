@@ -267,8 +267,26 @@ static int64_t cb_paused(polite_budget *b, const char *key, int64_t now) {
 static void cb_close(polite_budget *b) {
   (void)b;
 }
+static int cb_publish(polite_budget *b, const char *key, int64_t now,
+                      polite_shared_rate *r, int is_cut) {
+  return polite_budget_publish_rate(((counting_budget *)b)->real, key, now, r,
+                                    is_cut);
+}
+static int cb_shared(polite_budget *b, const char *key,
+                     polite_shared_rate *out) {
+  return polite_budget_shared_rate(((counting_budget *)b)->real, key, out);
+}
+static int cb_inspect(polite_budget *b, const char *key, int64_t now,
+                      polite_budget_state *out) {
+  return polite_budget_inspect(((counting_budget *)b)->real, key, now, out);
+}
+static int cb_clear(polite_budget *b, const char *key, int64_t now) {
+  return ((counting_budget *)b)
+      ->real->vt->clear(((counting_budget *)b)->real, key, now);
+}
 static const polite_budget_vtable counting_vt = {
-    "counting", cb_acquire, cb_release, cb_pause, cb_paused, cb_close};
+    "counting", cb_acquire, cb_release, cb_pause,   cb_paused,
+    cb_close,   cb_publish, cb_shared,  cb_inspect, cb_clear};
 
 static sim_answer takes_3500ms(sim *x, unsigned req, unsigned attempt) {
   (void)x, (void)req, (void)attempt;
@@ -282,7 +300,11 @@ static void lease_heartbeat(void **state) {
   for (int on = 0; on <= 1; on++) {
     sim x;
     sim_init(&x, 0, 1, 1, 1, takes_3500ms);
-    counting_budget cb = {{&counting_vt, x.budget->cfg, ""}, x.budget, 0};
+    counting_budget cb;
+    memset(&cb, 0, sizeof cb);
+    cb.base.vt = &counting_vt;
+    cb.base.cfg = x.budget->cfg;
+    cb.real = x.budget;
     x.o.budget = &cb.base;
     x.o.heartbeat_ms = on ? 1000 : 0;
     assert_int_equal(sim_run(&x), 1);
@@ -325,6 +347,7 @@ static void budget_pause_beyond_max_wait(void **state) {
   (void)state;
   sim x;
   sim_init(&x, 0, 1, 0, 2, ok200);
+  polite_budget_set_max_wait(x.budget, -1); /* a writer with no limit */
   polite_budget_pause_until(x.budget, NULL, T0, T0 + 3600 * SEC);
   assert_int_equal(sim_run(&x), 1);
   assert_int_equal(x.n_starts, 0);
@@ -334,6 +357,7 @@ static void budget_pause_beyond_max_wait(void **state) {
 
   sim_init(&x, 0, 1, 0, 2, ok200);
   x.o.max_wait_ms = 0;
+  polite_budget_set_max_wait(x.budget, -1); /* a writer with no limit */
   polite_budget_pause_until(x.budget, NULL, T0, T0 + 3600 * SEC);
   assert_int_equal(sim_run_until(&x, T0 + 60 * SEC), 0);
   assert_int_equal(x.n_starts, 0);
@@ -416,6 +440,169 @@ static void due_admissions_start_in_one_turn(void **state) {
   sim_free(&x);
 }
 
+/* ---- the learned rate ------------------------------------------------------
+ */
+
+/* A server-side limiter: 20 starts/s with a burst of 2 (a GCRA on the
+ * arrival times), answering 429 with Retry-After: 1 above it. */
+static int64_t limiter_tat;
+static unsigned limiter_429;
+static sim_answer limited_20(sim *x, unsigned req, unsigned attempt) {
+  (void)req, (void)attempt;
+  const int64_t T = 50 * MS, tau = 50 * MS;
+  int64_t t = x->now;
+  if (limiter_tat - tau > t) {
+    limiter_429++;
+    return (sim_answer){429, {"Retry-After: 1", NULL}, "slow down", 0};
+  }
+  limiter_tat = (limiter_tat > t ? limiter_tat : t) + T;
+  return ok200(x, req, attempt);
+}
+
+typedef struct {
+  unsigned n, throttle, probe, max_rate, start, budget;
+  double last, highest;
+} rate_log;
+static rate_log rates;
+static void on_rate(void *ud, const polite_rate_change *c) {
+  (void)ud;
+  if (rates.n == 0)
+    assert_true(c->previous_per_s < 0); /* the first has no previous */
+  else
+    assert_true(c->previous_per_s >= 0);
+  rates.n++;
+  rates.throttle += strcmp(c->reason, "throttle") == 0;
+  rates.probe += strcmp(c->reason, "probe") == 0;
+  rates.max_rate += strcmp(c->reason, "max_rate") == 0;
+  rates.start += strcmp(c->reason, "start") == 0;
+  rates.budget += strcmp(c->reason, "budget") == 0;
+  assert_true(c->rate_per_s > 0);
+  assert_non_null(c->detail);
+  rates.last = c->rate_per_s;
+  if (c->rate_per_s > rates.highest)
+    rates.highest = c->rate_per_s;
+}
+
+/* Without a rate, the start rate is learned: it ramps up from a first
+ * estimate, is cut by the limiter's 429s, and settles near the limit with
+ * few 429s; every request ends ok. */
+static void learned_rate_finds_the_limit(void **state) {
+  (void)state;
+  sim x;
+  sim_init(&x, 0, 1, 8, 600, limited_20);
+  x.o.rate_mode = POLITE_RATE_AUTO;
+  x.o.on_rate = on_rate;
+  x.o.max_attempts = 10;
+  x.o.spread_ms = 100;
+  limiter_tat = 0;
+  limiter_429 = 0;
+  memset(&rates, 0, sizeof rates);
+  assert_int_equal(sim_run(&x), 1);
+  assert_int_equal(sim_count(&x, POLITE_OUT_OK), 600);
+  const polite_batch_stats *st = polite__sched_stats(x.s);
+  assert_true(st->rate_learned);
+  assert_int_equal(rates.start, 1);
+  assert_true(rates.throttle >= 1);
+  assert_int_equal(st->rate_cuts_throttle, rates.throttle);
+  assert_true(rates.probe >= 1);
+  assert_true(limiter_429 <= 600 / 20); /* at most 5% */
+  double wall_s = (double)(x.now - T0) / 1e6;
+  print_message("learned: %u 429s, wall %.1f s (floor 30 s), rate first %.1f "
+                "lowest %.1f highest %.1f final %.1f/s, %u cuts\n",
+                limiter_429, wall_s, st->rate_first_per_s,
+                st->rate_lowest_per_s, st->rate_highest_per_s,
+                st->rate_final_per_s, rates.throttle);
+  assert_true(wall_s < 1.5 * 600 / 20.0);
+  assert_true(st->rate_lowest_per_s <= st->rate_first_per_s);
+  assert_true(st->rate_final_per_s > 10 && st->rate_final_per_s < 30);
+  sim_free(&x);
+}
+
+/* The learned rate lives in the budget: a second participant on the same
+ * budget adopts what the first learned (a "budget" change) instead of
+ * finding the limit again from 4/s, and is throttled less. */
+static void learned_rate_is_shared_through_the_budget(void **state) {
+  (void)state;
+  sim a;
+  sim_init(&a, 0, 1, 8, 300, limited_20);
+  a.o.rate_mode = POLITE_RATE_AUTO;
+  a.o.max_attempts = 10;
+  a.o.spread_ms = 100;
+  limiter_tat = 0;
+  limiter_429 = 0;
+  assert_int_equal(sim_run(&a), 1);
+  unsigned first_429 = limiter_429;
+  polite_shared_rate sr;
+  assert_int_equal(polite_budget_shared_rate(a.budget, NULL, &sr), 0);
+  assert_true(sr.rate_per_s > 10 && sr.rate_per_s < 30);
+  assert_true(sr.generation >= 1);
+
+  sim b;
+  sim_init(&b, 0, 1, 8, 300, limited_20);
+  polite_budget_close(b.budget);
+  b.budget = a.budget; /* the same account: the second participant */
+  b.o.budget = a.budget;
+  b.o.rate_mode = POLITE_RATE_AUTO;
+  b.o.on_rate = on_rate;
+  b.o.max_attempts = 10;
+  b.o.spread_ms = 100;
+  b.now = a.now + SEC;
+  limiter_tat = 0;
+  limiter_429 = 0;
+  memset(&rates, 0, sizeof rates);
+  assert_int_equal(sim_run(&b), 1);
+  assert_int_equal(sim_count(&b, POLITE_OUT_OK), 300);
+  assert_true(rates.budget >= 1);
+  print_message("shared: first participant %u 429s, second %u\n", first_429,
+                limiter_429);
+  assert_true(limiter_429 < first_429);
+  b.budget = NULL; /* closed once, by a */
+  sim_free(&b);
+  sim_free(&a);
+}
+
+/* max_rate_per_s caps the learned rate: no two starts closer than its
+ * interval, and on_rate says when the cap is reached. */
+static void learned_rate_never_exceeds_max_rate(void **state) {
+  (void)state;
+  sim x;
+  sim_init(&x, 0, 1, 8, 100, ok200);
+  x.o.rate_mode = POLITE_RATE_AUTO;
+  x.o.max_rate_per_s = 5;
+  x.o.on_rate = on_rate;
+  memset(&rates, 0, sizeof rates);
+  assert_int_equal(sim_run(&x), 1);
+  assert_int_equal(sim_count(&x, POLITE_OUT_OK), 100);
+  assert_int_equal(rates.max_rate, 1);
+  assert_true(rates.highest <= 5.0);
+  for (unsigned i = 1; i < x.n_starts; i++)
+    assert_true(x.starts[i].at_us - x.starts[i - 1].at_us >= 200 * MS - 1);
+  assert_true(polite__sched_stats(x.s)->rate_highest_per_s <= 5.0);
+  sim_free(&x);
+}
+
+static sim_answer ok_but_nothing_left(sim *x, unsigned req, unsigned attempt) {
+  (void)x, (void)req, (void)attempt;
+  return (sim_answer){
+      200, {"RateLimit: limit=5, remaining=0, reset=99999999", NULL}, "ok", 0};
+}
+
+/* A success whose headers say nothing is left until a reset years away
+ * holds the learned rate; max-wait bounds that hold like any server wait:
+ * the next requests end wait_too_long at once. */
+static void learned_rate_hold_beyond_max_wait(void **state) {
+  (void)state;
+  sim x;
+  sim_init(&x, 0, 1, 1, 3, ok_but_nothing_left);
+  x.o.rate_mode = POLITE_RATE_AUTO;
+  assert_int_equal(sim_run_until(&x, T0 + 3600 * SEC), 1);
+  assert_int_equal(x.n_starts, 1);
+  assert_int_equal(sim_find(&x, "r0")->outcome, POLITE_OUT_OK);
+  assert_int_equal(sim_count(&x, POLITE_OUT_WAIT_TOO_LONG), 2);
+  assert_non_null(strstr(sim_find(&x, "r1")->error, "max-wait"));
+  sim_free(&x);
+}
+
 /* ---- the waiting set
  * --------------------------------------------------------------------- */
 
@@ -462,6 +649,10 @@ int main(void) {
       cmocka_unit_test(late_wakeups_keep_the_schedule),
       cmocka_unit_test(due_admissions_start_in_one_turn),
       cmocka_unit_test(heap_orders_by_due_then_seq),
+      cmocka_unit_test(learned_rate_finds_the_limit),
+      cmocka_unit_test(learned_rate_never_exceeds_max_rate),
+      cmocka_unit_test(learned_rate_hold_beyond_max_wait),
+      cmocka_unit_test(learned_rate_is_shared_through_the_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

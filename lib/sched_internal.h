@@ -1,0 +1,117 @@
+/* polite scheduler: the state shared by its files (lib/scheduler.c: the
+ * turn, reading and admission; lib/sched_response.c: decisions and
+ * max-wait; lib/sched_rate.c: the rate controller's seam). Internal. */
+#ifndef POLITE_SCHED_INTERNAL_H
+#define POLITE_SCHED_INTERNAL_H
+
+#include "sched_heap.h"
+#include "scheduler.h"
+
+#include <polite/ratectl.h>
+#include <signal.h>
+
+#define NO_TIME POLITE__NO_TIME
+typedef polite__job job;
+
+/* An account the server asked to wait longer than max_wait: its requests
+ * end wait_too_long until `until`, and no pause is written to the budget. */
+typedef struct refusal {
+  struct refusal *next;
+  char *key; /* NULL: the default account */
+  int64_t until_us;
+  int64_t wait_ms;
+} refusal;
+
+struct polite__sched {
+  polite_batch_options o;
+  polite__sched_io io;
+  uint64_t rng;
+  uint64_t seq;
+  polite__heap waiting; /* by due time, then seq */
+  job *inflight;        /* doubly linked, unordered */
+  refusal *refused;
+  int input_done;
+  int run_deadline_hit;
+  volatile sig_atomic_t cancel_flag;
+  int cancelling;
+  int64_t cancel_at_us;
+  int64_t t0_us;
+  int64_t run_deadline_us;
+  int64_t last_now_us;
+  int64_t last_tick_us;
+  int64_t last_start_abs_us;
+  int64_t pause_end_us; /* latest account pause seen (stats, progress) */
+  int64_t last_heartbeat_us;
+  int64_t planned_us; /* when the budget said the next start is due */
+  int fatal;
+  char errstr[256];
+  polite_batch_stats st;
+  int64_t *intervals;
+  polite_throttle_count throttled[POLITE_BATCH_MAX_THROTTLED];
+  /* The learned rate (rate_mode AUTO): the controller, the engine's own
+   * limiter at its rate, and what on_rate last reported. */
+  int rate_on;
+  int rate_shared; /* the budget paces at the shared rate (else pace) */
+  polite_shared_rate shared; /* the budget's, at the last admission */
+  polite_ratectl rc;
+  polite_gcra pace;
+  double pace_rate;
+  double reported_rate;
+  int at_max;
+};
+
+/* scheduler.c */
+int polite__sched_same_key(const char *a, const char *c);
+/* Puts j in the waiting set at due; out of memory is fatal for the run
+ * (returns -1, and the caller ends j). */
+int polite__sched_wait_push(polite__sched *s, job *j, int64_t due);
+void polite__sched_inflight_remove(polite__sched *s, job *j);
+/* Time left before j's or the run's deadline at now, or NO_TIME. */
+int64_t polite__sched_time_left(const polite__sched *s, const job *j,
+                                int64_t now);
+/* Emits the final result of j and frees it. r is the last response (its
+ * body goes in the result) or NULL; location is already redacted. */
+void polite__sched_finish(polite__sched *s, job *j, polite_outcome out,
+                          int status, const char *error, int64_t now,
+                          const polite__response *r, const char *location);
+
+/* Integrates the in-flight count up to now and refreshes the stats that
+ * depend on time. */
+void polite__sched_update_stats(polite__sched *s, int64_t now);
+
+/* sched_response.c */
+/* The refusal covering key's account at now, or NULL. */
+const refusal *polite__sched_refused(const polite__sched *s, const char *key,
+                                     int64_t now);
+/* Ends j, whose account is refused by r. */
+void polite__sched_end_refused(polite__sched *s, job *j, const refusal *r,
+                               int64_t now);
+
+/* sched_rate.c: the seam for a rate controller. */
+/* Starts the learned rate at now (rate_mode AUTO; else nothing). */
+void polite__sched_rate_begin(polite__sched *s, const polite__now *now);
+/* The learned rate's admission of cost units at `at`: 0 with the limiter's
+ * next state in *next (commit it with polite__sched_rate_commit once the
+ * budget admitted too), or the wait in microseconds. Always 0 when the
+ * rate is not learned. */
+int64_t polite__sched_rate_check(polite__sched *s, int64_t at, unsigned cost,
+                                 polite_gcra *next, int64_t wall_ms);
+void polite__sched_rate_commit(polite__sched *s, const polite_gcra *next);
+/* The start rate the engine plans at now (learned or the budget's); 0 when
+ * none. */
+double polite__sched_rate_now(const polite__sched *s);
+/* After each admission the budget answered: follows the shared rate (a cut
+ * by another participant) and publishes this one's when it is due. */
+void polite__sched_rate_admitted(polite__sched *s, const polite__now *now);
+/* Called once per attempt start, after admission, before the transport
+ * sends anything. */
+void polite__sched_observe_start(polite__sched *s, const job *j,
+                                 const polite__now *now);
+/* Called once per response with its status, the parsed headers, the
+ * attempt's latency and the decision taken. */
+void polite__sched_observe_response(polite__sched *s, const job *j,
+                                    const polite__response *r,
+                                    const polite_decision *d,
+                                    int64_t latency_us, const polite__now *now);
+
+#endif

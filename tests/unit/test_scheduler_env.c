@@ -1,0 +1,99 @@
+/* The batch engine reads its clocks and its random source only through
+ * polite_batch_options.env (lib/batch.c, lib/clock.c): a run over real
+ * libcurl against a closed port, with a fake wall clock and a fake random
+ * source, reports the fake times and makes the key from the fake bytes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <polite/polite.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAKE_WALL INT64_C(1234567890123)
+
+typedef struct {
+  unsigned wall_reads, random_reads;
+} fake;
+
+static int64_t fake_wall(void *ud) {
+  ((fake *)ud)->wall_reads++;
+  return FAKE_WALL;
+}
+
+static int fake_random(void *ud, void *buf, size_t n) {
+  ((fake *)ud)->random_reads++;
+  memset(buf, 0xab, n);
+  return 0;
+}
+
+typedef struct {
+  int handed;
+  int64_t start_wall, end_wall;
+  char key[64];
+  polite_outcome outcome;
+} seen;
+
+static int next(void *ud, polite_request **out) {
+  seen *s = ud;
+  if (s->handed++)
+    return 0;
+  const char line[] = "{\"id\":\"w\",\"method\":\"POST\","
+                      "\"url\":\"http://127.0.0.1:1/closed\"}";
+  assert_int_equal(polite_request_parse_line(line, strlen(line), 1, NULL, out),
+                   1);
+  return 1;
+}
+
+static void on_attempt(void *ud, const polite_attempt *a) {
+  seen *s = ud;
+  s->start_wall = a->start_wall_ms;
+  s->end_wall = a->end_wall_ms;
+}
+
+static void on_result(void *ud, const polite_result *r) {
+  seen *s = ud;
+  s->outcome = r->outcome;
+  snprintf(s->key, sizeof s->key, "%s",
+           r->idempotency_key ? r->idempotency_key : "");
+}
+
+static void env_is_the_only_clock_and_random_source(void **state) {
+  (void)state;
+  fake f = {0, 0};
+  polite_env env = {NULL, fake_wall, fake_random, &f}; /* real monotonic */
+  seen s;
+  memset(&s, 0, sizeof s);
+  polite_batch_options o;
+  polite_batch_options_init(&o);
+  o.env = &env;
+  o.max_attempts = 1;
+  o.idempotency_auto = 1;
+  o.connect_timeout_ms = 2000;
+  o.next = next;
+  o.on_attempt = on_attempt;
+  o.on_result = on_result;
+  o.ud = &s;
+  char err[128];
+  polite_batch *b = polite_batch_new(&o, err, sizeof err);
+  assert_non_null(b);
+  assert_int_equal(polite_batch_run(b), 0);
+  polite_batch_free(b);
+  assert_int_equal(s.outcome, POLITE_OUT_NETWORK_ERROR);
+  assert_int_equal(s.start_wall, FAKE_WALL);
+  assert_int_equal(s.end_wall, FAKE_WALL);
+  /* 16 bytes of 0xab, with the version and variant bits of a UUID v4. */
+  assert_string_equal(s.key, "abababab-abab-4bab-abab-abababababab");
+  assert_true(f.wall_reads >= 1);
+  assert_true(f.random_reads >= 1); /* the seed and the key */
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(env_is_the_only_clock_and_random_source),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
