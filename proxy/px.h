@@ -160,6 +160,7 @@ typedef struct {
   char *ready_file;
   px_rules errors;
   px_rules mocks;
+  int64_t errors_mtime_ns, mocks_mtime_ns; /* for polite__px_config_reload */
 } px_config;
 
 void polite__px_config_init(px_config *c);
@@ -190,6 +191,31 @@ int polite__px_config_load(px_config *c, const char *path, char *err,
 
 /* Loads errors_file / mocks_file into c->errors / c->mocks. */
 int polite__px_config_finish(px_config *c, char *err, size_t errlen);
+
+/* Reloads the errors and mocks files when their modification time changed
+ * (as Dev Proxy watches them). A file that no longer loads keeps the
+ * previous rules; the message goes to `log`. Returns how many reloaded. */
+int polite__px_config_reload(px_config *c, FILE *log);
+
+/* ---- Dev Proxy's configuration (px_devproxy.c) ---------------------------- */
+
+struct json_t;
+
+/* Reads a devproxyrc (JSON, or YAML for .yaml/.yml) into c: urlsToWatch,
+ * plugins[] with enabled and configSection, the sections of the plugins
+ * polite simulates, rate, port and ipAddress. Sets forward mode and the
+ * host throttle key, as Dev Proxy runs. What is not simulated is named in
+ * c->warning. Errors name the file and the field. */
+int polite__px_devproxy_load(px_config *c, const char *path, char *err,
+                             size_t errlen);
+int polite__px_devproxy_apply(px_config *c, struct json_t *root,
+                              const char *name, const char *dir, char *err,
+                              size_t errlen);
+/* YAML text to a new JSON value (scalars typed as YAML 1.2's core schema);
+ * NULL with "FILE:LINE:COL: problem" in err. */
+struct json_t *polite__px_yaml_to_json(const char *text, size_t len,
+                                       const char *name, char *err,
+                                       size_t errlen);
 
 /* ---- Tracking and report (pure: every time is an argument) --------------- */
 

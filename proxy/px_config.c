@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 static void cfg_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -696,6 +697,47 @@ int polite__px_config_load(px_config *c, const char *path, char *err,
   return rc;
 }
 
+/* Modification time in ns, 0 when the file cannot be read. */
+static int64_t file_mtime_ns(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return 0;
+  return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+/* One rules file: reload when its time changed; keep the old rules when the
+ * new text does not load. */
+static int reload_one(const char *path, px_rules_kind kind, px_rules *rules,
+                      int64_t *mtime, FILE *log) {
+  if (path == NULL)
+    return 0;
+  int64_t m = file_mtime_ns(path);
+  if (m == 0 || m == *mtime)
+    return 0;
+  *mtime = m;
+  px_rules fresh;
+  char err[1024];
+  if (polite__px_rules_load(&fresh, kind, path, err, sizeof err) < 0) {
+    if (log)
+      fprintf(log, "polite proxy: %s changed but does not load, keeping the "
+                   "previous one: %s\n",
+              path, err);
+    return 0;
+  }
+  polite__px_rules_free(rules);
+  *rules = fresh;
+  if (log)
+    fprintf(log, "polite proxy: reloaded %s (%zu entries)\n", path, fresh.n);
+  return 1;
+}
+
+int polite__px_config_reload(px_config *c, FILE *log) {
+  return reload_one(c->errors_file, PX_RULES_ERRORS, &c->errors,
+                    &c->errors_mtime_ns, log) +
+         reload_one(c->mocks_file, PX_RULES_MOCKS, &c->mocks,
+                    &c->mocks_mtime_ns, log);
+}
+
 int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
   /* Dev Proxy fails half the requests by default when an errors file is
    * given; without a file the default is 0 (failures are opt-in). */
@@ -711,6 +753,8 @@ int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
       polite__px_response_load(&c->limit_response, c->limit_response_file, err,
                                errlen) < 0)
     return -1;
+  c->errors_mtime_ns = c->errors_file ? file_mtime_ns(c->errors_file) : 0;
+  c->mocks_mtime_ns = c->mocks_file ? file_mtime_ns(c->mocks_file) : 0;
   c->quota_cfg.limit = c->quota;
   if (c->rate_headers < 0)
     c->rate_headers = c->rate_mode == PX_LIM_FIXED ? PX_HDR_DEVPROXY : PX_HDR_IETF;

@@ -321,15 +321,3 @@ int polite__px_decide(px_req *r, int64_t now_us, const char *body,
       return 1;
   return 0;
 }
-
-/* A closed connection's pending deadline may pass to the client's next
- * connection (px_track.c says why). */
-void polite__px_conn_gone(struct evhttp_connection *conn, void *arg) {
-  px_server *s = arg;
-  char *peer = NULL;
-  ev_uint16_t port = 0;
-  evhttp_connection_get_peer(conn, &peer, &port);
-  char id[80];
-  snprintf(id, sizeof id, "%s:%u", peer ? peer : "-", (unsigned)port);
-  polite__px_conn_closed(s->st, id);
-}

@@ -90,8 +90,6 @@ void polite__px_answer_left(px_req *r);
 /* pxlimits hook: the upstream's answer head arrived (code, headers): its
  * Retry-After on a 429/503 is remembered, its latency measured. */
 void polite__px_upstream_answer(px_req *r, int code, struct evkeyvalq *in);
-/* pxlimits hook: a client connection closed. */
-void polite__px_conn_gone(struct evhttp_connection *conn, void *arg);
 /* pxlimits hook: GET /__polite/metrics (Prometheus text). */
 void polite__px_answer_metrics(px_server *s, struct evhttp_request *req);
 /* A response from an errors file or mocks file (@dynamic resolved to
