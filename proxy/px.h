@@ -115,6 +115,7 @@ typedef enum {
 
 #define PX_HDR_IETF 1     /* RateLimit-Policy + RateLimit (draft 10) */
 #define PX_HDR_DEVPROXY 2 /* RateLimit-Limit/-Remaining/-Reset */
+#define PX_HDR_OPENAI 4   /* x-ratelimit-{limit,remaining,reset}-requests */
 
 typedef struct {
   char *listen;   /* "ADDR:PORT" */
@@ -196,6 +197,15 @@ int polite__px_config_finish(px_config *c, char *err, size_t errlen);
  * (as Dev Proxy watches them). A file that no longer loads keeps the
  * previous rules; the message goes to `log`. Returns how many reloaded. */
 int polite__px_config_reload(px_config *c, FILE *log);
+
+/* ---- Presets (px_preset.c) ------------------------------------------------ */
+
+/* Applies preset `name` (openai, github, graph) to c. -1 with a message
+ * listing the names when unknown. */
+int polite__px_preset_apply(px_config *c, const char *name, char *err,
+                            size_t errlen);
+/* --preset list: each preset, what it imitates, and its options. */
+void polite__px_preset_list(FILE *f);
 
 /* ---- Dev Proxy's configuration (px_devproxy.c) ---------------------------- */
 

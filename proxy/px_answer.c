@@ -168,11 +168,30 @@ static void ietf_headers(px_req *r, const px_lim_state *st) {
   polite__px_set_header(r, "RateLimit", v);
 }
 
+/* OpenAI's x-ratelimit-{limit,remaining,reset}-requests; remaining and
+ * reset are the planner contract's r and t (reset as a duration, "1s",
+ * "6m0s"), so a client that spreads them is never refused. */
+static void openai_headers(px_req *r, const px_lim_state *st) {
+  char v[48];
+  snprintf(v, sizeof v, "%lld", (long long)st->quota);
+  polite__px_set_header(r, "x-ratelimit-limit-requests", v);
+  snprintf(v, sizeof v, "%lld", (long long)st->remaining);
+  polite__px_set_header(r, "x-ratelimit-remaining-requests", v);
+  long long t = (long long)st->reset_s;
+  if (t >= 60)
+    snprintf(v, sizeof v, "%lldm%llds", t / 60, t % 60);
+  else
+    snprintf(v, sizeof v, "%llds", t);
+  polite__px_set_header(r, "x-ratelimit-reset-requests", v);
+}
+
 void polite__px_rate_headers(px_req *r, const px_lim_state *st,
                              int64_t wall_ms) {
   int h = r->s->cfg->rate_headers;
   if (h & PX_HDR_IETF)
     ietf_headers(r, st);
+  if (h & PX_HDR_OPENAI)
+    openai_headers(r, st);
   if (h & PX_HDR_DEVPROXY)
     devproxy_headers(r, st, wall_ms);
 }

@@ -105,7 +105,8 @@ typedef enum {
   O_CONC_STATUS,
   O_CONC_RA,
   O_QUOTA_PERIOD,
-  O_QUOTA_HOUR
+  O_QUOTA_HOUR,
+  O_HEADER_NAMES
 } opt_id;
 
 static const struct {
@@ -144,6 +145,7 @@ static const struct {
     {"concurrency-retry-after", O_CONC_RA, 0},
     {"quota-period", O_QUOTA_PERIOD, 0},
     {"quota-reset-hour", O_QUOTA_HOUR, 0},
+    {"header-names", O_HEADER_NAMES, 0},
 };
 
 static int find_opt(const char *name) {
@@ -256,6 +258,7 @@ static const struct {
     {O_RATE_HEADERS, "ietf", PX_HDR_IETF},
     {O_RATE_HEADERS, "devproxy", PX_HDR_DEVPROXY},
     {O_RATE_HEADERS, "both", PX_HDR_IETF | PX_HDR_DEVPROXY},
+    {O_RATE_HEADERS, "openai", PX_HDR_OPENAI},
     {O_RATE_HEADERS, "none", 0},
     {O_RESET_FORMAT, "seconds-left", 0},
     {O_RESET_FORMAT, "secondsleft", 0},
@@ -263,6 +266,7 @@ static const struct {
     {O_RESET_FORMAT, "utcepochseconds", 1},
     {O_CONC_STATUS, "429", 429},
     {O_CONC_STATUS, "503", 503},
+    {O_CONC_STATUS, "403", 403}, /* GitHub's secondary limits */
 };
 
 static int *word_target(px_config *c, opt_id id) {
@@ -569,6 +573,28 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     }
     return 0;
   case O_QUOTA_PERIOD: return set_quota_period(c, on, value, err, errlen);
+  case O_HEADER_NAMES: {
+    /* The names of the devproxy headers: RateLimit-* or X-RateLimit-*. */
+    const char *pre = NULL;
+    if (strcasecmp(value, "ratelimit") == 0)
+      pre = "RateLimit";
+    else if (strcasecmp(value, "x-ratelimit") == 0)
+      pre = "X-RateLimit";
+    if (pre == NULL) {
+      cfg_err(err, errlen, "--%s: expected ratelimit or x-ratelimit, got '%s'",
+              on, value);
+      return -1;
+    }
+    char n[40];
+    snprintf(n, sizeof n, "%s-Limit", pre);
+    if (set_str(&c->hdr_limit, n) < 0)
+      return -1;
+    snprintf(n, sizeof n, "%s-Remaining", pre);
+    if (set_str(&c->hdr_remaining, n) < 0)
+      return -1;
+    snprintf(n, sizeof n, "%s-Reset", pre);
+    return set_str(&c->hdr_reset, n);
+  }
   case O_REPORT: return set_str(&c->report, value);
   case O_REPORT_MD: return set_str(&c->report_md, value);
   case O_LOG: return set_str(&c->log, value);

@@ -49,6 +49,8 @@ static void help(FILE *f) {
       "listening\n"
       "  --devproxy-config FILE    Dev Proxy's devproxyrc.json or .yaml, as it "
       "is\n"
+      "  --preset NAME             openai, github or graph limits; --preset "
+      "list shows them\n"
       "  --rate-limit-mode M       gcra (default), fixed or sliding; more "
       "limits\n"
       "                            (concurrency, quotas) in "
@@ -75,7 +77,21 @@ int cmd_proxy(int argc, char **argv) {
       return CLI_EXIT_OK;
     }
     const char *path = NULL;
-    /* pxlimits: --devproxy-config is read here too, so flags override it. */
+    /* pxlimits: --preset and --devproxy-config are read here too, so that
+     * flags override them. */
+    if (strcmp(a, "--preset") == 0 && i + 1 < argc) {
+      const char *name = argv[++i];
+      if (strcmp(name, "list") == 0) {
+        polite__px_preset_list(stdout);
+        polite__px_config_free(&c);
+        return CLI_EXIT_OK;
+      }
+      if (polite__px_preset_apply(&c, name, err, sizeof err) < 0) {
+        polite__px_config_free(&c);
+        return cli_usage("proxy", "%s", err);
+      }
+      continue;
+    }
     int dp = strcmp(a, "--devproxy-config") == 0;
     if (strcmp(a, "--config") == 0 || dp) {
       if (i + 1 >= argc) {
@@ -98,7 +114,8 @@ int cmd_proxy(int argc, char **argv) {
     const char *a = argv[i];
     /* argv[i] is never NULL for i < argc (C11 5.1.2.2.1). */
     // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker)
-    if (strcmp(a, "--config") == 0 || strcmp(a, "--devproxy-config") == 0) {
+    if (strcmp(a, "--config") == 0 || strcmp(a, "--devproxy-config") == 0 ||
+        strcmp(a, "--preset") == 0) {
       i++;
       continue;
     }

@@ -112,7 +112,25 @@ check(re.search(r"renews at \d{4}-\d\d-\d\dT06:00:00Z", last.text) is not None,
       "the body says when it renews (%s)" % last.text)
 px.stop()
 
-# --- 5. polite run: at the right rate no 429, faster gets 429s it honours ---
+# --- 5. presets ---
+rc, out, err = run("proxy", "--preset", "list")
+check(rc == 0 and all(n in out for n in ("openai", "github", "graph")) and "--rate-limit 5000/h" in out,
+      "--preset list shows the presets with their options")
+px = Proxy("--preset", "github", name="github")
+r = requests.get(px.base + "/repos", timeout=10)
+check(r.headers.get("X-RateLimit-Limit") == "5000" and r.headers.get("X-RateLimit-Remaining") == "4999"
+      and time.time() + 3590 <= int(r.headers.get("X-RateLimit-Reset", "0")) <= time.time() + 3601,
+      "github: x-ratelimit-limit/-remaining/-reset (epoch) on every answer (%s)" % dict(r.headers))
+px.stop()
+px = Proxy("--preset", "openai", "--failure-rate", "0", name="openai")
+r = requests.get(px.base + "/v1/models", timeout=10)
+check(r.headers.get("x-ratelimit-limit-requests") == "60"
+      and r.headers.get("x-ratelimit-reset-requests") == "1m0s"
+      and int(r.headers.get("x-ratelimit-remaining-requests", "0")) >= 1,
+      "openai: x-ratelimit-*-requests (%s)" % dict(r.headers))
+px.stop()
+
+# --- 6. polite run: at the right rate no 429, faster gets 429s it honours ---
 rc, out, err = run("run", "--help")
 if rc == 0 and "--rate" in out:
     for mode in ("gcra", "fixed", "sliding"):
