@@ -142,17 +142,17 @@ typedef struct {
   int warn_pct;          /* Dev Proxy headers from this % used */
   int reset_epoch;       /* RateLimit-Reset as UTC epoch seconds */
   char *hdr_limit, *hdr_remaining, *hdr_reset; /* their names */
-  char *limit_response_file; /* whenLimitExceeded Custom */
-  px_rules limit_response;   /* its one response (rules[0]) */
-  int64_t concurrency;       /* in flight per key; 0: no limit */
+  char *limit_response_file;                   /* whenLimitExceeded Custom */
+  px_rules limit_response;                     /* its one response (rules[0]) */
+  int64_t concurrency; /* in flight per key; 0: no limit */
   px_scope conc_scope;
-  int conc_status;           /* 429 or 503 */
+  int conc_status; /* 429 or 503 */
   int64_t conc_retry_after_s;
-  int64_t quota;  /* -1: none */
+  int64_t quota;          /* -1: none */
   px_quota_cfg quota_cfg; /* limit = quota */
   int forward_mode;       /* set by --devproxy-config (pxserver: --mode) */
   char *warning;          /* what a devproxyrc asks that is not simulated */
-  px_scope scope; /* Retry-After tracking key */
+  px_scope scope;         /* Retry-After tracking key */
   int penalty;
   int64_t latency_min_ms, latency_max_ms;
   char *report;
@@ -198,7 +198,8 @@ int polite__px_config_finish(px_config *c, char *err, size_t errlen);
  * previous rules; the message goes to `log`. Returns how many reloaded. */
 int polite__px_config_reload(px_config *c, FILE *log);
 
-/* ---- Presets (px_preset.c) ------------------------------------------------ */
+/* ---- Presets (px_preset.c) ------------------------------------------------
+ */
 
 /* Applies preset `name` (openai, github, graph) to c. -1 with a message
  * listing the names when unknown. */
@@ -207,7 +208,8 @@ int polite__px_preset_apply(px_config *c, const char *name, char *err,
 /* --preset list: each preset, what it imitates, and its options. */
 void polite__px_preset_list(FILE *f);
 
-/* ---- Dev Proxy's configuration (px_devproxy.c) ---------------------------- */
+/* ---- Dev Proxy's configuration (px_devproxy.c) ----------------------------
+ */
 
 struct json_t;
 
@@ -230,12 +232,12 @@ struct json_t *polite__px_yaml_to_json(const char *text, size_t len,
 /* ---- Tracking and report (pure: every time is an argument) --------------- */
 
 typedef enum {
-  PX_KIND_PASSED = 0,  /* answered by the upstream or a mock */
-  PX_KIND_FAILURE = 1, /* --failure-rate / errors file */
-  PX_KIND_RATE = 2,    /* --rate-limit */
-  PX_KIND_QUOTA = 3,   /* --quota */
-  PX_KIND_EARLY = 4,   /* arrived before its Retry-After */
-  PX_KIND_ERROR = 5,   /* upstream unreachable / proxy error */
+  PX_KIND_PASSED = 0,      /* answered by the upstream or a mock */
+  PX_KIND_FAILURE = 1,     /* --failure-rate / errors file */
+  PX_KIND_RATE = 2,        /* --rate-limit */
+  PX_KIND_QUOTA = 3,       /* --quota */
+  PX_KIND_EARLY = 4,       /* arrived before its Retry-After */
+  PX_KIND_ERROR = 5,       /* upstream unreachable / proxy error */
   PX_KIND_THROTTLED = 6,   /* during a throttle another client was told of */
   PX_KIND_CONCURRENCY = 7, /* over the concurrency limit */
   PX_KIND__COUNT
@@ -251,9 +253,9 @@ void polite__px_state_free(px_state *s);
  * that reconnects from the same `who` on a fresh connection while it has a
  * pending deadline is the same client. */
 typedef enum {
-  PX_JUDGE_OK = 0,        /* nothing pending for this client and key */
-  PX_JUDGE_EARLY = 1,     /* told a wait on this key that has not passed */
-  PX_JUDGE_THROTTLED = 2  /* never told, but the key is throttled */
+  PX_JUDGE_OK = 0,       /* nothing pending for this client and key */
+  PX_JUDGE_EARLY = 1,    /* told a wait on this key that has not passed */
+  PX_JUDGE_THROTTLED = 2 /* never told, but the key is throttled */
 } px_verdict;
 
 typedef struct {
@@ -323,8 +325,8 @@ void polite__px_early_record(px_state *s, int64_t wall_ms, const char *key,
 /* One finished request, for the stats. */
 typedef struct {
   const char *method, *url;
-  const char *who;  /* the report's client (address + auth hash) */
-  uint64_t client;  /* logical client id from the judge */
+  const char *who; /* the report's client (address + auth hash) */
+  uint64_t client; /* logical client id from the judge */
   int status;
   px_kind kind;
 } px_record;
@@ -347,8 +349,8 @@ void polite__px_report_md(const px_state *s, FILE *f, int64_t started_wall_ms,
 #define PX_LAT_BUCKETS 11
 
 typedef struct {
-  int64_t in_flight;                   /* requests arrived, not finished */
-  uint64_t lat_count;                  /* upstream answers timed */
+  int64_t in_flight;  /* requests arrived, not finished */
+  uint64_t lat_count; /* upstream answers timed */
   double lat_sum_s;
   uint64_t lat_bucket[PX_LAT_BUCKETS]; /* non-cumulative counts */
   uint64_t lat_over;                   /* above the last bound */

@@ -46,7 +46,7 @@ void polite__px_req_free(px_req *r) {
 /* Logs the request, records it in the stats and frees it. */
 void polite__px_finish(px_req *r) {
   px_server *s = r->s;
-  px_record rec = {r->method, r->url,   r->client,
+  px_record rec = {r->method,    r->url,    r->client,
                    r->client_id, r->status, r->kind};
   polite__px_stats_record(s->st, &rec);
   polite__px_release(r);
@@ -127,8 +127,8 @@ void polite__px_send_retry_after(px_req *r, int64_t seconds, int flags) {
 void polite__px_answer_left(px_req *r) {
   if (r->tell_wait_ms <= 0)
     return;
-  polite__px_tell(r->s->st, r->key, r->conn, r->client,
-                  polite_mono_us() / 1000, r->tell_wait_ms, r->tell_flags);
+  polite__px_tell(r->s->st, r->key, r->conn, r->client, polite_mono_us() / 1000,
+                  r->tell_wait_ms, r->tell_flags);
   r->tell_wait_ms = 0;
 }
 

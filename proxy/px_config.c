@@ -245,28 +245,28 @@ static int set_str(char **dst, const char *v) {
   return 0;
 }
 
-/* Options whose value is one word of a table: the word, the option, the
- * int written and where. */
+/* Options whose value is one word of a table: the word, the option, and
+ * the int written (word_target says where). */
 static const struct {
-  opt_id id;
   const char *word;
+  opt_id id;
   int value;
 } words[] = {
-    {O_RATE_MODE, "gcra", PX_LIM_GCRA},
-    {O_RATE_MODE, "fixed", PX_LIM_FIXED},
-    {O_RATE_MODE, "sliding", PX_LIM_SLIDING},
-    {O_RATE_HEADERS, "ietf", PX_HDR_IETF},
-    {O_RATE_HEADERS, "devproxy", PX_HDR_DEVPROXY},
-    {O_RATE_HEADERS, "both", PX_HDR_IETF | PX_HDR_DEVPROXY},
-    {O_RATE_HEADERS, "openai", PX_HDR_OPENAI},
-    {O_RATE_HEADERS, "none", 0},
-    {O_RESET_FORMAT, "seconds-left", 0},
-    {O_RESET_FORMAT, "secondsleft", 0},
-    {O_RESET_FORMAT, "utc-epoch-seconds", 1},
-    {O_RESET_FORMAT, "utcepochseconds", 1},
-    {O_CONC_STATUS, "429", 429},
-    {O_CONC_STATUS, "503", 503},
-    {O_CONC_STATUS, "403", 403}, /* GitHub's secondary limits */
+    {"gcra", O_RATE_MODE, PX_LIM_GCRA},
+    {"fixed", O_RATE_MODE, PX_LIM_FIXED},
+    {"sliding", O_RATE_MODE, PX_LIM_SLIDING},
+    {"ietf", O_RATE_HEADERS, PX_HDR_IETF},
+    {"devproxy", O_RATE_HEADERS, PX_HDR_DEVPROXY},
+    {"both", O_RATE_HEADERS, PX_HDR_IETF | PX_HDR_DEVPROXY},
+    {"openai", O_RATE_HEADERS, PX_HDR_OPENAI},
+    {"none", O_RATE_HEADERS, 0},
+    {"seconds-left", O_RESET_FORMAT, 0},
+    {"secondsleft", O_RESET_FORMAT, 0},
+    {"utc-epoch-seconds", O_RESET_FORMAT, 1},
+    {"utcepochseconds", O_RESET_FORMAT, 1},
+    {"429", O_CONC_STATUS, 429},
+    {"503", O_CONC_STATUS, 503},
+    {"403", O_CONC_STATUS, 403}, /* GitHub's secondary limits */
 };
 
 static int *word_target(px_config *c, opt_id id) {
@@ -303,7 +303,7 @@ static int set_number(px_config *c, opt_id id, const char *on,
     opt_id id;
     uint64_t lo, hi;
   } bounds[] = {
-      {O_RATE_COST, 1, 1000000}, {O_WARN, 0, 100}, {O_CONC, 0, 1000000},
+      {O_RATE_COST, 1, 1000000}, {O_WARN, 0, 100},      {O_CONC, 0, 1000000},
       {O_CONC_RA, 1, 86400},     {O_QUOTA_HOUR, 0, 23},
   };
   uint64_t u = 0, lo = 0, hi = 0;
@@ -549,14 +549,12 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   case O_RATE_MODE:
   case O_RATE_HEADERS:
   case O_RESET_FORMAT:
-  case O_CONC_STATUS:
-    return set_word(c, opts[i].id, on, value, err, errlen);
+  case O_CONC_STATUS: return set_word(c, opts[i].id, on, value, err, errlen);
   case O_RATE_COST:
   case O_WARN:
   case O_CONC:
   case O_CONC_RA:
-  case O_QUOTA_HOUR:
-    return set_number(c, opts[i].id, on, value, err, errlen);
+  case O_QUOTA_HOUR: return set_number(c, opts[i].id, on, value, err, errlen);
   case O_LIMIT_RESPONSE: {
     char *p = resolve(base_dir, value);
     if (p == NULL)
@@ -567,8 +565,9 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   }
   case O_CONC_SCOPE:
     if (parse_scope(value, 1, &c->conc_scope) < 0) {
-      cfg_err(err, errlen, "--%s: expected global, url, host or client, got '%s'",
-              on, value);
+      cfg_err(err, errlen,
+              "--%s: expected global, url, host or client, got '%s'", on,
+              value);
       return -1;
     }
     return 0;
@@ -745,8 +744,9 @@ static int reload_one(const char *path, px_rules_kind kind, px_rules *rules,
   char err[1024];
   if (polite__px_rules_load(&fresh, kind, path, err, sizeof err) < 0) {
     if (log)
-      fprintf(log, "polite proxy: %s changed but does not load, keeping the "
-                   "previous one: %s\n",
+      fprintf(log,
+              "polite proxy: %s changed but does not load, keeping the "
+              "previous one: %s\n",
               path, err);
     return 0;
   }
@@ -783,7 +783,8 @@ int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
   c->mocks_mtime_ns = c->mocks_file ? file_mtime_ns(c->mocks_file) : 0;
   c->quota_cfg.limit = c->quota;
   if (c->rate_headers < 0)
-    c->rate_headers = c->rate_mode == PX_LIM_FIXED ? PX_HDR_DEVPROXY : PX_HDR_IETF;
+    c->rate_headers =
+        c->rate_mode == PX_LIM_FIXED ? PX_HDR_DEVPROXY : PX_HDR_IETF;
   if (c->rate_n > 0) {
     c->lim.mode = c->rate_mode;
     c->lim.limit = c->rate_in_units ? c->rate_n : c->rate_n * c->rate_cost;

@@ -121,17 +121,16 @@ static int check_judge(px_req *r, int64_t now_us, const char *body,
   const px_config *c = s->cfg;
   px_judgement j;
   polite__px_conn_probe(s->st, conn_alive, NULL);
-  polite__px_judge(s->st, r->key, r->conn, conn_fd(r), r->client,
-                   now_us / 1000, c->penalty, &j);
+  polite__px_judge(s->st, r->key, r->conn, conn_fd(r), r->client, now_us / 1000,
+                   c->penalty, &j);
   r->client_id = j.client;
   if (j.verdict == PX_JUDGE_OK)
     return 0;
   char msg[200];
   int64_t secs = secs_up(j.remaining_ms * 1000);
   if (j.verdict == PX_JUDGE_EARLY) {
-    polite__px_early_record(s->st, polite_wall_ms(), r->key, r->client,
-                            r->conn, r->method, r->url, j.remaining_ms,
-                            j.guessed);
+    polite__px_early_record(s->st, polite_wall_ms(), r->key, r->client, r->conn,
+                            r->method, r->url, j.remaining_ms, j.guessed);
     r->kind = PX_KIND_EARLY;
     snprintf(r->note, sizeof r->note, "early_by=%lldms",
              (long long)j.remaining_ms);
@@ -150,10 +149,8 @@ static int check_judge(px_req *r, int64_t now_us, const char *body,
   }
   /* The told wait: the remaining time (never a new deadline), or under
    * --penalty the whole wait again, from when this answer leaves. */
-  polite__px_send_retry_after(r, secs,
-                              j.verdict == PX_JUDGE_EARLY && c->penalty
-                                  ? PX_TELL_RESTART
-                                  : 0);
+  polite__px_send_retry_after(
+      r, secs, j.verdict == PX_JUDGE_EARLY && c->penalty ? PX_TELL_RESTART : 0);
   px_lim *l = limiter(r);
   if (l) {
     px_lim_state st;

@@ -55,8 +55,8 @@ static int set_opt(dp_ctx *x, const char *opt, json_t *v, const char *field) {
   } else if (json_is_boolean(v)) {
     sv = json_is_true(v) ? "true" : "false";
   } else {
-    dp_err(x->err, x->errlen, "%s: %s: expected a string or a number",
-           x->name, field);
+    dp_err(x->err, x->errlen, "%s: %s: expected a string or a number", x->name,
+           field);
     return -1;
   }
   if (polite__px_config_set(x->c, opt, sv, x->dir, msg, sizeof msg) < 0) {
@@ -88,8 +88,8 @@ static int set_file(dp_ctx *x, const char *opt, json_t *v, const char *field) {
  * a key of the plugin that is not in its table is named in the warning. */
 
 typedef struct {
-  const char *key;   /* Dev Proxy's name (camelCase) */
-  const char *opt;   /* ours; NULL: known, not simulated */
+  const char *key; /* Dev Proxy's name (camelCase) */
+  const char *opt; /* ours; NULL: known, not simulated */
   int is_file;
 } dp_key;
 
@@ -233,7 +233,8 @@ static int plugin_rate_limit(dp_ctx *x, json_t *sec, const char *sname) {
       return -1;
   }
   json_t *rf = json_object_get(sec, "headerRetryAfter");
-  if (json_is_string(rf) && strcasecmp(json_string_value(rf), "Retry-After"))
+  if (json_is_string(rf) &&
+      strcasecmp(json_string_value(rf), "Retry-After") != 0)
     not_simulated(x, "RateLimitingPlugin.headerRetryAfter");
   json_t *w = json_object_get(sec, "whenLimitExceeded");
   if (json_is_string(w) && strcasecmp(json_string_value(w), "Custom") == 0) {
@@ -260,8 +261,8 @@ static int plugin_latency(dp_ctx *x, json_t *sec, const char *sname) {
       get_int(x, sec, sname, "maxMs", 0, 600000, &hi) < 0)
     return -1;
   if (hi < lo) {
-    dp_err(x->err, x->errlen, "%s: %s: maxMs %lld is below minMs %lld",
-           x->name, sname, hi, lo);
+    dp_err(x->err, x->errlen, "%s: %s: maxMs %lld is below minMs %lld", x->name,
+           sname, hi, lo);
     return -1;
   }
   char v[48];
@@ -305,10 +306,22 @@ static const struct {
 /* Top-level keys: mapped ones, and those that are about Dev Proxy itself
  * (not about what a client sees), which are accepted silently. */
 static const char *const quiet_keys[] = {
-    "plugins",        "urlsToWatch",   "port",          "ipAddress",
-    "rate",           "logLevel",      "labelMode",     "newVersionNotification",
-    "showSkipMessages", "showTimestamps", "validateSchemas", "asSystemProxy",
-    "installCert",    "record",        "timeout",       NULL,
+    "plugins",
+    "urlsToWatch",
+    "port",
+    "ipAddress",
+    "rate",
+    "logLevel",
+    "labelMode",
+    "newVersionNotification",
+    "showSkipMessages",
+    "showTimestamps",
+    "validateSchemas",
+    "asSystemProxy",
+    "installCert",
+    "record",
+    "timeout",
+    NULL,
 };
 
 static int is_quiet(const char *k) {
@@ -328,8 +341,8 @@ static int apply_plugin(dp_ctx *x, json_t *root, json_t *p, size_t i) {
     return -1;
   }
   if (en && !json_is_boolean(en)) {
-    dp_err(x->err, x->errlen, "%s: plugins[%zu].enabled: expected true or false",
-           x->name, i);
+    dp_err(x->err, x->errlen,
+           "%s: plugins[%zu].enabled: expected true or false", x->name, i);
     return -1;
   }
   if (json_is_false(en))
@@ -374,7 +387,8 @@ int polite__px_devproxy_apply(px_config *c, json_t *root, const char *name,
   c->forward_mode = 1;
   c->scope = PX_SCOPE_HOST;
   json_t *v;
-  if ((v = json_object_get(root, "rate")) && set_opt(&x, "failure-rate", v, "rate") < 0)
+  if ((v = json_object_get(root, "rate")) &&
+      set_opt(&x, "failure-rate", v, "rate") < 0)
     return -1;
   json_t *ip = json_object_get(root, "ipAddress");
   json_t *port = json_object_get(root, "port");

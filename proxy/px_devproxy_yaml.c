@@ -32,8 +32,8 @@ static json_t *scalar(const yaml_node_t *n) {
   char *end;
   errno = 0;
   long long i = strtoll(s, &end, 10);
-  if (*end == '\0' && errno == 0 && (s[0] == '-' || s[0] == '+' ||
-                                     (s[0] >= '0' && s[0] <= '9')))
+  if (*end == '\0' && errno == 0 &&
+      (s[0] == '-' || s[0] == '+' || (s[0] >= '0' && s[0] <= '9')))
     return json_integer(i);
   double d = strtod(s, &end);
   if (*end == '\0' && errno == 0 && strspn(s, "+-0123456789.eE") == len)

@@ -42,13 +42,13 @@ void polite__px_lim_free(void *l);
 
 typedef struct {
   int admitted;
-  int64_t wait_us;     /* refused: until capacity returns (>= 1) */
-  int64_t remaining;   /* r (requests) */
-  int64_t reset_s;     /* t (whole seconds, >= 0; >= 1 when r = 0) */
-  int64_t quota;       /* q (requests per window) */
-  int64_t window_s;    /* w */
-  int64_t units_left;  /* fixed: resources remaining (Dev Proxy headers) */
-  int64_t reset_us;    /* fixed: until the window resets; else = t */
+  int64_t wait_us;    /* refused: until capacity returns (>= 1) */
+  int64_t remaining;  /* r (requests) */
+  int64_t reset_s;    /* t (whole seconds, >= 0; >= 1 when r = 0) */
+  int64_t quota;      /* q (requests per window) */
+  int64_t window_s;   /* w */
+  int64_t units_left; /* fixed: resources remaining (Dev Proxy headers) */
+  int64_t reset_us;   /* fixed: until the window resets; else = t */
 } px_lim_state;
 
 /* Asks the limiter to admit one request at now_us (take = 1), or only looks

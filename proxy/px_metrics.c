@@ -76,15 +76,17 @@ char *polite__px_metrics_text(px_state *s) {
     fprintf(f, "polite_proxy_throttled_total{rule=\"%s\"} %llu\n", rules[r],
             (unsigned long long)n);
   }
-  fprintf(f, "# HELP polite_proxy_early_retries_total Requests from a client "
-             "told to wait that came back too soon.\n"
-             "# TYPE polite_proxy_early_retries_total counter\n"
-             "polite_proxy_early_retries_total %llu\n",
+  fprintf(f,
+          "# HELP polite_proxy_early_retries_total Requests from a client "
+          "told to wait that came back too soon.\n"
+          "# TYPE polite_proxy_early_retries_total counter\n"
+          "polite_proxy_early_retries_total %llu\n",
           (unsigned long long)polite__px_kind_count(s, PX_KIND_EARLY));
   const px_metrics *m = polite__px_metrics(s);
-  fprintf(f, "# HELP polite_proxy_in_flight Requests arrived and not yet "
-             "answered.\n# TYPE polite_proxy_in_flight gauge\n"
-             "polite_proxy_in_flight %lld\n",
+  fprintf(f,
+          "# HELP polite_proxy_in_flight Requests arrived and not yet "
+          "answered.\n# TYPE polite_proxy_in_flight gauge\n"
+          "polite_proxy_in_flight %lld\n",
           (long long)(m->in_flight > 0 ? m->in_flight : 0));
   fprintf(f, "# HELP polite_proxy_upstream_latency_seconds Time from sending "
              "a request upstream to its answer's head.\n"
@@ -99,8 +101,8 @@ char *polite__px_metrics_text(px_state *s) {
           "polite_proxy_upstream_latency_seconds_bucket{le=\"+Inf\"} %llu\n"
           "polite_proxy_upstream_latency_seconds_sum %.6f\n"
           "polite_proxy_upstream_latency_seconds_count %llu\n",
-          (unsigned long long)(cum + m->lat_over), m->lat_sum_s,
-          (unsigned long long)m->lat_count);
+          (unsigned long long)cum + (unsigned long long)m->lat_over,
+          m->lat_sum_s, (unsigned long long)m->lat_count);
   if (fclose(f) != 0) {
     free(buf);
     return NULL;

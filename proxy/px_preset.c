@@ -83,8 +83,7 @@ int polite__px_preset_apply(px_config *c, const char *name, char *err,
   char list[128] = "";
   for (size_t i = 0; i < NPRESETS; i++) {
     size_t n = strlen(list);
-    snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
-             presets[i].name);
+    snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", presets[i].name);
   }
   snprintf(err, errlen, "--preset: expected list, %s, got '%s'", list, name);
   return -1;

@@ -118,8 +118,7 @@ static px_req *describe(px_server *s, struct evhttp_request *req,
    * that learns of closes at once should call polite__px_conn_closed;
    * evhttp reports an idle kept-alive connection's close only when it
    * frees it (seen: at shutdown), so the judge probes the socket. */
-  snprintf(r->conn, sizeof r->conn, "%s:%u", peer ? peer : "-",
-           (unsigned)port);
+  snprintf(r->conn, sizeof r->conn, "%s:%u", peer ? peer : "-", (unsigned)port);
   const char *auth = evhttp_find_header(in, "Authorization");
   if (auth) {
     char hex[17];

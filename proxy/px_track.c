@@ -130,8 +130,8 @@ typedef struct {
 
 /* One client's retry chain on one method + URL. */
 typedef struct {
-  unsigned chain;      /* attempts in the current chain */
-  int last_retryable;  /* its previous answer was 429/503 */
+  unsigned chain;     /* attempts in the current chain */
+  int last_retryable; /* its previous answer was 429/503 */
 } chain_ent;
 
 /* Per client (address + auth hash) counts for the report. */
@@ -239,11 +239,11 @@ void polite__px_state_free(px_state *s) {
 #define CONNS_MAX 100000
 
 typedef struct {
-  char *conn;        /* told client's connection; "" once orphaned */
-  char *who;         /* address + auth hash */
-  uint64_t client;   /* logical client id */
-  int64_t until_ms;  /* the deadline it was told */
-  int64_t wait_ms;   /* the wait it was told (for --penalty) */
+  char *conn;       /* told client's connection; "" once orphaned */
+  char *who;        /* address + auth hash */
+  uint64_t client;  /* logical client id */
+  int64_t until_ms; /* the deadline it was told */
+  int64_t wait_ms;  /* the wait it was told (for --penalty) */
 } told_ent;
 
 typedef struct {
@@ -276,9 +276,15 @@ static void track_ent_free(void *p) {
   free(e);
 }
 
+/* Removes entry i; the last one takes its place, and the freed slot holds
+ * no pointers. */
 static void told_remove(track_ent *e, size_t i) {
   told_clear(&e->told[i]);
-  e->told[i] = e->told[--e->ntold];
+  size_t last = --e->ntold;
+  if (i != last)
+    e->told[i] = e->told[last];
+  e->told[last].conn = NULL;
+  e->told[last].who = NULL;
 }
 
 /* Drops told clients whose deadline is long past (they never came back). */
@@ -408,8 +414,8 @@ static void early_unguess(px_state *s, const char *who, client_stats *cs) {
 /* Notes which connection of the client's address is newest, and when an
  * older one is used again: then several clients share the address. */
 static client_stats *client_get(px_state *s, const char *who);
-static client_stats *note_conn(px_state *s, const char *who,
-                               const conn_ent *c, int fresh) {
+static client_stats *note_conn(px_state *s, const char *who, const conn_ent *c,
+                               int fresh) {
   client_stats *cs = client_get(s, who);
   if (cs == NULL || c == NULL)
     return cs;
@@ -426,8 +432,7 @@ static client_stats *note_conn(px_state *s, const char *who,
  * this request opens a fresh connection, a told client that may have come
  * back on it (the earliest deadline first). */
 static told_ent *told_find(px_state *s, track_ent *e, const char *conn,
-                           const char *who, int fresh,
-                           const client_stats *cs) {
+                           const char *who, int fresh, const client_stats *cs) {
   told_ent *orphan = NULL;
   for (size_t i = 0; i < e->ntold; i++) {
     told_ent *t = &e->told[i];
@@ -526,7 +531,8 @@ void polite__px_judge(px_state *s, const char *key, const char *conn,
     return;
   }
   if (e->ntold == 0)
-    map_del(&s->track, key, track_ent_free); /* nothing pending: keep the table small */
+    map_del(&s->track, key,
+            track_ent_free); /* nothing pending: keep the table small */
 }
 
 void polite__px_tell(px_state *s, const char *key, const char *conn,
@@ -572,7 +578,8 @@ void *polite__px_keyed(px_state *s, px_table t, const char *key) {
 void *polite__px_keyed_put(px_state *s, px_table t, const char *key, void *obj,
                            void (*destroy)(void *)) {
   if ((unsigned)t >= PX_TAB__COUNT || obj == NULL ||
-      s->keyed[t].n >= PX_KEYED_MAX || map_put(&s->keyed[t], key, obj) == NULL) {
+      s->keyed[t].n >= PX_KEYED_MAX ||
+      map_put(&s->keyed[t], key, obj) == NULL) {
     if (obj)
       destroy(obj);
     return NULL;
@@ -672,7 +679,8 @@ void polite__px_stats_record(px_state *s, const px_record *rec) {
   if (u == NULL) {
     u = calloc(1, sizeof *u);
     if (u == NULL || (u->method = strdup(rec->method)) == NULL ||
-        (u->url = strdup(rec->url)) == NULL || map_put(&s->urls, k, u) == NULL) {
+        (u->url = strdup(rec->url)) == NULL ||
+        map_put(&s->urls, k, u) == NULL) {
       url_stats_free(u);
       free(k);
       return;
@@ -893,7 +901,8 @@ void polite__px_report_md(const px_state *s, FILE *f, int64_t started_wall_ms,
           (unsigned long long)s->early_total);
   fprintf(f, "| requests during a throttle (never told) | %llu |\n",
           (unsigned long long)s->kinds[PX_KIND_THROTTLED]);
-  fprintf(f, "| most attempts of one client for one URL | %u |\n\n", s->max_attempts);
+  fprintf(f, "| most attempts of one client for one URL | %u |\n\n",
+          s->max_attempts);
   if (s->early_total == 0) {
     fprintf(f, "No client retried before its Retry-After had passed.\n\n");
   } else {

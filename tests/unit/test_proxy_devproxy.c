@@ -51,7 +51,7 @@ static void check_main(const px_config *c) {
   assert_int_equal(c->scope, PX_SCOPE_HOST); /* Dev Proxy's throttle key */
   assert_int_equal(c->errors.n, 1);
   assert_int_equal(c->mocks.n, 3);
-  assert_true(c->mocks.rules[2].never); /* nth: 0 */
+  assert_true(c->mocks.rules[2].never);                 /* nth: 0 */
   assert_non_null(c->mocks.rules[0].responses[0].body); /* @users.json */
   assert_non_null(strstr(c->mocks.rules[0].responses[0].body, "Adele"));
   /* One warning, naming what is not simulated, not Dev Proxy's own
@@ -144,12 +144,12 @@ static void yaml_scalars_and_errors(void **state) {
   assert_string_equal(json_string_value(json_object_get(j, "g")), "~app/x");
   json_decref(j);
   const char *bad = "a: [1, 2\nb: 3\n";
-  assert_null(polite__px_yaml_to_json(bad, strlen(bad), "y.yaml", err,
-                                      sizeof err));
+  assert_null(
+      polite__px_yaml_to_json(bad, strlen(bad), "y.yaml", err, sizeof err));
   assert_non_null(strstr(err, "y.yaml:"));
   const char *dup = "a: 1\na: 2\n";
-  assert_null(polite__px_yaml_to_json(dup, strlen(dup), "y.yaml", err,
-                                      sizeof err));
+  assert_null(
+      polite__px_yaml_to_json(dup, strlen(dup), "y.yaml", err, sizeof err));
   assert_non_null(strstr(err, "duplicate key 'a'"));
   /* Aliases cannot blow a small file up. */
   char laughs[2048] = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";

@@ -37,9 +37,9 @@ static void presets_apply(void **state) {
   assert_int_equal(c.conc_status, 403);
   assert_int_equal(c.reset_epoch, 1);
   /* A flag after the preset overrides it. */
-  assert_int_equal(polite__px_config_set(&c, "rate-limit", "10/s", NULL, err,
-                                         sizeof err),
-                   0);
+  assert_int_equal(
+      polite__px_config_set(&c, "rate-limit", "10/s", NULL, err, sizeof err),
+      0);
   assert_int_equal(c.rate_n, 10);
   polite__px_config_free(&c);
   polite__px_config_init(&c);

@@ -20,9 +20,11 @@ def parse_item(value):
 
 
 def follow(base, seconds):
-    """Follows the contract for `seconds`; returns (ok, refused, rate/s)."""
+    """Follows the contract for `seconds`; returns (ok, refused, rate/s, the
+    rate the headers allowed: 1 / the mean planned wait)."""
     s = requests.Session()
     ok = refused = 0
+    waits = []
     end = time.monotonic() + seconds
     start = time.monotonic()
     while time.monotonic() < end:
@@ -41,20 +43,24 @@ def follow(base, seconds):
             wait = rl["t"]
         else:
             wait = max(rl["t"] / rl["r"], pol["w"] / pol["q"])
+        waits.append(wait)
         time.sleep(max(0.0, got + wait - time.monotonic()))
-    return ok, refused, ok / (time.monotonic() - start)
+    return ok, refused, ok / (time.monotonic() - start), len(waits) / sum(waits)
 
 
 # --- 1. the planner contract in each mode at 10/s ---
-# gcra at --burst 1 (nginx limit_req's shape) within 5%; the windows lose a
-# little at each window's start (fixed) or to rounding t to whole seconds
-# (sliding), so within 10%.
-for mode, floor in (("gcra", 9.5), ("fixed", 9.0), ("sliding", 9.0)):
+# What the headers allow (1 / the mean planned wait) is the proxy's claim:
+# gcra at --burst 1 (nginx limit_req's shape) within 3 %; the fixed window
+# loses a little at each window's start, so within 8 %. The rate measured
+# also pays the client's own round trips (and this machine's load).
+for mode, floor in (("gcra", 9.7), ("fixed", 9.2), ("sliding", 9.7)):
     px = Proxy("--rate-limit", "10/s", "--rate-limit-mode", mode,
                "--rate-limit-headers", "ietf", name="contract-" + mode)
-    ok, refused, rate = follow(px.base, 4)
+    ok, refused, rate, allowed = follow(px.base, 4)
     check(refused == 0, "%s: a client following RateLimit is never refused (%d refused)" % (mode, refused))
-    check(rate >= floor, "%s: and keeps up with 10/s (%.2f/s, at least %.1f)" % (mode, rate, floor))
+    check(allowed >= floor, "%s: the headers let it keep up with 10/s (%.2f/s allowed, at least %.1f; "
+          "%.2f/s measured)" % (mode, allowed, floor, rate))
+    check(rate >= 8.0, "%s: measured %.2f/s" % (mode, rate))
     rep = px.report()
     check(rep["rate_limited"] == 0 and rep["early_retries"] == 0, "%s: the report agrees" % mode)
     px.stop()
