@@ -94,6 +94,12 @@ int polite__px_watch_match(char *const *patterns, size_t n, const char *url,
  * password, auth) and any userinfo ("user:pass@") replaced by REDACTED, and
  * the fragment dropped. Caller frees. */
 char *polite__px_redact_url(const char *url);
+/* Formats an error message into err (errlen > 0; NULL: nothing). */
+void polite__px_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The directory part of path into dir, or `none` when path has no '/'. */
+void polite__px_dirname(const char *path, char *dir, size_t size,
+                        const char *none);
 /* Whole file, NUL-terminated and malloc'ed; NULL with errno on failure. */
 char *polite__px_slurp(const char *path, size_t *len);
 
@@ -189,6 +195,17 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
                                  char *err, size_t errlen);
 int polite__px_config_load(px_config *c, const char *path, char *err,
                            size_t errlen);
+
+/* Replaces *dst (freed) by a copy of v. 0, or -1 out of memory (*dst
+ * kept). */
+int polite__px_strset(char **dst, const char *v);
+
+struct json_t;
+/* The text of a JSON scalar as an option value: a string as is, numbers
+ * printed, booleans as true/false when allow_bool; NULL for anything else.
+ * buf (size bytes) holds a printed number. */
+const char *polite__px_json_text(struct json_t *v, int allow_bool, char *buf,
+                                 size_t size);
 
 /* Loads errors_file / mocks_file into c->errors / c->mocks. */
 int polite__px_config_finish(px_config *c, char *err, size_t errlen);

@@ -12,17 +12,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-static void cfg_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void cfg_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (err == NULL || errlen == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 void polite__px_config_init(px_config *c) {
   memset(c, 0, sizeof *c);
   c->listen = strdup("127.0.0.1:8000");
@@ -236,7 +225,7 @@ static char *resolve(const char *base_dir, const char *value) {
   return p;
 }
 
-static int set_str(char **dst, const char *v) {
+int polite__px_strset(char **dst, const char *v) {
   char *p = strdup(v);
   if (p == NULL)
     return -1;
@@ -292,7 +281,8 @@ static int set_word(px_config *c, opt_id id, const char *on, const char *value,
     size_t n = strlen(list);
     snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", words[i].word);
   }
-  cfg_err(err, errlen, "--%s: expected one of %s, got '%s'", on, list, value);
+  polite__px_errf(err, errlen, "--%s: expected one of %s, got '%s'", on, list,
+                  value);
   return -1;
 }
 
@@ -313,8 +303,9 @@ static int set_number(px_config *c, opt_id id, const char *on,
       hi = bounds[i].hi;
     }
   if (parse_u64(value, hi, &u) < 0 || u < lo) {
-    cfg_err(err, errlen, "--%s: expected a whole number %llu-%llu, got '%s'",
-            on, (unsigned long long)lo, (unsigned long long)hi, value);
+    polite__px_errf(err, errlen,
+                    "--%s: expected a whole number %llu-%llu, got '%s'", on,
+                    (unsigned long long)lo, (unsigned long long)hi, value);
     return -1;
   }
   switch (id) {
@@ -357,10 +348,11 @@ static int set_quota_period(px_config *c, const char *on, const char *value,
         return 0;
       }
   }
-  cfg_err(err, errlen,
-          "--%s: expected total, day or a duration like 30s, 10m, 1h, 2d, "
-          "got '%s'",
-          on, value);
+  polite__px_errf(
+      err, errlen,
+      "--%s: expected total, day or a duration like 30s, 10m, 1h, 2d, "
+      "got '%s'",
+      on, value);
   return -1;
 }
 
@@ -368,13 +360,13 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
                           const char *base_dir, char *err, size_t errlen) {
   int i = find_opt(name);
   if (i < 0) {
-    cfg_err(err, errlen, "unknown option '%s'", name);
+    polite__px_errf(err, errlen, "unknown option '%s'", name);
     return -2;
   }
   const char *on = opts[i].name;
   if (value == NULL) {
     if (!opts[i].is_bool) {
-      cfg_err(err, errlen, "--%s needs a value", on);
+      polite__px_errf(err, errlen, "--%s needs a value", on);
       return -1;
     }
     /* A bare boolean flag means true; with value never NULL below, no case
@@ -388,27 +380,28 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     const char *colon = strrchr(value, ':');
     if (colon == NULL || colon == value ||
         parse_u64(colon + 1, 65535, &u) < 0) {
-      cfg_err(err, errlen,
-              "--%s: expected ADDR:PORT (e.g. 127.0.0.1:8000), got '%s'", on,
-              value);
+      polite__px_errf(
+          err, errlen,
+          "--%s: expected ADDR:PORT (e.g. 127.0.0.1:8000), got '%s'", on,
+          value);
       return -1;
     }
-    return set_str(&c->listen, value);
+    return polite__px_strset(&c->listen, value);
   }
   case O_UPSTREAM:
     if (strncasecmp(value, "http://", 7) != 0 || value[7] == '\0') {
       char *shown = polite__px_redact_url(value);
-      cfg_err(err, errlen,
-              "--%s: expected an http:// URL (https upstreams are not "
-              "supported), got '%s'",
-              on, shown ? shown : "?");
+      polite__px_errf(err, errlen,
+                      "--%s: expected an http:// URL (https upstreams are not "
+                      "supported), got '%s'",
+                      on, shown ? shown : "?");
       free(shown);
       return -1;
     }
-    return set_str(&c->upstream, value);
+    return polite__px_strset(&c->upstream, value);
   case O_WATCH: {
     if (value[0] == '\0' || (value[0] == '!' && value[1] == '\0')) {
-      cfg_err(err, errlen, "--%s: empty pattern '%s'", on, value);
+      polite__px_errf(err, errlen, "--%s: empty pattern '%s'", on, value);
       return -1;
     }
     char **nw = realloc(c->watch, (c->nwatch + 1) * sizeof *nw);
@@ -425,8 +418,8 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     errno = 0;
     double d = strtod(value, &end);
     if (value[0] == '\0' || *end != '\0' || errno || !(d >= 0 && d <= 100)) {
-      cfg_err(err, errlen, "--%s: expected a percentage 0-100, got '%s'", on,
-              value);
+      polite__px_errf(err, errlen,
+                      "--%s: expected a percentage 0-100, got '%s'", on, value);
       return -1;
     }
     c->failure_rate = d;
@@ -435,8 +428,8 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   }
   case O_SEED:
     if (parse_u64(value, UINT64_MAX, &u) < 0) {
-      cfg_err(err, errlen, "--%s: expected a whole number, got '%s'", on,
-              value);
+      polite__px_errf(err, errlen, "--%s: expected a whole number, got '%s'",
+                      on, value);
       return -1;
     }
     c->seed = u;
@@ -444,8 +437,9 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     return 0;
   case O_RETRY_AFTER:
     if (parse_u64(value, 86400 * 366, &u) < 0) {
-      cfg_err(err, errlen, "--%s: expected whole seconds 0-31622400, got '%s'",
-              on, value);
+      polite__px_errf(err, errlen,
+                      "--%s: expected whole seconds 0-31622400, got '%s'", on,
+                      value);
       return -1;
     }
     c->retry_after_s = (int64_t)u;
@@ -470,10 +464,11 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     int64_t n, w;
     if (polite_rate_parse(value, &per_s) != 0 || !(per_s > 0) ||
         parse_rate_window(value, &n, &w) < 0) {
-      cfg_err(err, errlen,
-              "--%s: expected N/UNIT with UNIT s, min, h or day (e.g. 10/s, "
-              "120/min), got '%s'",
-              on, value);
+      polite__px_errf(
+          err, errlen,
+          "--%s: expected N/UNIT with UNIT s, min, h or day (e.g. 10/s, "
+          "120/min), got '%s'",
+          on, value);
       return -1;
     }
     c->rate_per_s = per_s;
@@ -483,8 +478,9 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   }
   case O_BURST:
     if (parse_u64(value, 1000000, &u) < 0 || u == 0) {
-      cfg_err(err, errlen, "--%s: expected a whole number >= 1, got '%s'", on,
-              value);
+      polite__px_errf(err, errlen,
+                      "--%s: expected a whole number >= 1, got '%s'", on,
+                      value);
       return -1;
     }
     c->burst = (unsigned)u;
@@ -494,9 +490,9 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     int glob = opts[i].id == O_RATE_SCOPE;
     px_scope sc;
     if (parse_scope(value, glob, &sc) < 0) {
-      cfg_err(err, errlen, "--%s: expected %s, got '%s'", on,
-              glob ? "global, url, host or client" : "url, host or client",
-              value);
+      polite__px_errf(
+          err, errlen, "--%s: expected %s, got '%s'", on,
+          glob ? "global, url, host or client" : "url, host or client", value);
       return -1;
     }
     if (glob)
@@ -507,8 +503,9 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   }
   case O_QUOTA:
     if (parse_u64(value, INT64_MAX, &u) < 0) {
-      cfg_err(err, errlen,
-              "--%s: expected a whole number of requests, got '%s'", on, value);
+      polite__px_errf(err, errlen,
+                      "--%s: expected a whole number of requests, got '%s'", on,
+                      value);
       return -1;
     }
     c->quota = (int64_t)u;
@@ -519,7 +516,8 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     else if (!strcasecmp(value, "false") || !strcmp(value, "0"))
       c->penalty = 0;
     else {
-      cfg_err(err, errlen, "--%s: expected true or false, got '%s'", on, value);
+      polite__px_errf(err, errlen, "--%s: expected true or false, got '%s'", on,
+                      value);
       return -1;
     }
     return 0;
@@ -540,10 +538,11 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     c->latency_max_ms = (int64_t)hi;
     return 0;
   bad_latency:
-    cfg_err(err, errlen,
-            "--%s: expected MIN-MAX milliseconds (e.g. 50-200) or one number, "
-            "got '%s'",
-            on, value);
+    polite__px_errf(
+        err, errlen,
+        "--%s: expected MIN-MAX milliseconds (e.g. 50-200) or one number, "
+        "got '%s'",
+        on, value);
     return -1;
   }
   case O_RATE_MODE:
@@ -565,9 +564,9 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   }
   case O_CONC_SCOPE:
     if (parse_scope(value, 1, &c->conc_scope) < 0) {
-      cfg_err(err, errlen,
-              "--%s: expected global, url, host or client, got '%s'", on,
-              value);
+      polite__px_errf(err, errlen,
+                      "--%s: expected global, url, host or client, got '%s'",
+                      on, value);
       return -1;
     }
     return 0;
@@ -580,26 +579,44 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     else if (strcasecmp(value, "x-ratelimit") == 0)
       pre = "X-RateLimit";
     if (pre == NULL) {
-      cfg_err(err, errlen, "--%s: expected ratelimit or x-ratelimit, got '%s'",
-              on, value);
+      polite__px_errf(err, errlen,
+                      "--%s: expected ratelimit or x-ratelimit, got '%s'", on,
+                      value);
       return -1;
     }
     char n[40];
     snprintf(n, sizeof n, "%s-Limit", pre);
-    if (set_str(&c->hdr_limit, n) < 0)
+    if (polite__px_strset(&c->hdr_limit, n) < 0)
       return -1;
     snprintf(n, sizeof n, "%s-Remaining", pre);
-    if (set_str(&c->hdr_remaining, n) < 0)
+    if (polite__px_strset(&c->hdr_remaining, n) < 0)
       return -1;
     snprintf(n, sizeof n, "%s-Reset", pre);
-    return set_str(&c->hdr_reset, n);
+    return polite__px_strset(&c->hdr_reset, n);
   }
-  case O_REPORT: return set_str(&c->report, value);
-  case O_REPORT_MD: return set_str(&c->report_md, value);
-  case O_LOG: return set_str(&c->log, value);
-  case O_READY: return set_str(&c->ready_file, value);
+  case O_REPORT: return polite__px_strset(&c->report, value);
+  case O_REPORT_MD: return polite__px_strset(&c->report_md, value);
+  case O_LOG: return polite__px_strset(&c->log, value);
+  case O_READY: return polite__px_strset(&c->ready_file, value);
   }
   return -1;
+}
+
+const char *polite__px_json_text(json_t *v, int allow_bool, char *buf,
+                                 size_t size) {
+  if (json_is_string(v))
+    return json_string_value(v);
+  if (json_is_integer(v)) {
+    snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+    return buf;
+  }
+  if (json_is_real(v)) {
+    snprintf(buf, size, "%.17g", json_real_value(v));
+    return buf;
+  }
+  if (json_is_boolean(v) && allow_bool)
+    return json_is_true(v) ? "true" : "false";
+  return NULL;
 }
 
 /* Line of the first occurrence of "key" in the text: jansson gives positions
@@ -623,11 +640,13 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
   json_error_t je;
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
   if (root == NULL) {
-    cfg_err(err, errlen, "%s:%d:%d: %s", name, je.line, je.column, je.text);
+    polite__px_errf(err, errlen, "%s:%d:%d: %s", name, je.line, je.column,
+                    je.text);
     return -1;
   }
   if (!json_is_object(root)) {
-    cfg_err(err, errlen, "%s:1: expected a JSON object of options", name);
+    polite__px_errf(err, errlen, "%s:1: expected a JSON object of options",
+                    name);
     json_decref(root);
     return -1;
   }
@@ -641,8 +660,8 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
     char msg[512];
     char buf[64];
     if (!polite__px_config_known(key)) {
-      cfg_err(err, errlen, "%s:%d: field '%s': unknown option", name, line,
-              key);
+      polite__px_errf(err, errlen, "%s:%d: field '%s': unknown option", name,
+                      line, key);
       rc = -1;
       break;
     }
@@ -652,14 +671,16 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
       json_t *item;
       json_array_foreach(v, i, item) {
         if (!json_is_string(item)) {
-          cfg_err(err, errlen, "%s:%d: field '%s'[%zu]: expected a string",
-                  name, line, key, i);
+          polite__px_errf(err, errlen,
+                          "%s:%d: field '%s'[%zu]: expected a string", name,
+                          line, key, i);
           rc = -1;
           break;
         }
         if (polite__px_config_set(c, key, json_string_value(item), base_dir,
                                   msg, sizeof msg) < 0) {
-          cfg_err(err, errlen, "%s:%d: field '%s': %s", name, line, key, msg);
+          polite__px_errf(err, errlen, "%s:%d: field '%s': %s", name, line, key,
+                          msg);
           rc = -1;
           break;
         }
@@ -668,32 +689,25 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
         break;
       continue;
     }
-    const char *sv = NULL;
-    if (json_is_string(v))
-      sv = json_string_value(v);
-    else if (json_is_integer(v)) {
-      snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
-      sv = buf;
-    } else if (json_is_real(v)) {
-      snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
-      sv = buf;
-    } else if (json_is_boolean(v) && polite__px_config_is_bool(key)) {
-      sv = json_is_true(v) ? "true" : "false";
-    } else {
-      cfg_err(err, errlen, "%s:%d: field '%s': expected %s", name, line, key,
-              polite__px_config_is_bool(key) ? "true or false"
-                                             : "a string or a number");
+    const char *sv = polite__px_json_text(v, polite__px_config_is_bool(key),
+                                          buf, sizeof buf);
+    if (sv == NULL) {
+      polite__px_errf(err, errlen, "%s:%d: field '%s': expected %s", name, line,
+                      key,
+                      polite__px_config_is_bool(key) ? "true or false"
+                                                     : "a string or a number");
       rc = -1;
       break;
     }
     if (polite__px_config_is_bool(key) && !json_is_boolean(v)) {
-      cfg_err(err, errlen, "%s:%d: field '%s': expected true or false", name,
-              line, key);
+      polite__px_errf(err, errlen, "%s:%d: field '%s': expected true or false",
+                      name, line, key);
       rc = -1;
       break;
     }
     if (polite__px_config_set(c, key, sv, base_dir, msg, sizeof msg) < 0) {
-      cfg_err(err, errlen, "%s:%d: field '%s': %s", name, line, key, msg);
+      polite__px_errf(err, errlen, "%s:%d: field '%s': %s", name, line, key,
+                      msg);
       rc = -1;
       break;
     }
@@ -707,16 +721,11 @@ int polite__px_config_load(px_config *c, const char *path, char *err,
   size_t n = 0;
   char *text = polite__px_slurp(path, &n);
   if (text == NULL) {
-    cfg_err(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    polite__px_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
     return -1;
   }
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    *slash = '\0';
-  else
-    dir[0] = '\0';
+  polite__px_dirname(path, dir, sizeof dir, "");
   int rc = polite__px_config_parse_json(c, text, n, path, dir, err, errlen);
   free(text);
   return rc;
@@ -792,10 +801,11 @@ int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
     c->lim.burst = c->burst;
     c->lim.cost = c->rate_cost;
     if (c->rate_mode == PX_LIM_SLIDING && c->rate_n > PX_SLIDING_MAX) {
-      cfg_err(err, errlen,
-              "--rate-limit: the sliding window keeps every request; at most "
-              "%d per window",
-              PX_SLIDING_MAX);
+      polite__px_errf(
+          err, errlen,
+          "--rate-limit: the sliding window keeps every request; at most "
+          "%d per window",
+          PX_SLIDING_MAX);
       return -1;
     }
   }

@@ -10,17 +10,6 @@
 #include <string.h>
 #include <strings.h>
 
-static void dp_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void dp_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (err == NULL || errlen == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 /* One loading: the config, the file's name and directory, and the names
  * of what is not simulated (joined into c->warning at the end). */
 typedef struct {
@@ -43,24 +32,14 @@ static void not_simulated(dp_ctx *x, const char *what) {
  * messages ("rateLimiting.rateLimit"). */
 static int set_opt(dp_ctx *x, const char *opt, json_t *v, const char *field) {
   char buf[64], msg[512];
-  const char *sv;
-  if (json_is_string(v))
-    sv = json_string_value(v);
-  else if (json_is_integer(v)) {
-    snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
-    sv = buf;
-  } else if (json_is_real(v)) {
-    snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
-    sv = buf;
-  } else if (json_is_boolean(v)) {
-    sv = json_is_true(v) ? "true" : "false";
-  } else {
-    dp_err(x->err, x->errlen, "%s: %s: expected a string or a number", x->name,
-           field);
+  const char *sv = polite__px_json_text(v, 1, buf, sizeof buf);
+  if (sv == NULL) {
+    polite__px_errf(x->err, x->errlen, "%s: %s: expected a string or a number",
+                    x->name, field);
     return -1;
   }
   if (polite__px_config_set(x->c, opt, sv, x->dir, msg, sizeof msg) < 0) {
-    dp_err(x->err, x->errlen, "%s: %s: %s", x->name, field, msg);
+    polite__px_errf(x->err, x->errlen, "%s: %s: %s", x->name, field, msg);
     return -1;
   }
   return 0;
@@ -71,7 +50,8 @@ static int set_opt(dp_ctx *x, const char *opt, json_t *v, const char *field) {
  * for there too. */
 static int set_file(dp_ctx *x, const char *opt, json_t *v, const char *field) {
   if (!json_is_string(v)) {
-    dp_err(x->err, x->errlen, "%s: %s: expected a file name", x->name, field);
+    polite__px_errf(x->err, x->errlen, "%s: %s: expected a file name", x->name,
+                    field);
     return -1;
   }
   const char *p = json_string_value(v);
@@ -94,7 +74,7 @@ typedef struct {
 } dp_key;
 
 static const dp_key random_error_keys[] = {
-    {"errorsFile", "errors-file", 1},
+    {"errorsFile", NULL, 1}, /* section_file */
     {"rate", "failure-rate", 0},
     {"retryAfterInSeconds", "retry-after", 0},
     {NULL, NULL, 0},
@@ -122,7 +102,7 @@ static const dp_key latency_keys[] = {
 };
 
 static const dp_key mock_keys[] = {
-    {"mocksFile", "mocks-file", 1},
+    {"mocksFile", NULL, 1}, /* section_file */
     {NULL, NULL, 0},
 };
 
@@ -166,34 +146,34 @@ static int get_int(dp_ctx *x, json_t *sec, const char *sname, const char *k,
     return 0;
   if (!json_is_integer(v) || json_integer_value(v) < lo ||
       json_integer_value(v) > hi) {
-    dp_err(x->err, x->errlen, "%s: %s.%s: expected a whole number %lld-%lld",
-           x->name, sname, k, lo, hi);
+    polite__px_errf(x->err, x->errlen,
+                    "%s: %s.%s: expected a whole number %lld-%lld", x->name,
+                    sname, k, lo, hi);
     return -1;
   }
   *out = (long long)json_integer_value(v);
   return 0;
 }
 
-static int plugin_random_error(dp_ctx *x, json_t *sec, const char *sname) {
-  /* Without errorsFile Dev Proxy reads errors.json next to the config. */
-  if (json_object_get(sec, "errorsFile") == NULL) {
-    json_t *d = json_string("errors.json");
-    int rc = set_file(x, "errors-file", d, "genericRandomErrorPlugin");
-    json_decref(d);
-    if (rc < 0)
-      return rc;
-  }
-  return apply_keys(x, "GenericRandomErrorPlugin", sname, sec,
-                    random_error_keys);
+/* The file a section's `key` names, or Dev Proxy's default name for it
+ * when absent (next to the config file), into option `opt`. */
+static int section_file(dp_ctx *x, json_t *sec, const char *sname,
+                        const char *key, const char *opt, const char *def) {
+  json_t *f = json_object_get(sec, key);
+  json_t *d = f ? NULL : json_string(def);
+  char field[160];
+  snprintf(field, sizeof field, "%s.%s", sname, key);
+  int rc = set_file(x, opt, f ? f : d, field);
+  json_decref(d);
+  return rc;
 }
 
-static int set_text(char **dst, const char *v) {
-  char *p = strdup(v);
-  if (p == NULL)
+static int plugin_random_error(dp_ctx *x, json_t *sec, const char *sname) {
+  if (section_file(x, sec, sname, "errorsFile", "errors-file", "errors.json") <
+      0)
     return -1;
-  free(*dst);
-  *dst = p;
-  return 0;
+  return apply_keys(x, "GenericRandomErrorPlugin", sname, sec,
+                    random_error_keys);
 }
 
 static int plugin_rate_limit(dp_ctx *x, json_t *sec, const char *sname) {
@@ -206,9 +186,9 @@ static int plugin_rate_limit(dp_ctx *x, json_t *sec, const char *sname) {
       get_int(x, sec, sname, "costPerRequest", 1, 1000000, &cost) < 0)
     return -1;
   if (cost > limit) {
-    dp_err(x->err, x->errlen,
-           "%s: %s.costPerRequest: %lld is more than rateLimit %lld", x->name,
-           sname, cost, limit);
+    polite__px_errf(x->err, x->errlen,
+                    "%s: %s.costPerRequest: %lld is more than rateLimit %lld",
+                    x->name, sname, cost, limit);
     return -1;
   }
   c->rate_mode = PX_LIM_FIXED;
@@ -229,7 +209,8 @@ static int plugin_rate_limit(dp_ctx *x, json_t *sec, const char *sname) {
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     json_t *v = json_object_get(sec, names[i].key);
     if (json_is_string(v) &&
-        set_text((char **)((char *)c + names[i].off), json_string_value(v)) < 0)
+        polite__px_strset((char **)((char *)c + names[i].off),
+                          json_string_value(v)) < 0)
       return -1;
   }
   json_t *rf = json_object_get(sec, "headerRetryAfter");
@@ -238,18 +219,14 @@ static int plugin_rate_limit(dp_ctx *x, json_t *sec, const char *sname) {
     not_simulated(x, "RateLimitingPlugin.headerRetryAfter");
   json_t *w = json_object_get(sec, "whenLimitExceeded");
   if (json_is_string(w) && strcasecmp(json_string_value(w), "Custom") == 0) {
-    json_t *f = json_object_get(sec, "customResponseFile");
-    json_t *d = f ? NULL : json_string("rate-limit-response.json");
-    int rc = set_file(x, "limit-response-file", f ? f : d,
-                      "rateLimiting.customResponseFile");
-    json_decref(d);
-    if (rc < 0)
-      return rc;
+    if (section_file(x, sec, sname, "customResponseFile", "limit-response-file",
+                     "rate-limit-response.json") < 0)
+      return -1;
   } else if (w && !(json_is_string(w) &&
                     strcasecmp(json_string_value(w), "Throttle") == 0)) {
-    dp_err(x->err, x->errlen,
-           "%s: %s.whenLimitExceeded: expected Throttle or Custom", x->name,
-           sname);
+    polite__px_errf(x->err, x->errlen,
+                    "%s: %s.whenLimitExceeded: expected Throttle or Custom",
+                    x->name, sname);
     return -1;
   }
   return apply_keys(x, "RateLimitingPlugin", sname, sec, rate_limit_keys);
@@ -261,8 +238,8 @@ static int plugin_latency(dp_ctx *x, json_t *sec, const char *sname) {
       get_int(x, sec, sname, "maxMs", 0, 600000, &hi) < 0)
     return -1;
   if (hi < lo) {
-    dp_err(x->err, x->errlen, "%s: %s: maxMs %lld is below minMs %lld", x->name,
-           sname, hi, lo);
+    polite__px_errf(x->err, x->errlen, "%s: %s: maxMs %lld is below minMs %lld",
+                    x->name, sname, hi, lo);
     return -1;
   }
   char v[48];
@@ -274,13 +251,8 @@ static int plugin_latency(dp_ctx *x, json_t *sec, const char *sname) {
 }
 
 static int plugin_mocks(dp_ctx *x, json_t *sec, const char *sname) {
-  if (json_object_get(sec, "mocksFile") == NULL) {
-    json_t *d = json_string("mocks.json");
-    int rc = set_file(x, "mocks-file", d, "mocksPlugin");
-    json_decref(d);
-    if (rc < 0)
-      return rc;
-  }
+  if (section_file(x, sec, sname, "mocksFile", "mocks-file", "mocks.json") < 0)
+    return -1;
   return apply_keys(x, "MockResponsePlugin", sname, sec, mock_keys);
 }
 
@@ -336,13 +308,14 @@ static int apply_plugin(dp_ctx *x, json_t *root, json_t *p, size_t i) {
   json_t *en = json_object_get(p, "enabled");
   json_t *cs = json_object_get(p, "configSection");
   if (!json_is_string(name)) {
-    dp_err(x->err, x->errlen, "%s: plugins[%zu].name: expected a string",
-           x->name, i);
+    polite__px_errf(x->err, x->errlen,
+                    "%s: plugins[%zu].name: expected a string", x->name, i);
     return -1;
   }
   if (en && !json_is_boolean(en)) {
-    dp_err(x->err, x->errlen,
-           "%s: plugins[%zu].enabled: expected true or false", x->name, i);
+    polite__px_errf(x->err, x->errlen,
+                    "%s: plugins[%zu].enabled: expected true or false", x->name,
+                    i);
     return -1;
   }
   if (json_is_false(en))
@@ -360,7 +333,8 @@ static int apply_plugin(dp_ctx *x, json_t *root, json_t *p, size_t i) {
     json_incref(sec);
   int rc = 0;
   if (!json_is_object(sec)) {
-    dp_err(x->err, x->errlen, "%s: %s: expected an object", x->name, sname);
+    polite__px_errf(x->err, x->errlen, "%s: %s: expected an object", x->name,
+                    sname);
     rc = -1;
   } else {
     size_t k;
@@ -380,7 +354,7 @@ int polite__px_devproxy_apply(px_config *c, json_t *root, const char *name,
                               const char *dir, char *err, size_t errlen) {
   dp_ctx x = {c, name, dir, err, errlen, ""};
   if (!json_is_object(root)) {
-    dp_err(err, errlen, "%s: expected an object (a devproxyrc)", name);
+    polite__px_errf(err, errlen, "%s: expected an object (a devproxyrc)", name);
     return -1;
   }
   /* As Dev Proxy runs: a forward proxy, throttling per host. */
@@ -397,13 +371,13 @@ int polite__px_devproxy_apply(px_config *c, json_t *root, const char *name,
     long long pv = 8000;
     if (port && (!json_is_integer(port) || json_integer_value(port) < 0 ||
                  json_integer_value(port) > 65535)) {
-      dp_err(err, errlen, "%s: port: expected 0-65535", name);
+      polite__px_errf(err, errlen, "%s: port: expected 0-65535", name);
       return -1;
     }
     if (port)
       pv = (long long)json_integer_value(port);
     if (ip && !json_is_string(ip)) {
-      dp_err(err, errlen, "%s: ipAddress: expected a string", name);
+      polite__px_errf(err, errlen, "%s: ipAddress: expected a string", name);
       return -1;
     }
     const char *host = ip ? json_string_value(ip) : "127.0.0.1";
@@ -417,8 +391,8 @@ int polite__px_devproxy_apply(px_config *c, json_t *root, const char *name,
   }
   json_t *w = json_object_get(root, "urlsToWatch");
   if (w && !json_is_array(w)) {
-    dp_err(err, errlen, "%s: urlsToWatch: expected an array of URL patterns",
-           name);
+    polite__px_errf(err, errlen,
+                    "%s: urlsToWatch: expected an array of URL patterns", name);
     return -1;
   }
   size_t i;
@@ -431,12 +405,13 @@ int polite__px_devproxy_apply(px_config *c, json_t *root, const char *name,
   }
   json_t *ps = json_object_get(root, "plugins");
   if (ps && !json_is_array(ps)) {
-    dp_err(err, errlen, "%s: plugins: expected an array", name);
+    polite__px_errf(err, errlen, "%s: plugins: expected an array", name);
     return -1;
   }
   json_array_foreach(ps, i, item) {
     if (!json_is_object(item)) {
-      dp_err(err, errlen, "%s: plugins[%zu]: expected an object", name, i);
+      polite__px_errf(err, errlen, "%s: plugins[%zu]: expected an object", name,
+                      i);
       return -1;
     }
     if (apply_plugin(&x, root, item, i) < 0)
@@ -466,7 +441,7 @@ int polite__px_devproxy_load(px_config *c, const char *path, char *err,
   size_t len = 0;
   char *text = polite__px_slurp(path, &len);
   if (text == NULL) {
-    dp_err(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    polite__px_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
     return -1;
   }
   size_t pl = strlen(path);
@@ -479,18 +454,14 @@ int polite__px_devproxy_load(px_config *c, const char *path, char *err,
     json_error_t je;
     root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (root == NULL)
-      dp_err(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+      polite__px_errf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column,
+                      je.text);
   }
   free(text);
   if (root == NULL)
     return -1;
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    *slash = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
+  polite__px_dirname(path, dir, sizeof dir, ".");
   int rc = polite__px_devproxy_apply(c, root, path, dir, err, errlen);
   json_decref(root);
   return rc;
