@@ -156,6 +156,7 @@ typedef struct {
   int64_t conc_retry_after_s;
   int64_t quota;          /* -1: none */
   px_quota_cfg quota_cfg; /* limit = quota */
+  px_tok_cfg tok;         /* --prompt-token-limit etc.; limits 0: none */
   int forward_mode;       /* set by --devproxy-config (pxserver: --mode) */
   char *warning;          /* what a devproxyrc asks that is not simulated */
   px_scope scope;         /* Retry-After tracking key */
@@ -257,6 +258,7 @@ typedef enum {
   PX_KIND_ERROR = 5,       /* upstream unreachable / proxy error */
   PX_KIND_THROTTLED = 6,   /* during a throttle another client was told of */
   PX_KIND_CONCURRENCY = 7, /* over the concurrency limit */
+  PX_KIND_TOKENS = 8,      /* the window's tokens are spent */
   PX_KIND__COUNT
 } px_kind;
 
@@ -316,9 +318,10 @@ void polite__px_conn_closed(px_state *s, const char *conn);
 
 /* Per-key objects of the limits (px_decide.c): one table each. */
 typedef enum {
-  PX_TAB_LIMIT = 0, /* px_lim per rate-limit scope key */
-  PX_TAB_CONC = 1,  /* in-flight count per concurrency scope key */
-  PX_TAB_QUOTA = 2, /* px_quota (one, key "quota") */
+  PX_TAB_LIMIT = 0,  /* px_lim per rate-limit scope key */
+  PX_TAB_CONC = 1,   /* in-flight count per concurrency scope key */
+  PX_TAB_QUOTA = 2,  /* px_quota (one, key "quota") */
+  PX_TAB_TOKENS = 3, /* px_tok (one, key "tokens") */
   PX_TAB__COUNT
 } px_table;
 

@@ -24,6 +24,7 @@ void polite__px_config_init(px_config *c) {
   c->conc_scope = PX_SCOPE_GLOBAL;
   c->conc_status = 429;
   c->conc_retry_after_s = 1;
+  c->tok.window_us = 60000000; /* Dev Proxy's resetTimeWindowSeconds */
   c->quota = -1;
   c->scope = PX_SCOPE_URL;
 }
@@ -95,7 +96,10 @@ typedef enum {
   O_CONC_RA,
   O_QUOTA_PERIOD,
   O_QUOTA_HOUR,
-  O_HEADER_NAMES
+  O_HEADER_NAMES,
+  O_TOK_PROMPT,
+  O_TOK_COMPLETION,
+  O_TOK_WINDOW
 } opt_id;
 
 static const struct {
@@ -135,6 +139,9 @@ static const struct {
     {"quota-period", O_QUOTA_PERIOD, 0},
     {"quota-reset-hour", O_QUOTA_HOUR, 0},
     {"header-names", O_HEADER_NAMES, 0},
+    {"prompt-token-limit", O_TOK_PROMPT, 0},
+    {"completion-token-limit", O_TOK_COMPLETION, 0},
+    {"token-window", O_TOK_WINDOW, 0},
 };
 
 static int find_opt(const char *name) {
@@ -293,8 +300,14 @@ static int set_number(px_config *c, opt_id id, const char *on,
     opt_id id;
     uint64_t lo, hi;
   } bounds[] = {
-      {O_RATE_COST, 1, 1000000}, {O_WARN, 0, 100},      {O_CONC, 0, 1000000},
-      {O_CONC_RA, 1, 86400},     {O_QUOTA_HOUR, 0, 23},
+      {O_RATE_COST, 1, 1000000},
+      {O_WARN, 0, 100},
+      {O_CONC, 0, 1000000},
+      {O_CONC_RA, 1, 86400},
+      {O_QUOTA_HOUR, 0, 23},
+      {O_TOK_PROMPT, 0, INT64_C(1000000000000)},
+      {O_TOK_COMPLETION, 0, INT64_C(1000000000000)},
+      {O_TOK_WINDOW, 1, 86400 * 366},
   };
   uint64_t u = 0, lo = 0, hi = 0;
   for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++)
@@ -314,6 +327,9 @@ static int set_number(px_config *c, opt_id id, const char *on,
   case O_CONC: c->concurrency = (int64_t)u; break;
   case O_CONC_RA: c->conc_retry_after_s = (int64_t)u; break;
   case O_QUOTA_HOUR: c->quota_cfg.reset_hour = (int)u; break;
+  case O_TOK_PROMPT: c->tok.prompt_limit = (int64_t)u; break;
+  case O_TOK_COMPLETION: c->tok.completion_limit = (int64_t)u; break;
+  case O_TOK_WINDOW: c->tok.window_us = (int64_t)u * 1000000; break;
   default: return -1;
   }
   return 0;
@@ -549,6 +565,9 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   case O_RATE_HEADERS:
   case O_RESET_FORMAT:
   case O_CONC_STATUS: return set_word(c, opts[i].id, on, value, err, errlen);
+  case O_TOK_PROMPT:
+  case O_TOK_COMPLETION:
+  case O_TOK_WINDOW:
   case O_RATE_COST:
   case O_WARN:
   case O_CONC:

@@ -256,6 +256,43 @@ static int plugin_mocks(dp_ctx *x, json_t *sec, const char *sname) {
   return apply_keys(x, "MockResponsePlugin", sname, sec, mock_keys);
 }
 
+static const dp_key llm_keys[] = {
+    {"promptTokenLimit", "prompt-token-limit", 0},
+    {"completionTokenLimit", "completion-token-limit", 0},
+    {"resetTimeWindowSeconds", "token-window", 0},
+    {"headerRetryAfter", NULL, 0},
+    {NULL, NULL, 0},
+};
+
+/* LanguageModelRateLimitingPlugin: tokens per window, Dev Proxy's defaults
+ * 5000 prompt and 5000 completion tokens per 60 s; charged after the
+ * answer. whenLimitExceeded Custom is not simulated. */
+static int plugin_llm_limit(dp_ctx *x, json_t *sec, const char *sname) {
+  static const char *const defaults[][2] = {
+      {"prompt-token-limit", "5000"},
+      {"completion-token-limit", "5000"},
+      {"token-window", "60"},
+  };
+  for (size_t i = 0; i < 3; i++) {
+    json_t *d = json_string(defaults[i][1]);
+    int rc = set_opt(x, defaults[i][0], d, sname);
+    json_decref(d);
+    if (rc < 0)
+      return rc;
+  }
+  json_t *w = json_object_get(sec, "whenLimitExceeded");
+  if (json_is_string(w) && strcasecmp(json_string_value(w), "Custom") == 0)
+    not_simulated(x,
+                  "LanguageModelRateLimitingPlugin.whenLimitExceeded Custom");
+  json_t *copy = json_copy(sec);
+  json_object_del(copy, "whenLimitExceeded");
+  json_object_del(copy, "customResponseFile");
+  int rc =
+      apply_keys(x, "LanguageModelRateLimitingPlugin", sname, copy, llm_keys);
+  json_decref(copy);
+  return rc;
+}
+
 /* RetryAfterPlugin has no section: its throttling is the judge's. */
 static int plugin_retry_after(dp_ctx *x, json_t *sec, const char *sname) {
   (void)x;
@@ -273,6 +310,7 @@ static const struct {
     {"RateLimitingPlugin", plugin_rate_limit},
     {"LatencyPlugin", plugin_latency},
     {"MockResponsePlugin", plugin_mocks},
+    {"LanguageModelRateLimitingPlugin", plugin_llm_limit},
 };
 
 /* Top-level keys: mapped ones, and those that are about Dev Proxy itself

@@ -759,7 +759,8 @@ static url_stats **sorted_urls(const px_state *s, size_t *count) {
 
 static uint64_t injected(const uint64_t *k) {
   return k[PX_KIND_FAILURE] + k[PX_KIND_RATE] + k[PX_KIND_QUOTA] +
-         k[PX_KIND_EARLY] + k[PX_KIND_THROTTLED] + k[PX_KIND_CONCURRENCY];
+         k[PX_KIND_EARLY] + k[PX_KIND_THROTTLED] + k[PX_KIND_CONCURRENCY] +
+         k[PX_KIND_TOKENS];
 }
 
 /* Per client: requests, early retries (told, came back too soon), requests
@@ -810,6 +811,8 @@ char *polite__px_report_json(const px_state *s, int64_t started_wall_ms,
                       json_integer((json_int_t)s->kinds[PX_KIND_ERROR]));
   json_object_set_new(r, "concurrency_limited",
                       json_integer((json_int_t)s->kinds[PX_KIND_CONCURRENCY]));
+  json_object_set_new(r, "tokens_limited",
+                      json_integer((json_int_t)s->kinds[PX_KIND_TOKENS]));
   json_object_set_new(r, "early_retries",
                       json_integer((json_int_t)s->early_total));
   json_object_set_new(r, "during_throttle",

@@ -57,7 +57,12 @@ static void check_main(const px_config *c) {
   /* One warning, naming what is not simulated, not Dev Proxy's own
    * settings. */
   assert_non_null(c->warning);
-  assert_non_null(strstr(c->warning, "LanguageModelRateLimitingPlugin"));
+  assert_non_null(strstr(c->warning, "not simulated: ExecutionSummaryPlugin"));
+  assert_null(strstr(c->warning, "LanguageModelRateLimitingPlugin"));
+  /* LanguageModelRateLimitingPlugin: the token window. */
+  assert_int_equal(c->tok.prompt_limit, 5000);
+  assert_int_equal(c->tok.completion_limit, 5000);
+  assert_int_equal(c->tok.window_us, 60000000);
   assert_null(strstr(c->warning, "logLevel"));
   assert_null(strstr(c->warning, "LatencyPlugin"));
 }

@@ -136,7 +136,29 @@ check(r.headers.get("x-ratelimit-limit-requests") == "60"
       "openai: x-ratelimit-*-requests (%s)" % dict(r.headers))
 px.stop()
 
-# --- 6. polite run: at the right rate no 429, faster gets 429s it honours ---
+# --- 6. token limits: charged from usage after the answer ---
+mocks = write("chat.json", json.dumps({"mocks": [{
+    "request": {"url": "*/v1/chat/completions", "method": "POST"},
+    "response": {"statusCode": 200, "body": {
+        "id": "chatcmpl-1", "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 5, "total_tokens": 45}}}}]}))
+px = Proxy("--mocks-file", mocks, "--prompt-token-limit", "100", "--token-window", "60", name="tokens")
+s = requests.Session()
+rs = [s.post(px.base + "/v1/chat/completions", json={"model": "m", "messages": []}, timeout=10)
+      for _ in range(4)]
+check([r.status_code for r in rs] == [200, 200, 200, 429],
+      "100 prompt tokens, 40 each: the third overshoots and passes, the fourth is refused (%s)"
+      % [r.status_code for r in rs])
+check(rs[1].headers.get("x-ratelimit-remaining-tokens") == "60" and rs[0].headers.get("x-ratelimit-limit-tokens") == "100",
+      "x-ratelimit-*-tokens headers (%s)" % dict(rs[1].headers))
+check(rs[3].json().get("error", {}).get("code") == "rate_limit_exceeded" and rs[3].json()["error"]["type"] == "tokens"
+      and 55 <= int(rs[3].headers.get("Retry-After", "0")) <= 60,
+      "OpenAI's TPM body and a Retry-After to the window's end (%s)" % rs[3].text)
+check(px.report().get("tokens_limited") == 1, "the report counts it")
+px.stop()
+
+# --- 7. polite run: at the right rate no 429, faster gets 429s it honours ---
 rc, out, err = run("run", "--help")
 if rc == 0 and "--rate" in out:
     for mode in ("gcra", "fixed", "sliding"):
