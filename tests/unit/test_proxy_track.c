@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "px_track.c"
+#include "px_track_report.c"
 
 #define T PX_TELL_THROTTLE
 
