@@ -94,6 +94,12 @@ int polite__px_watch_match(char *const *patterns, size_t n, const char *url,
  * password, auth) and any userinfo ("user:pass@") replaced by REDACTED, and
  * the fragment dropped. Caller frees. */
 char *polite__px_redact_url(const char *url);
+/* Formats an error message into err (errlen > 0; NULL: nothing). */
+void polite__px_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The directory part of path into dir, or `none` when path has no '/'. */
+void polite__px_dirname(const char *path, char *dir, size_t size,
+                        const char *none);
 /* Whole file, NUL-terminated and malloc'ed; NULL with errno on failure. */
 char *polite__px_slurp(const char *path, size_t *len);
 
@@ -115,6 +121,7 @@ typedef enum {
 
 #define PX_HDR_IETF 1     /* RateLimit-Policy + RateLimit (draft 10) */
 #define PX_HDR_DEVPROXY 2 /* RateLimit-Limit/-Remaining/-Reset */
+#define PX_HDR_OPENAI 4   /* x-ratelimit-{limit,remaining,reset}-requests */
 
 typedef struct {
   char *listen;   /* "ADDR:PORT" */
@@ -143,17 +150,18 @@ typedef struct {
   int warn_pct;          /* Dev Proxy headers from this % used */
   int reset_epoch;       /* RateLimit-Reset as UTC epoch seconds */
   char *hdr_limit, *hdr_remaining, *hdr_reset; /* their names */
-  char *limit_response_file; /* whenLimitExceeded Custom */
-  px_rules limit_response;   /* its one response (rules[0]) */
-  int64_t concurrency;       /* in flight per key; 0: no limit */
+  char *limit_response_file;                   /* whenLimitExceeded Custom */
+  px_rules limit_response;                     /* its one response (rules[0]) */
+  int64_t concurrency; /* in flight per key; 0: no limit */
   px_scope conc_scope;
-  int conc_status;           /* 429 or 503 */
+  int conc_status; /* 429 or 503 */
   int64_t conc_retry_after_s;
-  int64_t quota;  /* -1: none */
+  int64_t quota;          /* -1: none */
   px_quota_cfg quota_cfg; /* limit = quota */
+  px_tok_cfg tok;         /* --prompt-token-limit etc.; limits 0: none */
   int forward_mode;       /* set by --devproxy-config (pxserver: --mode) */
   char *warning;          /* what a devproxyrc asks that is not simulated */
-  px_scope scope; /* Retry-After tracking key */
+  px_scope scope;         /* Retry-After tracking key */
   int penalty;
   int64_t latency_min_ms, latency_max_ms;
   char *report;
@@ -163,6 +171,7 @@ typedef struct {
   char *ready_file;
   px_rules errors;
   px_rules mocks;
+  int64_t errors_mtime_ns, mocks_mtime_ns; /* for polite__px_config_reload */
 } px_config;
 
 void polite__px_config_init(px_config *c);
@@ -191,20 +200,68 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
 int polite__px_config_load(px_config *c, const char *path, char *err,
                            size_t errlen);
 
+/* Replaces *dst (freed) by a copy of v. 0, or -1 out of memory (*dst
+ * kept). */
+int polite__px_strset(char **dst, const char *v);
+
+struct json_t;
+/* The text of a JSON scalar as an option value: a string as is, numbers
+ * printed, booleans as true/false when allow_bool; NULL for anything else.
+ * buf (size bytes) holds a printed number. */
+const char *polite__px_json_text(struct json_t *v, int allow_bool, char *buf,
+                                 size_t size);
+
 /* Loads errors_file / mocks_file into c->errors / c->mocks. */
 int polite__px_config_finish(px_config *c, char *err, size_t errlen);
+
+/* Reloads the errors and mocks files when their modification time changed
+ * (as Dev Proxy watches them). A file that no longer loads keeps the
+ * previous rules; the message goes to `log`. Returns how many reloaded. */
+int polite__px_config_reload(px_config *c, FILE *log);
+
+/* ---- Presets (px_preset.c) ------------------------------------------------
+ */
+
+/* Applies preset `name` (openai, github, graph) to c. -1 with a message
+ * listing the names when unknown. */
+int polite__px_preset_apply(px_config *c, const char *name, char *err,
+                            size_t errlen);
+/* --preset list: each preset, what it imitates, and its options. */
+void polite__px_preset_list(FILE *f);
+
+/* ---- Dev Proxy's configuration (px_devproxy.c) ----------------------------
+ */
+
+struct json_t;
+
+/* Reads a devproxyrc (JSON, or YAML for .yaml/.yml) into c: urlsToWatch,
+ * plugins[] with enabled and configSection, the sections of the plugins
+ * polite simulates, rate, port and ipAddress. Sets forward mode and the
+ * host throttle key, as Dev Proxy runs. What is not simulated is named in
+ * c->warning. Errors name the file and the field. */
+int polite__px_devproxy_load(px_config *c, const char *path, char *err,
+                             size_t errlen);
+int polite__px_devproxy_apply(px_config *c, struct json_t *root,
+                              const char *name, const char *dir, char *err,
+                              size_t errlen);
+/* YAML text to a new JSON value (scalars typed as YAML 1.2's core schema);
+ * NULL with "FILE:LINE:COL: problem" in err. */
+struct json_t *polite__px_yaml_to_json(const char *text, size_t len,
+                                       const char *name, char *err,
+                                       size_t errlen);
 
 /* ---- Tracking and report (pure: every time is an argument) --------------- */
 
 typedef enum {
-  PX_KIND_PASSED = 0,  /* answered by the upstream or a mock */
-  PX_KIND_FAILURE = 1, /* --failure-rate / errors file */
-  PX_KIND_RATE = 2,    /* --rate-limit */
-  PX_KIND_QUOTA = 3,   /* --quota */
-  PX_KIND_EARLY = 4,   /* arrived before its Retry-After */
-  PX_KIND_ERROR = 5,   /* upstream unreachable / proxy error */
+  PX_KIND_PASSED = 0,      /* answered by the upstream or a mock */
+  PX_KIND_FAILURE = 1,     /* --failure-rate / errors file */
+  PX_KIND_RATE = 2,        /* --rate-limit */
+  PX_KIND_QUOTA = 3,       /* --quota */
+  PX_KIND_EARLY = 4,       /* arrived before its Retry-After */
+  PX_KIND_ERROR = 5,       /* upstream unreachable / proxy error */
   PX_KIND_THROTTLED = 6,   /* during a throttle another client was told of */
   PX_KIND_CONCURRENCY = 7, /* over the concurrency limit */
+  PX_KIND_TOKENS = 8,      /* the window's tokens are spent */
   PX_KIND__COUNT
 } px_kind;
 
@@ -218,9 +275,9 @@ void polite__px_state_free(px_state *s);
  * that reconnects from the same `who` on a fresh connection while it has a
  * pending deadline is the same client. */
 typedef enum {
-  PX_JUDGE_OK = 0,        /* nothing pending for this client and key */
-  PX_JUDGE_EARLY = 1,     /* told a wait on this key that has not passed */
-  PX_JUDGE_THROTTLED = 2  /* never told, but the key is throttled */
+  PX_JUDGE_OK = 0,       /* nothing pending for this client and key */
+  PX_JUDGE_EARLY = 1,    /* told a wait on this key that has not passed */
+  PX_JUDGE_THROTTLED = 2 /* never told, but the key is throttled */
 } px_verdict;
 
 typedef struct {
@@ -264,9 +321,10 @@ void polite__px_conn_closed(px_state *s, const char *conn);
 
 /* Per-key objects of the limits (px_decide.c): one table each. */
 typedef enum {
-  PX_TAB_LIMIT = 0, /* px_lim per rate-limit scope key */
-  PX_TAB_CONC = 1,  /* in-flight count per concurrency scope key */
-  PX_TAB_QUOTA = 2, /* px_quota (one, key "quota") */
+  PX_TAB_LIMIT = 0,  /* px_lim per rate-limit scope key */
+  PX_TAB_CONC = 1,   /* in-flight count per concurrency scope key */
+  PX_TAB_QUOTA = 2,  /* px_quota (one, key "quota") */
+  PX_TAB_TOKENS = 3, /* px_tok (one, key "tokens") */
   PX_TAB__COUNT
 } px_table;
 
@@ -290,8 +348,8 @@ void polite__px_early_record(px_state *s, int64_t wall_ms, const char *key,
 /* One finished request, for the stats. */
 typedef struct {
   const char *method, *url;
-  const char *who;  /* the report's client (address + auth hash) */
-  uint64_t client;  /* logical client id from the judge */
+  const char *who; /* the report's client (address + auth hash) */
+  uint64_t client; /* logical client id from the judge */
   int status;
   px_kind kind;
 } px_record;
@@ -314,8 +372,8 @@ void polite__px_report_md(const px_state *s, FILE *f, int64_t started_wall_ms,
 #define PX_LAT_BUCKETS 11
 
 typedef struct {
-  int64_t in_flight;                   /* requests arrived, not finished */
-  uint64_t lat_count;                  /* upstream answers timed */
+  int64_t in_flight;  /* requests arrived, not finished */
+  uint64_t lat_count; /* upstream answers timed */
   double lat_sum_s;
   uint64_t lat_bucket[PX_LAT_BUCKETS]; /* non-cumulative counts */
   uint64_t lat_over;                   /* above the last bound */

@@ -29,6 +29,7 @@ static const char *kind_name(px_kind k) {
   case PX_KIND_ERROR: return "upstream_error";
   case PX_KIND_THROTTLED: return "throttled";
   case PX_KIND_CONCURRENCY: return "concurrency";
+  case PX_KIND_TOKENS: return "tokens";
   default: return "?";
   }
 }
@@ -40,13 +41,15 @@ void polite__px_req_free(px_req *r) {
   free(r->raw_url);
   free(r->key);
   free(r->conc_key);
+  if (r->usage)
+    evbuffer_free(r->usage);
   free(r);
 }
 
 /* Logs the request, records it in the stats and frees it. */
 void polite__px_finish(px_req *r) {
   px_server *s = r->s;
-  px_record rec = {r->method, r->url,   r->client,
+  px_record rec = {r->method,    r->url,    r->client,
                    r->client_id, r->status, r->kind};
   polite__px_stats_record(s->st, &rec);
   polite__px_release(r);
@@ -125,10 +128,16 @@ void polite__px_send_retry_after(px_req *r, int64_t seconds, int flags) {
 }
 
 void polite__px_answer_left(px_req *r) {
+  if (r->charge_tokens && r->act == ACT_OWN && r->body) {
+    size_t n = evbuffer_get_length(r->body);
+    if (n > 0 && n <= PX_TOK_BODY_MAX)
+      polite__px_charge_tokens(
+          r, (const char *)evbuffer_pullup(r->body, (ev_ssize_t)n), n);
+  }
   if (r->tell_wait_ms <= 0)
     return;
-  polite__px_tell(r->s->st, r->key, r->conn, r->client,
-                  polite_mono_us() / 1000, r->tell_wait_ms, r->tell_flags);
+  polite__px_tell(r->s->st, r->key, r->conn, r->client, polite_mono_us() / 1000,
+                  r->tell_wait_ms, r->tell_flags);
   r->tell_wait_ms = 0;
 }
 
@@ -168,11 +177,30 @@ static void ietf_headers(px_req *r, const px_lim_state *st) {
   polite__px_set_header(r, "RateLimit", v);
 }
 
+/* OpenAI's x-ratelimit-{limit,remaining,reset}-requests; remaining and
+ * reset are the planner contract's r and t (reset as a duration, "1s",
+ * "6m0s"), so a client that spreads them is never refused. */
+static void openai_headers(px_req *r, const px_lim_state *st) {
+  char v[48];
+  snprintf(v, sizeof v, "%lld", (long long)st->quota);
+  polite__px_set_header(r, "x-ratelimit-limit-requests", v);
+  snprintf(v, sizeof v, "%lld", (long long)st->remaining);
+  polite__px_set_header(r, "x-ratelimit-remaining-requests", v);
+  long long t = (long long)st->reset_s;
+  if (t >= 60)
+    snprintf(v, sizeof v, "%lldm%llds", t / 60, t % 60);
+  else
+    snprintf(v, sizeof v, "%llds", t);
+  polite__px_set_header(r, "x-ratelimit-reset-requests", v);
+}
+
 void polite__px_rate_headers(px_req *r, const px_lim_state *st,
                              int64_t wall_ms) {
   int h = r->s->cfg->rate_headers;
   if (h & PX_HDR_IETF)
     ietf_headers(r, st);
+  if (h & PX_HDR_OPENAI)
+    openai_headers(r, st);
   if (h & PX_HDR_DEVPROXY)
     devproxy_headers(r, st, wall_ms);
 }
@@ -238,6 +266,38 @@ void polite__px_own_canned_wait(px_req *r, const px_response *resp,
 
 void polite__px_own_canned(px_req *r, const px_response *resp) {
   polite__px_own_canned_wait(r, resp, r->s->cfg->retry_after_s);
+}
+
+void polite__px_upstream_chunk(px_req *r, struct evbuffer *data) {
+  if (!r->charge_tokens)
+    return;
+  if (r->usage == NULL && (r->usage = evbuffer_new()) == NULL)
+    return;
+  size_t have = evbuffer_get_length(r->usage);
+  size_t n = evbuffer_get_length(data);
+  if (have + n > PX_TOK_BODY_MAX) {
+    r->charge_tokens = 0; /* too long to read: not charged */
+    return;
+  }
+  /* A copy: the chunk itself goes on to the client. */
+  char tmp[16384];
+  for (size_t off = 0; off < n;) {
+    struct evbuffer_ptr pos;
+    evbuffer_ptr_set(data, &pos, off, EVBUFFER_PTR_SET);
+    ev_ssize_t got = evbuffer_copyout_from(data, &pos, tmp, sizeof tmp);
+    if (got <= 0)
+      break;
+    evbuffer_add(r->usage, tmp, (size_t)got);
+    off += (size_t)got;
+  }
+}
+
+void polite__px_upstream_end(px_req *r) {
+  if (!r->charge_tokens || r->usage == NULL)
+    return;
+  size_t n = evbuffer_get_length(r->usage);
+  polite__px_charge_tokens(
+      r, (const char *)evbuffer_pullup(r->usage, (ev_ssize_t)n), n);
 }
 
 void polite__px_upstream_answer(px_req *r, int code, struct evkeyvalq *in) {

@@ -10,17 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-static void cfg_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void cfg_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (err == NULL || errlen == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
+#include <sys/stat.h>
 
 void polite__px_config_init(px_config *c) {
   memset(c, 0, sizeof *c);
@@ -34,6 +24,7 @@ void polite__px_config_init(px_config *c) {
   c->conc_scope = PX_SCOPE_GLOBAL;
   c->conc_status = 429;
   c->conc_retry_after_s = 1;
+  c->tok.window_us = 60000000; /* Dev Proxy's resetTimeWindowSeconds */
   c->quota = -1;
   c->scope = PX_SCOPE_URL;
 }
@@ -109,7 +100,11 @@ typedef enum {
   O_CONC_STATUS,
   O_CONC_RA,
   O_QUOTA_PERIOD,
-  O_QUOTA_HOUR
+  O_QUOTA_HOUR,
+  O_HEADER_NAMES,
+  O_TOK_PROMPT,
+  O_TOK_COMPLETION,
+  O_TOK_WINDOW
 } opt_id;
 
 static const struct {
@@ -151,6 +146,10 @@ static const struct {
     {"concurrency-retry-after", O_CONC_RA, 0},
     {"quota-period", O_QUOTA_PERIOD, 0},
     {"quota-reset-hour", O_QUOTA_HOUR, 0},
+    {"header-names", O_HEADER_NAMES, 0},
+    {"prompt-token-limit", O_TOK_PROMPT, 0},
+    {"completion-token-limit", O_TOK_COMPLETION, 0},
+    {"token-window", O_TOK_WINDOW, 0},
 };
 
 static int find_opt(const char *name) {
@@ -241,7 +240,7 @@ static char *resolve(const char *base_dir, const char *value) {
   return p;
 }
 
-static int set_str(char **dst, const char *v) {
+int polite__px_strset(char **dst, const char *v) {
   char *p = strdup(v);
   if (p == NULL)
     return -1;
@@ -250,26 +249,28 @@ static int set_str(char **dst, const char *v) {
   return 0;
 }
 
-/* Options whose value is one word of a table: the word, the option, the
- * int written and where. */
+/* Options whose value is one word of a table: the word, the option, and
+ * the int written (word_target says where). */
 static const struct {
-  opt_id id;
   const char *word;
+  opt_id id;
   int value;
 } words[] = {
-    {O_RATE_MODE, "gcra", PX_LIM_GCRA},
-    {O_RATE_MODE, "fixed", PX_LIM_FIXED},
-    {O_RATE_MODE, "sliding", PX_LIM_SLIDING},
-    {O_RATE_HEADERS, "ietf", PX_HDR_IETF},
-    {O_RATE_HEADERS, "devproxy", PX_HDR_DEVPROXY},
-    {O_RATE_HEADERS, "both", PX_HDR_IETF | PX_HDR_DEVPROXY},
-    {O_RATE_HEADERS, "none", 0},
-    {O_RESET_FORMAT, "seconds-left", 0},
-    {O_RESET_FORMAT, "secondsleft", 0},
-    {O_RESET_FORMAT, "utc-epoch-seconds", 1},
-    {O_RESET_FORMAT, "utcepochseconds", 1},
-    {O_CONC_STATUS, "429", 429},
-    {O_CONC_STATUS, "503", 503},
+    {"gcra", O_RATE_MODE, PX_LIM_GCRA},
+    {"fixed", O_RATE_MODE, PX_LIM_FIXED},
+    {"sliding", O_RATE_MODE, PX_LIM_SLIDING},
+    {"ietf", O_RATE_HEADERS, PX_HDR_IETF},
+    {"devproxy", O_RATE_HEADERS, PX_HDR_DEVPROXY},
+    {"both", O_RATE_HEADERS, PX_HDR_IETF | PX_HDR_DEVPROXY},
+    {"openai", O_RATE_HEADERS, PX_HDR_OPENAI},
+    {"none", O_RATE_HEADERS, 0},
+    {"seconds-left", O_RESET_FORMAT, 0},
+    {"secondsleft", O_RESET_FORMAT, 0},
+    {"utc-epoch-seconds", O_RESET_FORMAT, 1},
+    {"utcepochseconds", O_RESET_FORMAT, 1},
+    {"429", O_CONC_STATUS, 429},
+    {"503", O_CONC_STATUS, 503},
+    {"403", O_CONC_STATUS, 403}, /* GitHub's secondary limits */
 };
 
 static int *word_target(px_config *c, opt_id id) {
@@ -295,7 +296,8 @@ static int set_word(px_config *c, opt_id id, const char *on, const char *value,
     size_t n = strlen(list);
     snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", words[i].word);
   }
-  cfg_err(err, errlen, "--%s: expected one of %s, got '%s'", on, list, value);
+  polite__px_errf(err, errlen, "--%s: expected one of %s, got '%s'", on, list,
+                  value);
   return -1;
 }
 
@@ -306,8 +308,14 @@ static int set_number(px_config *c, opt_id id, const char *on,
     opt_id id;
     uint64_t lo, hi;
   } bounds[] = {
-      {O_RATE_COST, 1, 1000000}, {O_WARN, 0, 100}, {O_CONC, 0, 1000000},
-      {O_CONC_RA, 1, 86400},     {O_QUOTA_HOUR, 0, 23},
+      {O_RATE_COST, 1, 1000000},
+      {O_WARN, 0, 100},
+      {O_CONC, 0, 1000000},
+      {O_CONC_RA, 1, 86400},
+      {O_QUOTA_HOUR, 0, 23},
+      {O_TOK_PROMPT, 0, INT64_C(1000000000000)},
+      {O_TOK_COMPLETION, 0, INT64_C(1000000000000)},
+      {O_TOK_WINDOW, 1, 86400 * 366},
   };
   uint64_t u = 0, lo = 0, hi = 0;
   for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++)
@@ -316,8 +324,9 @@ static int set_number(px_config *c, opt_id id, const char *on,
       hi = bounds[i].hi;
     }
   if (parse_u64(value, hi, &u) < 0 || u < lo) {
-    cfg_err(err, errlen, "--%s: expected a whole number %llu-%llu, got '%s'",
-            on, (unsigned long long)lo, (unsigned long long)hi, value);
+    polite__px_errf(err, errlen,
+                    "--%s: expected a whole number %llu-%llu, got '%s'", on,
+                    (unsigned long long)lo, (unsigned long long)hi, value);
     return -1;
   }
   switch (id) {
@@ -326,6 +335,9 @@ static int set_number(px_config *c, opt_id id, const char *on,
   case O_CONC: c->concurrency = (int64_t)u; break;
   case O_CONC_RA: c->conc_retry_after_s = (int64_t)u; break;
   case O_QUOTA_HOUR: c->quota_cfg.reset_hour = (int)u; break;
+  case O_TOK_PROMPT: c->tok.prompt_limit = (int64_t)u; break;
+  case O_TOK_COMPLETION: c->tok.completion_limit = (int64_t)u; break;
+  case O_TOK_WINDOW: c->tok.window_us = (int64_t)u * 1000000; break;
   default: return -1;
   }
   return 0;
@@ -360,10 +372,11 @@ static int set_quota_period(px_config *c, const char *on, const char *value,
         return 0;
       }
   }
-  cfg_err(err, errlen,
-          "--%s: expected total, day or a duration like 30s, 10m, 1h, 2d, "
-          "got '%s'",
-          on, value);
+  polite__px_errf(
+      err, errlen,
+      "--%s: expected total, day or a duration like 30s, 10m, 1h, 2d, "
+      "got '%s'",
+      on, value);
   return -1;
 }
 
@@ -371,13 +384,13 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
                           const char *base_dir, char *err, size_t errlen) {
   int i = find_opt(name);
   if (i < 0) {
-    cfg_err(err, errlen, "unknown option '%s'", name);
+    polite__px_errf(err, errlen, "unknown option '%s'", name);
     return -2;
   }
   const char *on = opts[i].name;
   if (value == NULL) {
     if (!opts[i].is_bool) {
-      cfg_err(err, errlen, "--%s needs a value", on);
+      polite__px_errf(err, errlen, "--%s needs a value", on);
       return -1;
     }
     /* A bare boolean flag means true; with value never NULL below, no case
@@ -391,23 +404,25 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     const char *colon = strrchr(value, ':');
     if (colon == NULL || colon == value ||
         parse_u64(colon + 1, 65535, &u) < 0) {
-      cfg_err(err, errlen,
-              "--%s: expected ADDR:PORT (e.g. 127.0.0.1:8000), got '%s'", on,
-              value);
+      polite__px_errf(
+          err, errlen,
+          "--%s: expected ADDR:PORT (e.g. 127.0.0.1:8000), got '%s'", on,
+          value);
       return -1;
     }
-    return set_str(&c->listen, value);
+    return polite__px_strset(&c->listen, value);
   }
   case O_UPSTREAM:
     if (!((strncasecmp(value, "http://", 7) == 0 && value[7] != '\0') ||
           (strncasecmp(value, "https://", 8) == 0 && value[8] != '\0'))) {
       char *shown = polite__px_redact_url(value);
-      cfg_err(err, errlen, "--%s: expected an http:// or https:// URL, got '%s'",
-              on, shown ? shown : "?");
+      polite__px_errf(err, errlen,
+                    "--%s: expected an http:// or https:// URL, got '%s'", on,
+                    shown ? shown : "?");
       free(shown);
       return -1;
     }
-    return set_str(&c->upstream, value);
+    return polite__px_strset(&c->upstream, value);
   case O_UPSTREAM_CACERT: {
     char *p = resolve(base_dir, value);
     if (p == NULL)
@@ -422,13 +437,14 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     else if (!strcasecmp(value, "false") || !strcmp(value, "0"))
       c->upstream_insecure = 0;
     else {
-      cfg_err(err, errlen, "--%s: expected true or false, got '%s'", on, value);
+      polite__px_errf(err, errlen, "--%s: expected true or false, got '%s'", on,
+                    value);
       return -1;
     }
     return 0;
   case O_WATCH: {
     if (value[0] == '\0' || (value[0] == '!' && value[1] == '\0')) {
-      cfg_err(err, errlen, "--%s: empty pattern '%s'", on, value);
+      polite__px_errf(err, errlen, "--%s: empty pattern '%s'", on, value);
       return -1;
     }
     char **nw = realloc(c->watch, (c->nwatch + 1) * sizeof *nw);
@@ -445,8 +461,8 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     errno = 0;
     double d = strtod(value, &end);
     if (value[0] == '\0' || *end != '\0' || errno || !(d >= 0 && d <= 100)) {
-      cfg_err(err, errlen, "--%s: expected a percentage 0-100, got '%s'", on,
-              value);
+      polite__px_errf(err, errlen,
+                      "--%s: expected a percentage 0-100, got '%s'", on, value);
       return -1;
     }
     c->failure_rate = d;
@@ -455,8 +471,8 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   }
   case O_SEED:
     if (parse_u64(value, UINT64_MAX, &u) < 0) {
-      cfg_err(err, errlen, "--%s: expected a whole number, got '%s'", on,
-              value);
+      polite__px_errf(err, errlen, "--%s: expected a whole number, got '%s'",
+                      on, value);
       return -1;
     }
     c->seed = u;
@@ -464,8 +480,9 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     return 0;
   case O_RETRY_AFTER:
     if (parse_u64(value, 86400 * 366, &u) < 0) {
-      cfg_err(err, errlen, "--%s: expected whole seconds 0-31622400, got '%s'",
-              on, value);
+      polite__px_errf(err, errlen,
+                      "--%s: expected whole seconds 0-31622400, got '%s'", on,
+                      value);
       return -1;
     }
     c->retry_after_s = (int64_t)u;
@@ -490,10 +507,11 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     int64_t n, w;
     if (polite_rate_parse(value, &per_s) != 0 || !(per_s > 0) ||
         parse_rate_window(value, &n, &w) < 0) {
-      cfg_err(err, errlen,
-              "--%s: expected N/UNIT with UNIT s, min, h or day (e.g. 10/s, "
-              "120/min), got '%s'",
-              on, value);
+      polite__px_errf(
+          err, errlen,
+          "--%s: expected N/UNIT with UNIT s, min, h or day (e.g. 10/s, "
+          "120/min), got '%s'",
+          on, value);
       return -1;
     }
     c->rate_per_s = per_s;
@@ -503,8 +521,9 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   }
   case O_BURST:
     if (parse_u64(value, 1000000, &u) < 0 || u == 0) {
-      cfg_err(err, errlen, "--%s: expected a whole number >= 1, got '%s'", on,
-              value);
+      polite__px_errf(err, errlen,
+                      "--%s: expected a whole number >= 1, got '%s'", on,
+                      value);
       return -1;
     }
     c->burst = (unsigned)u;
@@ -514,9 +533,9 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     int glob = opts[i].id == O_RATE_SCOPE;
     px_scope sc;
     if (parse_scope(value, glob, &sc) < 0) {
-      cfg_err(err, errlen, "--%s: expected %s, got '%s'", on,
-              glob ? "global, url, host or client" : "url, host or client",
-              value);
+      polite__px_errf(
+          err, errlen, "--%s: expected %s, got '%s'", on,
+          glob ? "global, url, host or client" : "url, host or client", value);
       return -1;
     }
     if (glob)
@@ -527,8 +546,9 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   }
   case O_QUOTA:
     if (parse_u64(value, INT64_MAX, &u) < 0) {
-      cfg_err(err, errlen,
-              "--%s: expected a whole number of requests, got '%s'", on, value);
+      polite__px_errf(err, errlen,
+                      "--%s: expected a whole number of requests, got '%s'", on,
+                      value);
       return -1;
     }
     c->quota = (int64_t)u;
@@ -539,7 +559,8 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     else if (!strcasecmp(value, "false") || !strcmp(value, "0"))
       c->penalty = 0;
     else {
-      cfg_err(err, errlen, "--%s: expected true or false, got '%s'", on, value);
+      polite__px_errf(err, errlen, "--%s: expected true or false, got '%s'", on,
+                      value);
       return -1;
     }
     return 0;
@@ -560,23 +581,25 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     c->latency_max_ms = (int64_t)hi;
     return 0;
   bad_latency:
-    cfg_err(err, errlen,
-            "--%s: expected MIN-MAX milliseconds (e.g. 50-200) or one number, "
-            "got '%s'",
-            on, value);
+    polite__px_errf(
+        err, errlen,
+        "--%s: expected MIN-MAX milliseconds (e.g. 50-200) or one number, "
+        "got '%s'",
+        on, value);
     return -1;
   }
   case O_RATE_MODE:
   case O_RATE_HEADERS:
   case O_RESET_FORMAT:
-  case O_CONC_STATUS:
-    return set_word(c, opts[i].id, on, value, err, errlen);
+  case O_CONC_STATUS: return set_word(c, opts[i].id, on, value, err, errlen);
+  case O_TOK_PROMPT:
+  case O_TOK_COMPLETION:
+  case O_TOK_WINDOW:
   case O_RATE_COST:
   case O_WARN:
   case O_CONC:
   case O_CONC_RA:
-  case O_QUOTA_HOUR:
-    return set_number(c, opts[i].id, on, value, err, errlen);
+  case O_QUOTA_HOUR: return set_number(c, opts[i].id, on, value, err, errlen);
   case O_LIMIT_RESPONSE: {
     char *p = resolve(base_dir, value);
     if (p == NULL)
@@ -587,19 +610,60 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   }
   case O_CONC_SCOPE:
     if (parse_scope(value, 1, &c->conc_scope) < 0) {
-      cfg_err(err, errlen, "--%s: expected global, url, host or client, got '%s'",
-              on, value);
+      polite__px_errf(err, errlen,
+                      "--%s: expected global, url, host or client, got '%s'",
+                      on, value);
       return -1;
     }
     return 0;
   case O_QUOTA_PERIOD: return set_quota_period(c, on, value, err, errlen);
-  case O_REPORT: return set_str(&c->report, value);
-  case O_REPORT_MD: return set_str(&c->report_md, value);
-  case O_REPORT_HTML: return set_str(&c->report_html, value);
-  case O_LOG: return set_str(&c->log, value);
-  case O_READY: return set_str(&c->ready_file, value);
+  case O_HEADER_NAMES: {
+    /* The names of the devproxy headers: RateLimit-* or X-RateLimit-*. */
+    const char *pre = NULL;
+    if (strcasecmp(value, "ratelimit") == 0)
+      pre = "RateLimit";
+    else if (strcasecmp(value, "x-ratelimit") == 0)
+      pre = "X-RateLimit";
+    if (pre == NULL) {
+      polite__px_errf(err, errlen,
+                      "--%s: expected ratelimit or x-ratelimit, got '%s'", on,
+                      value);
+      return -1;
+    }
+    char n[40];
+    snprintf(n, sizeof n, "%s-Limit", pre);
+    if (polite__px_strset(&c->hdr_limit, n) < 0)
+      return -1;
+    snprintf(n, sizeof n, "%s-Remaining", pre);
+    if (polite__px_strset(&c->hdr_remaining, n) < 0)
+      return -1;
+    snprintf(n, sizeof n, "%s-Reset", pre);
+    return polite__px_strset(&c->hdr_reset, n);
+  }
+  case O_REPORT: return polite__px_strset(&c->report, value);
+  case O_REPORT_MD: return polite__px_strset(&c->report_md, value);
+  case O_REPORT_HTML: return polite__px_strset(&c->report_html, value);
+  case O_LOG: return polite__px_strset(&c->log, value);
+  case O_READY: return polite__px_strset(&c->ready_file, value);
   }
   return -1;
+}
+
+const char *polite__px_json_text(json_t *v, int allow_bool, char *buf,
+                                 size_t size) {
+  if (json_is_string(v))
+    return json_string_value(v);
+  if (json_is_integer(v)) {
+    snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+    return buf;
+  }
+  if (json_is_real(v)) {
+    snprintf(buf, size, "%.17g", json_real_value(v));
+    return buf;
+  }
+  if (json_is_boolean(v) && allow_bool)
+    return json_is_true(v) ? "true" : "false";
+  return NULL;
 }
 
 /* Line of the first occurrence of "key" in the text: jansson gives positions
@@ -623,11 +687,13 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
   json_error_t je;
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
   if (root == NULL) {
-    cfg_err(err, errlen, "%s:%d:%d: %s", name, je.line, je.column, je.text);
+    polite__px_errf(err, errlen, "%s:%d:%d: %s", name, je.line, je.column,
+                    je.text);
     return -1;
   }
   if (!json_is_object(root)) {
-    cfg_err(err, errlen, "%s:1: expected a JSON object of options", name);
+    polite__px_errf(err, errlen, "%s:1: expected a JSON object of options",
+                    name);
     json_decref(root);
     return -1;
   }
@@ -641,8 +707,8 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
     char msg[512];
     char buf[64];
     if (!polite__px_config_known(key)) {
-      cfg_err(err, errlen, "%s:%d: field '%s': unknown option", name, line,
-              key);
+      polite__px_errf(err, errlen, "%s:%d: field '%s': unknown option", name,
+                      line, key);
       rc = -1;
       break;
     }
@@ -652,14 +718,16 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
       json_t *item;
       json_array_foreach(v, i, item) {
         if (!json_is_string(item)) {
-          cfg_err(err, errlen, "%s:%d: field '%s'[%zu]: expected a string",
-                  name, line, key, i);
+          polite__px_errf(err, errlen,
+                          "%s:%d: field '%s'[%zu]: expected a string", name,
+                          line, key, i);
           rc = -1;
           break;
         }
         if (polite__px_config_set(c, key, json_string_value(item), base_dir,
                                   msg, sizeof msg) < 0) {
-          cfg_err(err, errlen, "%s:%d: field '%s': %s", name, line, key, msg);
+          polite__px_errf(err, errlen, "%s:%d: field '%s': %s", name, line, key,
+                          msg);
           rc = -1;
           break;
         }
@@ -668,32 +736,25 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
         break;
       continue;
     }
-    const char *sv = NULL;
-    if (json_is_string(v))
-      sv = json_string_value(v);
-    else if (json_is_integer(v)) {
-      snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
-      sv = buf;
-    } else if (json_is_real(v)) {
-      snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
-      sv = buf;
-    } else if (json_is_boolean(v) && polite__px_config_is_bool(key)) {
-      sv = json_is_true(v) ? "true" : "false";
-    } else {
-      cfg_err(err, errlen, "%s:%d: field '%s': expected %s", name, line, key,
-              polite__px_config_is_bool(key) ? "true or false"
-                                             : "a string or a number");
+    const char *sv = polite__px_json_text(v, polite__px_config_is_bool(key),
+                                          buf, sizeof buf);
+    if (sv == NULL) {
+      polite__px_errf(err, errlen, "%s:%d: field '%s': expected %s", name, line,
+                      key,
+                      polite__px_config_is_bool(key) ? "true or false"
+                                                     : "a string or a number");
       rc = -1;
       break;
     }
     if (polite__px_config_is_bool(key) && !json_is_boolean(v)) {
-      cfg_err(err, errlen, "%s:%d: field '%s': expected true or false", name,
-              line, key);
+      polite__px_errf(err, errlen, "%s:%d: field '%s': expected true or false",
+                      name, line, key);
       rc = -1;
       break;
     }
     if (polite__px_config_set(c, key, sv, base_dir, msg, sizeof msg) < 0) {
-      cfg_err(err, errlen, "%s:%d: field '%s': %s", name, line, key, msg);
+      polite__px_errf(err, errlen, "%s:%d: field '%s': %s", name, line, key,
+                      msg);
       rc = -1;
       break;
     }
@@ -707,19 +768,56 @@ int polite__px_config_load(px_config *c, const char *path, char *err,
   size_t n = 0;
   char *text = polite__px_slurp(path, &n);
   if (text == NULL) {
-    cfg_err(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    polite__px_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
     return -1;
   }
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    *slash = '\0';
-  else
-    dir[0] = '\0';
+  polite__px_dirname(path, dir, sizeof dir, "");
   int rc = polite__px_config_parse_json(c, text, n, path, dir, err, errlen);
   free(text);
   return rc;
+}
+
+/* Modification time in ns, 0 when the file cannot be read. */
+static int64_t file_mtime_ns(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return 0;
+  return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+/* One rules file: reload when its time changed; keep the old rules when the
+ * new text does not load. */
+static int reload_one(const char *path, px_rules_kind kind, px_rules *rules,
+                      int64_t *mtime, FILE *log) {
+  if (path == NULL)
+    return 0;
+  int64_t m = file_mtime_ns(path);
+  if (m == 0 || m == *mtime)
+    return 0;
+  *mtime = m;
+  px_rules fresh;
+  char err[1024];
+  if (polite__px_rules_load(&fresh, kind, path, err, sizeof err) < 0) {
+    if (log)
+      fprintf(log,
+              "polite proxy: %s changed but does not load, keeping the "
+              "previous one: %s\n",
+              path, err);
+    return 0;
+  }
+  polite__px_rules_free(rules);
+  *rules = fresh;
+  if (log)
+    fprintf(log, "polite proxy: reloaded %s (%zu entries)\n", path, fresh.n);
+  return 1;
+}
+
+int polite__px_config_reload(px_config *c, FILE *log) {
+  return reload_one(c->errors_file, PX_RULES_ERRORS, &c->errors,
+                    &c->errors_mtime_ns, log) +
+         reload_one(c->mocks_file, PX_RULES_MOCKS, &c->mocks,
+                    &c->mocks_mtime_ns, log);
 }
 
 int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
@@ -737,9 +835,12 @@ int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
       polite__px_response_load(&c->limit_response, c->limit_response_file, err,
                                errlen) < 0)
     return -1;
+  c->errors_mtime_ns = c->errors_file ? file_mtime_ns(c->errors_file) : 0;
+  c->mocks_mtime_ns = c->mocks_file ? file_mtime_ns(c->mocks_file) : 0;
   c->quota_cfg.limit = c->quota;
   if (c->rate_headers < 0)
-    c->rate_headers = c->rate_mode == PX_LIM_FIXED ? PX_HDR_DEVPROXY : PX_HDR_IETF;
+    c->rate_headers =
+        c->rate_mode == PX_LIM_FIXED ? PX_HDR_DEVPROXY : PX_HDR_IETF;
   if (c->rate_n > 0) {
     c->lim.mode = c->rate_mode;
     c->lim.limit = c->rate_in_units ? c->rate_n : c->rate_n * c->rate_cost;
@@ -747,10 +848,11 @@ int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
     c->lim.burst = c->burst;
     c->lim.cost = c->rate_cost;
     if (c->rate_mode == PX_LIM_SLIDING && c->rate_n > PX_SLIDING_MAX) {
-      cfg_err(err, errlen,
-              "--rate-limit: the sliding window keeps every request; at most "
-              "%d per window",
-              PX_SLIDING_MAX);
+      polite__px_errf(
+          err, errlen,
+          "--rate-limit: the sliding window keeps every request; at most "
+          "%d per window",
+          PX_SLIDING_MAX);
       return -1;
     }
   }

@@ -121,17 +121,16 @@ static int check_judge(px_req *r, int64_t now_us, const char *body,
   const px_config *c = s->cfg;
   px_judgement j;
   polite__px_conn_probe(s->st, conn_alive, NULL);
-  polite__px_judge(s->st, r->key, r->conn, conn_fd(r), r->client,
-                   now_us / 1000, c->penalty, &j);
+  polite__px_judge(s->st, r->key, r->conn, conn_fd(r), r->client, now_us / 1000,
+                   c->penalty, &j);
   r->client_id = j.client;
   if (j.verdict == PX_JUDGE_OK)
     return 0;
   char msg[200];
   int64_t secs = secs_up(j.remaining_ms * 1000);
   if (j.verdict == PX_JUDGE_EARLY) {
-    polite__px_early_record(s->st, polite_wall_ms(), r->key, r->client,
-                            r->conn, r->method, r->url, j.remaining_ms,
-                            j.guessed);
+    polite__px_early_record(s->st, polite_wall_ms(), r->key, r->client, r->conn,
+                            r->method, r->url, j.remaining_ms, j.guessed);
     r->kind = PX_KIND_EARLY;
     snprintf(r->note, sizeof r->note, "early_by=%lldms",
              (long long)j.remaining_ms);
@@ -150,10 +149,8 @@ static int check_judge(px_req *r, int64_t now_us, const char *body,
   }
   /* The told wait: the remaining time (never a new deadline), or under
    * --penalty the whole wait again, from when this answer leaves. */
-  polite__px_send_retry_after(r, secs,
-                              j.verdict == PX_JUDGE_EARLY && c->penalty
-                                  ? PX_TELL_RESTART
-                                  : 0);
+  polite__px_send_retry_after(
+      r, secs, j.verdict == PX_JUDGE_EARLY && c->penalty ? PX_TELL_RESTART : 0);
   px_lim *l = limiter(r);
   if (l) {
     px_lim_state st;
@@ -235,13 +232,97 @@ static int check_rate(px_req *r, int64_t now_us, const char *body,
     limit_custom(r, &st);
     return 1;
   }
-  polite__px_own_json_error(
-      r, 429, "rate_limited",
-      "Rate limit exceeded (polite proxy); see Retry-After");
+  if (r->s->cfg->rate_headers & PX_HDR_OPENAI) {
+    /* OpenAI's RPM body. */
+    char buf[320];
+    int n = snprintf(buf, sizeof buf,
+                     "{\"error\":{\"message\":\"Rate limit reached for "
+                     "requests per window: Limit %lld. (polite proxy)\","
+                     "\"type\":\"requests\",\"param\":null,\"code\":\"rate_"
+                     "limit_exceeded\"}}",
+                     (long long)st.quota);
+    polite__px_own(r, 429, "application/json", buf, (size_t)n);
+  } else {
+    polite__px_own_json_error(
+        r, 429, "rate_limited",
+        "Rate limit exceeded (polite proxy); see Retry-After");
+  }
   /* Time until capacity returns, rounded up: binds this client only (the
    * limiter itself answers the others). */
   polite__px_send_retry_after(r, secs_up(st.wait_us), 0);
   return 1;
+}
+
+/* The token window (one for the proxy), created on first use. */
+static px_tok *tokens(px_req *r) {
+  const px_config *c = r->s->cfg;
+  if (c->tok.prompt_limit <= 0 && c->tok.completion_limit <= 0)
+    return NULL;
+  px_tok *t = polite__px_keyed(r->s->st, PX_TAB_TOKENS, "tokens");
+  if (t == NULL)
+    t = polite__px_keyed_put(r->s->st, PX_TAB_TOKENS, "tokens",
+                             calloc(1, sizeof *t), free);
+  return t;
+}
+
+/* x-ratelimit-{limit,remaining,reset}-tokens, OpenAI's. */
+static void token_headers(px_req *r, const px_tok_state *st) {
+  char v[48];
+  snprintf(v, sizeof v, "%lld", (long long)st->limit);
+  polite__px_set_header(r, "x-ratelimit-limit-tokens", v);
+  snprintf(v, sizeof v, "%lld", (long long)st->remaining);
+  polite__px_set_header(r, "x-ratelimit-remaining-tokens", v);
+  long long ms = (long long)((st->reset_us + 999) / 1000);
+  if (ms >= 60000)
+    snprintf(v, sizeof v, "%lldm%llds", ms / 60000, ms / 1000 % 60);
+  else if (ms >= 1000)
+    snprintf(v, sizeof v, "%llds", (ms + 999) / 1000);
+  else
+    snprintf(v, sizeof v, "%lldms", ms);
+  polite__px_set_header(r, "x-ratelimit-reset-tokens", v);
+}
+
+/* Tokens spent in this window: 429 with OpenAI's TPM body and the wait to
+ * the window's end. Tokens are charged after the answer (from its usage),
+ * so the request that overshoots still passes, as in Dev Proxy. */
+static int check_tokens(px_req *r, int64_t now_us, const char *body,
+                        size_t body_len) {
+  (void)body;
+  (void)body_len;
+  px_tok *t = tokens(r);
+  if (t == NULL)
+    return 0;
+  px_tok_state st;
+  int ok = polite__px_tok_admit(&r->s->cfg->tok, t, now_us, &st);
+  token_headers(r, &st);
+  r->charge_tokens = 1;
+  if (ok)
+    return 0;
+  r->charge_tokens = 0;
+  r->kind = PX_KIND_TOKENS;
+  int64_t secs = secs_up(st.reset_us);
+  char buf[400];
+  int n = snprintf(
+      buf, sizeof buf,
+      "{\"error\":{\"message\":\"Rate limit reached for %s tokens per "
+      "window: Limit %lld, Used %lld. Please try again in %llds. (polite "
+      "proxy)\",\"type\":\"tokens\",\"param\":null,\"code\":\"rate_limit_"
+      "exceeded\"}}",
+      st.spent == PX_TOK_PROMPT ? "prompt" : "completion", (long long)st.limit,
+      (long long)st.limit, (long long)secs);
+  polite__px_own(r, 429, "application/json", buf, (size_t)n);
+  polite__px_send_retry_after(r, secs, 0);
+  return 1;
+}
+
+void polite__px_charge_tokens(px_req *r, const char *body, size_t len) {
+  if (!r->charge_tokens)
+    return;
+  r->charge_tokens = 0;
+  px_tok *t = tokens(r);
+  int64_t p, c;
+  if (t && polite__px_tok_usage(body, len, &p, &c) == 0)
+    polite__px_tok_charge(&r->s->cfg->tok, t, polite_mono_us(), p, c);
 }
 
 /* Spent quota: 429 insufficient_quota and no Retry-After (waiting a normal
@@ -311,7 +392,8 @@ static int check_failure(px_req *r, int64_t now_us, const char *body,
 
 /* The checks in order; the first that answers wins. */
 static int (*const checks[])(px_req *, int64_t, const char *, size_t) = {
-    check_judge, check_concurrency, check_rate, check_quota, check_failure,
+    check_judge,  check_concurrency, check_rate,
+    check_tokens, check_quota,       check_failure,
 };
 
 int polite__px_decide(px_req *r, int64_t now_us, const char *body,
@@ -320,16 +402,4 @@ int polite__px_decide(px_req *r, int64_t now_us, const char *body,
     if (checks[i](r, now_us, body, body_len))
       return 1;
   return 0;
-}
-
-/* A closed connection's pending deadline may pass to the client's next
- * connection (px_track.c says why). */
-void polite__px_conn_gone(struct evhttp_connection *conn, void *arg) {
-  px_server *s = arg;
-  char *peer = NULL;
-  ev_uint16_t port = 0;
-  evhttp_connection_get_peer(conn, &peer, &port);
-  char id[80];
-  snprintf(id, sizeof id, "%s:%u", peer ? peer : "-", (unsigned)port);
-  polite__px_conn_closed(s->st, id);
 }

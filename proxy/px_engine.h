@@ -55,12 +55,14 @@ typedef struct {
   int headers_sent;
   char note[96];
   /* pxlimits: the judge and the limits (filled by describe and decide). */
-  char conn[80];        /* client connection "ADDR:PORT" */
-  uint64_t client_id;   /* logical client (retry chains) */
-  int64_t tell_wait_ms; /* a wait to remember when the answer leaves */
-  int tell_flags;       /* PX_TELL_* for it */
-  char *conc_key;       /* holds a concurrency slot on this key */
-  int64_t fwd_us;       /* when it was sent to the upstream */
+  char conn[80];          /* client connection "ADDR:PORT" */
+  uint64_t client_id;     /* logical client (retry chains) */
+  int64_t tell_wait_ms;   /* a wait to remember when the answer leaves */
+  int tell_flags;         /* PX_TELL_* for it */
+  char *conc_key;         /* holds a concurrency slot on this key */
+  int64_t fwd_us;         /* when it was sent to the upstream */
+  int charge_tokens;      /* count the answer's usage in the token window */
+  struct evbuffer *usage; /* the upstream answer's first bytes, for usage */
 } px_req;
 
 /* ---- px_answer.c: answers the proxy makes up, and the end of a request --- */
@@ -90,8 +92,6 @@ void polite__px_answer_left(px_req *r);
 /* pxlimits hook: the upstream's answer head arrived (code, headers): its
  * Retry-After on a 429/503 is remembered, its latency measured. */
 void polite__px_upstream_answer(px_req *r, int code, struct evkeyvalq *in);
-/* pxlimits hook: a client connection closed. */
-void polite__px_conn_gone(struct evhttp_connection *conn, void *arg);
 /* pxlimits hook: GET /__polite/metrics (Prometheus text). */
 void polite__px_answer_metrics(px_server *s, struct evhttp_request *req);
 /* A response from an errors file or mocks file (@dynamic resolved to
@@ -101,6 +101,13 @@ void polite__px_own_canned(px_req *r, const px_response *resp);
 /* Same with @dynamic = dynamic_s seconds. */
 void polite__px_own_canned_wait(px_req *r, const px_response *resp,
                                 int64_t dynamic_s);
+/* px_decide.c: counts the tokens of an answer body in the token window
+ * (when the request was admitted under a token limit). */
+void polite__px_charge_tokens(px_req *r, const char *body, size_t len);
+/* pxlimits hooks: an upstream body chunk passes (a bounded copy is kept
+ * when tokens are counted), and the upstream answer ended. */
+void polite__px_upstream_chunk(px_req *r, struct evbuffer *data);
+void polite__px_upstream_end(px_req *r);
 /* px_decide.c: gives back r's concurrency slot, if it holds one. */
 void polite__px_release(px_req *r);
 /* The default mock: 200 {"ok":true,"path":PATH}. */

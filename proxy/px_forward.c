@@ -83,6 +83,7 @@ static void up_head(void *arg, int code, const char *reason, int minor,
 
 static void up_body(void *arg, struct evbuffer *data) {
   px_req *r = arg;
+  polite__px_upstream_chunk(r, data); /* pxlimits hook: token usage */
   if (r->headers_sent && evbuffer_get_length(data) > 0)
     evhttp_send_reply_chunk(r->req, data);
 }
@@ -99,6 +100,8 @@ static void up_done(void *arg, int ok) {
   /* After a mid-body failure the client gets what arrived (a short body). */
   if (!ok)
     r->kind = PX_KIND_ERROR;
+  else
+    polite__px_upstream_end(r); /* pxlimits hook: token usage */
   evhttp_send_reply_end(r->req);
   polite__px_finish(r);
 }

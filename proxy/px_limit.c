@@ -13,10 +13,10 @@ typedef struct {
 
 struct px_lim {
   const px_lim_cfg *cfg;
-  polite_gcra g;          /* gcra */
-  int64_t units_left;     /* fixed: -1 before the first request */
-  int64_t reset_at_us;    /* fixed: the window ends then */
-  slide_ent *ring;        /* sliding: admitted requests, oldest first */
+  polite_gcra g;       /* gcra */
+  int64_t units_left;  /* fixed: -1 before the first request */
+  int64_t reset_at_us; /* fixed: the window ends then */
+  slide_ent *ring;     /* sliding: admitted requests, oldest first */
   size_t head, n, cap;
 };
 
@@ -38,10 +38,9 @@ px_lim *polite__px_lim_new(const px_lim_cfg *cfg) {
   l->cfg = cfg;
   l->units_left = -1;
   if (cfg->mode == PX_LIM_GCRA &&
-      polite_gcra_init(&l->g,
-                       (double)cfg->limit / cfg->cost * 1e6 /
-                           (double)cfg->window_us,
-                       cfg->burst) != 0) {
+      polite_gcra_init(
+          &l->g, (double)cfg->limit / cfg->cost * 1e6 / (double)cfg->window_us,
+          cfg->burst) != 0) {
     free(l);
     return NULL;
   }
@@ -242,10 +241,10 @@ static void sliding_admit(px_lim *l, int64_t now_us, int take,
   if (lo > 0)
     plan(o, lo, o->window_s);
   else
-    plan(o, 0, ceil_div(o->admitted ? slide_at(l, 0)->at_us + c->window_us -
-                                          now_us
-                                    : o->wait_us,
-                        1000000));
+    plan(o, 0,
+         ceil_div(o->admitted ? slide_at(l, 0)->at_us + c->window_us - now_us
+                              : o->wait_us,
+                  1000000));
   o->reset_us = o->reset_s * 1000000;
 }
 
@@ -265,7 +264,8 @@ void polite__px_lim_admit(px_lim *l, int64_t now_us, int take,
     out->wait_us = 1;
 }
 
-/* ---- Quotas ---------------------------------------------------------------- */
+/* ---- Quotas ----------------------------------------------------------------
+ */
 
 #define DAY_MS INT64_C(86400000)
 

@@ -42,13 +42,13 @@ void polite__px_lim_free(void *l);
 
 typedef struct {
   int admitted;
-  int64_t wait_us;     /* refused: until capacity returns (>= 1) */
-  int64_t remaining;   /* r (requests) */
-  int64_t reset_s;     /* t (whole seconds, >= 0; >= 1 when r = 0) */
-  int64_t quota;       /* q (requests per window) */
-  int64_t window_s;    /* w */
-  int64_t units_left;  /* fixed: resources remaining (Dev Proxy headers) */
-  int64_t reset_us;    /* fixed: until the window resets; else = t */
+  int64_t wait_us;    /* refused: until capacity returns (>= 1) */
+  int64_t remaining;  /* r (requests) */
+  int64_t reset_s;    /* t (whole seconds, >= 0; >= 1 when r = 0) */
+  int64_t quota;      /* q (requests per window) */
+  int64_t window_s;   /* w */
+  int64_t units_left; /* fixed: resources remaining (Dev Proxy headers) */
+  int64_t reset_us;   /* fixed: until the window resets; else = t */
 } px_lim_state;
 
 /* Asks the limiter to admit one request at now_us (take = 1), or only looks
@@ -85,5 +85,48 @@ typedef struct {
  * (may be NULL) gets the wall-clock time the quota renews, or -1 never. */
 int polite__px_quota_admit(const px_quota_cfg *c, px_quota *q, int64_t wall_ms,
                            int64_t mono_ms, int64_t *reset_wall_ms);
+
+/* ---- Token limits ---------------------------------------------------------
+ *
+ * Prompt and completion tokens per window (Dev Proxy's
+ * LanguageModelRateLimitingPlugin), charged after the answer from its
+ * usage, so the request that overshoots succeeds and the next ones are
+ * refused until the window ends. */
+
+typedef struct {
+  int64_t prompt_limit;     /* per window; 0: none */
+  int64_t completion_limit; /* per window; 0: none */
+  int64_t window_us;
+} px_tok_cfg;
+
+typedef struct {
+  int64_t window_end_us; /* 0 before the first request */
+  int64_t prompt, completion;
+} px_tok;
+
+#define PX_TOK_PROMPT 1
+#define PX_TOK_COMPLETION 2
+/* Answers longer than this are not read for usage (nothing charged). */
+#define PX_TOK_BODY_MAX (1024 * 1024)
+
+typedef struct {
+  int spent;         /* PX_TOK_* that is spent, 0 when admitted */
+  int64_t limit;     /* the limit closest to being spent */
+  int64_t remaining; /* its tokens left (>= 0) */
+  int64_t reset_us;  /* until the window ends */
+} px_tok_state;
+
+/* 1 when a request may go now, 0 when the prompt or completion tokens of
+ * the window are spent (out->spent says which). Fills *out either way. */
+int polite__px_tok_admit(const px_tok_cfg *c, px_tok *t, int64_t now_us,
+                         px_tok_state *out);
+/* Counts an answer's tokens in the window of now_us. */
+void polite__px_tok_charge(const px_tok_cfg *c, px_tok *t, int64_t now_us,
+                           int64_t prompt, int64_t completion);
+/* usage.prompt_tokens / completion_tokens (chat completions) or
+ * input_tokens / output_tokens (responses API) of a JSON body. 0, or -1
+ * when the body has no usage (both then 0). */
+int polite__px_tok_usage(const char *body, size_t len, int64_t *prompt,
+                         int64_t *completion);
 
 #endif

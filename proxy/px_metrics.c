@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const double lat_bounds[PX_LAT_BUCKETS] = {
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
@@ -39,6 +40,7 @@ static const struct {
     {PX_KIND_EARLY, "early_retry", "retry_after"},
     {PX_KIND_THROTTLED, "during_throttle", "retry_after"},
     {PX_KIND_CONCURRENCY, "concurrency_limited", "concurrency"},
+    {PX_KIND_TOKENS, "tokens_limited", "tokens"},
 };
 
 #define NKINDS (sizeof kinds / sizeof kinds[0])
@@ -66,25 +68,27 @@ char *polite__px_metrics_text(px_state *s) {
   fprintf(f, "# HELP polite_proxy_throttled_total Throttling answers, by the "
              "rule that made them.\n"
              "# TYPE polite_proxy_throttled_total counter\n");
-  static const char *const rules[] = {"failure_rate", "rate_limit", "quota",
-                                      "retry_after", "concurrency"};
+  static const char *const rules[] = {"failure_rate", "rate_limit",  "quota",
+                                      "retry_after",  "concurrency", "tokens"};
   for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
     uint64_t n = 0;
     for (size_t i = 0; i < NKINDS; i++)
-      if (kinds[i].rule && kinds[i].rule == rules[r])
+      if (kinds[i].rule && strcmp(kinds[i].rule, rules[r]) == 0)
         n += polite__px_kind_count(s, kinds[i].kind);
     fprintf(f, "polite_proxy_throttled_total{rule=\"%s\"} %llu\n", rules[r],
             (unsigned long long)n);
   }
-  fprintf(f, "# HELP polite_proxy_early_retries_total Requests from a client "
-             "told to wait that came back too soon.\n"
-             "# TYPE polite_proxy_early_retries_total counter\n"
-             "polite_proxy_early_retries_total %llu\n",
+  fprintf(f,
+          "# HELP polite_proxy_early_retries_total Requests from a client "
+          "told to wait that came back too soon.\n"
+          "# TYPE polite_proxy_early_retries_total counter\n"
+          "polite_proxy_early_retries_total %llu\n",
           (unsigned long long)polite__px_kind_count(s, PX_KIND_EARLY));
   const px_metrics *m = polite__px_metrics(s);
-  fprintf(f, "# HELP polite_proxy_in_flight Requests arrived and not yet "
-             "answered.\n# TYPE polite_proxy_in_flight gauge\n"
-             "polite_proxy_in_flight %lld\n",
+  fprintf(f,
+          "# HELP polite_proxy_in_flight Requests arrived and not yet "
+          "answered.\n# TYPE polite_proxy_in_flight gauge\n"
+          "polite_proxy_in_flight %lld\n",
           (long long)(m->in_flight > 0 ? m->in_flight : 0));
   fprintf(f, "# HELP polite_proxy_upstream_latency_seconds Time from sending "
              "a request upstream to its answer's head.\n"
@@ -99,8 +103,8 @@ char *polite__px_metrics_text(px_state *s) {
           "polite_proxy_upstream_latency_seconds_bucket{le=\"+Inf\"} %llu\n"
           "polite_proxy_upstream_latency_seconds_sum %.6f\n"
           "polite_proxy_upstream_latency_seconds_count %llu\n",
-          (unsigned long long)(cum + m->lat_over), m->lat_sum_s,
-          (unsigned long long)m->lat_count);
+          (unsigned long long)cum + (unsigned long long)m->lat_over,
+          m->lat_sum_s, (unsigned long long)m->lat_count);
   if (fclose(f) != 0) {
     free(buf);
     return NULL;

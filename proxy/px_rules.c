@@ -9,9 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
+void polite__px_errf(char *err, size_t errlen, const char *fmt, ...) {
   if (err == NULL || errlen == 0)
     return;
   va_list ap;
@@ -48,6 +46,16 @@ void polite__px_rules_free(px_rules *r) {
   free(r->rules);
   r->rules = NULL;
   r->n = 0;
+}
+
+void polite__px_dirname(const char *path, char *dir, size_t size,
+                        const char *none) {
+  snprintf(dir, size, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    *slash = '\0';
+  else
+    snprintf(dir, size, "%s", none);
 }
 
 /* Reads a whole file; returns a malloc'ed buffer (NUL-terminated) and its
@@ -110,8 +118,8 @@ static int parse_body(px_response *r, json_t *body, const char *dir,
       size_t len = 0;
       r->body = polite__px_slurp(path, &len);
       if (r->body == NULL) {
-        set_err(err, errlen, "%s: %s.body: cannot read body file '%s'", name,
-                where, path);
+        polite__px_errf(err, errlen, "%s: %s.body: cannot read body file '%s'",
+                        name, where, path);
         return -1;
       }
       r->body_len = len;
@@ -137,20 +145,21 @@ static int parse_response(px_response *r, json_t *o, int default_status,
                           char *err, size_t errlen) {
   memset(r, 0, sizeof *r);
   if (!json_is_object(o)) {
-    set_err(err, errlen, "%s: %s: expected an object", name, where);
+    polite__px_errf(err, errlen, "%s: %s: expected an object", name, where);
     return -1;
   }
   json_t *sc = json_object_get(o, "statusCode");
   if (sc == NULL) {
     if (default_status == 0) {
-      set_err(err, errlen, "%s: %s.statusCode: missing", name, where);
+      polite__px_errf(err, errlen, "%s: %s.statusCode: missing", name, where);
       return -1;
     }
     r->status = default_status;
   } else if (!json_is_integer(sc) || json_integer_value(sc) < 100 ||
              json_integer_value(sc) > 599) {
-    set_err(err, errlen, "%s: %s.statusCode: expected an integer 100-599", name,
-            where);
+    polite__px_errf(err, errlen,
+                    "%s: %s.statusCode: expected an integer 100-599", name,
+                    where);
     return -1;
   } else {
     r->status = (int)json_integer_value(sc);
@@ -158,9 +167,10 @@ static int parse_response(px_response *r, json_t *o, int default_status,
   json_t *hs = json_object_get(o, "headers");
   if (hs && !json_is_null(hs)) {
     if (!json_is_array(hs)) {
-      set_err(err, errlen,
-              "%s: %s.headers: expected an array of {\"name\",\"value\"}", name,
-              where);
+      polite__px_errf(
+          err, errlen,
+          "%s: %s.headers: expected an array of {\"name\",\"value\"}", name,
+          where);
       return -1;
     }
     size_t n = json_array_size(hs);
@@ -173,7 +183,7 @@ static int parse_response(px_response *r, json_t *o, int default_status,
       json_t *hv = json_is_object(h) ? json_object_get(h, "value") : NULL;
       if (!json_is_string(hn) || !json_is_string(hv) ||
           json_string_length(hn) == 0) {
-        set_err(
+        polite__px_errf(
             err, errlen,
             "%s: %s.headers[%zu]: expected {\"name\":STRING,\"value\":STRING}",
             name, where, i);
@@ -183,8 +193,9 @@ static int parse_response(px_response *r, json_t *o, int default_status,
        * response. */
       if (strpbrk(json_string_value(hn), "\r\n: ") ||
           strpbrk(json_string_value(hv), "\r\n")) {
-        set_err(err, errlen, "%s: %s.headers[%zu]: CR, LF or ':' in header",
-                name, where, i);
+        polite__px_errf(err, errlen,
+                        "%s: %s.headers[%zu]: CR, LF or ':' in header", name,
+                        where, i);
         return -1;
       }
       r->headers[i].name = xstrdup(json_string_value(hn));
@@ -199,21 +210,23 @@ static int parse_response(px_response *r, json_t *o, int default_status,
 static int parse_request(px_rule *u, json_t *o, int mocks, const char *name,
                          const char *where, char *err, size_t errlen) {
   if (!json_is_object(o)) {
-    set_err(err, errlen, "%s: %s.request: expected an object", name, where);
+    polite__px_errf(err, errlen, "%s: %s.request: expected an object", name,
+                    where);
     return -1;
   }
   json_t *url = json_object_get(o, "url");
   if (!json_is_string(url) || json_string_length(url) == 0) {
-    set_err(err, errlen, "%s: %s.request.url: expected a non-empty string",
-            name, where);
+    polite__px_errf(err, errlen,
+                    "%s: %s.request.url: expected a non-empty string", name,
+                    where);
     return -1;
   }
   u->url = xstrdup(json_string_value(url));
   json_t *m = json_object_get(o, "method");
   if (m && !json_is_null(m)) {
     if (!json_is_string(m) || json_string_length(m) == 0) {
-      set_err(err, errlen, "%s: %s.request.method: expected a string", name,
-              where);
+      polite__px_errf(err, errlen, "%s: %s.request.method: expected a string",
+                      name, where);
       return -1;
     }
     u->method = xstrdup(json_string_value(m));
@@ -223,8 +236,9 @@ static int parse_request(px_rule *u, json_t *o, int mocks, const char *name,
   json_t *bf = json_object_get(o, "bodyFragment");
   if (bf && !json_is_null(bf)) {
     if (!json_is_string(bf)) {
-      set_err(err, errlen, "%s: %s.request.bodyFragment: expected a string",
-              name, where);
+      polite__px_errf(err, errlen,
+                      "%s: %s.request.bodyFragment: expected a string", name,
+                      where);
       return -1;
     }
     u->body_fragment = xstrdup(json_string_value(bf));
@@ -233,8 +247,9 @@ static int parse_request(px_rule *u, json_t *o, int mocks, const char *name,
   if (nth && !json_is_null(nth)) {
     if (!json_is_integer(nth) || json_integer_value(nth) < 0 ||
         json_integer_value(nth) > 1000000000) {
-      set_err(err, errlen, "%s: %s.request.nth: expected an integer >= 0", name,
-              where);
+      polite__px_errf(err, errlen,
+                      "%s: %s.request.nth: expected an integer >= 0", name,
+                      where);
       return -1;
     }
     u->nth = (unsigned)json_integer_value(nth);
@@ -251,15 +266,16 @@ int polite__px_rules_parse(px_rules *out, px_rules_kind kind, const char *text,
   json_error_t je;
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
   if (root == NULL) {
-    set_err(err, errlen, "%s:%d:%d: %s", name, je.line, je.column, je.text);
+    polite__px_errf(err, errlen, "%s:%d:%d: %s", name, je.line, je.column,
+                    je.text);
     return POLITE_EINVAL;
   }
   int mocks = kind == PX_RULES_MOCKS;
   const char *top = mocks ? "mocks" : "errors";
   json_t *arr = json_is_object(root) ? json_object_get(root, top) : NULL;
   if (!json_is_array(arr)) {
-    set_err(err, errlen, "%s: expected an object with an array \"%s\"", name,
-            top);
+    polite__px_errf(err, errlen, "%s: expected an object with an array \"%s\"",
+                    name, top);
     json_decref(root);
     return POLITE_EINVAL;
   }
@@ -276,7 +292,7 @@ int polite__px_rules_parse(px_rules *out, px_rules_kind kind, const char *text,
     char where[64];
     snprintf(where, sizeof where, "%s[%zu]", top, i);
     if (!json_is_object(e)) {
-      set_err(err, errlen, "%s: %s: expected an object", name, where);
+      polite__px_errf(err, errlen, "%s: %s: expected an object", name, where);
       goto fail;
     }
     if (parse_request(u, json_object_get(e, "request"), mocks, name, where, err,
@@ -300,8 +316,9 @@ int polite__px_rules_parse(px_rules *out, px_rules_kind kind, const char *text,
     } else {
       json_t *rs = json_object_get(e, "responses");
       if (!json_is_array(rs) || json_array_size(rs) == 0) {
-        set_err(err, errlen, "%s: %s.responses: expected a non-empty array",
-                name, where);
+        polite__px_errf(err, errlen,
+                        "%s: %s.responses: expected a non-empty array", name,
+                        where);
         goto fail;
       }
       size_t m = json_array_size(rs);
@@ -331,17 +348,13 @@ int polite__px_rules_load(px_rules *out, px_rules_kind kind, const char *path,
   size_t len = 0;
   char *text = polite__px_slurp(path, &len);
   if (text == NULL) {
-    set_err(err, errlen, "%s: cannot read file: %s", path, strerror(errno));
+    polite__px_errf(err, errlen, "%s: cannot read file: %s", path,
+                    strerror(errno));
     memset(out, 0, sizeof *out);
     return POLITE_EIO;
   }
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    *slash = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
+  polite__px_dirname(path, dir, sizeof dir, ".");
   int rc = polite__px_rules_parse(out, kind, text, len, path, dir, err, errlen);
   free(text);
   return rc;
@@ -400,23 +413,20 @@ int polite__px_response_load(px_rules *out, const char *path, char *err,
   size_t len = 0;
   char *text = polite__px_slurp(path, &len);
   if (text == NULL) {
-    set_err(err, errlen, "%s: cannot read file: %s", path, strerror(errno));
+    polite__px_errf(err, errlen, "%s: cannot read file: %s", path,
+                    strerror(errno));
     return POLITE_EIO;
   }
   json_error_t je;
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
   free(text);
   if (root == NULL) {
-    set_err(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    polite__px_errf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column,
+                    je.text);
     return POLITE_EINVAL;
   }
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    *slash = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
+  polite__px_dirname(path, dir, sizeof dir, ".");
   out->rules = calloc(1, sizeof *out->rules);
   px_rule *u = out->rules;
   if (u == NULL || (u->responses = calloc(1, sizeof *u->responses)) == NULL ||

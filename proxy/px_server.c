@@ -117,12 +117,11 @@ static px_req *describe(px_server *s, struct evhttp_request *req,
   ev_uint16_t port = 0;
   if (conn)
     evhttp_connection_get_peer(conn, &peer, &port);
-  /* pxlimits hook: the judge tells clients apart by connection, and learns
-   * when one closes. */
-  snprintf(r->conn, sizeof r->conn, "%s:%u", peer ? peer : "-",
-           (unsigned)port);
-  if (conn)
-    evhttp_connection_set_closecb(conn, polite__px_conn_gone, s);
+  /* pxlimits hook: the judge tells clients apart by connection. A server
+   * that learns of closes at once should call polite__px_conn_closed;
+   * evhttp reports an idle kept-alive connection's close only when it
+   * frees it (seen: at shutdown), so the judge probes the socket. */
+  snprintf(r->conn, sizeof r->conn, "%s:%u", peer ? peer : "-", (unsigned)port);
   const char *auth = evhttp_find_header(in, "Authorization");
   if (auth) {
     char hex[17];
@@ -296,6 +295,14 @@ static void flush_log(evutil_socket_t fd, short what, void *arg) {
   (void)what;
   px_server *s = arg;
   fflush(s->log);
+}
+
+/* pxlimits hook: errors and mocks files reloaded when they change. */
+static void reload_files(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  px_server *s = arg;
+  polite__px_config_reload(s->cfg, stderr);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg) {
@@ -490,12 +497,17 @@ int polite__px_run(px_config *c) {
   struct event *si = evsignal_new(s.base, SIGINT, on_signal, &s);
   struct event *st = evsignal_new(s.base, SIGTERM, on_signal, &s);
   struct event *fl = event_new(s.base, -1, EV_PERSIST, flush_log, &s);
-  struct timeval every = {0, 200000};
+  struct event *rl = event_new(s.base, -1, EV_PERSIST, reload_files, &s);
+  struct timeval every = {0, 200000}, second = {1, 0};
+  if (rl)
+    event_add(rl, &second); /* pxlimits hook */
   int rc = 1;
   if (si && st && fl && event_add(si, NULL) == 0 && event_add(st, NULL) == 0 &&
       (s.log == stderr || event_add(fl, &every) == 0) &&
       open_listener(&s, c->listen) == 0) {
     fprintf(stderr, "polite proxy: listening on %s\n", s.listen_addr);
+    if (c->warning) /* pxlimits hook: what a devproxyrc asks, not simulated */
+      fprintf(stderr, "polite proxy: warning: %s\n", c->warning);
     if (c->upstream)
       fprintf(stderr, "polite proxy: forwarding to %s://%s%s\n",
               strncasecmp(c->upstream, "https://", 8) == 0 ? "https" : "http",
@@ -518,6 +530,8 @@ int polite__px_run(px_config *c) {
     event_free(st);
   if (fl)
     event_free(fl);
+  if (rl)
+    event_free(rl);
   accepting = NULL;
   if (s.resume)
     event_free(s.resume);

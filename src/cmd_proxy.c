@@ -52,6 +52,14 @@ static void help(FILE *f) {
       "  --log FILE                one line per request (default stderr)\n"
       "  --ready-file FILE         write the bound ADDR:PORT here once "
       "listening\n"
+      "  --devproxy-config FILE    Dev Proxy's devproxyrc.json or .yaml, as it "
+      "is\n"
+      "  --preset NAME             openai, github or graph limits; --preset "
+      "list shows them\n"
+      "  --rate-limit-mode M       gcra (default), fixed or sliding; more "
+      "limits\n"
+      "                            (concurrency, quotas) in "
+      "docs/proxy-limits.md\n"
       "  --config FILE             JSON object of the options above\n"
       "                            "
       "({\"listen\":\"127.0.0.1:8000\",\"failureRate\":50})\n\n"
@@ -79,16 +87,33 @@ int cmd_proxy(int argc, char **argv) {
       return CLI_EXIT_OK;
     }
     const char *path = NULL;
-    if (strcmp(a, "--config") == 0) {
+    /* pxlimits: --preset and --devproxy-config are read here too, so that
+     * flags override them. */
+    if (strcmp(a, "--preset") == 0 && i + 1 < argc) {
+      const char *name = argv[++i];
+      if (strcmp(name, "list") == 0) {
+        polite__px_preset_list(stdout);
+        polite__px_config_free(&c);
+        return CLI_EXIT_OK;
+      }
+      if (polite__px_preset_apply(&c, name, err, sizeof err) < 0) {
+        polite__px_config_free(&c);
+        return cli_usage("proxy", "%s", err);
+      }
+      continue;
+    }
+    int dp = strcmp(a, "--devproxy-config") == 0;
+    if (strcmp(a, "--config") == 0 || dp) {
       if (i + 1 >= argc) {
         polite__px_config_free(&c);
-        return cli_usage("proxy", "--config needs a FILE");
+        return cli_usage("proxy", "%s needs a FILE", a);
       }
       path = argv[++i];
     } else if (strncmp(a, "--config=", 9) == 0) {
       path = a + 9;
     }
-    if (path && polite__px_config_load(&c, path, err, sizeof err) < 0) {
+    if (path && (dp ? polite__px_devproxy_load(&c, path, err, sizeof err)
+                    : polite__px_config_load(&c, path, err, sizeof err)) < 0) {
       fprintf(stderr, "polite proxy: %s\n", err);
       polite__px_config_free(&c);
       return CLI_EXIT_USAGE;
@@ -99,7 +124,8 @@ int cmd_proxy(int argc, char **argv) {
     const char *a = argv[i];
     /* argv[i] is never NULL for i < argc (C11 5.1.2.2.1). */
     // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker)
-    if (strcmp(a, "--config") == 0) {
+    if (strcmp(a, "--config") == 0 || strcmp(a, "--devproxy-config") == 0 ||
+        strcmp(a, "--preset") == 0) {
       i++;
       continue;
     }

@@ -37,18 +37,17 @@ static void limit_options(void **state) {
   px_config c;
   char err[256];
   polite__px_config_init(&c);
-  assert_int_equal(polite__px_config_set(&c, "rate-limit", "120/min", NULL,
-                                         err, sizeof err),
-                   0);
+  assert_int_equal(
+      polite__px_config_set(&c, "rate-limit", "120/min", NULL, err, sizeof err),
+      0);
   assert_int_equal(polite__px_config_set(&c, "rateLimitMode", "fixed", NULL,
                                          err, sizeof err),
                    0);
-  assert_int_equal(polite__px_config_set(&c, "rate-limit-cost", "2", NULL, err,
-                                         sizeof err),
-                   0);
-  assert_int_equal(polite__px_config_set(&c, "reset-format",
-                                         "UtcEpochSeconds", NULL, err,
-                                         sizeof err),
+  assert_int_equal(
+      polite__px_config_set(&c, "rate-limit-cost", "2", NULL, err, sizeof err),
+      0);
+  assert_int_equal(polite__px_config_set(&c, "reset-format", "UtcEpochSeconds",
+                                         NULL, err, sizeof err),
                    0);
   assert_int_equal(polite__px_config_set(&c, "concurrency-limit", "4", NULL,
                                          err, sizeof err),
@@ -56,12 +55,11 @@ static void limit_options(void **state) {
   assert_int_equal(polite__px_config_set(&c, "concurrency-status", "503", NULL,
                                          err, sizeof err),
                    0);
-  assert_int_equal(polite__px_config_set(&c, "quota", "100", NULL, err,
-                                         sizeof err),
-                   0);
-  assert_int_equal(polite__px_config_set(&c, "quota-period", "1h", NULL, err,
-                                         sizeof err),
-                   0);
+  assert_int_equal(
+      polite__px_config_set(&c, "quota", "100", NULL, err, sizeof err), 0);
+  assert_int_equal(
+      polite__px_config_set(&c, "quota-period", "1h", NULL, err, sizeof err),
+      0);
   assert_int_equal(polite__px_config_finish(&c, err, sizeof err), 0);
   assert_int_equal(c.lim.mode, PX_LIM_FIXED);
   assert_int_equal(c.lim.limit, 240); /* 120 requests x cost 2 */
@@ -77,12 +75,12 @@ static void limit_options(void **state) {
                    -1);
   assert_non_null(strstr(err, "'leaky'"));
   assert_non_null(strstr(err, "gcra, fixed, sliding"));
-  assert_int_equal(polite__px_config_set(&c, "concurrency-status", "500",
-                                         NULL, err, sizeof err),
+  assert_int_equal(polite__px_config_set(&c, "concurrency-status", "500", NULL,
+                                         err, sizeof err),
                    -1);
-  assert_int_equal(polite__px_config_set(&c, "quota-period", "week", NULL, err,
-                                         sizeof err),
-                   -1);
+  assert_int_equal(
+      polite__px_config_set(&c, "quota-period", "week", NULL, err, sizeof err),
+      -1);
   assert_non_null(strstr(err, "--quota-period"));
   assert_int_equal(polite__px_config_set(&c, "warning-threshold", "101", NULL,
                                          err, sizeof err),

@@ -76,8 +76,8 @@ static void sliding_log_arithmetic(void **state) {
   assert_false(o.admitted);
   assert_int_equal(o.wait_us, 1 * S); /* the one of 2 s leaves at 12 s */
   /* A fixed window would have allowed 3 more at 10 s; the log does not. */
-  assert_null(polite__px_lim_new(&(px_lim_cfg){PX_LIM_SLIDING,
-                                               PX_SLIDING_MAX + 1, S, 1, 1}));
+  assert_null(polite__px_lim_new(
+      &(px_lim_cfg){PX_LIM_SLIDING, PX_SLIDING_MAX + 1, S, 1, 1}));
   polite__px_lim_free(l);
 }
 
@@ -117,8 +117,8 @@ static int64_t follow(px_lim_mode m, int64_t limit, int64_t window_s,
     px_lim_state o;
     polite__px_lim_admit(l, now + rtt_us / 2, 1, &o);
     if (!o.admitted)
-      fail_msg("mode %d refused a request that followed the plan at %lld us",
-               m, (long long)now);
+      fail_msg("mode %d refused a request that followed the plan at %lld us", m,
+               (long long)now);
     admitted++;
     int64_t answer = now + rtt_us;
     if (o.remaining == 0) {
@@ -140,9 +140,10 @@ static int64_t follow(px_lim_mode m, int64_t limit, int64_t window_s,
     now = answer + n * gap;
   }
   polite__px_lim_free(l);
-  print_message("mode %d %lld/%llds burst %u cost %lld batch %d: %lld in %llds\n",
-                m, (long long)limit, (long long)window_s, burst,
-                (long long)cost, batch, (long long)admitted, (long long)secs);
+  print_message(
+      "mode %d %lld/%llds burst %u cost %lld batch %d: %lld in %llds\n", m,
+      (long long)limit, (long long)window_s, burst, (long long)cost, batch,
+      (long long)admitted, (long long)secs);
   return admitted;
 }
 
@@ -177,8 +178,8 @@ static void quota_periods(void **state) {
   assert_true(polite__px_quota_admit(&c, &q, wall + 1, 0, NULL));
   assert_false(polite__px_quota_admit(&c, &q, wall + 2, 0, NULL));
   /* 06:00 UTC: renewed, next reset the day after. */
-  assert_true(polite__px_quota_admit(&c, &q, 20000 * day + 6 * 3600000, 0,
-                                     &reset));
+  assert_true(
+      polite__px_quota_admit(&c, &q, 20000 * day + 6 * 3600000, 0, &reset));
   assert_int_equal(reset, 20001 * day + 6 * 3600000);
   px_quota_cfg w = {1, PX_QUOTA_WINDOW, 0, 1000};
   px_quota qw = {0, 0};

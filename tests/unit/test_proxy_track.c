@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "px_track.c"
+#include "px_track_report.c"
 
 #define T PX_TELL_THROTTLE
 
@@ -96,8 +97,7 @@ static void clients_sharing_a_key_are_not_blamed_for_each_other(void **state) {
   assert_int_equal(left, 700);
   polite__px_tell(s, "k", "ip:B", "ip", 300, 1000, 0); /* rounded up */
   assert_int_equal(judge(s, "k", "ip:A", "ip", 1000, 0, NULL), PX_JUDGE_OK);
-  assert_int_equal(judge(s, "k", "ip:B", "ip", 1100, 0, &left),
-                   PX_JUDGE_EARLY);
+  assert_int_equal(judge(s, "k", "ip:B", "ip", 1100, 0, &left), PX_JUDGE_EARLY);
   assert_int_equal(left, 200);
   assert_int_equal(judge(s, "k", "ip:B", "ip", 1300, 0, NULL), PX_JUDGE_OK);
   /* A told 429 by a rate limiter (no throttle flag) binds only A. */
@@ -275,8 +275,7 @@ static void retry_chains_and_report(void **state) {
   rec(s, "POST", "http://h/b", 1, 200, PX_KIND_PASSED);
   rec(s, "GET", "http://h/b", 1, 429, PX_KIND_EARLY);
   polite__px_early_record(s, 500, "GET http://h/b", "127.0.0.1",
-                          "127.0.0.1:4242", "GET",
-                          "http://h/b", 400, 0);
+                          "127.0.0.1:4242", "GET", "http://h/b", 400, 0);
   json_t *j = report(s);
   assert_int_equal(json_integer_value(json_object_get(j, "requests")), 14);
   assert_int_equal(json_integer_value(json_object_get(j, "passed")), 4);

@@ -20,9 +20,11 @@ def parse_item(value):
 
 
 def follow(base, seconds):
-    """Follows the contract for `seconds`; returns (ok, refused, rate/s)."""
+    """Follows the contract for `seconds`; returns (ok, refused, rate/s, the
+    rate the headers allowed: 1 / the mean planned wait)."""
     s = requests.Session()
     ok = refused = 0
+    waits = []
     end = time.monotonic() + seconds
     start = time.monotonic()
     while time.monotonic() < end:
@@ -41,20 +43,24 @@ def follow(base, seconds):
             wait = rl["t"]
         else:
             wait = max(rl["t"] / rl["r"], pol["w"] / pol["q"])
+        waits.append(wait)
         time.sleep(max(0.0, got + wait - time.monotonic()))
-    return ok, refused, ok / (time.monotonic() - start)
+    return ok, refused, ok / (time.monotonic() - start), len(waits) / sum(waits)
 
 
 # --- 1. the planner contract in each mode at 10/s ---
-# gcra at --burst 1 (nginx limit_req's shape) within 5%; the windows lose a
-# little at each window's start (fixed) or to rounding t to whole seconds
-# (sliding), so within 10%.
-for mode, floor in (("gcra", 9.5), ("fixed", 9.0), ("sliding", 9.0)):
+# What the headers allow (1 / the mean planned wait) is the proxy's claim:
+# gcra at --burst 1 (nginx limit_req's shape) within 3 %; the fixed window
+# loses a little at each window's start, so within 8 %. The rate measured
+# also pays the client's own round trips (and this machine's load).
+for mode, floor in (("gcra", 9.7), ("fixed", 9.2), ("sliding", 9.7)):
     px = Proxy("--rate-limit", "10/s", "--rate-limit-mode", mode,
                "--rate-limit-headers", "ietf", name="contract-" + mode)
-    ok, refused, rate = follow(px.base, 4)
+    ok, refused, rate, allowed = follow(px.base, 4)
     check(refused == 0, "%s: a client following RateLimit is never refused (%d refused)" % (mode, refused))
-    check(rate >= floor, "%s: and keeps up with 10/s (%.2f/s, at least %.1f)" % (mode, rate, floor))
+    check(allowed >= floor, "%s: the headers let it keep up with 10/s (%.2f/s allowed, at least %.1f; "
+          "%.2f/s measured)" % (mode, allowed, floor, rate))
+    check(rate >= 8.0, "%s: measured %.2f/s" % (mode, rate))
     rep = px.report()
     check(rep["rate_limited"] == 0 and rep["early_retries"] == 0, "%s: the report agrees" % mode)
     px.stop()
@@ -112,7 +118,47 @@ check(re.search(r"renews at \d{4}-\d\d-\d\dT06:00:00Z", last.text) is not None,
       "the body says when it renews (%s)" % last.text)
 px.stop()
 
-# --- 5. polite run: at the right rate no 429, faster gets 429s it honours ---
+# --- 5. presets ---
+rc, out, err = run("proxy", "--preset", "list")
+check(rc == 0 and all(n in out for n in ("openai", "github", "graph")) and "--rate-limit 5000/h" in out,
+      "--preset list shows the presets with their options")
+px = Proxy("--preset", "github", name="github")
+r = requests.get(px.base + "/repos", timeout=10)
+check(r.headers.get("X-RateLimit-Limit") == "5000" and r.headers.get("X-RateLimit-Remaining") == "4999"
+      and time.time() + 3590 <= int(r.headers.get("X-RateLimit-Reset", "0")) <= time.time() + 3601,
+      "github: x-ratelimit-limit/-remaining/-reset (epoch) on every answer (%s)" % dict(r.headers))
+px.stop()
+px = Proxy("--preset", "openai", "--failure-rate", "0", name="openai")
+r = requests.get(px.base + "/v1/models", timeout=10)
+check(r.headers.get("x-ratelimit-limit-requests") == "60"
+      and r.headers.get("x-ratelimit-reset-requests") == "1m0s"
+      and int(r.headers.get("x-ratelimit-remaining-requests", "0")) >= 1,
+      "openai: x-ratelimit-*-requests (%s)" % dict(r.headers))
+px.stop()
+
+# --- 6. token limits: charged from usage after the answer ---
+mocks = write("chat.json", json.dumps({"mocks": [{
+    "request": {"url": "*/v1/chat/completions", "method": "POST"},
+    "response": {"statusCode": 200, "body": {
+        "id": "chatcmpl-1", "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 5, "total_tokens": 45}}}}]}))
+px = Proxy("--mocks-file", mocks, "--prompt-token-limit", "100", "--token-window", "60", name="tokens")
+s = requests.Session()
+rs = [s.post(px.base + "/v1/chat/completions", json={"model": "m", "messages": []}, timeout=10)
+      for _ in range(4)]
+check([r.status_code for r in rs] == [200, 200, 200, 429],
+      "100 prompt tokens, 40 each: the third overshoots and passes, the fourth is refused (%s)"
+      % [r.status_code for r in rs])
+check(rs[1].headers.get("x-ratelimit-remaining-tokens") == "60" and rs[0].headers.get("x-ratelimit-limit-tokens") == "100",
+      "x-ratelimit-*-tokens headers (%s)" % dict(rs[1].headers))
+check(rs[3].json().get("error", {}).get("code") == "rate_limit_exceeded" and rs[3].json()["error"]["type"] == "tokens"
+      and 55 <= int(rs[3].headers.get("Retry-After", "0")) <= 60,
+      "OpenAI's TPM body and a Retry-After to the window's end (%s)" % rs[3].text)
+check(px.report().get("tokens_limited") == 1, "the report counts it")
+px.stop()
+
+# --- 7. polite run: at the right rate no 429, faster gets 429s it honours ---
 rc, out, err = run("run", "--help")
 if rc == 0 and "--rate" in out:
     for mode in ("gcra", "fixed", "sliding"):
