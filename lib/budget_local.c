@@ -72,7 +72,7 @@ static int local_acquire(polite_budget *b, const char *key, int64_t now_us,
   pthread_mutex_lock(&lb->mu);
   account *a = find_account(lb, key);
   if (a == NULL) {
-    strcpy(b->errstr, "out of memory");
+    snprintf(b->errstr, sizeof b->errstr, "out of memory");
     rc = POLITE_ENOMEM;
   } else if (now_us < a->paused_until_us) {
     *wait_us = a->paused_until_us - now_us;
@@ -115,7 +115,7 @@ static int local_pause_until(polite_budget *b, const char *key, int64_t now_us,
   pthread_mutex_lock(&lb->mu);
   account *a = find_account(lb, key);
   if (a == NULL) {
-    strcpy(b->errstr, "out of memory");
+    snprintf(b->errstr, sizeof b->errstr, "out of memory");
     rc = POLITE_ENOMEM;
   } else if (until_us > a->paused_until_us) {
     a->paused_until_us = until_us;
@@ -159,7 +159,7 @@ static int local_publish_rate(polite_budget *b, const char *key, int64_t now_us,
   pthread_mutex_lock(&lb->mu);
   account *a = find_account(lb, key);
   if (a == NULL) {
-    strcpy(b->errstr, "out of memory");
+    snprintf(b->errstr, sizeof b->errstr, "out of memory");
     rc = POLITE_ENOMEM;
   } else {
     rc = polite_shared_rate_merge(&a->sr, r, is_cut);

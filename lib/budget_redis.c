@@ -232,7 +232,7 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   size_t need = strlen(rb->name) + strlen(key) + 24;
   char *kbuf = malloc(5 * need);
   if (kbuf == NULL) {
-    strcpy(rb->base.errstr, "out of memory");
+    snprintf(rb->base.errstr, sizeof rb->base.errstr, "out of memory");
     return POLITE_ENOMEM;
   }
   static const char *suffix[5] = {"tat", "pause", "leases", "units", "rate"};
