@@ -94,9 +94,9 @@ static int64_t add_sat(int64_t a, int64_t b) {
  *  7. The server named a wait W (polite_headers_wait_ms):
  *     W > 0: W is a minimum. W > max_wait_ms (when > 0): STOP
  *     wait_too_long (the request ends now, never by sending early: the
- *     caller was not willing to wait that long). W > time left: STOP deadline now (never sleep
- *     past the deadline, never retry early). Else RETRY server after
- *     W + spread, spread uniform in [0, spread_ms], cut so the wait ends at
+ *     caller was not willing to wait that long). W > time left: STOP deadline
+ * now (never sleep past the deadline, never retry early). Else RETRY server
+ * after W + spread, spread uniform in [0, spread_ms], cut so the wait ends at
  *     the deadline at the latest (never below W).
  *     W == 0 (past date, "0"): one prompt RETRY after a spread in
  *     [0, spread_ms] (within the time left) if prompt_retry_used is 0;

@@ -15,7 +15,9 @@ const char *polite_strerror(int err) {
   }
 }
 
-const char *polite_version(void) { return POLITE_VERSION_STR; }
+const char *polite_version(void) {
+  return POLITE_VERSION_STR;
+}
 
 /* splitmix64: tiny, fast, and good enough for jitter; the seed comes from
  * the caller so tests are deterministic. */

@@ -204,8 +204,8 @@ static int check_url(polite_request *r, const char *field, const char *url) {
                 : polite__ci_prefix(url, len, "https://") ? 8
                                                           : 0;
   if (len > URL_MAX_BYTES) {
-    fail(r, "%s is %zu bytes long, more than the limit of %d bytes", field,
-         len, URL_MAX_BYTES);
+    fail(r, "%s is %zu bytes long, more than the limit of %d bytes", field, len,
+         URL_MAX_BYTES);
     return -1;
   }
   if (skip == 0)
@@ -340,8 +340,9 @@ static int parse_json(polite_request *r, const char *line, size_t len) {
   json_t *root =
       json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
   if (root == NULL) {
-    fail(r, "not valid JSON at line %ld, column %d: %s (the text is not "
-            "shown: it may hold a secret)",
+    fail(r,
+         "not valid JSON at line %ld, column %d: %s (the text is not "
+         "shown: it may hold a secret)",
          r->line, jerr.column, json_fault_kind(jerr.text));
     return 0;
   }
@@ -427,7 +428,8 @@ static int parse_json(polite_request *r, const char *line, size_t len) {
           const char *hk;
           json_t *hv;
           json_object_foreach(
-              hdrs, hk, hv) if (polite__ci_eq(hk, strlen(hk), "content-type")) has_ct = 1;
+              hdrs, hk, hv) if (polite__ci_eq(hk, strlen(hk), "content-type"))
+              has_ct = 1;
         }
         if (!has_ct)
           polite_request_add_header(r, "Content-Type", "application/json");

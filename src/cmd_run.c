@@ -97,8 +97,8 @@ static int set_requeue(void *opts, const cli_opt *o, const char *v, char *err,
 }
 
 /* --rate: a fixed N/UNIT, 'auto' (learned at run time) or 'none'. */
-static int set_rate_arg(void *opts, const cli_opt *o, const char *v,
-                        char *err, size_t errlen) {
+static int set_rate_arg(void *opts, const cli_opt *o, const char *v, char *err,
+                        size_t errlen) {
   run_opts *r = opts;
   if (strcmp(v, "auto") == 0) {
     r->bo.rate_mode = POLITE_RATE_AUTO;
@@ -632,8 +632,8 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
   if (jr && run_journal_wrap(jr, bo) != 0)
     return CLI_EXIT_FAILED;
   /* Last, so that it sees what the journal wrapper passes on. */
-  report_tap *tap = report_tap_attach(bo, c->log.f, o->report_path,
-                                      &budget->cfg);
+  report_tap *tap =
+      report_tap_attach(bo, c->log.f, o->report_path, &budget->cfg);
   char err[256];
   polite_batch *batch = polite_batch_new(bo, err, sizeof err);
   if (batch == NULL) {

@@ -26,7 +26,7 @@ typedef struct {
   double w, h;           /* whole SVG */
   double x0, x1, y0, y1; /* plot area (y0 top, y1 bottom) */
   double vmax;           /* value at the top of the y scale */
-  int ticks;              /* grid steps from 0 to vmax */
+  int ticks;             /* grid steps from 0 to vmax */
   int64_t t0, t1;        /* time at x0, x1 (ms) */
 } rp_frame;
 

@@ -122,7 +122,8 @@ static int files_intact(run_journal *rj, char *msg, size_t len) {
   for (int i = 0; i < 2; i++) {
     struct stat now;
     if (stat(f[i].path, &now) != 0) {
-      snprintf(msg, len, "the %s '%s' is gone (%s) while the run was writing it",
+      snprintf(msg, len,
+               "the %s '%s' is gone (%s) while the run was writing it",
                f[i].what, f[i].path, strerror(errno));
       return 0;
     }

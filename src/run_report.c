@@ -273,8 +273,7 @@ int run_summary_json(const char *path, const polite_batch_stats *s,
     json_object_set_new(lr, "first_per_s", json_real(s->rate_first_per_s));
     json_object_set_new(lr, "final_per_s", json_real(s->rate_final_per_s));
     json_object_set_new(lr, "lowest_per_s", json_real(s->rate_lowest_per_s));
-    json_object_set_new(lr, "highest_per_s",
-                        json_real(s->rate_highest_per_s));
+    json_object_set_new(lr, "highest_per_s", json_real(s->rate_highest_per_s));
     json_t *cuts = json_object();
     json_object_set_new(cuts, "throttle",
                         json_integer((json_int_t)s->rate_cuts_throttle));
@@ -544,9 +543,9 @@ void run_log_rate(run_log *l, const polite_rate_change *r) {
   json_object_set_new(o, "event", json_string("rate"));
   json_object_set_new(o, "wall_ms", json_integer(r->wall_ms));
   json_object_set_new(o, "rate_per_s", json_real(r->rate_per_s));
-  json_object_set_new(o, "previous_per_s", r->previous_per_s >= 0
-                                               ? json_real(r->previous_per_s)
-                                               : json_null());
+  json_object_set_new(o, "previous_per_s",
+                      r->previous_per_s >= 0 ? json_real(r->previous_per_s)
+                                             : json_null());
   json_object_set_new(o, "reason", json_string(r->reason));
   json_object_set_new(o, "detail", json_string(r->detail));
   log_line(l, o);

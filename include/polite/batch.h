@@ -141,9 +141,9 @@ typedef struct {
   int body_truncated;          /* longer than max_body */
   const char *error;           /* English message or NULL */
   const char *idempotency_key; /* as sent, or NULL */
-  const char *location; /* a 3xx answer's Location, redacted with
-                           polite_redact_url (redirects are not
-                           followed), or NULL */
+  const char *location;        /* a 3xx answer's Location, redacted with
+                                  polite_redact_url (redirects are not
+                                  followed), or NULL */
 } polite_result;
 
 /* One network attempt, valid only during the on_attempt call. */
@@ -265,27 +265,27 @@ typedef struct {
   int idempotency_auto; /* random key for POST/PATCH without one */
   int64_t spread_ms;    /* max random spread after a server wait */
   polite_backoff backoff;
-  size_t max_body;         /* bytes kept per response */
-  unsigned max_pending;    /* requests held in memory (in flight +
-                              waiting); 0: 2 * concurrency + 64 */
-  uint64_t max_requests;   /* stop reading after this many; 0 = all */
-  int64_t cancel_grace_ms; /* after cancel, in-flight transfers get this */
-  int64_t heartbeat_ms;    /* while transfers are in flight, renew the
-                              budget leases of each account that has one at
-                              least this often (an acquire of 0 units and 0
-                              slots), so a request longer than the lease
-                              keeps its slot; 0 = off; default 1000 */
-  uint64_t seed;           /* 0: from the system's random source */
-  const char *user_agent;  /* NULL: "polite/VERSION" */
-  int64_t max_wait_ms;     /* a server wait (Retry-After, a reset, a pause
-                              found in the budget) longer than this ends
-                              the request `wait_too_long` at once instead
-                              of waiting, and is not written to the budget
-                              as a pause; <= 0 = no limit; default 15 min.
-                              The run sets it as the budget's max-wait
-                              (polite_budget_set_max_wait) */
+  size_t max_body;            /* bytes kept per response */
+  unsigned max_pending;       /* requests held in memory (in flight +
+                                 waiting); 0: 2 * concurrency + 64 */
+  uint64_t max_requests;      /* stop reading after this many; 0 = all */
+  int64_t cancel_grace_ms;    /* after cancel, in-flight transfers get this */
+  int64_t heartbeat_ms;       /* while transfers are in flight, renew the
+                                 budget leases of each account that has one at
+                                 least this often (an acquire of 0 units and 0
+                                 slots), so a request longer than the lease
+                                 keeps its slot; 0 = off; default 1000 */
+  uint64_t seed;              /* 0: from the system's random source */
+  const char *user_agent;     /* NULL: "polite/VERSION" */
+  int64_t max_wait_ms;        /* a server wait (Retry-After, a reset, a pause
+                                 found in the budget) longer than this ends
+                                 the request `wait_too_long` at once instead
+                                 of waiting, and is not written to the budget
+                                 as a pause; <= 0 = no limit; default 15 min.
+                                 The run sets it as the budget's max-wait
+                                 (polite_budget_set_max_wait) */
   polite_rate_mode rate_mode; /* default POLITE_RATE_FIXED */
-  double max_rate_per_s;       /* cap of the learned rate; <= 0: none */
+  double max_rate_per_s;      /* cap of the learned rate; <= 0: none */
   /* The clocks and the random source (NULL: the real ones). A fake env
    * makes the engine's decisions reproducible; the transfers themselves
    * still run in real time. */

@@ -30,7 +30,7 @@ typedef struct {
 /* What polite_budget_inspect reports about one account. */
 #define POLITE_BUDGET_MAX_HOLDERS 32
 typedef struct {
-  char id[96];           /* pid (file) or host:pid:random (redis) */
+  char id[96]; /* pid (file) or host:pid:random (redis) */
   unsigned slots;
   int64_t lease_left_us; /* until the lease expires */
 } polite_budget_holder;
@@ -41,7 +41,7 @@ typedef struct {
   unsigned slots_in_use;
   unsigned n_holders; /* entries filled (at most POLITE_BUDGET_MAX_HOLDERS) */
   polite_budget_holder holders[POLITE_BUDGET_MAX_HOLDERS];
-  int config_stored; /* 1 when the store keeps the settings (file:) */
+  int config_stored;           /* 1 when the store keeps the settings (file:) */
   polite_budget_config config; /* the store's settings, or this opener's */
 } polite_budget_state;
 
@@ -122,8 +122,8 @@ typedef struct {
 struct polite_budget {
   const polite_budget_vtable *vt;
   polite_budget_config cfg;
-  char errstr[160]; /* last error; "" when none */
-  char uri[128];    /* the URI, secrets redacted (for messages) */
+  char errstr[160];    /* last error; "" when none */
+  char uri[128];       /* the URI, secrets redacted (for messages) */
   int64_t max_wait_ms; /* see polite_budget_set_max_wait; 0: the default */
 };
 
@@ -142,8 +142,8 @@ POLITE_EXTERN int polite_budget_open(const char *uri,
  * instead of refusing different ones. "local" is refused (it lives inside
  * one process). Same return as polite_budget_open. */
 POLITE_EXTERN int polite_budget_open_inspect(const char *uri,
-                                             polite_budget **out,
-                                             char *errbuf, size_t errlen);
+                                             polite_budget **out, char *errbuf,
+                                             size_t errlen);
 
 /* The longest pause this participant writes (--max-wait): a pause_until
  * further away is cut to now + max_wait, so that no server answer can stop

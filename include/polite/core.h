@@ -1,4 +1,5 @@
-/* polite core: the pure part of libpolite (no I/O, no clock reads, no sleeping).
+/* polite core: the pure part of libpolite (no I/O, no clock reads, no
+ * sleeping).
  *
  * Every function here takes the current time and any random numbers as
  * arguments, so the whole retry logic can be tested on a fake clock.
@@ -50,7 +51,8 @@ POLITE_EXTERN const char *polite_version(void);
  * (tests with a constant, programs from the real random source). */
 POLITE_EXTERN uint64_t polite_rand_next(uint64_t *state);
 
-/* Uniform integer in [0, n] (inclusive) from one 64-bit random value; n >= 0. */
+/* Uniform integer in [0, n] (inclusive) from one 64-bit random value; n >= 0.
+ */
 POLITE_EXTERN int64_t polite_rand_uniform(uint64_t rnd, int64_t n);
 
 /* ---- Retry-After (RFC 9110 §10.2.3) and HTTP-date (§5.6.7) ------------- */
@@ -111,11 +113,11 @@ POLITE_EXTERN int64_t polite_retry_after_delay_ms(const polite_retry_after *ra,
 
 typedef enum {
   POLITE_WAIT_NONE = 0,
-  POLITE_WAIT_SECONDS = 1,   /* Retry-After: delay-seconds */
-  POLITE_WAIT_DATE = 2,      /* Retry-After: HTTP-date */
-  POLITE_WAIT_MS = 3,        /* retry-after-ms / x-ms-retry-after-ms */
-  POLITE_WAIT_RESET = 4,     /* a rate-limit reset with nothing remaining */
-  POLITE_WAIT_INVALID = 5    /* a Retry-After was present but invalid */
+  POLITE_WAIT_SECONDS = 1, /* Retry-After: delay-seconds */
+  POLITE_WAIT_DATE = 2,    /* Retry-After: HTTP-date */
+  POLITE_WAIT_MS = 3,      /* retry-after-ms / x-ms-retry-after-ms */
+  POLITE_WAIT_RESET = 4,   /* a rate-limit reset with nothing remaining */
+  POLITE_WAIT_INVALID = 5  /* a Retry-After was present but invalid */
 } polite_wait_source;
 
 /* Where a (remaining, reset) pair came from. Each source keeps its own
@@ -158,8 +160,8 @@ typedef struct {
    * result does not depend on header order. */
   int64_t limit;
   int64_t remaining;
-  int64_t reset_ms;  /* time until reset, ms (epoch resets converted) */
-  int64_t window_s;  /* policy window ("w=60"), seconds */
+  int64_t reset_ms; /* time until reset, ms (epoch resets converted) */
+  int64_t window_s; /* policy window ("w=60"), seconds */
 
   /* Token limits (OpenAI's x-ratelimit-*-tokens). */
   int64_t tokens_limit;
@@ -219,7 +221,8 @@ typedef struct {
   int64_t cap_ms;  /* largest window; default 30000 */
 } polite_backoff;
 
-#define POLITE_BACKOFF_DEFAULT {1000, 30000}
+#define POLITE_BACKOFF_DEFAULT                                                 \
+  { 1000, 30000 }
 
 /* Window for retry number `retry` (0 for the first retry):
  * min(cap, base * 2^retry), computed without overflow. */
@@ -256,39 +259,39 @@ typedef enum {
 typedef struct {
   const char *method; /* "GET", "POST", ...; NULL means GET */
   int has_idempotency_key;
-  int retry_unsafe;   /* caller opts in to retrying writes without a key */
-  int status;         /* HTTP status; 0 = no response (network error) */
+  int retry_unsafe; /* caller opts in to retrying writes without a key */
+  int status;       /* HTTP status; 0 = no response (network error) */
   const polite_headers *headers; /* may be NULL */
-  int body_quota;     /* polite_body_quota_hint() of the body */
-  unsigned attempt;   /* network attempts made so far, >= 1 */
-  unsigned max_attempts;   /* >= 1 */
-  int64_t time_left_ms;    /* before the deadline; < 0 means no deadline */
-  int prompt_retry_used;   /* a past-date prompt retry was already granted */
+  int body_quota;                /* polite_body_quota_hint() of the body */
+  unsigned attempt;              /* network attempts made so far, >= 1 */
+  unsigned max_attempts;         /* >= 1 */
+  int64_t time_left_ms;  /* before the deadline; < 0 means no deadline */
+  int prompt_retry_used; /* a past-date prompt retry was already granted */
   polite_backoff backoff;
-  int64_t spread_ms;       /* max random spread added to a server wait */
-  uint64_t rnd;            /* one random value for jitter and spread */
-  int64_t max_wait_ms;     /* longest server wait worth waiting for; a
-                              longer one is STOP wait_too_long (never
-                              sending early); <= 0 means no limit */
+  int64_t spread_ms;   /* max random spread added to a server wait */
+  uint64_t rnd;        /* one random value for jitter and spread */
+  int64_t max_wait_ms; /* longest server wait worth waiting for; a
+                          longer one is STOP wait_too_long (never
+                          sending early); <= 0 means no limit */
 } polite_decide_in;
 
 typedef struct {
   polite_action action;
   polite_reason reason;
-  int64_t wait_ms;         /* RETRY: how long to wait */
-  int64_t server_wait_ms;  /* the server's minimum, or -1 */
+  int64_t wait_ms;        /* RETRY: how long to wait */
+  int64_t server_wait_ms; /* the server's minimum, or -1 */
   polite_wait_source source;
-  int account_pause;       /* 1: the account is throttled; pause the whole
-                              budget for server_wait_ms (+ spread) */
-  const char *why;         /* static English sentence */
+  int account_pause; /* 1: the account is throttled; pause the whole
+                        budget for server_wait_ms (+ spread) */
+  const char *why;   /* static English sentence */
 } polite_decision;
 
 POLITE_EXTERN void polite_decide(const polite_decide_in *in,
                                  polite_decision *out);
 
 /* "ok", "http_error", "retries_exhausted", "deadline", "quota_exhausted",
- * "not_retried_unsafe", "network_error", "wait_too_long" for a final reason; NULL for RETRY
- * reasons. */
+ * "not_retried_unsafe", "network_error", "wait_too_long" for a final reason;
+ * NULL for RETRY reasons. */
 POLITE_EXTERN const char *polite_reason_outcome(polite_reason r);
 /* Short token for any reason ("server", "prompt", "backoff", ...). */
 POLITE_EXTERN const char *polite_reason_name(polite_reason r);
@@ -309,7 +312,7 @@ POLITE_EXTERN int polite_method_idempotent(const char *method);
 typedef struct {
   int64_t interval_us;
   int64_t tolerance_us;
-  int64_t tat_us; /* 0 until first use */
+  int64_t tat_us;       /* 0 until first use */
   int64_t interval_ns;  /* T in ns (exact state) */
   int64_t tolerance_ns; /* tau in ns (exact state) */
   int64_t tat_ns;       /* TAT in ns (exact state); 0 until first use */

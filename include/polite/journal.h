@@ -185,7 +185,7 @@ POLITE_EXTERN void polite_journal_run_stop(polite_journal_run *r,
  * stopped); input_failed: the input had a repeated id (reading ended). */
 typedef struct {
   int failed, input_failed;
-  const char *error; /* "" when neither */
+  const char *error;   /* "" when neither */
   uint64_t skipped;    /* finished requests not handed over */
   uint64_t handed;     /* requests handed to the engine */
   uint64_t suppressed; /* results not recorded after a failure */

@@ -507,7 +507,8 @@ static void reason_names_and_outcomes(void **state) {
   assert_string_equal(polite_reason_name((polite_reason)99), "unknown");
 }
 
-/* ---- max_wait_ms ---------------------------------------------------------- */
+/* ---- max_wait_ms ----------------------------------------------------------
+ */
 
 /* A server wait longer than max_wait_ms stops the request at once (never
  * by sending early), whatever the deadline; the account pause is still
