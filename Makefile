@@ -8,7 +8,7 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 LINT_BUILD ?= build-lint
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 10
 
 # Debian packages the build, the tests and the demo need.
 DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
