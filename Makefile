@@ -11,7 +11,7 @@ FUZZ_SECONDS ?= 20
 
 # Debian packages the build, the tests and the demo need.
 DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
-  libcurl4-openssl-dev libjansson-dev libevent-dev libhiredis-dev libsqlite3-dev \
+  libcurl4-openssl-dev libssl-dev libjansson-dev libevent-dev libhiredis-dev libsqlite3-dev \
   libcmocka-dev curl jq redis-server nginx-light python3 python3-requests \
   cppcheck clang-tidy
 

@@ -133,6 +133,13 @@ typedef struct {
   char *ready_file;
   px_rules errors;
   px_rules mocks;
+  /* The server's bounds and mode (set by src/cmd_proxy.c's own options;
+   * 0 means the documented default, see px_server.c set_bounds). */
+  int64_t max_head, max_headers, max_body, max_connections;
+  int header_timeout_ms, idle_timeout_ms;
+  int forward;       /* --mode forward */
+  char **allow_host; /* --allow-host globs (forward mode); owned */
+  size_t nallow_host;
 } px_config;
 
 void polite__px_config_init(px_config *c);

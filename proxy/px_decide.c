@@ -73,8 +73,7 @@ int polite__px_decide(px_req *r, int64_t now_us, const char *body,
     char *rk =
         c->rate_scope == c->scope
             ? strdup(r->key)
-            : polite__px_scope_key(s, r, c->rate_scope,
-                                   evhttp_request_get_input_headers(r->req));
+            : polite__px_scope_key(s, r, c->rate_scope, r->in);
     polite_gcra *g =
         rk ? polite__px_gcra_get(s->st, rk, c->rate_per_s, c->burst) : NULL;
     free(rk);

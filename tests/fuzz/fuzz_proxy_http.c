@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../proxy/px_http.c"
+#include "px_http.h"
 
 typedef struct {
   int status, heads;

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "px_http.c"
+#include "px_http.h"
 
 typedef struct {
   int heads;
