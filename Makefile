@@ -11,9 +11,9 @@ FUZZ_SECONDS ?= 20
 
 # Debian packages the build, the tests and the demo need.
 DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
-  libcurl4-openssl-dev libssl-dev libjansson-dev libevent-dev libhiredis-dev libsqlite3-dev \
+  libcurl4-openssl-dev libjansson-dev libevent-dev libhiredis-dev libsqlite3-dev \
   libcmocka-dev curl jq redis-server nginx-light python3 python3-requests \
-  cppcheck clang-tidy
+  cppcheck clang-tidy libssl-dev openssl
 
 .PHONY: all deps build asan fuzz fuzz-build demo lint test test-unit test-asan clean install
 

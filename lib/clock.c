@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,4 +62,53 @@ uint64_t polite_random_seed(void) {
         (uint64_t)polite_wall_ms();
   }
   return s;
+}
+
+static int64_t real_mono(void *ud) {
+  (void)ud;
+  return polite_mono_us();
+}
+
+static int64_t real_wall(void *ud) {
+  (void)ud;
+  return polite_wall_ms();
+}
+
+static int real_bytes(void *ud, void *buf, size_t n) {
+  (void)ud;
+  return polite_random_bytes(buf, n);
+}
+
+const polite_env *polite_env_real(void) {
+  static const polite_env real = {real_mono, real_wall, real_bytes, NULL};
+  return &real;
+}
+
+int64_t polite_env_mono_us(const polite_env *env) {
+  return env && env->mono_us ? env->mono_us(env->ud) : polite_mono_us();
+}
+
+int64_t polite_env_wall_ms(const polite_env *env) {
+  return env && env->wall_ms ? env->wall_ms(env->ud) : polite_wall_ms();
+}
+
+int polite_env_random_bytes(const polite_env *env, void *buf, size_t n) {
+  return env && env->random_bytes ? env->random_bytes(env->ud, buf, n)
+                                  : polite_random_bytes(buf, n);
+}
+
+int polite_idempotency_key(const polite_env *env,
+                           char out[POLITE_IDEMPOTENCY_KEY_SIZE]) {
+  unsigned char r[16];
+  out[0] = '\0';
+  if (polite_env_random_bytes(env, r, sizeof r) != 0)
+    return POLITE_EIO;
+  r[6] = (unsigned char)((r[6] & 0x0f) | 0x40); /* version 4 */
+  r[8] = (unsigned char)((r[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+  snprintf(
+      out, POLITE_IDEMPOTENCY_KEY_SIZE,
+      "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+      r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
+      r[12], r[13], r[14], r[15]);
+  return POLITE_OK;
 }

@@ -38,6 +38,7 @@ const char *polite_reason_outcome(polite_reason r) {
   case POLITE_R_QUOTA_EXHAUSTED: return "quota_exhausted";
   case POLITE_R_NOT_RETRIED_UNSAFE: return "not_retried_unsafe";
   case POLITE_R_NETWORK_ERROR: return "network_error";
+  case POLITE_R_WAIT_TOO_LONG: return "wait_too_long";
   case POLITE_R_RETRY_SERVER:
   case POLITE_R_RETRY_PROMPT:
   case POLITE_R_RETRY_BACKOFF: return NULL;
@@ -91,7 +92,9 @@ static int64_t add_sat(int64_t a, int64_t b) {
  *     since the write may have landed before the connection broke.
  *  6. time_left_ms == 0: STOP deadline (time_left_ms < 0 = no deadline).
  *  7. The server named a wait W (polite_headers_wait_ms):
- *     W > 0: W is a minimum. W > time left: STOP deadline now (never sleep
+ *     W > 0: W is a minimum. W > max_wait_ms (when > 0): STOP
+ *     wait_too_long (the request ends now, never by sending early: the
+ *     caller was not willing to wait that long). W > time left: STOP deadline now (never sleep
  *     past the deadline, never retry early). Else RETRY server after
  *     W + spread, spread uniform in [0, spread_ms], cut so the wait ends at
  *     the deadline at the latest (never below W).
@@ -169,6 +172,12 @@ void polite_decide(const polite_decide_in *in, polite_decision *out) {
   const int64_t spread_max = in->spread_ms > 0 ? in->spread_ms : 0;
 
   if (w > 0) {
+    if (in->max_wait_ms > 0 && w > in->max_wait_ms) {
+      finish(out, POLITE_STOP, POLITE_R_WAIT_TOO_LONG,
+             "The server's wait is longer than the longest wait allowed "
+             "(max-wait); not waiting, and not sending early.");
+      return;
+    }
     if (left >= 0 && w > left) {
       finish(out, POLITE_STOP, POLITE_R_DEADLINE,
              "The server's wait does not fit in the time left before the "

@@ -1,7 +1,17 @@
 /* Rate-limit response headers, Go-style durations and quota hints in bodies. */
 #include <polite/core.h>
 
+#include "http_syntax.h"
+
 #include <string.h>
+
+/* The shared HTTP syntax helpers (http_syntax.c) under this file's short
+ * names. name_is compares with a lowercase literal, which ci_eq covers. */
+#define is_ows polite__is_ows
+#define lower polite__lower
+#define trim_ows polite__trim_ows
+#define name_is polite__ci_eq
+#define is_tchar(c) polite__is_tchar((unsigned char)(c))
 
 /* Every wait and reset this file produces is capped here (the cap
  * delay-seconds saturates at), so that callers can add to it safely. */
@@ -10,34 +20,8 @@
  * milliseconds, far below overflow when scaled by 1000). */
 #define NUM_SAT (INT64_C(1) << 52)
 
-static int is_ows(char c) {
-  return c == ' ' || c == '\t';
-}
 static int is_digit(char c) {
   return c >= '0' && c <= '9';
-}
-static char lower(char c) {
-  return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
-static void trim_ows(const char **s, size_t *len) {
-  while (*len > 0 && is_ows((*s)[0])) {
-    (*s)++;
-    (*len)--;
-  }
-  while (*len > 0 && is_ows((*s)[*len - 1]))
-    (*len)--;
-}
-
-/* Case-insensitive comparison of a counted name with a lowercase literal. */
-static int name_is(const char *s, size_t len, const char *lit) {
-  size_t n = strlen(lit);
-  if (len != n)
-    return 0;
-  for (size_t i = 0; i < n; i++)
-    if (lower(s[i]) != lit[i])
-      return 0;
-  return 1;
 }
 
 static int64_t min_known(int64_t cur, int64_t v) {
@@ -139,8 +123,6 @@ static int parse_reset_ms(const char *s, size_t len, int64_t now_ms,
   return polite_go_duration_ms(s, len, out) == 0;
 }
 
-/* In retry_after.c: days since 1970-01-01 of a proleptic Gregorian date. */
-int64_t polite__days_from_civil(int64_t y, int m, int d);
 
 static int digits_at(const char *s, size_t len, size_t at, int n, int *out) {
   int v = 0;
@@ -314,11 +296,6 @@ static int is_key_char(char c) {
          c == '.' || c == '*';
 }
 
-/* RFC 9110 tchar: what a field name is made of. */
-static int is_tchar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || is_digit(c) ||
-         (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
 
 /* RFC 8941 token characters after the first: tchar plus ':' and '/'. */
 static int is_token_char(char c) {

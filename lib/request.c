@@ -3,7 +3,10 @@
 #define _GNU_SOURCE
 #include <polite/batch.h>
 
+#include "http_syntax.h"
+
 #include <ctype.h>
+#include <curl/curl.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,23 +84,6 @@ const char *polite_request_method(const polite_request *r) {
   return r->has_body ? "POST" : "GET";
 }
 
-/* RFC 9110 token characters (method and header names). */
-static int is_tchar(unsigned char c) {
-  return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
-static int is_token(const char *s, size_t n) {
-  if (n == 0)
-    return 0;
-  for (size_t i = 0; i < n; i++)
-    /* False positive: after memdup0 of an empty name the analyzer still
-     * lets strlen return > 0 and so reads past the NUL it wrote. */
-    // NOLINTNEXTLINE(clang-analyzer-core.CallAndMessage)
-    if (!is_tchar((unsigned char)s[i]))
-      return 0;
-  return 1;
-}
-
 /* Header values must not smuggle extra lines into the request. */
 static int value_ok(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -124,7 +110,7 @@ static void drop_header(polite_request *r, const char *name, size_t n) {
 int polite_request_add_header(polite_request *r, const char *name,
                               const char *value) {
   size_t nl = strlen(name), vl = strlen(value);
-  if (!is_token(name, nl) || !value_ok(value, vl))
+  if (!polite__is_token(name, nl) || !value_ok(value, vl))
     return POLITE_EINVAL;
   drop_header(r, name, nl);
   char **h = realloc(r->headers, (r->nheaders + 1) * sizeof(char *));
@@ -155,15 +141,76 @@ __attribute__((format(printf, 2, 3))) static void fail(polite_request *r,
     r->error = strdup("invalid input");
 }
 
-/* Checks that url is an absolute http(s) URL without spaces or controls;
- * the message quotes it redacted (a query may carry a key). */
+/* URLs longer than this are invalid_input. Far above what servers take
+ * (nginx answers 414 past 8 KiB by default, Cloudflare past 16 KiB) and far
+ * below the 1 MiB input line limit; documented in docs/input-format.md. */
+#define URL_MAX_BYTES 65536
+
+/* What libcurl's URL parser says, in the words of an input error. */
+static const struct {
+  CURLUcode code;
+  const char *why;
+} url_faults[] = {
+    {CURLUE_BAD_PORT_NUMBER, "has a port that is not a number from 1 to 65535"},
+    {CURLUE_BAD_IPV6, "has a malformed IPv6 address (e.g. a missing ']')"},
+    {CURLUE_NO_HOST, "has no host"},
+    {CURLUE_BAD_HOSTNAME, "has a malformed host name"},
+    {CURLUE_BAD_LOGIN, "has malformed user information"},
+    {CURLUE_BAD_USER, "has a malformed user name"},
+    {CURLUE_BAD_PASSWORD, "has a malformed password"},
+    {CURLUE_BAD_PATH, "has a malformed path"},
+    {CURLUE_BAD_QUERY, "has a malformed query"},
+    {CURLUE_BAD_FRAGMENT, "has a malformed fragment"},
+    {CURLUE_MALFORMED_INPUT, "is malformed"},
+};
+
+/* Why libcurl refuses url, or NULL when it takes it with a host and a
+ * port from 1 to 65535 (curl allows port 0 and an empty host in some
+ * forms; a request can be sent to neither). */
+static const char *curl_url_fault(const char *url) {
+  CURLU *h = curl_url();
+  if (h == NULL)
+    return "could not be checked (out of memory)";
+  const char *why = NULL;
+  CURLUcode rc = curl_url_set(h, CURLUPART_URL, url, 0);
+  if (rc != CURLUE_OK) {
+    why = "is not a URL libcurl accepts";
+    for (size_t i = 0; i < sizeof url_faults / sizeof *url_faults; i++)
+      if (url_faults[i].code == rc)
+        why = url_faults[i].why;
+  } else {
+    char *host = NULL, *port = NULL;
+    if (curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        host == NULL || host[0] == '\0')
+      why = "has no host";
+    else if (curl_url_get(h, CURLUPART_PORT, &port, 0) == CURLUE_OK &&
+             port != NULL && strtol(port, NULL, 10) == 0)
+      why = "has a port that is not a number from 1 to 65535";
+    curl_free(host);
+    curl_free(port);
+  }
+  curl_url_cleanup(h);
+  return why;
+}
+
+/* Checks that url is an absolute http(s) URL without spaces or controls,
+ * no longer than URL_MAX_BYTES, that libcurl's parser accepts with a host
+ * and a usable port. The message names the field and quotes the URL
+ * redacted (a query may carry a key), cut to 200 bytes. */
 static int check_url(polite_request *r, const char *field, const char *url) {
   const char *why = NULL;
-  if (strncasecmp(url, "http://", 7) != 0 &&
-      strncasecmp(url, "https://", 8) != 0)
+  size_t len = strlen(url);
+  size_t skip = strncasecmp(url, "http://", 7) == 0    ? 7
+                : strncasecmp(url, "https://", 8) == 0 ? 8
+                                                       : 0;
+  if (len > URL_MAX_BYTES) {
+    fail(r, "%s is %zu bytes long, more than the limit of %d bytes", field,
+         len, URL_MAX_BYTES);
+    return -1;
+  }
+  if (skip == 0)
     why = "must start with http:// or https://";
-  else if (url[strncasecmp(url, "http://", 7) == 0 ? 7 : 8] == '\0' ||
-           strchr("/?#", url[strncasecmp(url, "http://", 7) == 0 ? 7 : 8]))
+  else if (url[skip] == '\0' || strchr("/?#", url[skip]))
     why = "has no host";
   else
     for (const unsigned char *p = (const unsigned char *)url; *p; p++)
@@ -171,6 +218,8 @@ static int check_url(polite_request *r, const char *field, const char *url) {
         why = "contains a space or control character";
         break;
       }
+  if (why == NULL)
+    why = curl_url_fault(url);
   if (why == NULL)
     return 0;
   char *red = polite_redact_url(url);
@@ -240,12 +289,60 @@ static void parse_cost(polite_request *r, json_t *v) {
   free(txt);
 }
 
+/* jansson's messages end in " near '<text>'", and that text can be the
+ * secret that made the line malformed ("Bearer sk-..."); some also quote
+ * input bytes before it ("control character 0x1"). So a message is shown
+ * as the kind of fault from this table, with its line and column, never
+ * with the text. A message not listed here is "invalid JSON". */
+static const struct {
+  const char *prefix; /* how jansson's message starts */
+  const char *kind;   /* what the error says instead */
+} json_faults[] = {
+    {"premature end of input near '\"", "unterminated string"},
+    {"premature end of input", "premature end of input"},
+    {"unexpected token near end of file", "premature end of input"},
+    {"'}' expected near end of file",
+     "premature end of input (an object is not closed)"},
+    {"']' expected near end of file",
+     "premature end of input (an array is not closed)"},
+    {"unexpected newline", "unterminated string"},
+    {"invalid escape", "bad escape in a string"},
+    {"control character", "control character in a string"},
+    {"unable to decode byte", "invalid UTF-8"},
+    {"invalid Unicode", "invalid \\u escape in a string"},
+    {"invalid token", "invalid token (not a string, number, object, array, "
+                      "true, false or null)"},
+    {"end of file expected", "text after the JSON object"},
+    {"'[' or '{' expected", "expected an object"},
+    {"string or '}' expected", "object key is not a string"},
+    {"':' expected", "':' expected after an object key"},
+    {"'}' expected", "'}' expected (an object is not closed)"},
+    {"']' expected", "']' expected (an array is not closed)"},
+    {"unexpected token", "unexpected token"},
+    {"maximum parsing depth", "nested too deep"},
+    {"duplicate object key", "duplicate field"},
+    {"too big integer", "integer out of range"},
+    {"too big negative integer", "integer out of range"},
+    {"real number overflow", "number out of range"},
+    {"NUL byte in object key", "NUL byte in a field name"},
+};
+
+static const char *json_fault_kind(const char *text) {
+  for (size_t i = 0; i < sizeof json_faults / sizeof *json_faults; i++)
+    if (strncmp(text, json_faults[i].prefix, strlen(json_faults[i].prefix)) ==
+        0)
+      return json_faults[i].kind;
+  return "invalid JSON";
+}
+
 static int parse_json(polite_request *r, const char *line, size_t len) {
   json_error_t jerr;
   json_t *root =
       json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
   if (root == NULL) {
-    fail(r, "not valid JSON at column %d: %s", jerr.column, jerr.text);
+    fail(r, "not valid JSON at line %ld, column %d: %s (the text is not "
+            "shown: it may hold a secret)",
+         r->line, jerr.column, json_fault_kind(jerr.text));
     return 0;
   }
   if (!json_is_object(root)) {
@@ -268,7 +365,7 @@ static int parse_json(polite_request *r, const char *line, size_t len) {
                 "integer");
     } else if (strcmp(k, "method") == 0) {
       if (!json_is_string(v) ||
-          !is_token(json_string_value(v), json_string_length(v)))
+          !polite__is_token(json_string_value(v), json_string_length(v)))
         fail(r, "field \"method\" must be an HTTP method token (e.g. \"GET\")");
       else
         r->method = strdup(json_string_value(v));
@@ -288,8 +385,17 @@ static int parse_json(polite_request *r, const char *line, size_t len) {
       json_t *hv;
       json_object_foreach(v, hk, hv) {
         int secret = polite_header_is_secret(hk, strlen(hk));
-        if (!is_token(hk, strlen(hk))) {
-          fail(r, "header name \"%.100s\" is not a valid HTTP token", hk);
+        if (!polite__is_token(hk, strlen(hk))) {
+          /* Quoted only up to the first bad byte: a name such as
+           * "Authorization: Bearer sk-..." holds its own secret. */
+          size_t ok = 0;
+          while (hk[ok] && polite__is_tchar((unsigned char)hk[ok]))
+            ok++;
+          fail(r,
+               "header name \"%.*s%s\" is not a valid HTTP token (byte %zu "
+               "is 0x%02x)",
+               (int)(ok > 100 ? 100 : ok), hk, hk[ok] ? "..." : "", ok + 1,
+               (unsigned)(unsigned char)hk[ok]);
         } else if (!json_is_string(hv)) {
           fail(r, "header \"%.100s\" must have a string value", hk);
         } else if (!value_ok(json_string_value(hv), json_string_length(hv))) {
@@ -474,8 +580,14 @@ int polite_input_next(polite_input *in, polite_request **out) {
       *out = r;
       return 1;
     }
-    int rc = polite_request_parse_line(in->buf ? in->buf : "", n, in->lineno,
-                                       in->def, out);
+    const char *line = in->buf ? in->buf : "";
+    /* A UTF-8 byte order mark (editors on Windows write one) starts the
+     * first line only; it is not part of the request. */
+    if (in->lineno == 1 && n >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+      line += 3;
+      n -= 3;
+    }
+    int rc = polite_request_parse_line(line, n, in->lineno, in->def, out);
     if (rc != 0)
       return rc;
   }

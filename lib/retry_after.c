@@ -1,6 +1,8 @@
 /* Retry-After (RFC 9110 §10.2.3) and HTTP-date (RFC 9110 §5.6.7) parsing. */
 #include <polite/core.h>
 
+#include "http_syntax.h"
+
 #include <string.h>
 
 /* Years outside this range are rejected: the grammar has exactly four year
@@ -17,21 +19,8 @@ static const char *const k_months[12] = {"Jan", "Feb", "Mar", "Apr",
                                          "May", "Jun", "Jul", "Aug",
                                          "Sep", "Oct", "Nov", "Dec"};
 
-static int is_ows(char c) {
-  return c == ' ' || c == '\t';
-}
 static int is_digit(char c) {
   return c >= '0' && c <= '9';
-}
-
-/* Strips SP/HTAB on both ends (RFC 9110 OWS around field values). */
-static void trim_ows(const char **s, size_t *len) {
-  while (*len > 0 && is_ows((*s)[0])) {
-    (*s)++;
-    (*len)--;
-  }
-  while (*len > 0 && is_ows((*s)[*len - 1]))
-    (*len)--;
 }
 
 static int is_leap(int64_t y) {
@@ -42,36 +31,6 @@ static int days_in_month(int64_t y, int m) {
   static const int k_days[12] = {31, 28, 31, 30, 31, 30,
                                  31, 31, 30, 31, 30, 31};
   return m == 2 && is_leap(y) ? 29 : k_days[m - 1];
-}
-
-/* Days since 1970-01-01 in the proleptic Gregorian calendar (Howard
- * Hinnant's days_from_civil); valid for any year we accept. */
-static int64_t days_from_civil(int64_t y, int m, int d) {
-  y -= m <= 2;
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-/* Shared with headers.c (RFC 3339 resets); checks nothing. */
-int64_t polite__days_from_civil(int64_t y, int m, int d);
-int64_t polite__days_from_civil(int64_t y, int m, int d) {
-  return days_from_civil(y, m, d);
-}
-
-/* The inverse of days_from_civil. */
-static void civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
-  z += 719468;
-  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  int64_t doe = z - era * 146097;
-  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  int64_t mp = (5 * doy + 2) / 153;
-  *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-  *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-  *y = yoe + era * 400 + (*m <= 2);
 }
 
 /* Floor division, so negative Unix times map to the right day. */
@@ -151,7 +110,7 @@ static int eat_time(cur *c, int *h, int *mi, int *s) {
 static int64_t rfc850_year(int yy, int64_t now_unix) {
   int64_t ny;
   int nm, nd;
-  civil_from_days(floor_div(now_unix, 86400), &ny, &nm, &nd);
+  polite__civil_from_days(floor_div(now_unix, 86400), &ny, &nm, &nd);
   int64_t century = floor_div(ny, 100) * 100;
   int64_t y = century + yy;
   if (y > ny + 50)
@@ -173,7 +132,7 @@ static int to_unix(int64_t y, int m, int d, int h, int mi, int s,
   if (y < MIN_YEAR || y > MAX_YEAR || m < 1 || m > 12 || d < 1 ||
       d > days_in_month(y, m) || h > 23 || mi > 59 || s > 60)
     return 0;
-  *out = days_from_civil(y, m, d) * 86400 + h * 3600 + mi * 60 + s;
+  *out = polite__days_from_civil(y, m, d) * 86400 + h * 3600 + mi * 60 + s;
   return 1;
 }
 
@@ -181,7 +140,7 @@ int polite_http_date_parse(const char *s, size_t len, int64_t now_unix,
                            int64_t *out_unix) {
   if (s == NULL || out_unix == NULL)
     return POLITE_EINVAL;
-  trim_ows(&s, &len);
+  polite__trim_ows(&s, &len);
   cur c = {s, s + len};
   int is_long = 0, d = 0, h = 0, mi = 0, sec = 0, m, yv;
   int64_t y, t;
@@ -232,14 +191,14 @@ int polite_http_date_format(int64_t unix_s, char *buf, size_t size) {
   if (buf == NULL || size < 30)
     return POLITE_EINVAL;
   /* Bounds first so the day arithmetic below cannot overflow. */
-  if (unix_s < days_from_civil(MIN_YEAR, 1, 1) * 86400 ||
-      unix_s > days_from_civil(MAX_YEAR, 12, 31) * 86400 + 86399)
+  if (unix_s < polite__days_from_civil(MIN_YEAR, 1, 1) * 86400 ||
+      unix_s > polite__days_from_civil(MAX_YEAR, 12, 31) * 86400 + 86399)
     return POLITE_EINVAL;
   int64_t days = floor_div(unix_s, 86400);
   int64_t rem = unix_s - days * 86400;
   int64_t y;
   int m, d;
-  civil_from_days(days, &y, &m, &d);
+  polite__civil_from_days(days, &y, &m, &d);
   int wd = (int)(((days % 7) + 7 + 4) % 7); /* 1970-01-01 was a Thursday */
   int h = (int)(rem / 3600), mi = (int)(rem / 60 % 60), s = (int)(rem % 60);
   /* Written by hand rather than with snprintf so that the output is fixed
@@ -282,7 +241,7 @@ void polite_retry_after_parse(const char *s, size_t len, int64_t now_unix,
   out->kind = POLITE_RA_NONE;
   if (s == NULL)
     return;
-  trim_ows(&s, &len);
+  polite__trim_ows(&s, &len);
   if (len == 0)
     return;
   if (is_digit(s[0])) {

@@ -109,6 +109,8 @@ typedef enum {
 typedef struct {
   char *listen;   /* "ADDR:PORT" */
   char *upstream; /* NULL: mock mode */
+  char *upstream_cacert; /* https upstreams: CA file (NULL: system store) */
+  int upstream_insecure; /* https upstreams: no certificate verification */
   char **watch;
   size_t nwatch;
   double failure_rate;  /* percent, 0..100 */

@@ -35,6 +35,7 @@ void polite__px_config_init(px_config *c) {
 void polite__px_config_free(px_config *c) {
   free(c->listen);
   free(c->upstream);
+  free(c->upstream_cacert);
   for (size_t i = 0; i < c->nwatch; i++)
     free(c->watch[i]);
   free(c->watch);
@@ -64,6 +65,8 @@ static void norm(const char *in, char *out, size_t size) {
 typedef enum {
   O_LISTEN,
   O_UPSTREAM,
+  O_UPSTREAM_CACERT,
+  O_UPSTREAM_INSECURE,
   O_WATCH,
   O_FAILURE,
   O_SEED,
@@ -90,6 +93,8 @@ static const struct {
 } opts[] = {
     {"listen", O_LISTEN, 0},
     {"upstream", O_UPSTREAM, 0},
+    {"upstream-cacert", O_UPSTREAM_CACERT, 0},
+    {"upstream-insecure", O_UPSTREAM_INSECURE, 1},
     {"watch", O_WATCH, 0},
     {"failure-rate", O_FAILURE, 0},
     {"seed", O_SEED, 0},
@@ -238,16 +243,33 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     return set_str(&c->listen, value);
   }
   case O_UPSTREAM:
-    if (strncasecmp(value, "http://", 7) != 0 || value[7] == '\0') {
+    if (!((strncasecmp(value, "http://", 7) == 0 && value[7] != '\0') ||
+          (strncasecmp(value, "https://", 8) == 0 && value[8] != '\0'))) {
       char *shown = polite__px_redact_url(value);
-      cfg_err(err, errlen,
-              "--%s: expected an http:// URL (https upstreams are not "
-              "supported), got '%s'",
+      cfg_err(err, errlen, "--%s: expected an http:// or https:// URL, got '%s'",
               on, shown ? shown : "?");
       free(shown);
       return -1;
     }
     return set_str(&c->upstream, value);
+  case O_UPSTREAM_CACERT: {
+    char *p = resolve(base_dir, value);
+    if (p == NULL)
+      return -1;
+    free(c->upstream_cacert);
+    c->upstream_cacert = p;
+    return 0;
+  }
+  case O_UPSTREAM_INSECURE:
+    if (!strcasecmp(value, "true") || !strcmp(value, "1"))
+      c->upstream_insecure = 1;
+    else if (!strcasecmp(value, "false") || !strcmp(value, "0"))
+      c->upstream_insecure = 0;
+    else {
+      cfg_err(err, errlen, "--%s: expected true or false, got '%s'", on, value);
+      return -1;
+    }
+    return 0;
   case O_WATCH: {
     if (value[0] == '\0' || (value[0] == '!' && value[1] == '\0')) {
       cfg_err(err, errlen, "--%s: empty pattern '%s'", on, value);

@@ -112,7 +112,7 @@ static void up_done(void *arg, int ok) {
   if (!ok && !r->headers_sent) {
     r->kind = PX_KIND_ERROR;
     polite__px_own_json_error(r, 502, "bad_gateway",
-                              "polite proxy: upstream unreachable or failed");
+                              polite__px_up_error(r->up));
     polite__px_send_own(r);
     return;
   }
@@ -184,7 +184,8 @@ void polite__px_forward(px_req *r) {
                          &up_handler, r) != 0) {
     r->kind = PX_KIND_ERROR;
     polite__px_own_json_error(r, 502, "bad_gateway",
-                              "polite proxy: cannot reach the upstream");
+                              r->up ? polite__px_up_error(r->up)
+                                    : "polite proxy: no upstream");
     polite__px_send_own(r);
   }
   evbuffer_free(out);

@@ -2,6 +2,7 @@
  * reports, start and stop. */
 #define _GNU_SOURCE
 #include "px_engine.h"
+#include "px_tls.h"
 
 #include <polite/clock.h>
 
@@ -365,7 +366,7 @@ static int split_upstream(px_server *s, const char *url) {
     memmove(s->up_host, s->up_host + 1, hl - 2);
     s->up_host[hl - 2] = '\0';
   }
-  s->up_port = port > 0 ? port : 80;
+  s->up_port = port > 0 ? port : strncasecmp(url, "https", 5) == 0 ? 443 : 80;
   if (port > 0)
     snprintf(s->up_authority, sizeof s->up_authority, "%s:%d", host, port);
   else
@@ -438,12 +439,24 @@ int polite__px_run(px_config *c) {
   }
   if (c->upstream) {
     char err[512];
-    s.up = polite__px_up_new(s.base, s.up_host, s.up_port, err, sizeof err);
+    int https = strncasecmp(c->upstream, "https://", 8) == 0;
+    SSL_CTX *tls = https ? polite__px_tls_client_ctx(c->upstream_cacert,
+                                                     c->upstream_insecure, err,
+                                                     sizeof err)
+                         : NULL;
+    s.up = https && tls == NULL ? NULL
+                                : polite__px_up_new_tls(s.base, s.up_host,
+                                                        s.up_port, tls, err,
+                                                        sizeof err);
+    SSL_CTX_free(tls);
     if (s.up == NULL) {
-      fprintf(stderr, "polite proxy: --upstream http://%s: %s\n",
-              s.up_authority, err);
+      fprintf(stderr, "polite proxy: --upstream %s://%s: %s\n",
+              https ? "https" : "http", s.up_authority, err);
       return 1;
     }
+    if (https && c->upstream_insecure)
+      fprintf(stderr, "polite proxy: --upstream-insecure: the upstream's "
+                      "certificate is NOT verified\n");
   }
   /* Signals are caught before the address is announced, so that a script
    * that stops the proxy right after reading --ready-file gets a report. */
@@ -457,7 +470,8 @@ int polite__px_run(px_config *c) {
       open_listener(&s, c->listen) == 0) {
     fprintf(stderr, "polite proxy: listening on %s\n", s.listen_addr);
     if (c->upstream)
-      fprintf(stderr, "polite proxy: forwarding to http://%s%s\n",
+      fprintf(stderr, "polite proxy: forwarding to %s://%s%s\n",
+              strncasecmp(c->upstream, "https://", 8) == 0 ? "https" : "http",
               s.up_authority, s.up_prefix);
     else
       fprintf(stderr, "polite proxy: mock mode (no --upstream)\n");

@@ -1,14 +1,19 @@
-/* polite proxy: upstream HTTP/1.1 client (keep-alive pool, response parser,
- * body streaming). */
+/* polite proxy: upstream HTTP/1.1 client over TCP or TLS (keep-alive pool,
+ * response parser, body streaming, a reason for every failure). */
 #define _GNU_SOURCE
 #include "px_upstream.h"
 #include "px_http.h"
+#include "px_tls.h"
 
 #include <errno.h>
 #include <event2/http.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +25,10 @@
 
 /* Seconds an exchange may wait for upstream bytes. */
 #define EXCHANGE_TIMEOUT_S 120
+/* Seconds a new connection may take to connect and finish its TLS
+ * handshake: an upstream that accepts and then says nothing gets a 502,
+ * not a hang. */
+#define CONNECT_TIMEOUT_S 10
 
 typedef struct exch {
   const px_up_handler *h;
@@ -40,6 +49,8 @@ typedef struct upconn {
   struct evbuffer *in;
   struct evbuffer *out;
   int connecting;
+  SSL *ssl;        /* NULL: plain TCP */
+  int handshaking; /* TLS: the handshake has not finished */
   int reused;
   exch *x;
   struct upconn *prev, *next; /* idle list */
@@ -52,11 +63,44 @@ struct px_upstream {
   struct event_base *base;
   struct sockaddr_storage addr;
   socklen_t addrlen;
-  upconn *idle; /* most recently used first */
+  upconn *idle;         /* most recently used first */
+  SSL_CTX *tls;         /* NULL: plain TCP; else one reference of ours */
+  SSL_SESSION *session; /* the last TLS session, resumed by new connections */
+  char host[256];       /* SNI and the name the certificate must carry */
+  char where[300];      /* "host:port" in messages */
+  char err[512];        /* why the exchange now failing failed */
+  unsigned active;      /* exchanges in flight */
 };
 
-px_upstream *polite__px_up_new(struct event_base *base, const char *host,
-                               int port, char *err, size_t errlen) {
+/* Records why the current exchange fails, for polite__px_up_error. The
+ * text ends up in a JSON string the server writes without escaping, so
+ * quotes, backslashes and control bytes are blanked. */
+static void set_error(px_upstream *u, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void set_error(px_upstream *u, const char *fmt, ...) {
+  int n =
+      snprintf(u->err, sizeof u->err, "polite proxy: upstream %s: ", u->where);
+  va_list ap;
+  va_start(ap, fmt);
+  if (n > 0 && (size_t)n < sizeof u->err)
+    vsnprintf(u->err + n, sizeof u->err - (size_t)n, fmt, ap);
+  va_end(ap);
+  for (char *p = u->err; *p; p++)
+    if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+      *p = '?';
+}
+
+const char *polite__px_up_error(const px_upstream *u) {
+  return u->err[0] ? u->err : "upstream failed";
+}
+
+unsigned polite__px_up_active(const px_upstream *u) {
+  return u->active;
+}
+
+px_upstream *polite__px_up_new_tls(struct event_base *base, const char *host,
+                                   int port, SSL_CTX *tls, char *err,
+                                   size_t errlen) {
   char ps[16];
   snprintf(ps, sizeof ps, "%d", port);
   struct addrinfo hints = {0}, *ai = NULL;
@@ -73,9 +117,26 @@ px_upstream *polite__px_up_new(struct event_base *base, const char *host,
     u->base = base;
     memcpy(&u->addr, ai->ai_addr, ai->ai_addrlen);
     u->addrlen = ai->ai_addrlen;
+    snprintf(u->host, sizeof u->host, "%s", host);
+    snprintf(u->where, sizeof u->where, strchr(host, ':') ? "[%s]:%d" : "%s:%d",
+             host, port);
+    if (tls && SSL_CTX_up_ref(tls) == 1)
+      u->tls = tls;
+    else if (tls) {
+      snprintf(err, errlen, "cannot use the TLS context");
+      free(u);
+      u = NULL;
+    }
+  } else {
+    snprintf(err, errlen, "out of memory");
   }
   freeaddrinfo(ai);
   return u;
+}
+
+px_upstream *polite__px_up_new(struct event_base *base, const char *host,
+                               int port, char *err, size_t errlen) {
+  return polite__px_up_new_tls(base, host, port, NULL, err, errlen);
 }
 
 static void idle_remove(upconn *c) {
@@ -108,6 +169,8 @@ static void conn_close(upconn *c) {
     event_free(c->wev);
   if (c->pause_ev)
     event_free(c->pause_ev);
+  if (c->ssl)
+    SSL_free(c->ssl); /* no close_notify: the upstream needs none */
   if (c->fd >= 0)
     close(c->fd);
   if (c->in)
@@ -122,6 +185,8 @@ void polite__px_up_free(px_upstream *u) {
     return;
   while (u->idle)
     conn_close(u->idle);
+  SSL_SESSION_free(u->session);
+  SSL_CTX_free(u->tls);
   free(u);
 }
 
@@ -153,6 +218,15 @@ static void finish(upconn *c, int ok) {
     event_del(c->pause_ev);
     c->paused = 0;
   }
+  c->u->active--;
+  if (keep && c->ssl && !SSL_session_reused(c->ssl)) {
+    /* TLS 1.3 tickets arrive after the handshake: by now we have one. */
+    SSL_SESSION *sess = SSL_get1_session(c->ssl);
+    if (sess) {
+      SSL_SESSION_free(c->u->session);
+      c->u->session = sess;
+    }
+  }
   if (keep) {
     c->reused = 1;
     event_add(c->rev, NULL); /* idle: no timeout, we only watch for close */
@@ -181,6 +255,7 @@ static int try_retry(upconn *c) {
     void *arg = x->arg;
     evbuffer_free(req);
     exch_free(x);
+    u->active--;
     h->on_done(arg, 0);
   } else {
     evbuffer_free(req);
@@ -194,13 +269,61 @@ static void fail(upconn *c) {
   finish(c, 0);
 }
 
-/* Writes what it can now; arms the write event for the rest. */
+/* A failure of connection c (NULL-safe on the exchange): the exchange, if
+ * any, fails with the reason already recorded; an idle one just closes. */
+static void conn_fail(upconn *c) {
+  if (c->x)
+    fail(c);
+  else
+    conn_close(c);
+}
+
+static void arm_read(upconn *c, int seconds) {
+  struct timeval tv = {seconds, 0};
+  event_add(c->rev, &tv);
+}
+
+/* TLS writes: what SSL_write takes now; the rest waits for the socket
+ * (WANT_WRITE) or for the next read (WANT_READ: on_read flushes). */
+static int flush_tls(upconn *c) {
+  while (evbuffer_get_length(c->out) > 0) {
+    size_t n = evbuffer_get_length(c->out);
+    if (n > 64 * 1024)
+      n = 64 * 1024;
+    const unsigned char *p = evbuffer_pullup(c->out, (ssize_t)n);
+    int w = p ? SSL_write(c->ssl, p, (int)n) : -1;
+    if (w > 0) {
+      evbuffer_drain(c->out, (size_t)w);
+      continue;
+    }
+    int e = SSL_get_error(c->ssl, w);
+    if (e == SSL_ERROR_WANT_WRITE) {
+      event_add(c->wev, NULL);
+      return 0;
+    }
+    if (e == SSL_ERROR_WANT_READ)
+      return 0;
+    char why[256];
+    polite__px_tls_describe(c->ssl, w, why, sizeof why);
+    set_error(c->u, "sending the request failed: %s", why);
+    return -1;
+  }
+  return 0;
+}
+
+/* Writes what it can now; arms the write event for the rest. Nothing is
+ * written before the connection (and its handshake) is up. */
 static int flush_out(upconn *c) {
+  if (c->connecting || c->handshaking)
+    return 0;
+  if (c->ssl)
+    return flush_tls(c);
   while (evbuffer_get_length(c->out) > 0) {
     int n = evbuffer_write(c->out, c->fd);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
         break;
+      set_error(c->u, "sending the request failed: %s", strerror(errno));
       return -1;
     }
     if (n == 0)
@@ -209,6 +332,53 @@ static int flush_out(upconn *c) {
   if (evbuffer_get_length(c->out) > 0)
     event_add(c->wev, NULL);
   return 0;
+}
+
+/* Sets up TLS on a new connection: SNI (for names; RFC 6066 forbids it for
+ * addresses), the name or address the certificate must carry, and the
+ * session to resume. */
+static int tls_setup(upconn *c) {
+  px_upstream *u = c->u;
+  unsigned char bin[16];
+  int is_ip = inet_pton(AF_INET, u->host, bin) == 1 ||
+              inet_pton(AF_INET6, u->host, bin) == 1;
+  c->ssl = SSL_new(u->tls);
+  if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1)
+    return -1;
+  SSL_set_connect_state(c->ssl);
+  if (is_ip) {
+    if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), u->host) != 1)
+      return -1;
+  } else if (SSL_set_tlsext_host_name(c->ssl, u->host) != 1 ||
+             SSL_set1_host(c->ssl, u->host) != 1) {
+    return -1;
+  }
+  if (u->session)
+    SSL_set_session(c->ssl, u->session);
+  c->handshaking = 1;
+  return 0;
+}
+
+/* Drives the client handshake. Returns 0 (done, or waiting for the
+ * socket) or -1 with the reason recorded. */
+static int tls_handshake(upconn *c) {
+  int r = SSL_connect(c->ssl);
+  if (r == 1) {
+    c->handshaking = 0;
+    arm_read(c, EXCHANGE_TIMEOUT_S);
+    return flush_out(c);
+  }
+  int e = SSL_get_error(c->ssl, r);
+  if (e == SSL_ERROR_WANT_READ)
+    return 0; /* rev is armed for the whole connection */
+  if (e == SSL_ERROR_WANT_WRITE) {
+    event_add(c->wev, NULL);
+    return 0;
+  }
+  char why[300];
+  polite__px_tls_describe(c->ssl, r, why, sizeof why);
+  set_error(c->u, "%s", why);
+  return -1;
 }
 
 static upconn *conn_new(px_upstream *u) {
@@ -228,13 +398,20 @@ static upconn *conn_new(px_upstream *u) {
   c->wev = event_new(u->base, c->fd, EV_WRITE, on_write, c);
   if (c->rev == NULL || c->wev == NULL)
     goto bad;
-  if (connect(c->fd, (struct sockaddr *)&u->addr, u->addrlen) != 0) {
-    if (errno != EINPROGRESS)
-      goto bad;
-    c->connecting = 1;
-  }
+  if (u->tls && tls_setup(c) < 0)
+    goto bad;
+  /* Even a connect that succeeds at once goes through on_write, which
+   * starts the handshake: a failure then reaches on_done from the loop,
+   * never from inside polite__px_up_send. */
+  if (connect(c->fd, (struct sockaddr *)&u->addr, u->addrlen) != 0 &&
+      errno != EINPROGRESS)
+    goto bad;
+  c->connecting = 1;
   return c;
 bad:
+  set_error(u, "cannot open a connection: %s",
+            errno ? strerror(errno) : "out of memory");
+  ERR_clear_error();
   conn_close(c);
   return NULL;
 }
@@ -256,12 +433,12 @@ static int start(px_upstream *u, exch *x, struct evbuffer *req) {
     }
   }
   evbuffer_add_buffer(c->out, req);
-  struct timeval tv = {EXCHANGE_TIMEOUT_S, 0};
-  event_add(c->rev, &tv);
   if (c->connecting) {
+    arm_read(c, CONNECT_TIMEOUT_S);
     event_add(c->wev, NULL);
     return 0;
   }
+  arm_read(c, EXCHANGE_TIMEOUT_S);
   if (flush_out(c) < 0) {
     /* A kept-alive connection the upstream closed: EPIPE/ECONNRESET. */
     if (!try_retry(c)) {
@@ -280,8 +457,10 @@ static int start(px_upstream *u, exch *x, struct evbuffer *req) {
 int polite__px_up_send(px_upstream *u, struct evbuffer *req, int is_head,
                        int retryable, const px_up_handler *h, void *arg) {
   exch *x = calloc(1, sizeof *x);
-  if (x == NULL)
+  if (x == NULL) {
+    set_error(u, "out of memory");
     return -1;
+  }
   x->h = h;
   x->arg = arg;
   polite__px_http_init(&x->p, is_head);
@@ -289,7 +468,9 @@ int polite__px_up_send(px_upstream *u, struct evbuffer *req, int is_head,
   x->headers.tqh_first = NULL;
   x->headers.tqh_last = &x->headers.tqh_first;
   x->tmp = evbuffer_new();
+  u->active++;
   if (x->tmp == NULL || start(u, x, req) != 0) {
+    u->active--;
     exch_free(x);
     return -1;
   }
@@ -304,21 +485,21 @@ static void on_write(evutil_socket_t fd, short what, void *arg) {
     int err = 0;
     socklen_t len = sizeof err;
     getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    c->connecting = 0;
-    if (err != 0) {
-      if (c->x)
-        fail(c);
-      else
-        conn_close(c);
+    if (err == EINPROGRESS || err == EALREADY) {
+      event_add(c->wev, NULL);
       return;
     }
+    c->connecting = 0;
+    if (err != 0) {
+      set_error(c->u, "cannot connect: %s", strerror(err));
+      conn_fail(c);
+      return;
+    }
+    if (!c->ssl)
+      arm_read(c, EXCHANGE_TIMEOUT_S);
   }
-  if (flush_out(c) < 0) {
-    if (c->x)
-      fail(c);
-    else
-      conn_close(c);
-  }
+  if ((c->handshaking ? tls_handshake(c) : flush_out(c)) < 0)
+    conn_fail(c);
 }
 
 static int cb_header(void *arg, const char *name, size_t nlen,
@@ -397,6 +578,7 @@ static int parse(upconn *c, const char *data, size_t n) {
   int from_in = evbuffer_get_length(c->in) > 0;
   if (from_in) {
     if (n > 0 && evbuffer_add(c->in, data, n) != 0) {
+      set_error(c->u, "out of memory");
       finish(c, 0);
       return 1;
     }
@@ -407,6 +589,8 @@ static int parse(upconn *c, const char *data, size_t n) {
     ssize_t used =
         data ? polite__px_http_feed(&x->p, data, n, &parse_cb, x) : -1;
     if (used < 0) {
+      set_error(c->u, "the response is not valid HTTP/1.1 (%s)",
+                x->p.error ? x->p.error : "out of memory");
       finish(c, 0);
       return 1;
     }
@@ -414,6 +598,7 @@ static int parse(upconn *c, const char *data, size_t n) {
       evbuffer_drain(c->in, (size_t)used);
     else if ((size_t)used < n &&
              evbuffer_add(c->in, data + used, n - (size_t)used) != 0) {
+      set_error(c->u, "out of memory");
       finish(c, 0);
       return 1;
     }
@@ -426,13 +611,90 @@ static int parse(upconn *c, const char *data, size_t n) {
   return 0;
 }
 
+/* The connection closed (EOF, or TLS close_notify) during exchange x. */
+static void on_eof(upconn *c) {
+  exch *x = c->x;
+  if (parse(c, NULL, 0))
+    return;
+  if (polite__px_http_eof(&x->p)) {
+    finish(c, 1);
+    return;
+  }
+  set_error(c->u, "%s",
+            x->got_bytes ? "the connection closed in the middle of the response"
+                         : "the upstream closed the connection without "
+                           "answering");
+  fail(c);
+}
+
+static void on_timeout(upconn *c) {
+  if (c->x == NULL)
+    return;
+  if (c->connecting)
+    set_error(c->u, "timed out connecting (%d s)", CONNECT_TIMEOUT_S);
+  else if (c->handshaking)
+    set_error(c->u, "timed out in the TLS handshake (%d s)", CONNECT_TIMEOUT_S);
+  else
+    set_error(c->u, "timed out waiting for the response (%d s)",
+              EXCHANGE_TIMEOUT_S);
+  finish(c, 0);
+}
+
+/* TLS: one SSL_read per readiness event, like the plain path (no read-ahead:
+ * what OpenSSL has not read stays in the socket and the event fires again).
+ * An idle connection may receive records that carry no data (TLS 1.3
+ * session tickets): it stays idle. */
+static void read_tls(upconn *c, char *buf, size_t size) {
+  ERR_clear_error();
+  int n = SSL_read(c->ssl, buf, (int)size);
+  if (n > 0) {
+    if (c->x == NULL) {
+      conn_close(c); /* bytes nobody asked for: of no more use */
+      return;
+    }
+    c->x->got_bytes = 1;
+    if (parse(c, buf, (size_t)n) == 0 && evbuffer_get_length(c->out) > 0 &&
+        flush_out(c) < 0)
+      fail(c);
+    return;
+  }
+  int e = SSL_get_error(c->ssl, n);
+  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+    if (c->x && evbuffer_get_length(c->out) > 0 && flush_out(c) < 0)
+      fail(c);
+    return;
+  }
+  if (c->x == NULL) {
+    conn_close(c);
+    return;
+  }
+  if (e == SSL_ERROR_ZERO_RETURN) {
+    on_eof(c);
+    return;
+  }
+  char why[300];
+  polite__px_tls_describe(c->ssl, n, why, sizeof why);
+  set_error(c->u, "reading the response failed: %s", why);
+  fail(c);
+}
+
 static void on_read(evutil_socket_t fd, short what, void *arg) {
   /* One loop, one thread: a static buffer serves every connection. */
   static char buf[64 * 1024];
   upconn *c = arg;
   if (what & EV_TIMEOUT) {
-    if (c->x)
-      finish(c, 0);
+    on_timeout(c);
+    return;
+  }
+  if (c->connecting)
+    return; /* on_write reports how the connect ended */
+  if (c->handshaking) {
+    if (tls_handshake(c) < 0)
+      conn_fail(c);
+    return;
+  }
+  if (c->ssl) {
+    read_tls(c, buf, sizeof buf);
     return;
   }
   if (c->x == NULL) {
@@ -445,19 +707,14 @@ static void on_read(evutil_socket_t fd, short what, void *arg) {
    * triggered) event fires again; no extra read just to see EAGAIN. */
   ssize_t n = read(fd, buf, sizeof buf);
   if (n < 0) {
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      set_error(c->u, "reading the response failed: %s", strerror(errno));
       fail(c);
+    }
     return;
   }
   if (n == 0) {
-    /* The end of a close-delimited body, or a failure. */
-    exch *x = c->x;
-    if (parse(c, NULL, 0))
-      return;
-    if (polite__px_http_eof(&x->p))
-      finish(c, 1);
-    else
-      fail(c);
+    on_eof(c);
     return;
   }
   c->x->got_bytes = 1;

@@ -6,6 +6,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/keyvalq_struct.h>
+#include <openssl/ssl.h>
 
 /* Why not evhttp's client: it re-arms epoll on every state change and waits
  * for EPOLLOUT before each write, about 8 extra syscalls per request. Here
@@ -24,7 +25,8 @@ typedef struct {
   /* Body bytes, de-chunked; the callee drains `data`. */
   void (*on_body)(void *arg, struct evbuffer *data);
   /* ok = 1: the whole response arrived. ok = 0: it failed (before on_head:
-   * nothing was received; after: the body is cut short). */
+   * nothing was received; after: the body is cut short);
+   * polite__px_up_error says why. */
   void (*on_done)(void *arg, int ok);
   /* May be NULL. Returns 1 while the receiver cannot take more body (its
    * client is slow): the upstream socket is then not read (back-pressure
@@ -33,10 +35,31 @@ typedef struct {
   int (*busy)(void *arg);
 } px_up_handler;
 
-/* Resolves host:port once. Returns NULL with a message in err. */
+/* Resolves host:port once (getaddrinfo: blocking). Returns NULL with a
+ * message in err. Connections are plain TCP. */
 px_upstream *polite__px_up_new(struct event_base *base, const char *host,
                                int port, char *err, size_t errlen);
+/* The same over TLS when tls is not NULL (a client context, e.g. from
+ * polite__px_tls_client_ctx; the upstream takes a reference of its own):
+ * SNI is host (unless it is an IP literal), and the certificate must name
+ * host (DNS name or IP address) unless tls verifies nothing. The last TLS
+ * session is resumed by new connections. */
+px_upstream *polite__px_up_new_tls(struct event_base *base, const char *host,
+                                   int port, SSL_CTX *tls, char *err,
+                                   size_t errlen);
+/* Closes the idle connections. Exchanges still in flight must have ended
+ * (polite__px_up_active() == 0). */
 void polite__px_up_free(px_upstream *u);
+
+/* Why the exchange failed, for the 502 body: valid during on_done(arg, 0)
+ * and after polite__px_up_send returned -1, until the next exchange on u
+ * fails. One line without quotes or backslashes, e.g. "upstream
+ * api.example.com:443: certificate verify failed: self-signed certificate",
+ * "... cannot connect: Connection refused", "... timed out connecting
+ * (10 s)". Never contains the request (no secrets). */
+const char *polite__px_up_error(const px_upstream *u);
+/* Exchanges sent on u whose on_done has not been called yet. */
+unsigned polite__px_up_active(const px_upstream *u);
 
 /* Sends one request: `req` holds the request line, headers, blank line and
  * body, and is drained. `is_head`: the response has no body. `retryable`:
@@ -46,5 +69,30 @@ void polite__px_up_free(px_upstream *u);
  * (nothing is called). */
 int polite__px_up_send(px_upstream *u, struct evbuffer *req, int is_head,
                        int retryable, const px_up_handler *h, void *arg);
+
+/* ---- px_up_pool.c: upstreams by scheme, host and port ------------------- */
+
+/* For the forward proxy: one px_upstream (with its keep-alive connections)
+ * per (https, host, port), made on first use. https upstreams share one
+ * client context (verification as polite__px_tls_client_ctx(cafile,
+ * insecure), made on the first https use). At most PX_UP_POOL_MAX
+ * upstreams; past that the least recently used one with no exchange in
+ * flight is dropped. */
+typedef struct px_up_pool px_up_pool;
+#define PX_UP_POOL_MAX 256
+
+/* cafile may be NULL (the system store); it is copied. NULL when out of
+ * memory. */
+px_up_pool *polite__px_up_pool_new(struct event_base *base, const char *cafile,
+                                   int insecure);
+/* The upstream for https://host:port (https != 0) or http://host:port,
+ * owned by the pool; host may be an IP literal, with or without brackets.
+ * NULL with a message in err when the host does not resolve, the CA file
+ * cannot be loaded or the pool is full of busy upstreams. Resolving uses
+ * getaddrinfo and blocks the loop the first time a host is seen. */
+px_upstream *polite__px_up_pool_get(px_up_pool *p, int https, const char *host,
+                                    int port, char *err, size_t errlen);
+/* Frees every upstream (none may have an exchange in flight). */
+void polite__px_up_pool_free(px_up_pool *p);
 
 #endif

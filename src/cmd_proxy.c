@@ -181,7 +181,11 @@ static void help(FILE *f) {
       "docs/proxy.md.\n");
 }
 
+int cmd_proxy_ca(int argc, char **argv); /* src/cmd_proxy_ca.c */
+
 int cmd_proxy(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "ca") == 0)
+    return cmd_proxy_ca(argc - 1, argv + 1);
   px_config c;
   polite__px_config_init(&c);
   char err[1024];

@@ -52,7 +52,9 @@ static const char USAGE[] =
     "  --connect-timeout DURATION  per attempt (default 10s)\n"
     "  --timeout DURATION     per attempt (default 30s)\n"
     "  --spread DURATION      random spread added to a server wait (default\n"
-    "                         250ms)\n"
+    "                         250ms)\n"    "  --max-wait DURATION    a server wait longer than this ends the request\n"
+    "                         with 'wait_too_long' at once (default 15m; 0:\n"
+    "                         no limit)\n"
     "Writes:\n"
     "  --idempotency-key auto  a random key per logical POST/PATCH without\n"
     "                         one, sent as Idempotency-Key on every attempt\n"
@@ -625,6 +627,10 @@ int cmd_run(int argc, char **argv) {
     } else if (OPT("--spread", NULL)) {
       NEED();
       if ((rc = parse_duration_arg("--spread", v, &bo.spread_ms)))
+        goto out;
+    } else if (OPT("--max-wait", NULL)) {
+      NEED();
+      if ((rc = parse_duration_arg("--max-wait", v, &bo.max_wait_ms)))
         goto out;
     } else if (OPT("--budget", NULL)) {
       NEED();

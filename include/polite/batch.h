@@ -5,6 +5,7 @@
 #define POLITE_BATCH_H
 
 #include <polite/budget.h>
+#include <polite/clock.h>
 #include <polite/core.h>
 #include <polite/diagnose.h>
 #include <stdio.h>
@@ -115,6 +116,8 @@ typedef enum {
   POLITE_OUT_NETWORK_ERROR,
   POLITE_OUT_INVALID_INPUT,
   POLITE_OUT_CANCELLED,
+  POLITE_OUT_WAIT_TOO_LONG, /* the server's wait (or the budget's pause)
+                               exceeds max_wait_ms: not waited for */
   POLITE_OUT_COUNT
 } polite_outcome;
 
@@ -133,6 +136,9 @@ typedef struct {
   int body_truncated;          /* longer than max_body */
   const char *error;           /* English message or NULL */
   const char *idempotency_key; /* as sent, or NULL */
+  const char *location; /* a 3xx answer's Location, redacted with
+                           polite_redact_url (redirects are not
+                           followed), or NULL */
 } polite_result;
 
 /* One network attempt, valid only during the on_attempt call. */
@@ -235,6 +241,15 @@ typedef struct {
                               keeps its slot; 0 = off; default 1000 */
   uint64_t seed;           /* 0: from the system's random source */
   const char *user_agent;  /* NULL: "polite/VERSION" */
+  int64_t max_wait_ms;     /* a server wait (Retry-After, a reset, a pause
+                              found in the budget) longer than this ends
+                              the request `wait_too_long` at once instead
+                              of waiting, and is not written to the budget
+                              as a pause; <= 0 = no limit; default 15 min */
+  /* The clocks and the random source (NULL: the real ones). A fake env
+   * makes the engine's decisions reproducible; the transfers themselves
+   * still run in real time. */
+  const polite_env *env;
 
   /* Pulls the next request: 1 and *out (ownership passes to the engine),
    * 0 at the end, < 0 on error (the run ends as at end of input). */
@@ -254,7 +269,7 @@ typedef struct {
 
 /* Fills o with the defaults: max_attempts 5, no deadlines, connect timeout
  * 10 s, timeout 30 s, spread 250 ms, backoff 1 s..30 s, max_body 16 MiB,
- * grace 2 s, heartbeat 1 s. */
+ * grace 2 s, heartbeat 1 s, max_wait 15 min. */
 POLITE_EXTERN void polite_batch_options_init(polite_batch_options *o);
 
 typedef struct polite_batch polite_batch;

@@ -214,7 +214,8 @@ typedef enum {
   POLITE_R_DEADLINE,           /* STOP: the wait does not fit the deadline */
   POLITE_R_QUOTA_EXHAUSTED,    /* STOP: waiting cannot help */
   POLITE_R_NOT_RETRIED_UNSAFE, /* STOP: write without idempotency key */
-  POLITE_R_NETWORK_ERROR       /* STOP: no response and no retry left */
+  POLITE_R_NETWORK_ERROR,      /* STOP: no response and no retry left */
+  POLITE_R_WAIT_TOO_LONG       /* STOP: the server's wait exceeds max_wait_ms */
 } polite_reason;
 
 typedef struct {
@@ -231,6 +232,9 @@ typedef struct {
   polite_backoff backoff;
   int64_t spread_ms;       /* max random spread added to a server wait */
   uint64_t rnd;            /* one random value for jitter and spread */
+  int64_t max_wait_ms;     /* longest server wait worth waiting for; a
+                              longer one is STOP wait_too_long (never
+                              sending early); <= 0 means no limit */
 } polite_decide_in;
 
 typedef struct {
@@ -248,7 +252,7 @@ POLITE_EXTERN void polite_decide(const polite_decide_in *in,
                                  polite_decision *out);
 
 /* "ok", "http_error", "retries_exhausted", "deadline", "quota_exhausted",
- * "not_retried_unsafe", "network_error" for a final reason; NULL for RETRY
+ * "not_retried_unsafe", "network_error", "wait_too_long" for a final reason; NULL for RETRY
  * reasons. */
 POLITE_EXTERN const char *polite_reason_outcome(polite_reason r);
 /* Short token for any reason ("server", "prompt", "backoff", ...). */

@@ -494,6 +494,7 @@ static void reason_names_and_outcomes(void **state) {
       {POLITE_R_QUOTA_EXHAUSTED, "quota_exhausted", "quota_exhausted"},
       {POLITE_R_NOT_RETRIED_UNSAFE, "not_retried_unsafe", "not_retried_unsafe"},
       {POLITE_R_NETWORK_ERROR, "network_error", "network_error"},
+      {POLITE_R_WAIT_TOO_LONG, "wait_too_long", "wait_too_long"},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     if (t[i].outcome)
@@ -504,6 +505,53 @@ static void reason_names_and_outcomes(void **state) {
   }
   assert_null(polite_reason_outcome((polite_reason)99));
   assert_string_equal(polite_reason_name((polite_reason)99), "unknown");
+}
+
+/* ---- max_wait_ms ---------------------------------------------------------- */
+
+/* A server wait longer than max_wait_ms stops the request at once (never
+ * by sending early), whatever the deadline; the account pause is still
+ * reported, so the engine can refuse it. A wait of exactly max_wait, or no
+ * limit (<= 0), is waited for. */
+static void wait_longer_than_max_wait_stops(void **state) {
+  (void)state;
+  const char *huge[] = {"99999999999", "Fri, 31 Dec 9999 23:59:59 GMT", "901"};
+  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+    polite_decide_in in = base_in(429);
+    in.headers = one_header("Retry-After", huge[i]);
+    in.max_wait_ms = 900000;
+    in.time_left_ms = 5; /* the limit comes first, not the deadline */
+    polite_decision d = run(&in);
+    assert_int_equal(d.action, POLITE_STOP);
+    assert_int_equal(d.reason, POLITE_R_WAIT_TOO_LONG);
+    assert_int_equal(d.account_pause, 1);
+    assert_true(d.server_wait_ms > 900000);
+    assert_int_equal(d.wait_ms, 0);
+  }
+  polite_decide_in in = base_in(503);
+  in.headers = one_header("retry-after-ms", "999999999999999");
+  in.max_wait_ms = 1000;
+  assert_int_equal(run(&in).reason, POLITE_R_WAIT_TOO_LONG);
+
+  in = base_in(429);
+  in.headers = one_header("Retry-After", "900");
+  in.max_wait_ms = 900000; /* exactly the limit: waited for */
+  polite_decision d = run(&in);
+  assert_int_equal(d.action, POLITE_RETRY);
+  assert_int_equal(d.reason, POLITE_R_RETRY_SERVER);
+  assert_true(d.wait_ms >= 900000);
+  for (int64_t none = -1; none <= 0; none++) {
+    in = base_in(429);
+    in.headers = one_header("Retry-After", "99999999");
+    in.max_wait_ms = none;
+    d = run(&in);
+    assert_int_equal(d.action, POLITE_RETRY);
+    assert_int_equal(d.wait_ms >= INT64_C(99999999000), 1);
+  }
+  /* Backoff is our own choice and never counts against max-wait. */
+  in = base_in(503);
+  in.max_wait_ms = 1;
+  assert_int_equal(run(&in).reason, POLITE_R_RETRY_BACKOFF);
 }
 
 /* ---- Invariants over random inputs ------------------------------------- */
@@ -547,6 +595,7 @@ static void invariants_hold_for_random_inputs(void **state) {
     in.backoff.base_ms = (int64_t)((r2 >> 32) % 3000);
     in.backoff.cap_ms = (int64_t)((r2 >> 44) % 100000);
     in.rnd = polite_rand_next(&s);
+    in.max_wait_ms = (r2 >> 56) & 1 ? (int64_t)((r2 >> 8) % 20000) : 0;
     size_t k = (size_t)((r >> 24) % 13);
     if (k < 11) {
       polite_headers_init(&hdrs, NOW_MS);
@@ -586,6 +635,8 @@ static void invariants_hold_for_random_inputs(void **state) {
       assert_true(d.wait_ms >= d.server_wait_ms);
     if (d.reason == POLITE_R_RETRY_SERVER) {
       assert_true(d.server_wait_ms > 0);
+      if (in.max_wait_ms > 0)
+        assert_true(d.server_wait_ms <= in.max_wait_ms);
       assert_true(d.wait_ms <= d.server_wait_ms + spread);
     }
     if (d.reason == POLITE_R_RETRY_PROMPT) {
@@ -633,6 +684,7 @@ int main(void) {
       cmocka_unit_test(backoff_window_cut_to_time_left),
       cmocka_unit_test(zeroed_backoff_uses_defaults),
       cmocka_unit_test(reason_names_and_outcomes),
+      cmocka_unit_test(wait_longer_than_max_wait_stops),
       cmocka_unit_test(invariants_hold_for_random_inputs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -99,7 +99,8 @@ static void errors_name_the_field(void **state) {
   expect_error("{\"url\":\"http://h/\",\"method\":\"G T\"}", "method");
   expect_error("{\"url\":\"http://h/\",\"headers\":[]}", "headers");
   expect_error("{\"url\":\"http://h/\",\"headers\":{\"A\":1}}", "\"A\"");
-  expect_error("{\"url\":\"http://h/\",\"headers\":{\"A B\":\"x\"}}", "A B");
+  expect_error("{\"url\":\"http://h/\",\"headers\":{\"A B\":\"x\"}}",
+               "header name \"A...\" is not a valid HTTP token (byte 2 is 0x20)");
   expect_error("{\"url\":\"http://h/\",\"headers\":{\"X\":\"a\\nb\"}}",
                "CR, LF");
   expect_error("{\"url\":\"http://h/\",\"body\":3}", "\"body\"");
@@ -128,6 +129,144 @@ static void errors_hide_secrets(void **state) {
   assert_null(strstr(r->error, "SECRET"));
   assert_non_null(strstr(r->error, "Cookie"));
   polite_request_free(r);
+}
+
+/* A malformed JSON line never quotes the text jansson stopped at (it is
+ * often the secret that broke the line): line, column and kind only. */
+static void json_errors_hide_the_text(void **state) {
+  (void)state;
+  static const struct {
+    const char *line, *kind;
+    int column;
+  } cases[] = {
+      {"{\"url\":\"http://h/\",\"headers\":{\"Authorization\":\"Bearer SEKRIT",
+       "unterminated string", 60},
+      {"{\"headers\":{\"Authorization\":\"Bearer SEK\\qRIT\"}}",
+       "bad escape in a string", 41},
+      {"{\"headers\":{\"Authorization\":\"Bearer SEK\x01RIT\"}}",
+       "control character in a string", 39},
+      {"{\"headers\":{\"Authorization\":\"Bearer SEK\xff\xfeRIT\"}}",
+       "invalid UTF-8", 39},
+      {"{\"url\":\"http://h/\",\"SEKRIT\":", "premature end of input", 28},
+      {"{\"url\":\"http://h/\",\"a\":\"SEKRIT\"",
+       "premature end of input (an object is not closed)", 31},
+      {"{\"headers\":{\"Authorization\":Bearer SEKRIT\"}}", "invalid token", 34},
+      {"{\"url\":\"http://h/\"} SEKRIT", "text after the JSON object", 26},
+      {"{SEKRIT:1}", "object key is not a string", 7},
+      {"{\"a\":\"\\uD800SEKRIT\"}", "invalid \\u escape", 19},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    polite_request *r = parse(cases[i].line, 12, NULL);
+    assert_non_null(r->error);
+    char want[160];
+    snprintf(want, sizeof want, "not valid JSON at line 12, column %d: %s",
+             cases[i].column, cases[i].kind);
+    if (strstr(r->error, want) == NULL)
+      fail_msg("case %zu: '%s' lacks '%s'", i, r->error, want);
+    if (strstr(r->error, "SEK") != NULL || strstr(r->error, "near") != NULL)
+      fail_msg("case %zu quotes the input: %s", i, r->error);
+    polite_request_free(r);
+  }
+  /* A secret in a bad header name is not quoted past the first bad byte. */
+  expect_error("{\"url\":\"http://h/\",\"headers\":{\"Authorization: Bearer "
+               "SEKRIT\":\"\"}}",
+               "\"Authorization...\"");
+  polite_request *r = parse("{\"url\":\"http://h/\",\"headers\":{\"Authorization: "
+                            "Bearer SEKRIT\":\"\"}}",
+                            1, NULL);
+  assert_null(strstr(r->error, "SEK"));
+  polite_request_free(r);
+}
+
+/* Hostile URLs are invalid_input at once, with the field named (#15.7). */
+static void url_checks(void **state) {
+  (void)state;
+  static const struct {
+    const char *url, *why;
+  } bad[] = {
+      {"http://[::1:18080/", "malformed IPv6 address"},
+      {"http://h:99999/", "port that is not a number from 1 to 65535"},
+      {"http://h:-1/", "port that is not a number from 1 to 65535"},
+      {"http://h:0/", "port that is not a number from 1 to 65535"},
+      {"http://h:80:80/", "port"},
+      {"http://user@:80/", "has no host"},
+      {"http://:80/", "has no host"},
+      {"http:///x", "has no host"},
+      {"https://?q=1", "has no host"},
+      {"http://exa%20mple/", "malformed host name"},
+  };
+  char line[256];
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    polite_request *r = parse(bad[i].url, 3, NULL);
+    if (r->error == NULL || strstr(r->error, bad[i].why) == NULL ||
+        strstr(r->error, "url \"") != r->error)
+      fail_msg("bare %s: %s", bad[i].url, r->error ? r->error : "accepted");
+    assert_null(r->url);
+    polite_request_free(r);
+    snprintf(line, sizeof line, "{\"url\":\"%s\"}", bad[i].url);
+    r = parse(line, 3, NULL);
+    if (r->error == NULL || strstr(r->error, bad[i].why) == NULL ||
+        strstr(r->error, "field \"url\"") != r->error)
+      fail_msg("json %s: %s", bad[i].url, r->error ? r->error : "accepted");
+    polite_request_free(r);
+  }
+  const char *good[] = {"http://h:65535/", "http://[::1]:8080/x",
+                        "https://u:p@h/x?q=1#f", "http://h:/x",
+                        "http://ex_a.example/"};
+  for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+    polite_request *r = parse(good[i], 3, NULL);
+    if (r->error != NULL)
+      fail_msg("%s refused: %s", good[i], r->error);
+    polite_request_free(r);
+  }
+  /* A 1 MiB URL: refused by length, not quoted whole. */
+  size_t n = 1024 * 1024;
+  char *big = malloc(n + 1);
+  assert_non_null(big);
+  memcpy(big, "http://h/", 9);
+  memset(big + 9, 'a', n - 9);
+  big[n] = '\0';
+  polite_request *r = parse(big, 3, NULL);
+  assert_non_null(r->error);
+  assert_non_null(strstr(r->error, "more than the limit of 65536 bytes"));
+  assert_true(strlen(r->error) < 200);
+  polite_request_free(r);
+  /* 65536 bytes is still fine. */
+  big[65536] = '\0';
+  r = parse(big, 3, NULL);
+  assert_null(r->error);
+  polite_request_free(r);
+  free(big);
+}
+
+/* A UTF-8 byte order mark starts line 1 only and is not part of it. */
+static void bom_on_line_one(void **state) {
+  (void)state;
+  FILE *f = tmpfile();
+  fputs("\xEF\xBB\xBFhttp://h/1\n\xEF\xBB\xBFhttp://h/2\n", f);
+  rewind(f);
+  polite_input *in = polite_input_open(f, NULL);
+  polite_request *r;
+  assert_int_equal(polite_input_next(in, &r), 1);
+  assert_null(r->error);
+  assert_string_equal(r->url, "http://h/1");
+  polite_request_free(r);
+  /* On a later line it is a stray character, and an error. */
+  assert_int_equal(polite_input_next(in, &r), 1);
+  assert_non_null(r->error);
+  polite_request_free(r);
+  polite_input_close(in);
+  fclose(f);
+  f = tmpfile();
+  fputs("\xEF\xBB\xBF{\"url\":\"http://h/j\"}\n", f);
+  rewind(f);
+  in = polite_input_open(f, NULL);
+  assert_int_equal(polite_input_next(in, &r), 1);
+  assert_null(r->error);
+  assert_string_equal(r->url, "http://h/j");
+  polite_request_free(r);
+  polite_input_close(in);
+  fclose(f);
 }
 
 static void defaults_like_curl(void **state) {
@@ -263,6 +402,9 @@ int main(void) {
       cmocka_unit_test(json_line),
       cmocka_unit_test(errors_name_the_field),
       cmocka_unit_test(errors_hide_secrets),
+      cmocka_unit_test(json_errors_hide_the_text),
+      cmocka_unit_test(url_checks),
+      cmocka_unit_test(bom_on_line_one),
       cmocka_unit_test(defaults_like_curl),
       cmocka_unit_test(request_cost),
       cmocka_unit_test(streaming_reader),

@@ -150,7 +150,7 @@ check(rc == 2 and "bad-errors.json" in err and "errors[0].responses[0].statusCod
 for args, word in ((["--failure-rate", "150"], "failure-rate"), (["--rate-limit", "10/fortnight"], "rate-limit"),
                    (["--listen", "nope"], "listen"), (["--bogus"], "bogus"), (["--latency", "9-1"], "latency"),
                    (["--retry-after-scope", "planet"], "retry-after-scope"),
-                   (["--upstream", "https://x"], "upstream")):
+                   (["--upstream", "ftp://x"], "upstream")):
     rc, out, err = run("proxy", *args)
     check(rc == 2 and word in err, "usage error %s: exit 2 naming the option (%r)" % (args, err.strip()[:80]))
 rc, out, err = run("proxy", "--help")

@@ -1,0 +1,164 @@
+/* polite HTTP syntax helpers shared inside libpolite (see http_syntax.h). */
+#include "http_syntax.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int polite__is_tchar(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+         (c >= '0' && c <= '9') ||
+         (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+int polite__is_token(const char *s, size_t n) {
+  if (s == NULL || n == 0)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!polite__is_tchar((unsigned char)s[i]))
+      return 0;
+  return 1;
+}
+
+int polite__is_ows(char c) {
+  return c == ' ' || c == '\t';
+}
+
+void polite__trim_ows(const char **s, size_t *n) {
+  while (*n > 0 && polite__is_ows((*s)[0])) {
+    (*s)++;
+    (*n)--;
+  }
+  while (*n > 0 && polite__is_ows((*s)[*n - 1]))
+    (*n)--;
+}
+
+char polite__lower(char c) {
+  return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
+}
+
+int polite__hexval(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+int polite__ci_eqn(const char *a, size_t an, const char *b, size_t bn) {
+  if (an != bn)
+    return 0;
+  for (size_t i = 0; i < an; i++)
+    if (polite__lower(a[i]) != polite__lower(b[i]))
+      return 0;
+  return 1;
+}
+
+int polite__ci_eq(const char *s, size_t n, const char *lit) {
+  return polite__ci_eqn(s, n, lit, strlen(lit));
+}
+
+int polite__ci_prefix(const char *s, size_t n, const char *lit) {
+  size_t m = strlen(lit);
+  return n >= m && polite__ci_eqn(s, m, lit, m);
+}
+
+const char *polite__ci_find(const char *hay, size_t n, const char *needle) {
+  size_t m = strlen(needle);
+  if (m == 0)
+    return hay;
+  char first = polite__lower(needle[0]);
+  for (size_t i = 0; i + m <= n; i++)
+    if (polite__lower(hay[i]) == first && polite__ci_eqn(hay + i, m, needle, m))
+      return hay + i;
+  return NULL;
+}
+
+uint64_t polite__fnv1a(const void *s, size_t n) {
+  const unsigned char *p = s;
+  uint64_t h = UINT64_C(14695981039346656037);
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= UINT64_C(1099511628211);
+  }
+  return h;
+}
+
+int64_t polite__days_from_civil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+void polite__civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
+  z += 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+  *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+  *y = yoe + era * 400 + (*m <= 2);
+}
+
+int polite__read_file(const char *path, size_t max, char **out, size_t *len) {
+  *out = NULL;
+  *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return -1;
+  size_t cap = 0, n = 0;
+  char *buf = NULL;
+  for (;;) {
+    if (n + 1 >= cap) {
+      /* Grows by doubling up to max + 2, so an endless file stops at one
+       * byte past the limit. */
+      size_t nc = cap ? cap * 2 : 4096;
+      if (nc > max + 2)
+        nc = max + 2;
+      if (nc <= n + 1) {
+        free(buf);
+        fclose(f);
+        errno = EFBIG;
+        return -1;
+      }
+      char *nb = realloc(buf, nc);
+      if (nb == NULL) {
+        free(buf);
+        fclose(f);
+        errno = ENOMEM;
+        return -1;
+      }
+      buf = nb;
+      cap = nc;
+    }
+    size_t got = fread(buf + n, 1, cap - 1 - n, f);
+    n += got;
+    if (n > max) {
+      free(buf);
+      fclose(f);
+      errno = EFBIG;
+      return -1;
+    }
+    if (got == 0)
+      break;
+  }
+  int err = ferror(f) ? errno : 0;
+  fclose(f);
+  if (err) {
+    free(buf);
+    errno = err ? err : EIO;
+    return -1;
+  }
+  buf[n] = '\0';
+  *out = buf;
+  *len = n;
+  return 0;
+}

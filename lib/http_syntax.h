@@ -1,0 +1,61 @@
+/* polite HTTP syntax helpers shared inside libpolite (private: `polite__`
+ * names, not exported): RFC 9110 token characters and OWS, ASCII case-
+ * insensitive comparison, hex digits, FNV-1a hashing, civil dates, and
+ * reading a whole file with a size limit. Locale-independent throughout:
+ * HTTP is ASCII, whatever LC_CTYPE says. */
+#ifndef POLITE_HTTP_SYNTAX_H
+#define POLITE_HTTP_SYNTAX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Characters ------------------------------------------------------- */
+
+/* RFC 9110 tchar: what methods and field names are made of. */
+int polite__is_tchar(unsigned char c);
+/* 1 when s[0..n) is a non-empty RFC 9110 token. */
+int polite__is_token(const char *s, size_t n);
+/* SP or HTAB (RFC 9110 OWS). */
+int polite__is_ows(char c);
+/* Strips OWS on both ends of the counted string in place. */
+void polite__trim_ows(const char **s, size_t *n);
+/* ASCII lower case of c (other bytes unchanged). */
+char polite__lower(char c);
+/* 0..15 for a hex digit, else -1. */
+int polite__hexval(char c);
+
+/* ---- Case-insensitive comparison (ASCII) ------------------------------ */
+
+/* 1 when a[0..an) equals b[0..bn) ignoring ASCII case. */
+int polite__ci_eqn(const char *a, size_t an, const char *b, size_t bn);
+/* 1 when s[0..n) equals the NUL-terminated lit ignoring case. */
+int polite__ci_eq(const char *s, size_t n, const char *lit);
+/* 1 when s[0..n) starts with lit ignoring case. */
+int polite__ci_prefix(const char *s, size_t n, const char *lit);
+/* First occurrence of needle in hay[0..n) ignoring case, or NULL (an empty
+ * needle is found at hay). */
+const char *polite__ci_find(const char *hay, size_t n, const char *needle);
+
+/* ---- Hashing ---------------------------------------------------------- */
+
+/* 64-bit FNV-1a of s[0..n): fast, good spread for short keys, not
+ * collision-resistant (never hash attacker keys into a table without a
+ * size bound). */
+uint64_t polite__fnv1a(const void *s, size_t n);
+
+/* ---- Civil dates (proleptic Gregorian, Howard Hinnant's algorithms) ---- */
+
+/* Days since 1970-01-01 of y-m-d (m 1..12, d 1..31); checks nothing. */
+int64_t polite__days_from_civil(int64_t y, int m, int d);
+/* The inverse: the date of day z since 1970-01-01. */
+void polite__civil_from_days(int64_t z, int64_t *y, int *m, int *d);
+
+/* ---- Files ------------------------------------------------------------ */
+
+/* Reads the whole file at path into *out (malloc'ed, NUL-terminated; the
+ * caller frees it) and its length into *len. A file larger than max bytes
+ * is refused without reading it all (/dev/zero stops at max + 1 bytes).
+ * Returns 0, or -1 with errno set (EFBIG when over max). */
+int polite__read_file(const char *path, size_t max, char **out, size_t *len);
+
+#endif

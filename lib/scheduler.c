@@ -1,0 +1,961 @@
+/* polite scheduler: the pure half of the batch engine. Jobs, the waiting
+ * set, budget admission, decisions, deadlines, pauses, cancel and grace,
+ * quota stop and heartbeat, all on a `now` passed in (see scheduler.h). */
+#include "scheduler.h"
+
+#include "sched_heap.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define NO_TIME POLITE__NO_TIME
+typedef polite__job job;
+
+/* How often on_tick runs at least, and the longest sleep between turns (a
+ * cancel from a signal handler is seen within it). */
+#define TICK_US 100000
+/* Lookahead past blocked requests with one account per host, so one busy
+ * host does not hold up the others. */
+#define HOST_LOOKAHEAD 64
+/* Longest lateness of a wake-up that the schedule absorbs (see
+ * admission_time). */
+#define CATCHUP_MAX_US 1000
+
+/* An account the server asked to wait longer than max_wait: its requests
+ * end wait_too_long until `until`, and no pause is written to the budget. */
+typedef struct refusal {
+  struct refusal *next;
+  char *key; /* NULL: the default account */
+  int64_t until_us;
+  int64_t wait_ms;
+} refusal;
+
+struct polite__sched {
+  polite_batch_options o;
+  polite__sched_io io;
+  uint64_t rng;
+  uint64_t seq;
+  polite__heap waiting; /* by due time, then seq */
+  job *inflight;        /* doubly linked, unordered */
+  refusal *refused;
+  int input_done;
+  int run_deadline_hit;
+  volatile sig_atomic_t cancel_flag;
+  int cancelling;
+  int64_t cancel_at_us;
+  int64_t t0_us;
+  int64_t run_deadline_us;
+  int64_t last_now_us;
+  int64_t last_tick_us;
+  int64_t last_start_abs_us;
+  int64_t pause_end_us; /* latest account pause seen (stats, progress) */
+  int64_t last_heartbeat_us;
+  int64_t planned_us; /* when the budget said the next start is due */
+  int fatal;
+  char errstr[256];
+  polite_batch_stats st;
+  int64_t *intervals;
+  polite_throttle_count throttled[POLITE_BATCH_MAX_THROTTLED];
+};
+
+/* ---- the seam for a rate controller ------------------------------------ */
+
+/* Every attempt start passes here (after admission, before the transport
+ * sends anything), and every response below: the one place a rate
+ * controller observes the run and may change the admission rate. */
+static void observe_start(polite__sched *s, const job *j, int64_t now) {
+  (void)s, (void)j, (void)now;
+}
+
+static void observe_response(polite__sched *s, const job *j,
+                             const polite__response *r,
+                             const polite_decision *d, int64_t latency_us,
+                             int64_t now) {
+  (void)s, (void)j, (void)r, (void)d, (void)latency_us, (void)now;
+}
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+polite__sched *polite__sched_new(const polite_batch_options *o,
+                                 const polite__sched_io *io, char *err,
+                                 size_t errlen) {
+  if (err && errlen)
+    err[0] = '\0';
+  if (o == NULL || o->next == NULL || o->on_result == NULL ||
+      o->max_attempts < 1 || io == NULL || io->start == NULL) {
+    if (err)
+      snprintf(err, errlen,
+               "batch options need next, on_result and max_attempts >= 1");
+    return NULL;
+  }
+  polite__sched *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    return NULL;
+  s->o = *o;
+  s->io = *io;
+  if (s->o.max_pending == 0) {
+    unsigned c = o->budget ? o->budget->cfg.concurrency : 0;
+    s->o.max_pending = (c ? 2 * c : 64) + 64;
+  }
+  s->intervals = malloc(POLITE_BATCH_MAX_INTERVALS * sizeof(int64_t));
+  if (s->intervals == NULL) {
+    if (err)
+      snprintf(err, errlen, "out of memory");
+    free(s);
+    return NULL;
+  }
+  s->rng = o->seed;
+  if (s->rng == 0 &&
+      (polite_env_random_bytes(o->env, &s->rng, sizeof s->rng) != 0 ||
+       s->rng == 0))
+    s->rng = polite_random_seed();
+  s->st.first_start_us = -1;
+  s->st.last_start_us = -1;
+  s->st.intervals_us = s->intervals;
+  s->st.throttled = s->throttled;
+  s->last_start_abs_us = -1;
+  s->planned_us = NO_TIME;
+  return s;
+}
+
+static void job_free(job *j) {
+  if (j == NULL)
+    return;
+  polite_request_free(j->req);
+  free(j->key);
+  free(j);
+}
+
+void polite__sched_free(polite__sched *s) {
+  if (s == NULL)
+    return;
+  for (job *j = s->inflight, *n; j; j = n) {
+    n = j->next;
+    if (s->io.abort)
+      s->io.abort(s->io.ud, j);
+    job_free(j);
+  }
+  job *j;
+  while ((j = polite__heap_pop(&s->waiting)) != NULL)
+    job_free(j);
+  polite__heap_free(&s->waiting);
+  for (refusal *r = s->refused, *n; r; r = n) {
+    n = r->next;
+    free(r->key);
+    free(r);
+  }
+  free(s->intervals);
+  free(s);
+}
+
+void polite__sched_begin(polite__sched *s, const polite__now *now) {
+  s->t0_us = now->mono_us;
+  s->last_now_us = now->mono_us;
+  s->last_heartbeat_us = now->mono_us;
+  s->last_tick_us = now->mono_us - TICK_US; /* the first turn ticks */
+  s->run_deadline_us = s->o.run_deadline_ms >= 0
+                           ? now->mono_us + s->o.run_deadline_ms * 1000
+                           : NO_TIME;
+}
+
+void polite__sched_cancel(polite__sched *s) {
+  s->cancel_flag = 1;
+}
+
+const polite_batch_stats *polite__sched_stats(const polite__sched *s) {
+  return &s->st;
+}
+
+const char *polite__sched_errstr(const polite__sched *s) {
+  return s->errstr;
+}
+
+unsigned polite__sched_in_flight(const polite__sched *s) {
+  return s->st.in_flight;
+}
+
+/* ---- bookkeeping --------------------------------------------------------- */
+
+static int same_key(const char *a, const char *c) {
+  return a == NULL || c == NULL ? a == c : strcmp(a, c) == 0;
+}
+
+/* Puts j in the waiting set at due; out of memory is fatal for the run. */
+static int wait_push(polite__sched *s, job *j, int64_t due) {
+  if (polite__heap_push(&s->waiting, due, j->seq, j) == 0)
+    return 0;
+  s->fatal = POLITE_ENOMEM;
+  snprintf(s->errstr, sizeof s->errstr, "out of memory");
+  return -1;
+}
+
+static void inflight_add(polite__sched *s, job *j) {
+  j->prev = NULL;
+  j->next = s->inflight;
+  if (s->inflight)
+    s->inflight->prev = j;
+  s->inflight = j;
+  if (++s->st.in_flight > s->st.peak_in_flight)
+    s->st.peak_in_flight = s->st.in_flight;
+}
+
+static void inflight_remove(polite__sched *s, job *j) {
+  if (j->prev)
+    j->prev->next = j->next;
+  else
+    s->inflight = j->next;
+  if (j->next)
+    j->next->prev = j->prev;
+  j->prev = j->next = NULL;
+  s->st.in_flight--;
+}
+
+/* Time left before the request's or the run's deadline, or NO_TIME. */
+static int64_t time_left_us(const polite__sched *s, const job *j, int64_t now) {
+  int64_t end = j->deadline_us;
+  if (s->run_deadline_us < end)
+    end = s->run_deadline_us;
+  return end == NO_TIME ? NO_TIME : end - now;
+}
+
+/* Emits the final result of j and frees it. r is the last response (its
+ * body goes in the result) or NULL; location is already redacted. */
+static void finish(polite__sched *s, job *j, polite_outcome out, int status,
+                   const char *error, int64_t now, const polite__response *r,
+                   const char *location) {
+  polite_result res;
+  memset(&res, 0, sizeof res);
+  res.req = j->req;
+  res.method = j->method;
+  res.outcome = out;
+  res.status = status;
+  res.attempts = j->attempts;
+  res.elapsed_ms =
+      j->first_start_us >= 0 ? (now - j->first_start_us) / 1000 : 0;
+  if (r) {
+    res.body = r->body;
+    res.body_len = r->body_len;
+    res.body_truncated = r->body_truncated;
+  }
+  res.error = error;
+  res.idempotency_key = j->idem_sent;
+  res.location = location;
+  if (out == POLITE_OUT_QUOTA_EXHAUSTED)
+    s->st.quota_stop = 1;
+  s->st.results++;
+  s->st.by_outcome[out]++;
+  s->o.on_result(s->o.ud, &res);
+  job_free(j);
+}
+
+/* Ends every waiting request with `out` (cancel, quota stop, run deadline). */
+static void flush_waiting(polite__sched *s, polite_outcome out, const char *why,
+                          int64_t now) {
+  job *j;
+  while ((j = polite__heap_pop(&s->waiting)) != NULL)
+    finish(s, j, out, j->status, why, now, NULL, NULL);
+}
+
+/* Aborts the transfers still running (cancel grace over, fatal error). */
+static void abort_inflight(polite__sched *s, int64_t now) {
+  while (s->inflight) {
+    job *j = s->inflight;
+    if (s->io.abort)
+      s->io.abort(s->io.ud, j);
+    inflight_remove(s, j);
+    polite_budget_release(s->o.budget, j->key, 1);
+    finish(s, j, POLITE_OUT_CANCELLED, 0,
+           "interrupted while the attempt was in flight", now, NULL, NULL);
+  }
+}
+
+/* The account key of a URL: its host (lower-cased), for host scope. */
+static char *host_key(const char *url) {
+  const char *p = strstr(url, "://");
+  p = p ? p + 3 : url;
+  size_t n = strcspn(p, "/?#");
+  const char *at = memchr(p, '@', n);
+  if (at) {
+    n -= (size_t)(at + 1 - p);
+    p = at + 1;
+  }
+  char *k = strndup(p, n);
+  if (k)
+    for (char *c = k; *c; c++)
+      if (*c >= 'A' && *c <= 'Z')
+        *c = (char)(*c - 'A' + 'a');
+  return k;
+}
+
+static int has_header(const polite_request *r, const char *name) {
+  size_t n = strlen(name);
+  for (size_t i = 0; i < r->nheaders; i++)
+    if (strncasecmp(r->headers[i], name, n) == 0 && r->headers[i][n] == ':')
+      return 1;
+  return 0;
+}
+
+/* ---- max-wait: accounts not waited for ------------------------------------
+ */
+
+static const refusal *refused(const polite__sched *s, const char *key,
+                              int64_t now) {
+  for (const refusal *r = s->refused; r; r = r->next)
+    if (same_key(r->key, key) && now < r->until_us)
+      return r;
+  return NULL;
+}
+
+/* Ends j, whose account is refused by r. */
+static void end_refused(polite__sched *s, job *j, const refusal *r,
+                        int64_t now) {
+  char msg[200];
+  snprintf(msg, sizeof msg,
+           "the server asked this account to wait %lld s, longer than "
+           "max-wait (%lld s); not waiting and not sending early",
+           (long long)(r->wait_ms / 1000),
+           (long long)(s->o.max_wait_ms / 1000));
+  finish(s, j, POLITE_OUT_WAIT_TOO_LONG, j->status, msg, now, NULL, NULL);
+}
+
+/* The server asked j's account to wait wait_ms, longer than max_wait: the
+ * pause is not taken, and every request of the account (waiting now or
+ * read later, until the server's time) ends wait_too_long at once. */
+static void refuse_account(polite__sched *s, const char *key, int64_t wait_ms,
+                           int64_t now) {
+  refusal *r = calloc(1, sizeof *r);
+  if (r == NULL || (key && (r->key = strdup(key)) == NULL)) {
+    free(r);
+    return; /* each request then ends on its own answer */
+  }
+  int64_t w =
+      wait_ms > (INT64_MAX - now) / 1000 ? (INT64_MAX - now) / 1000 : wait_ms;
+  r->until_us = now + w * 1000;
+  r->wait_ms = wait_ms;
+  r->next = s->refused;
+  s->refused = r;
+  /* Take the account's waiting requests out (O(n), once per refusal);
+   * the others keep their places. */
+  polite__heap all = s->waiting;
+  memset(&s->waiting, 0, sizeof s->waiting);
+  for (size_t i = 0; i < all.n; i++) {
+    const polite__heap_entry *e = &all.v[i];
+    job *j = e->item;
+    if (!same_key(j->key, key) &&
+        polite__heap_push(&s->waiting, e->due, e->seq, j) == 0)
+      continue;
+    end_refused(s, j, r, now);
+  }
+  polite__heap_free(&all);
+}
+
+/* ---- starting an attempt ---------------------------------------------------
+ */
+
+/* Counts a start at now in the interval statistics. Gaps that contain a
+ * server pause say nothing about the planned spacing; they are left out. */
+static void count_start(polite__sched *s, const job *j, int64_t now) {
+  if (j->attempts == 1)
+    s->st.first_attempts++;
+  else
+    s->st.retries++;
+  s->st.attempts++;
+  s->st.units += j->req->cost ? j->req->cost : 1;
+  if (s->last_start_abs_us >= 0) {
+    int64_t gap = now - s->last_start_abs_us;
+    if (s->pause_end_us > s->last_start_abs_us) {
+      s->st.paused_gaps++;
+    } else {
+      s->st.unpaused_gap_sum_us += gap;
+      s->st.unpaused_gaps++;
+      if (s->st.n_intervals < POLITE_BATCH_MAX_INTERVALS)
+        s->intervals[s->st.n_intervals++] = gap;
+    }
+  }
+  s->last_start_abs_us = now;
+  if (s->st.first_start_us < 0)
+    s->st.first_start_us = now - s->t0_us;
+  s->st.last_start_us = now - s->t0_us;
+}
+
+/* The transfer timeout of j's next attempt: timeout_ms, cut so the attempt
+ * never outlives the deadline (a transfer still running when the deadline
+ * passes ends with outcome `deadline`). Rounded up: a timeout that fires
+ * before the deadline would let the next request start in the last
+ * sub-millisecond of the run. */
+static void set_timeout(const polite__sched *s, job *j, int64_t now) {
+  int64_t tmo = s->o.timeout_ms > 0 ? s->o.timeout_ms : 0;
+  int64_t left = time_left_us(s, j, now);
+  j->deadline_clamped = 0;
+  if (left != NO_TIME) {
+    int64_t lm = left > 0 ? (left + 999) / 1000 : 1;
+    if (tmo == 0 || lm <= tmo) {
+      tmo = lm;
+      j->deadline_clamped = 1;
+    }
+  }
+  j->timeout_ms = tmo;
+}
+
+/* Starts j's next attempt; the caller holds a budget slot for it. Ends j
+ * (and gives the slot back) when the start is vetoed or fails. */
+static void start_attempt(polite__sched *s, job *j, const polite__now *now) {
+  /* Reported before anything of the attempt exists, so a journal can make
+   * its start durable before the first byte goes out, and a veto leaves no
+   * trace in the counters. */
+  if (s->o.on_attempt_start) {
+    polite_attempt_start as = {j->req, j->method, j->attempts + 1, now->wall_ms,
+                               j->idem_sent};
+    if (s->o.on_attempt_start(s->o.ud, &as) != 0) {
+      polite_budget_release(s->o.budget, j->key, 1);
+      finish(s, j, POLITE_OUT_CANCELLED, j->status,
+             "not started: the attempt could not be recorded", now->mono_us,
+             NULL, NULL);
+      return;
+    }
+  }
+  if (j->attempts == 0) {
+    j->first_start_us = now->mono_us;
+    if (s->o.deadline_ms >= 0)
+      j->deadline_us = now->mono_us + s->o.deadline_ms * 1000;
+  }
+  j->attempts++;
+  j->attempt_start_us = now->mono_us;
+  j->attempt_start_wall = now->wall_ms;
+  set_timeout(s, j, now->mono_us);
+  count_start(s, j, now->mono_us);
+  char err[256] = "";
+  if (s->io.start(s->io.ud, j, err, sizeof err) != 0) {
+    polite_budget_release(s->o.budget, j->key, 1);
+    finish(s, j, POLITE_OUT_NETWORK_ERROR, 0,
+           err[0] ? err : "the transfer could not be started", now->mono_us,
+           NULL, NULL);
+    return;
+  }
+  inflight_add(s, j);
+  observe_start(s, j, now->mono_us);
+}
+
+/* ---- reading the input ------------------------------------------------------
+ */
+
+static int reading_over(const polite__sched *s) {
+  return s->input_done || s->cancelling || s->st.quota_stop ||
+         s->run_deadline_hit ||
+         (s->o.max_requests && s->st.read >= s->o.max_requests);
+}
+
+static int can_read(const polite__sched *s) {
+  return !reading_over(s) && !s->fatal &&
+         s->st.in_flight + s->waiting.n < s->o.max_pending;
+}
+
+/* Pulls one request from the source. Invalid lines (and, after the run
+ * deadline, every line) are answered at once. Returns the new job, due
+ * now, or NULL when nothing was queued. */
+static job *read_one(polite__sched *s, int64_t now) {
+  polite_request *r = NULL;
+  int rc = s->o.next(s->o.ud, &r);
+  if (rc <= 0 || r == NULL) {
+    if (rc < 0)
+      snprintf(s->errstr, sizeof s->errstr, "reading the input failed: %s",
+               polite_strerror(rc));
+    s->input_done = 1;
+    s->st.input_done = 1;
+    return NULL;
+  }
+  s->st.read++;
+  job *j = calloc(1, sizeof *j);
+  if (j == NULL) {
+    polite_request_free(r);
+    s->fatal = POLITE_ENOMEM;
+    snprintf(s->errstr, sizeof s->errstr, "out of memory");
+    return NULL;
+  }
+  j->req = r;
+  j->method = polite_request_method(r);
+  j->seq = ++s->seq;
+  j->first_start_us = -1;
+  j->deadline_us = NO_TIME;
+  if (r->error) {
+    finish(s, j, POLITE_OUT_INVALID_INPUT, 0, r->error, now, NULL, NULL);
+    return NULL;
+  }
+  if (s->run_deadline_hit) {
+    finish(s, j, POLITE_OUT_DEADLINE, 0, "the run deadline passed", now, NULL,
+           NULL);
+    return NULL;
+  }
+  if (s->o.scope_host)
+    j->key = host_key(r->url);
+  if (r->idempotency_key) {
+    j->idem_sent = r->idempotency_key;
+  } else if (s->o.idempotency_auto && !polite_method_idempotent(j->method) &&
+             !has_header(r, "Idempotency-Key")) {
+    if (polite_idempotency_key(s->o.env, j->idem) == 0)
+      j->idem_sent = j->idem;
+  }
+  j->has_key = j->idem_sent != NULL || has_header(r, "Idempotency-Key");
+  return j;
+}
+
+/* ---- admission
+ * --------------------------------------------------------------- */
+
+/* The time an admission is asked for. A wake-up comes a little after the
+ * moment the budget named; asking at the real `now` would restart the
+ * limiter's schedule from the late start and lose that lateness for good
+ * at every start (GCRA with burst 1). So when the budget's next start was
+ * planned at P and now is at most min(T / 2, 1 ms) after P (T the start
+ * interval), the admission is asked at P: the schedule stays on the
+ * theoretical arrival time, no two starts are ever closer than T / 2, and a
+ * start later than that is late for good (no catch-up burst). With one
+ * account per host there is no single plan, so the real time is used. */
+static int64_t admission_time(const polite__sched *s, int64_t now) {
+  const polite_budget *b = s->o.budget;
+  if (s->o.scope_host || b == NULL || !(b->cfg.rate_per_s > 0) ||
+      s->planned_us > now)
+    return now;
+  double half = 0.5e6 / b->cfg.rate_per_s;
+  int64_t slack = half < CATCHUP_MAX_US ? (int64_t)half : CATCHUP_MAX_US;
+  return now - s->planned_us <= slack ? s->planned_us : now;
+}
+
+/* Outcome of trying to admit one due job. */
+enum { ADM_STARTED, ADM_ENDED, ADM_BLOCKED, ADM_FATAL };
+
+/* Tries to start j (taken out of the waiting set) at now. BLOCKED: j is
+ * not admitted yet and *wake is lowered to when to ask again (NO_TIME: a
+ * release will tell). */
+static int admit(polite__sched *s, job *j, const polite__now *now,
+                 int64_t *wake) {
+  int64_t t = now->mono_us;
+  /* Less than a millisecond before the deadline, an attempt cannot finish
+   * in time: end it without spending the budget. */
+  int64_t jl = time_left_us(s, j, t);
+  if (jl != NO_TIME && jl < 1000) {
+    finish(s, j, POLITE_OUT_DEADLINE, j->status,
+           "the deadline passed before the attempt could start", t, NULL, NULL);
+    return ADM_ENDED;
+  }
+  const refusal *rf = refused(s, j->key, t);
+  if (rf) {
+    end_refused(s, j, rf, t);
+    return ADM_ENDED;
+  }
+  /* `cost` rate units and ONE slot, both or neither: the concurrency limit
+   * counts requests, also when the rate counts tokens. Every attempt,
+   * retries included, pays its cost. */
+  unsigned cost = j->req->cost ? j->req->cost : 1;
+  int64_t at = admission_time(s, t), w = 0;
+  int rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, &w);
+  if (rc < 0) {
+    snprintf(s->errstr, sizeof s->errstr, "the budget failed: %s",
+             polite_budget_errstr(s->o.budget));
+    s->fatal = rc;
+    return ADM_FATAL;
+  }
+  if (rc == POLITE_BUDGET_ADMITTED) {
+    const polite_budget *b = s->o.budget;
+    if (b && b->cfg.rate_per_s > 0)
+      s->planned_us = at + (int64_t)(1e6 * cost / b->cfg.rate_per_s);
+    start_attempt(s, j, now);
+    return ADM_STARTED;
+  }
+  if (rc == POLITE_BUDGET_WAIT_SLOT) {
+    /* Shared backends give a poll hint: a release in another process wakes
+     * nobody here. With no transfer of our own (polite_client threads
+     * sharing a local budget), the release will come from another thread,
+     * so look again soon. */
+    if (w <= 0 && s->st.in_flight == 0)
+      w = 5000;
+    if (w > 0 && t + w < *wake)
+      *wake = t + w;
+    return ADM_BLOCKED;
+  }
+  int64_t due = at + w;
+  if (rc == POLITE_BUDGET_WAIT_PAUSE && s->o.max_wait_ms > 0 &&
+      w > s->o.max_wait_ms * 1000) {
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "the budget is paused for another %lld s, longer than max-wait "
+             "(%lld s); not waiting",
+             (long long)(w / 1000000), (long long)(s->o.max_wait_ms / 1000));
+    finish(s, j, POLITE_OUT_WAIT_TOO_LONG, j->status, msg, t, NULL, NULL);
+    return ADM_ENDED;
+  }
+  int64_t left = time_left_us(s, j, t);
+  if (left != NO_TIME && due - t > left) {
+    finish(s, j, POLITE_OUT_DEADLINE, j->status,
+           rc == POLITE_BUDGET_WAIT_PAUSE
+               ? "the server's pause does not end before the deadline"
+               : "the planned start rate cannot start it before the deadline",
+           t, NULL, NULL);
+    return ADM_ENDED;
+  }
+  s->planned_us = due;
+  if (due < *wake)
+    *wake = due;
+  return ADM_BLOCKED;
+}
+
+/* Starts every due request the budget admits, reading new ones while the
+ * waiting set has nothing due; lowers *wake to the next time something
+ * becomes due. With one account, the first blocked request blocks all
+ * (they share the same budget); with one per host, up to HOST_LOOKAHEAD
+ * blocked requests are skipped and put back in their places. */
+static void schedule(polite__sched *s, const polite__now *now, int64_t *wake) {
+  job *blocked[HOST_LOOKAHEAD + 1];
+  unsigned nb = 0;
+  unsigned lookahead = s->o.scope_host ? HOST_LOOKAHEAD : 0;
+  int64_t t = now->mono_us;
+  while (!s->fatal) {
+    const polite__heap_entry *top = polite__heap_top(&s->waiting);
+    job *j;
+    if (top == NULL || top->due > t) {
+      if (!can_read(s) || nb > lookahead)
+        break;
+      if ((j = read_one(s, t)) == NULL)
+        continue;
+    } else {
+      j = polite__heap_pop(&s->waiting);
+    }
+    int a = admit(s, j, now, wake);
+    if (a != ADM_BLOCKED)
+      continue;
+    blocked[nb++] = j;
+    if (nb > lookahead)
+      break;
+  }
+  for (unsigned i = 0; i < nb; i++)
+    if (wait_push(s, blocked[i], t) != 0)
+      finish(s, blocked[i], POLITE_OUT_CANCELLED, blocked[i]->status, s->errstr,
+             t, NULL, NULL);
+  const polite__heap_entry *top = polite__heap_top(&s->waiting);
+  if (top && top->due > t && top->due < *wake)
+    *wake = top->due;
+}
+
+/* ---- responses
+ * ---------------------------------------------------------------- */
+
+static polite_outcome outcome_of(polite_reason r) {
+  static const struct {
+    polite_reason reason;
+    polite_outcome outcome;
+  } map[] = {
+      {POLITE_R_OK, POLITE_OUT_OK},
+      {POLITE_R_HTTP_ERROR, POLITE_OUT_HTTP_ERROR},
+      {POLITE_R_RETRIES_EXHAUSTED, POLITE_OUT_RETRIES_EXHAUSTED},
+      {POLITE_R_DEADLINE, POLITE_OUT_DEADLINE},
+      {POLITE_R_QUOTA_EXHAUSTED, POLITE_OUT_QUOTA_EXHAUSTED},
+      {POLITE_R_NOT_RETRIED_UNSAFE, POLITE_OUT_NOT_RETRIED_UNSAFE},
+      {POLITE_R_WAIT_TOO_LONG, POLITE_OUT_WAIT_TOO_LONG},
+  };
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (map[i].reason == r)
+      return map[i].outcome;
+  return POLITE_OUT_NETWORK_ERROR;
+}
+
+/* Records an account pause (for the summary and the progress line). */
+static void note_pause(polite__sched *s, int64_t now, int64_t until) {
+  int64_t from = s->pause_end_us > now ? s->pause_end_us : now;
+  if (until > from) {
+    s->st.paused_ms += (until - from) / 1000;
+    s->pause_end_us = until;
+  }
+}
+
+/* Counts one 429/503 answer under its sender and limit kind (d NULL: the
+ * diagnosis could not be made, counted as unknown). Distinct pairs beyond
+ * the table's size are counted together as "other". */
+static void count_throttled(polite__sched *s, const polite_diagnosis *d) {
+  const char *comp = d ? polite_diagnosis_component(d) : "unknown";
+  polite_limit_kind lim = d ? d->limit : POLITE_LIMIT_UNKNOWN;
+  size_t n = s->st.n_throttled;
+  for (size_t i = 0; i < n; i++)
+    if (s->throttled[i].limit == lim &&
+        strcmp(s->throttled[i].component, comp) == 0) {
+      s->throttled[i].count++;
+      return;
+    }
+  if (n == POLITE_BATCH_MAX_THROTTLED) { /* the last entry is "other" */
+    s->throttled[n - 1].count++;
+    return;
+  }
+  if (n == POLITE_BATCH_MAX_THROTTLED - 1) {
+    comp = "other";
+    lim = POLITE_LIMIT_UNKNOWN;
+  }
+  polite_throttle_count *t = &s->throttled[n];
+  snprintf(t->component, sizeof t->component, "%s", comp);
+  t->limit = lim;
+  t->count = 1;
+  s->st.n_throttled = n + 1;
+}
+
+/* Asks polite_decide about j's response r at now. */
+static void decide(polite__sched *s, const job *j, const polite__response *r,
+                   int64_t now, polite_decision *d) {
+  int64_t left = time_left_us(s, j, now);
+  polite_decide_in in;
+  memset(&in, 0, sizeof in);
+  in.method = j->method;
+  in.has_idempotency_key = j->has_key;
+  in.retry_unsafe = s->o.retry_unsafe;
+  in.status = r->status;
+  in.headers = r->status ? r->headers : NULL;
+  in.body_quota = r->status >= 400 && r->body
+                      ? polite_body_quota_hint(r->body, r->body_len)
+                      : 0;
+  in.attempt = j->attempts;
+  in.max_attempts = s->o.max_attempts;
+  in.time_left_ms = left == NO_TIME ? -1 : (left > 0 ? left / 1000 : 0);
+  in.prompt_retry_used = j->prompt_used;
+  in.backoff = s->o.backoff;
+  in.spread_ms = s->o.spread_ms;
+  in.rnd = polite_rand_next(&s->rng);
+  in.max_wait_ms = s->o.max_wait_ms;
+  polite_decide(&in, d);
+  /* A transfer ended by the timeout that was cut to the deadline, or any
+   * failure once the deadline has passed, is the deadline. */
+  if (d->action != POLITE_DONE && ((r->timed_out && j->deadline_clamped) ||
+                                   (left != NO_TIME && left <= 0))) {
+    d->action = POLITE_STOP;
+    d->reason = POLITE_R_DEADLINE;
+    d->why = "the deadline passed during the attempt";
+  }
+}
+
+static void report_attempt(polite__sched *s, const job *j,
+                           const polite__response *r, const polite_decision *d,
+                           const polite_diagnosis *diag, int64_t wall) {
+  if (s->o.on_attempt == NULL)
+    return;
+  polite_attempt a;
+  memset(&a, 0, sizeof a);
+  a.req = j->req;
+  a.method = j->method;
+  a.attempt = j->attempts;
+  a.start_wall_ms = j->attempt_start_wall;
+  a.end_wall_ms = wall;
+  a.status = r->status;
+  a.retry_after = r->retry_after;
+  a.request_id = r->request_id;
+  a.request_id_header = r->request_id_header;
+  a.error = r->error;
+  a.decision = *d;
+  a.diagnosis = diag;
+  s->o.on_attempt(s->o.ud, &a);
+}
+
+/* The account is throttled: pause the whole budget, even when this request
+ * gives up (STOP), so the others hold off too. A retry's wait already
+ * carries the spread; otherwise draw one. A wait longer than max_wait is
+ * not written to the budget: the account is refused instead. */
+static void account_pause(polite__sched *s, const job *j,
+                          const polite_decision *d, int64_t now) {
+  if (!d->account_pause || d->server_wait_ms <= 0)
+    return;
+  if (s->o.max_wait_ms > 0 && d->server_wait_ms > s->o.max_wait_ms) {
+    refuse_account(s, j->key, d->server_wait_ms, now);
+    return;
+  }
+  int64_t spread = s->o.spread_ms > 0 ? s->o.spread_ms : 0;
+  int64_t pause_ms =
+      d->action == POLITE_RETRY
+          ? d->wait_ms
+          : d->server_wait_ms +
+                polite_rand_uniform(polite_rand_next(&s->rng), spread);
+  if (pause_ms < d->server_wait_ms)
+    pause_ms = d->server_wait_ms;
+  int64_t until = now + pause_ms * 1000;
+  polite_budget_pause_until(s->o.budget, j->key, now, until);
+  note_pause(s, now, until);
+}
+
+/* The final error message of a request that did not end ok. */
+static const char *final_error(polite_outcome out, const polite__response *r,
+                               const polite_decision *d, char *buf,
+                               size_t len) {
+  if (out == POLITE_OUT_OK)
+    return NULL;
+  if (out != POLITE_OUT_NETWORK_ERROR && r->status != 0)
+    return d->why;
+  if (r->error)
+    snprintf(buf, len, "%s (%s)", r->error, d->why ? d->why : "");
+  else
+    snprintf(buf, len, "%s", d->why ? d->why : "");
+  return buf;
+}
+
+void polite__sched_response(polite__sched *s, job *j, const polite__response *r,
+                            const polite__now *now) {
+  int64_t t = now->mono_us;
+  inflight_remove(s, j);
+  polite_budget_release(s->o.budget, j->key, 1);
+  int64_t latency = t - j->attempt_start_us;
+  s->st.latency_sum_us += latency;
+  j->status = r->status;
+  if (r->status == 429)
+    s->st.n429++;
+  else if (r->status == 503)
+    s->st.n503++;
+  const polite_diagnosis *diag = NULL;
+  if (r->status == 429 || r->status == 503) {
+    if (r->diag) {
+      polite_diagnosis_finish(r->diag, r->body, r->body_len);
+      diag = r->diag;
+    }
+    count_throttled(s, diag);
+  }
+  polite_decision d;
+  decide(s, j, r, t, &d);
+  report_attempt(s, j, r, &d, diag, now->wall_ms);
+  observe_response(s, j, r, &d, latency, t);
+  account_pause(s, j, &d, t);
+
+  if (d.action == POLITE_RETRY) {
+    if (s->cancelling || s->st.quota_stop) {
+      finish(s, j, POLITE_OUT_CANCELLED, r->status,
+             s->cancelling ? "interrupted before the retry"
+                           : "not retried: the quota is spent",
+             t, r, NULL);
+      return;
+    }
+    if (d.reason == POLITE_R_RETRY_PROMPT)
+      j->prompt_used = 1;
+    s->st.retry_wait_ms += d.wait_ms;
+    if (wait_push(s, j, t + d.wait_ms * 1000) != 0)
+      finish(s, j, POLITE_OUT_CANCELLED, r->status, s->errstr, t, r, NULL);
+    return;
+  }
+  polite_outcome out = outcome_of(d.reason);
+  char msg[512];
+  const char *err = final_error(out, r, &d, msg, sizeof msg);
+  /* Redirects are not followed; the result says where they pointed. */
+  char *loc = r->status >= 300 && r->status < 400 && r->location
+                  ? polite_redact_url(r->location)
+                  : NULL;
+  finish(s, j, out, r->status, err, t, r, loc);
+  free(loc);
+}
+
+/* ---- one turn
+ * ------------------------------------------------------------------- */
+
+/* Renews the budget leases of every account with a transfer in flight,
+ * once per heartbeat_ms: a shared budget keeps a participant's slots only
+ * for its lease after its last call, so one request longer than the lease,
+ * with no other start in between, would otherwise lose its slot while it
+ * still runs and let another participant exceed the concurrency limit. An
+ * acquire of 0 units and 0 slots takes nothing (see budget.h). A failure
+ * is not fatal here: the next admission reports a broken budget, and a
+ * missed renewal at worst lets the lease run out as without a heartbeat. */
+static void heartbeat(polite__sched *s, int64_t now) {
+  if (s->o.heartbeat_ms <= 0 || s->o.budget == NULL || s->inflight == NULL ||
+      now - s->last_heartbeat_us < s->o.heartbeat_ms * 1000)
+    return;
+  s->last_heartbeat_us = now;
+  for (job *j = s->inflight; j; j = j->next) {
+    int seen = 0; /* one renewal per account */
+    for (const job *k = s->inflight; k != j && !seen; k = k->next)
+      seen = same_key(k->key, j->key);
+    if (seen)
+      continue;
+    int64_t w = 0;
+    (void)polite_budget_acquire(s->o.budget, j->key, now, 0, 0, &w);
+  }
+}
+
+static void update_stats(polite__sched *s, int64_t now) {
+  if (now > s->last_now_us)
+    s->st.in_flight_integral_s +=
+        (double)s->st.in_flight * (double)(now - s->last_now_us) / 1e6;
+  s->last_now_us = now;
+  s->st.run_us = now - s->t0_us;
+  s->st.waiting = (unsigned)s->waiting.n;
+  s->st.cancelled = s->cancelling;
+  int64_t p = s->o.scope_host
+                  ? (s->pause_end_us > now ? s->pause_end_us - now : 0)
+                  : polite_budget_paused_for(s->o.budget, NULL, now);
+  s->st.paused_left_ms = p / 1000;
+}
+
+/* Cancel, grace, quota stop and the run deadline at now. */
+static void stops(polite__sched *s, int64_t now) {
+  if (s->cancel_flag && !s->cancelling) {
+    s->cancelling = 1;
+    s->cancel_at_us = now;
+    flush_waiting(s, POLITE_OUT_CANCELLED, "interrupted before the attempt",
+                  now);
+  }
+  if (s->cancelling && now - s->cancel_at_us >= s->o.cancel_grace_ms * 1000)
+    abort_inflight(s, now);
+  if (s->st.quota_stop)
+    flush_waiting(s, POLITE_OUT_CANCELLED,
+                  "not started: another request found the quota spent", now);
+  if (!s->run_deadline_hit && now >= s->run_deadline_us) {
+    s->run_deadline_hit = 1;
+    flush_waiting(s, POLITE_OUT_DEADLINE, "the run deadline passed", now);
+  }
+  if (s->run_deadline_hit && !s->cancelling && !s->st.quota_stop) {
+    /* Every request read gets a result; drain the rest of the input
+     * (bounded work per step so cancel stays responsive). */
+    for (int k = 0; k < 4096 && !s->input_done; k++)
+      if (s->o.max_requests && s->st.read >= s->o.max_requests)
+        s->input_done = 1;
+      else
+        read_one(s, now);
+  }
+}
+
+static void lower(int64_t *wake, int64_t t) {
+  if (t < *wake)
+    *wake = t;
+}
+
+int polite__sched_step(polite__sched *s, const polite__now *now,
+                       int64_t *wake_us) {
+  int64_t t = now->mono_us;
+  update_stats(s, t);
+  heartbeat(s, t);
+  stops(s, t);
+  int64_t wake = NO_TIME;
+  if (!s->cancelling && !s->st.quota_stop && !s->run_deadline_hit && !s->fatal)
+    schedule(s, now, &wake);
+  if (s->fatal) {
+    flush_waiting(s, POLITE_OUT_CANCELLED, s->errstr, t);
+    abort_inflight(s, t);
+    return s->fatal;
+  }
+  if (s->o.max_requests && s->st.read >= s->o.max_requests)
+    s->st.input_done = 1;
+  update_stats(s, t);
+  if (t - s->last_tick_us >= TICK_US) {
+    s->last_tick_us = t;
+    if (s->o.on_tick)
+      s->o.on_tick(s->o.ud, &s->st);
+  }
+  if (s->st.in_flight == 0 && s->waiting.n == 0 && reading_over(s))
+    return 1;
+  lower(&wake, s->last_tick_us + TICK_US);
+  if (!s->run_deadline_hit)
+    lower(&wake, s->run_deadline_us);
+  if (s->cancelling)
+    lower(&wake, s->cancel_at_us + s->o.cancel_grace_ms * 1000);
+  if (s->o.heartbeat_ms > 0 && s->inflight != NULL)
+    lower(&wake, s->last_heartbeat_us + s->o.heartbeat_ms * 1000);
+  *wake_us = wake;
+  return 0;
+}
+
+void polite__sched_end(polite__sched *s, const polite__now *now) {
+  update_stats(s, now->mono_us);
+  if (s->o.on_tick)
+    s->o.on_tick(s->o.ud, &s->st);
+}

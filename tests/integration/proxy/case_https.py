@@ -1,0 +1,219 @@
+"""HTTPS upstreams: polite proxy --upstream https:// in front of a real nginx with certificates made here by openssl.
+
+Verification is on by default (system store, or --upstream-cacert); a bad certificate (self-signed, wrong name,
+expired), a refused connection and a silent upstream get a 502 naming the reason; --upstream-insecure accepts the
+bad ones; kept-alive upstream connections are reused (nginx logs $connection and $connection_requests) and an
+upstream that closes an idle one is handled."""
+import collections
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+from pxtest import Proxy, check, done, path, run
+
+NGINX = "/usr/sbin/nginx"
+
+
+def sh(*args):
+    subprocess.run(args, check=True, capture_output=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def make_certs():
+    """A test CA, a good leaf (127.0.0.1 + localhost), a wrong-name leaf, an expired leaf, a self-signed one."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    sh("openssl", "req", "-x509", *ec, "-keyout", path("ca.key"), "-out", path("ca.pem"), "-days", "30",
+       "-subj", "/CN=polite test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+       "-addext", "keyUsage=critical,keyCertSign")
+
+    def leaf(name, san, days="30"):
+        sh("openssl", "req", *ec, "-keyout", path(name + ".key"), "-out", path(name + ".csr"), "-subj", "/CN=" + name)
+        ext = path(name + ".ext")
+        with open(ext, "w") as f:
+            f.write("subjectAltName=%s\nextendedKeyUsage=serverAuth\n" % san)
+        sh("openssl", "x509", "-req", "-in", path(name + ".csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+           "-days", days, "-extfile", ext, "-out", path(name + ".pem"))
+
+    leaf("good", "IP:127.0.0.1,DNS:localhost")
+    leaf("wrongname", "DNS:wrong.polite.test")
+    leaf("expired", "IP:127.0.0.1,DNS:localhost", days="-1")
+    sh("openssl", "req", "-x509", *ec, "-keyout", path("self.key"), "-out", path("self.pem"), "-days", "30",
+       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost")
+
+
+def start_nginx(ports):
+    d = path("nginx")
+    os.makedirs(d + "/logs", exist_ok=True)
+    os.makedirs(d + "/www", exist_ok=True)
+    with open(d + "/www/hello.txt", "w") as f:
+        f.write("hello over https\n")
+    big = os.urandom(1 << 20)
+    with open(d + "/www/big.bin", "wb") as f:
+        f.write(big)
+    servers = ""
+    for name, port in ports.items():
+        # "closer" closes idle keep-alive connections after 1 s: the proxy must notice and reconnect.
+        ka = "keepalive_timeout 1s;" if name == "closer" else ""
+        cert = "good" if name == "closer" else name
+        servers += """
+  server {
+    listen 127.0.0.1:%d ssl;
+    ssl_certificate %s; ssl_certificate_key %s;
+    %s
+    location / { root %s/www; }
+  }""" % (port, path(cert + ".pem"), path(cert + ".key"), ka, d)
+    conf = """worker_processes 1;
+error_log %s/logs/error.log warn;
+pid %s/nginx.pid;
+events { worker_connections 256; }
+http {
+  log_format conn '$server_port $connection $connection_requests $ssl_server_name $status $request_uri';
+  access_log %s/logs/access.log conn;
+  client_body_temp_path %s/cbt; proxy_temp_path %s/pt; fastcgi_temp_path %s/ft;
+  uwsgi_temp_path %s/ut; scgi_temp_path %s/st;
+  %s
+}
+""" % ((d,) * 8 + (servers,))
+    with open(d + "/nginx.conf", "w") as f:
+        f.write(conf)
+    proc = subprocess.Popen([NGINX, "-p", d, "-c", d + "/nginx.conf", "-g", "daemon off; master_process off;"],
+                            stdout=subprocess.DEVNULL, stderr=open(d + "/logs/stderr", "w"))
+    import pxtest
+    pxtest._procs.append(proc)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", ports["good"]), timeout=1).close()
+            return big
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("nginx did not start: " + open(d + "/logs/stderr").read())
+
+
+def get(url, timeout=30):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def access_log():
+    with open(path("nginx/logs/access.log")) as f:
+        return [line.split() for line in f if line.strip()]
+
+
+make_certs()
+ports = {n: free_port() for n in ("good", "wrongname", "expired", "self", "closer")}
+big = start_nginx(ports)
+G = ports["good"]
+CA = path("ca.pem")
+
+# --- 1. A verified upstream by IP and by name: bodies arrive whole; SNI is sent for the name only ---
+p = Proxy("--upstream", "https://127.0.0.1:%d" % G, "--upstream-cacert", CA, name="good")
+st, body = get(p.base + "/hello.txt")
+check(st == 200 and body == b"hello over https\n", "https upstream by IP: 200 with the body (%d %r)" % (st, body[:40]))
+st, body = get(p.base + "/big.bin")
+check(st == 200 and hashlib.sha256(body).digest() == hashlib.sha256(big).digest(),
+      "https upstream: 1 MiB body arrives intact (%d, %d bytes)" % (st, len(body)))
+check("forwarding to https://127.0.0.1:%d" % G in p.logtext(), "startup line names the https upstream")
+
+# Keep-alive reuse: sequential requests ride one upstream TLS connection.
+before = len(access_log())
+for _ in range(20):
+    get(p.base + "/hello.txt")
+lines = [l for l in access_log()[before:] if l[0] == str(G)]
+conns = collections.Counter(l[1] for l in lines)
+check(len(lines) == 20 and len(conns) == 1 and max(int(l[2]) for l in lines) >= 20,
+      "keep-alive: 20 sequential requests on one upstream connection (%s)" % dict(conns))
+check(all(l[3] == "-" for l in lines), "no SNI for an IP literal (RFC 6066)")
+p.stop()
+
+pn = Proxy("--upstream", "https://localhost:%d/" % G, "--upstream-cacert", CA, name="byname")
+st, body = get(pn.base + "/hello.txt")
+check(st == 200 and body == b"hello over https\n", "https upstream by DNS name: 200 (%d)" % st)
+check(access_log()[-1][3] == "localhost", "SNI carries the name (%s)" % access_log()[-1][3])
+
+# --- 2. Concurrent requests: each gets its body, connections are pooled, not one per request forever ---
+import concurrent.futures
+before = len(access_log())
+with concurrent.futures.ThreadPoolExecutor(8) as ex:
+    res = list(ex.map(lambda i: get(pn.base + "/hello.txt"), range(64)))
+check(all(r == (200, b"hello over https\n") for r in res), "64 concurrent requests over 8 clients: all 200")
+lines = [l for l in access_log()[before:] if l[0] == str(G)]
+check(len(set(l[1] for l in lines)) <= 16, "concurrent: at most 16 upstream connections for 64 requests (%d)"
+      % len(set(l[1] for l in lines)))
+pn.stop()
+
+
+# --- 3. Bad certificates are refused with a 502 naming the reason; --upstream-insecure accepts them ---
+def bad(label, url, args, words):
+    px = Proxy("--upstream", url, *args, name="bad-" + label)
+    t0 = time.time()
+    st, body = get(px.base + "/hello.txt")
+    took = time.time() - t0
+    try:
+        msg = json.loads(body)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        msg = body.decode("utf-8", "replace")
+    check(st == 502 and all(w in msg for w in words),
+          "%s: 502 naming %s (%d %r)" % (label, words, st, msg))
+    px.stop()
+    return took
+
+
+bad("system store, private CA", "https://127.0.0.1:%d" % G, [], ["certificate verify failed", "local issuer"])
+bad("self-signed", "https://127.0.0.1:%d" % ports["self"], ["--upstream-cacert", CA],
+    ["certificate verify failed", "self-signed"])
+bad("wrong name (IP)", "https://127.0.0.1:%d" % ports["wrongname"], ["--upstream-cacert", CA], ["name mismatch"])
+bad("wrong name (DNS)", "https://localhost:%d" % ports["wrongname"], ["--upstream-cacert", CA], ["name mismatch"])
+bad("expired", "https://127.0.0.1:%d" % ports["expired"], ["--upstream-cacert", CA], ["expired"])
+refused = free_port()
+bad("refused", "https://127.0.0.1:%d" % refused, [], ["cannot connect", "refused", "127.0.0.1:%d" % refused])
+# An upstream that accepts and never answers the handshake: the connect timeout (10 s), not a hang.
+silent = socket.socket()
+silent.bind(("127.0.0.1", 0))
+silent.listen(8)
+took = bad("silent", "https://127.0.0.1:%d" % silent.getsockname()[1], [], ["timed out in the TLS handshake"])
+check(took < 20, "silent upstream: answered within the connect timeout (%.1f s)" % took)
+silent.close()
+
+for label, port in (("self-signed", ports["self"]), ("wrong name", ports["wrongname"]),
+                    ("expired", ports["expired"])):
+    px = Proxy("--upstream", "https://127.0.0.1:%d" % port, "--upstream-insecure", name="insecure")
+    st, body = get(px.base + "/hello.txt")
+    check(st == 200 and body == b"hello over https\n", "--upstream-insecure accepts %s (%d)" % (label, st))
+    check("NOT verified" in px.logtext(), "--upstream-insecure warns at startup")
+    px.stop()
+
+# --- 4. An upstream that closes idle connections: the next request reconnects and succeeds ---
+pc = Proxy("--upstream", "https://127.0.0.1:%d" % ports["closer"], "--upstream-cacert", CA, name="closer")
+r1 = get(pc.base + "/hello.txt")
+time.sleep(1.6)
+r2 = get(pc.base + "/hello.txt")
+check(r1[0] == 200 and r2 == (200, b"hello over https\n"), "idle connection closed by the upstream: next request 200")
+lines = [l for l in access_log() if l[0] == str(ports["closer"])]
+check(len(set(l[1] for l in lines)) == 2, "closer: a new connection after the idle one was closed (%d)"
+      % len(set(l[1] for l in lines)))
+pc.stop()
+
+# --- 5. Option errors name the file or the value ---
+rc, out, err = run("proxy", "--listen", "127.0.0.1:0", "--upstream", "https://127.0.0.1:%d" % G,
+                   "--upstream-cacert", path("missing.pem"))
+check(rc != 0 and "missing.pem" in err, "--upstream-cacert of a missing file: error naming it (%r)" % err.strip()[:120])
+rc, out, err = run("proxy", "--upstream", "ftp://127.0.0.1")
+check(rc == 2 and "https://" in err, "--upstream ftp:// refused, saying http:// or https:// (%r)" % err.strip()[:120])
+rc, out, err = run("proxy", "--upstream-insecure=maybe")
+check(rc == 2 and "upstream-insecure" in err, "--upstream-insecure=maybe refused (%r)" % err.strip()[:80])
+done()
