@@ -67,9 +67,10 @@ static int describe(px_server *s, px_req *r) {
     size_t n = strlen(uri) + 1400;
     r->raw_url = malloc(n);
     if (r->raw_url) {
-      if (c->upstream)
-        snprintf(r->raw_url, n, "http://%s%s%s", s->up_authority, s->up_prefix,
-                 uri);
+      if (c->upstream) /* the upstream's scheme: https:// globs match */
+        snprintf(r->raw_url, n, "%s://%s%s%s",
+                 strncasecmp(c->upstream, "https", 5) == 0 ? "https" : "http",
+                 s->up_authority, s->up_prefix, uri);
       else
         snprintf(r->raw_url, n, "http://%s%s",
                  host && host[0] ? host : s->listen_addr, uri);

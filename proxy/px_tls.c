@@ -16,6 +16,9 @@ SSL_CTX *polite__px_tls_client_ctx(const char *cafile, int insecure, char *err,
     return NULL;
   }
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  /* An upstream that closes without close_notify is read like a TCP close:
+   * HTTP framing still tells a complete body from a cut one. */
+  SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                             SSL_MODE_RELEASE_BUFFERS);

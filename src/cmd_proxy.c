@@ -144,8 +144,13 @@ static void help(FILE *f) {
       "port 0 = any,\n"
       "                            the address is printed as 'polite proxy: "
       "listening on ...')\n"
-      "  --upstream URL            reverse proxy to this http:// URL (default: "
-      "mock mode)\n"
+      "  --upstream URL            reverse proxy to this http:// or https:// "
+      "URL (default:\n"
+      "                            mock mode)\n"
+      "  --upstream-cacert FILE    https upstream: trust FILE's CAs, not the "
+      "system store\n"
+      "  --upstream-insecure       https upstream: do not verify its "
+      "certificate\n"
       "  --watch GLOB              URLs to act on (repeatable; '*' wildcard, "
       "'!' excludes,\n"
       "                            first match wins; default: all)\n"
@@ -178,7 +183,8 @@ static void help(FILE *f) {
       "                            "
       "({\"listen\":\"127.0.0.1:8000\",\"failureRate\":50})\n\n"
       "Live report: GET http://ADDR:PORT/__polite/report. See "
-      "docs/proxy.md.\n");
+      "docs/proxy.md.\n"
+      "The local CA for HTTPS interception: polite proxy ca --help.\n");
 }
 
 int cmd_proxy_ca(int argc, char **argv); /* src/cmd_proxy_ca.c */

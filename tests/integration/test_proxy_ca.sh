@@ -70,6 +70,33 @@ check "python ssl: accepts leaf for 127.0.0.1" timeout 20 python3 -c "$py" "$TMP
 check "python ssl: accepts leaf for api.polite.test" timeout 20 python3 -c "$py" "$TMP/dns.pem" "$TMP/dns.key" "$D/ca.pem" api.polite.test
 check "python ssl: refuses the leaf for another name" sh -c "! timeout 20 python3 -c '$py' '$TMP/dns.pem' '$TMP/dns.key' '$D/ca.pem' other.polite.test"
 
+# 4b. curl and Node (NODE_EXTRA_CA_CERTS) accept a leaf served by a small HTTPS server.
+cat >"$TMP/serve.py" <<'PY'
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+open(sys.argv[3], "w").write(str(srv.server_address[1]))
+srv.serve_forever()
+PY
+"$POLITE" proxy ca --dir "$D" --issue localhost --out "$TMP/lh" >/dev/null
+python3 "$TMP/serve.py" "$TMP/lh.pem" "$TMP/lh.key" "$TMP/port" &
+spid=$!
+for _ in $(seq 100); do [ -s "$TMP/port" ] && break; sleep 0.05; done
+port="$(cat "$TMP/port")"
+check "curl --cacert accepts a leaf for localhost" sh -c "[ \"\$(curl -sS --max-time 10 --cacert '$D/ca.pem' https://localhost:$port/)\" = ok ]"
+check "curl without the CA refuses it" sh -c "! curl -sS --max-time 10 https://localhost:$port/"
+if command -v node >/dev/null; then
+  js="require('https').get('https://localhost:$port/', r => { let b=''; r.on('data', d => b += d); r.on('end', () => process.exit(b === 'ok' ? 0 : 1)); }).on('error', e => { console.error(e.message); process.exit(1); })"
+  check "node (NODE_EXTRA_CA_CERTS) accepts a leaf for localhost" env NODE_EXTRA_CA_CERTS="$D/ca.pem" timeout 20 node -e "$js"
+  check "node without the CA refuses it" sh -c "! timeout 20 node -e \"$js\""
+fi
+kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+
 # 5. A group-readable key is refused; --renew makes a new CA (new fingerprint, old leaf no longer verifies).
 fp() { openssl x509 -in "$D/ca.pem" -noout -fingerprint -sha256; }
 before="$(fp)"

@@ -67,6 +67,9 @@ def start_nginx(ports):
         # "closer" closes idle keep-alive connections after 1 s: the proxy must notice and reconnect.
         ka = "keepalive_timeout 1s;" if name == "closer" else ""
         cert = "good" if name == "closer" else name
+        if name == "plain":
+            servers += "\n  server { listen 127.0.0.1:%d; location / { root %s/www; } }" % (port, d)
+            continue
         servers += """
   server {
     listen 127.0.0.1:%d ssl;
@@ -115,7 +118,7 @@ def access_log():
 
 
 make_certs()
-ports = {n: free_port() for n in ("good", "wrongname", "expired", "self", "closer")}
+ports = {n: free_port() for n in ("good", "wrongname", "expired", "self", "closer", "plain")}
 big = start_nginx(ports)
 G = ports["good"]
 CA = path("ca.pem")
@@ -181,6 +184,8 @@ bad("wrong name (DNS)", "https://localhost:%d" % ports["wrongname"], ["--upstrea
 bad("expired", "https://127.0.0.1:%d" % ports["expired"], ["--upstream-cacert", CA], ["expired"])
 refused = free_port()
 bad("refused", "https://127.0.0.1:%d" % refused, [], ["cannot connect", "refused", "127.0.0.1:%d" % refused])
+# A plain-HTTP server given as https://: the handshake fails, saying so.
+bad("not TLS", "https://127.0.0.1:%d" % ports["plain"], [], ["TLS handshake failed", "wrong version number"])
 # An upstream that accepts and never answers the handshake: the connect timeout (10 s), not a hang.
 silent = socket.socket()
 silent.bind(("127.0.0.1", 0))
@@ -208,7 +213,28 @@ check(len(set(l[1] for l in lines)) == 2, "closer: a new connection after the id
       % len(set(l[1] for l in lines)))
 pc.stop()
 
-# --- 5. Option errors name the file or the value ---
+# --- 5. The feature set over an https upstream: injected 429 with Retry-After, an early retry caught, the
+# upstream's answer for unwatched URLs, a Python requests client with verify= on its own side ---
+import requests
+rep_path = path("https-report.json")
+pf = Proxy("--upstream", "https://localhost:%d" % G, "--upstream-cacert", CA, "--watch", "https://localhost:%d/limited*" % G,
+           "--failure-rate", "100", "--retry-after", "1", "--report", rep_path, name="features")
+r = requests.get(pf.base + "/limited", timeout=10)
+check(r.status_code == 429 and r.headers.get("Retry-After") == "1",
+      "https upstream: --watch https://... matches; injected 429 with Retry-After: 1 (%d)" % r.status_code)
+time.sleep(0.3)
+r = requests.get(pf.base + "/limited", timeout=10)
+check(r.status_code == 429, "https upstream: early retry answered 429")
+r = requests.get(pf.base + "/hello.txt", timeout=10)
+check(r.status_code == 200 and r.text == "hello over https\n", "https upstream: unwatched URL gets the upstream's body")
+rep = pf.report()
+check(rep["early_retries"] == 1 and 500 <= rep["early"][0]["early_ms"] <= 720,
+      "https upstream: the early retry is caught, ~700 ms early (%s)" % rep.get("early"))
+check(rep["early"][0]["url"] == "https://localhost:%d/limited" % G,
+      "https upstream: the report names the https URL (%s)" % rep["early"][0]["url"])
+check(pf.stop() == 0, "https upstream: SIGTERM exits 0")
+
+# --- 6. Option errors name the file or the value ---
 rc, out, err = run("proxy", "--listen", "127.0.0.1:0", "--upstream", "https://127.0.0.1:%d" % G,
                    "--upstream-cacert", path("missing.pem"))
 check(rc != 0 and "missing.pem" in err, "--upstream-cacert of a missing file: error naming it (%r)" % err.strip()[:120])
