@@ -13,7 +13,7 @@ FUZZ_SECONDS ?= 20
 DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
   libcurl4-openssl-dev libjansson-dev libevent-dev libhiredis-dev libsqlite3-dev \
   libcmocka-dev curl jq redis-server nginx-light python3 python3-requests \
-  cppcheck clang-tidy libssl-dev openssl
+  cppcheck clang-tidy libssl-dev openssl nodejs npm
 
 .PHONY: all deps build asan fuzz fuzz-build demo lint test test-unit test-asan clean install
 

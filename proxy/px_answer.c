@@ -55,7 +55,8 @@ void polite__px_req_free(px_req *r) {
 /* Logs the request, records it in the stats and frees it. */
 void polite__px_finish(px_req *r) {
   px_server *s = r->s;
-  polite__px_stats_record(s->st, r->method, r->url, r->status, r->kind);
+  if (!r->unrecorded)
+    polite__px_stats_record(s->st, r->method, r->url, r->status, r->kind);
   if (s->log) {
     char t[40];
     iso_now(t, sizeof t);

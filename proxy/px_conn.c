@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #include <sys/queue.h> /* before libevent: its TAILQ macros */
 
-#include "px_engine.h"
+#include "px_conn.h"
 
 #include <polite/clock.h>
 
@@ -24,31 +24,6 @@
  * connection is read, decided and answered at a time; pipelined requests
  * wait in the input buffer (bounded by a read watermark), so their answers
  * leave in order without a queue. */
-
-typedef enum {
-  C_HEAD,    /* reading a request head (or idle between requests) */
-  C_BODY,    /* reading the body of c->cur */
-  C_WAIT,    /* c->cur is being answered */
-  C_CLOSING, /* the last answer is being flushed, then close */
-  C_DEAD     /* to be freed when the current callback returns */
-} cstate;
-
-struct px_conn {
-  px_server *s;
-  struct bufferevent *bev;
-  char peer[64];
-  cstate state;
-  size_t scan;      /* bytes of the pending head already searched */
-  int head_started; /* the header deadline runs */
-  px_http_parser body;
-  px_req *cur;
-  int resp_chunked, resp_close, resp_nobody;
-  int fresh; /* c->cur was just read and waits to be dispatched */
-  int busy;  /* inside process(): do not recurse, do not free */
-  int eof;   /* the client will send nothing more */
-  struct event *timer;
-  px_conn *prev, *next; /* s->conns, least recently active first */
-};
 
 /* ---- The connection list (for the limit) --------------------------------- */
 
@@ -89,6 +64,8 @@ static void conn_free(px_conn *c) {
   }
   if (c->timer)
     event_free(c->timer);
+  if (c->dest)
+    bufferevent_free(c->dest);
   if (c->bev)
     bufferevent_free(c->bev);
   free(c);
@@ -432,6 +409,8 @@ static void on_write(struct bufferevent *bev, void *arg) {
 static void on_event(struct bufferevent *bev, short what, void *arg) {
   (void)bev;
   px_conn *c = arg;
+  if (what & BEV_EVENT_CONNECTED)
+    return; /* a TLS filter's handshake is done: requests follow */
   if (what & BEV_EVENT_EOF) {
     /* A half-closed client may still wait for its answers. */
     c->eof = 1;
@@ -520,6 +499,14 @@ int polite__px_conn_accept(px_server *s, evutil_socket_t fd,
   }
   s->nconns++;
   list_append(c);
+  polite__px_conn_setup(c);
+  c->state = C_HEAD;
+  arm(c, s->bounds.idle_timeout_ms);
+  return 0;
+}
+
+void polite__px_conn_setup(px_conn *c) {
+  px_server *s = c->s;
   bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
   /* Pipelined bytes beyond one head wait in the kernel, not here. */
   bufferevent_setwatermark(c->bev, EV_READ, 0, s->bounds.head.head_max + 65536);
@@ -527,9 +514,30 @@ int polite__px_conn_accept(px_server *s, evutil_socket_t fd,
                        (s->bounds.idle_timeout_ms % 1000) * 1000};
   bufferevent_set_timeouts(c->bev, NULL, &wt);
   bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+void polite__px_conn_idle(px_conn *c) {
   c->state = C_HEAD;
-  arm(c, s->bounds.idle_timeout_ms);
-  return 0;
+  c->scan = 0;
+  c->head_started = 0;
+  arm(c, c->s->bounds.idle_timeout_ms);
+}
+
+void polite__px_conn_settle(px_conn *c) {
+  settle(c);
+}
+void polite__px_conn_free(px_conn *c) {
+  conn_free(c);
+}
+void polite__px_conn_process(px_conn *c) {
+  process(c);
+}
+
+const char *polite__px_conn_origin(const px_req *r, int *port) {
+  if (r->conn == NULL || r->conn->origin_host[0] == '\0')
+    return NULL;
+  *port = r->conn->origin_port;
+  return r->conn->origin_host;
 }
 
 void polite__px_conn_close_all(px_server *s) {

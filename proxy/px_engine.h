@@ -7,6 +7,8 @@
 #include "px_http.h"
 #include "px_upstream.h"
 
+#include <openssl/ssl.h>
+
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -14,7 +16,7 @@
 #include <event2/listener.h>
 
 typedef struct px_conn px_conn;
-typedef struct px_dest px_dest;
+typedef struct px_ca px_ca;
 
 /* The server's bounds against hostile or careless clients (docs/proxy.md,
  * "Bounds"): each has a flag and a documented default. */
@@ -42,7 +44,8 @@ typedef struct {
   char up_authority[300]; /* host[:port] for the Host header and URLs */
   char up_prefix[1024];   /* path prefix without the trailing '/' */
   px_upstream *up;
-  px_dest *dests; /* forward mode: one pool per destination host:port */
+  px_up_pool *pool; /* forward mode: upstreams by scheme, host, port */
+  px_ca *ca;        /* forward mode with --watch: the local CA */
   char listen_addr[128];
   struct evconnlistener *listener;
   struct event *resume; /* re-enables accepting after EMFILE */
@@ -74,6 +77,10 @@ typedef struct {
   px_upstream *up;     /* where ACT_FORWARD sends it */
   char authority[300]; /* Host for the upstream request */
   const char *prefix;  /* path prefix for the upstream request */
+  /* Forward mode: the real destination (dest_host empty: none). */
+  char dest_host[256];
+  int dest_port;
+  int dest_https;
   char client[96];
   char *key;
   int watched;
@@ -82,6 +89,7 @@ typedef struct {
   int status;
   struct evbuffer *body; /* own responses */
   int headers_sent;
+  int unrecorded; /* logged, not counted in the report (a CONNECT's 200) */
   char note[96];
 } px_req;
 
@@ -110,6 +118,18 @@ void polite__px_conn_end(px_req *r, int ok);
 size_t polite__px_conn_backlog(const px_req *r);
 /* The request is fully decided: run its action (dispatch in px_server.c). */
 void polite__px_dispatch(px_req *r);
+
+/* ---- px_connect.c: CONNECT (forward mode) -------------------------------- */
+
+/* For a CONNECT to r->dest_host:r->dest_port: `ctx` NULL tunnels the bytes
+ * to the destination untouched; else the proxy answers 200, terminates TLS
+ * with ctx (a certificate for the host) and serves the decrypted requests
+ * on the same connection through the usual pipeline. Ends r (logged and
+ * freed) either way. */
+void polite__px_connect(px_req *r, SSL_CTX *ctx);
+/* The host and port the client's connection was CONNECTed to and whose TLS
+ * the proxy terminated; NULL for a plain connection. */
+const char *polite__px_conn_origin(const px_req *r, int *port);
 
 /* ---- px_answer.c: answers the proxy makes up, and the end of a request --- */
 

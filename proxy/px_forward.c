@@ -141,6 +141,23 @@ static int body_method(const char *m) {
 }
 
 void polite__px_forward(px_req *r) {
+  if (r->up == NULL && r->dest_host[0] && r->s->pool) {
+    /* Forward mode: the destination's pool (resolved on first use). */
+    char err[300];
+    r->up = polite__px_up_pool_get(r->s->pool, r->dest_https, r->dest_host,
+                                   r->dest_port, err, sizeof err);
+    if (r->up == NULL) {
+      char msg[400];
+      snprintf(msg, sizeof msg, "polite proxy: %s", err);
+      for (char *q = msg; *q; q++)
+        if (*q == '"' || *q == '\\')
+          *q = '\'';
+      r->kind = PX_KIND_ERROR;
+      polite__px_own_json_error(r, 502, "bad_gateway", msg);
+      polite__px_send_own(r);
+      return;
+    }
+  }
   struct evbuffer *out = evbuffer_new();
   size_t blen = r->reqbody ? evbuffer_get_length(r->reqbody) : 0;
   if (out == NULL) {

@@ -48,21 +48,118 @@ static void latency_cb(evutil_socket_t fd, short what, void *arg) {
 
 /* ---- The decision for one request ---------------------------------------- */
 
+/* Splits "host:port" (CONNECT's authority-form; "[v6]:port" too) into
+ * host (brackets removed) and port. Returns -1 when malformed. */
+static int split_authority(const char *a, char *host, size_t hl, int *port) {
+  const char *colon = strrchr(a, ':');
+  if (colon == NULL || colon == a)
+    return -1;
+  char *end;
+  long p = strtol(colon + 1, &end, 10);
+  if (*end != '\0' || p < 1 || p > 65535 || colon[1] < '0' || colon[1] > '9')
+    return -1;
+  const char *h = a;
+  size_t n = (size_t)(colon - a);
+  if (h[0] == '[' && n > 2 && h[n - 1] == ']') {
+    h++;
+    n -= 2;
+  }
+  if (n == 0 || n >= hl)
+    return -1;
+  memcpy(host, h, n);
+  host[n] = '\0';
+  *port = (int)p;
+  return 0;
+}
+
+/* host[:port] as a Host header and in URLs: the default port left out, an
+ * IPv6 literal bracketed. */
+static void authority_of(char *out, size_t size, const char *host, int port,
+                         int https) {
+  int v6 = strchr(host, ':') != NULL;
+  if (port == (https ? 443 : 80))
+    snprintf(out, size, "%s%s%s", v6 ? "[" : "", host, v6 ? "]" : "");
+  else
+    snprintf(out, size, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+/* Forward mode: where the request really goes. CONNECT names host:port; a
+ * request inside an intercepted CONNECT goes to that host over https; an
+ * absolute-form target names its own. An origin-form request outside
+ * CONNECT has no destination (dest_host stays empty). Builds raw_url. */
+static int forward_dest(px_server *s, px_req *r) {
+  int port = 0;
+  const char *origin = polite__px_conn_origin(r, &port);
+  const char *t = r->target;
+  if (strcmp(r->method, "CONNECT") == 0) {
+    if (split_authority(t, r->dest_host, sizeof r->dest_host, &r->dest_port) <
+        0)
+      return -1;
+    r->dest_https = 1;
+    r->path = "/";
+  } else if (origin && t[0] == '/') {
+    snprintf(r->dest_host, sizeof r->dest_host, "%s", origin);
+    r->dest_port = port;
+    r->dest_https = 1;
+    r->path = t;
+  } else if (t[0] != '/' && t[0] != '*') {
+    struct evhttp_uri *u = evhttp_uri_parse(t);
+    const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    if (host == NULL || host[0] == '\0') {
+      if (u)
+        evhttp_uri_free(u);
+      return -1;
+    }
+    r->dest_https = strncasecmp(t, "https:", 6) == 0;
+    size_t hl = strlen(host);
+    if (host[0] == '[' && hl > 2)
+      snprintf(r->dest_host, sizeof r->dest_host, "%.*s", (int)(hl - 2),
+               host + 1);
+    else
+      snprintf(r->dest_host, sizeof r->dest_host, "%s", host);
+    int up = evhttp_uri_get_port(u);
+    r->dest_port = up > 0 ? up : r->dest_https ? 443 : 80;
+    evhttp_uri_free(u);
+    const char *p = strchr(strstr(t, "://") + 3, '/');
+    r->path = p ? p : "/";
+  } else {
+    r->path = t;
+    size_t n = strlen(t) + 200;
+    r->raw_url = malloc(n);
+    if (r->raw_url)
+      snprintf(r->raw_url, n, "http://%s%s", s->listen_addr, t);
+    return 0;
+  }
+  authority_of(r->authority, sizeof r->authority, r->dest_host, r->dest_port,
+               r->dest_https);
+  r->prefix = "";
+  size_t n = strlen(r->authority) + strlen(r->path) + 16;
+  r->raw_url = malloc(n);
+  if (r->raw_url)
+    snprintf(r->raw_url, n, "%s://%s%s", r->dest_https ? "https" : "http",
+             r->authority, r->path);
+  return 0;
+}
+
 /* The request's identity: absolute URL (raw for matching, redacted for
  * everything recorded), where it would be forwarded, client and tracking
- * key. Returns -1 when out of memory. */
+ * key. Returns -1 when out of memory, -2 for a forward-mode target that
+ * names no usable host. */
 static int describe(px_server *s, px_req *r) {
   const px_config *c = s->cfg;
   const char *uri = r->target;
-  /* Absolute-form request targets are used as they are; otherwise the
-   * upstream's URL (reverse proxy) or http://Host (mock mode). */
-  const char *path = uri;
-  if (strncasecmp(uri, "http://", 7) == 0 ||
-      strncasecmp(uri, "https://", 8) == 0) {
+  if (c->forward) {
+    if (forward_dest(s, r) < 0)
+      return -2;
+  } else if (strncasecmp(uri, "http://", 7) == 0 ||
+             strncasecmp(uri, "https://", 8) == 0) {
+    /* Absolute-form request targets are used as they are; otherwise the
+     * upstream's URL (reverse proxy) or http://Host (mock mode). */
     const char *p = strchr(strstr(uri, "://") + 3, '/');
-    path = p ? p : "/";
+    r->path = p ? p : "/";
     r->raw_url = strdup(uri);
   } else {
+    r->path = uri;
     const char *host = evhttp_find_header(r->in, "Host");
     size_t n = strlen(uri) + 1400;
     r->raw_url = malloc(n);
@@ -76,13 +173,14 @@ static int describe(px_server *s, px_req *r) {
                  host && host[0] ? host : s->listen_addr, uri);
     }
   }
-  r->path = path;
   r->url = r->raw_url ? polite__px_redact_url(r->raw_url) : NULL;
   if (r->url == NULL)
     return -1;
-  r->up = s->up;
-  r->prefix = s->up_prefix;
-  snprintf(r->authority, sizeof r->authority, "%s", s->up_authority);
+  if (!c->forward) {
+    r->up = s->up;
+    r->prefix = s->up_prefix;
+    snprintf(r->authority, sizeof r->authority, "%s", s->up_authority);
+  }
   const char *auth = evhttp_find_header(r->in, "Authorization");
   if (auth) {
     char hex[17];
@@ -94,8 +192,64 @@ static int describe(px_server *s, px_req *r) {
   if (r->key == NULL)
     return -1;
   r->kind = PX_KIND_PASSED;
-  r->act = r->up ? ACT_FORWARD : ACT_OWN;
+  r->act = r->up || r->dest_host[0] ? ACT_FORWARD : ACT_OWN;
   return 0;
+}
+
+/* --allow-host: forward mode connects only to hosts a glob names (all
+ * when none is given; the listener is then loopback-only, see run). */
+static int host_allowed(const px_config *c, const char *host) {
+  if (c->nallow_host == 0)
+    return 1;
+  for (size_t i = 0; i < c->nallow_host; i++)
+    if (polite__px_glob_match(c->allow_host[i], host, NULL))
+      return 1;
+  return 0;
+}
+
+/* A CONNECT host is intercepted when a --watch pattern could match one of
+ * its URLs: the pattern's host part (between "://" and the next '/')
+ * matches host[:port], or the pattern names no host (a path glob, or a
+ * bare star). With no
+ * --watch at all nothing is decrypted. */
+static int host_watched(const px_config *c, const char *authority) {
+  for (size_t i = 0; i < c->nwatch; i++) {
+    const char *p = c->watch[i];
+    if (p[0] == '!')
+      continue;
+    const char *sep = strstr(p, "://");
+    if (sep == NULL)
+      return 1;
+    if (strncasecmp(p, "http://", 7) == 0)
+      continue; /* a plain-http pattern watches no https host */
+    char hp[512];
+    const char *h = sep + 3;
+    size_t n = strcspn(h, "/");
+    snprintf(hp, sizeof hp, "%.*s", (int)n, h);
+    if (polite__px_glob_match(hp, authority, NULL))
+      return 1;
+  }
+  return 0;
+}
+
+/* CONNECT: tunnel, or intercept a watched host with a leaf of the CA. */
+static void on_connect(px_server *s, px_req *r) {
+  SSL_CTX *ctx = NULL;
+  if (s->ca && host_watched(s->cfg, r->authority)) {
+    char err[256];
+    ctx = polite__px_ca_ctx_for(s->ca, r->dest_host, err, sizeof err);
+    if (ctx == NULL) {
+      char msg[640];
+      snprintf(msg, sizeof msg, "polite proxy: no certificate for %s: %s",
+               r->dest_host, err);
+      r->kind = PX_KIND_ERROR;
+      r->keepalive = 0;
+      polite__px_own_json_error(r, 502, "bad_gateway", msg);
+      polite__px_send_own(r);
+      return;
+    }
+  }
+  polite__px_connect(r, ctx);
 }
 
 static int is_report(const px_req *r) {
@@ -120,12 +274,32 @@ void polite__px_dispatch(px_req *r) {
     polite__px_answer_report(r);
     return;
   }
-  if (describe(s, r) < 0) {
+  int dr = describe(s, r);
+  if (dr == -1) {
     polite__px_conn_end(r, 0); /* out of memory: drop the connection */
     polite__px_req_free(r);
     return;
   }
+  if (dr == -2) {
+    if (r->url == NULL)
+      r->url = strdup("-");
+    if (r->key == NULL)
+      r->key = strdup("-");
+    r->keepalive = 0;
+    refuse_req(r, 400, "bad_request",
+               "polite proxy: the request target names no host");
+    return;
+  }
+  if (r->dest_host[0] && !host_allowed(c, r->dest_host)) {
+    refuse_req(r, 403, "host_not_allowed",
+               "polite proxy: this host is not allowed (--allow-host)");
+    return;
+  }
   if (strcmp(r->method, "CONNECT") == 0) {
+    if (c->forward) {
+      on_connect(s, r);
+      return;
+    }
     refuse_req(r, 405, "method_not_allowed",
                "polite proxy: CONNECT needs --mode forward");
     return;
@@ -149,7 +323,7 @@ void polite__px_dispatch(px_req *r) {
                      : NULL;
     if (m) {
       polite__px_own_canned(r, &m->responses[0], now_us / 1000);
-    } else if (preflight && r->up == NULL) {
+    } else if (preflight && r->act == ACT_OWN) {
       polite__px_own(r, 204, NULL, NULL, 0);
       const char *m2 =
           evhttp_find_header(r->in, "Access-Control-Request-Method");
@@ -159,7 +333,12 @@ void polite__px_dispatch(px_req *r) {
       polite__px_set_header(r, "Access-Control-Allow-Methods", m2);
       if (h2)
         polite__px_set_header(r, "Access-Control-Allow-Headers", h2);
-    } else if (r->up == NULL) {
+    } else if (r->act == ACT_OWN && c->forward) {
+      refuse_req(r, 400, "no_destination",
+                 "polite proxy: forward mode: send absolute-form requests "
+                 "(HTTP_PROXY) or CONNECT (HTTPS_PROXY)");
+      return;
+    } else if (r->act == ACT_OWN) {
       polite__px_default_mock(r);
     } else {
       r->act = ACT_FORWARD;
@@ -381,6 +560,49 @@ static int split_upstream(px_server *s, const char *url) {
   return 0;
 }
 
+/* 1 when the --listen address is on loopback. */
+static int loopback_listen(const char *listen) {
+  return strncmp(listen, "127.", 4) == 0 || strncmp(listen, "[::1]:", 6) == 0 ||
+         strncmp(listen, "localhost:", 10) == 0;
+}
+
+/* Forward mode: the upstream pool, and the local CA when some host is
+ * watched (created on first use, see docs/proxy-https.md). Refuses to be an
+ * open relay: off loopback, --allow-host must say where it may connect. */
+static int start_forward(px_server *s) {
+  const px_config *c = s->cfg;
+  if (c->upstream) {
+    fprintf(stderr, "polite proxy: --mode forward takes no --upstream (each "
+                    "request names its destination)\n");
+    return -1;
+  }
+  if (!loopback_listen(c->listen) && c->nallow_host == 0) {
+    fprintf(stderr,
+            "polite proxy: --mode forward on %s (not loopback) would relay "
+            "to any host: give --allow-host GLOB\n",
+            c->listen);
+    return -1;
+  }
+  s->pool =
+      polite__px_up_pool_new(s->base, c->upstream_cacert, c->upstream_insecure);
+  if (s->pool == NULL) {
+    fprintf(stderr, "polite proxy: out of memory\n");
+    return -1;
+  }
+  if (c->nwatch > 0) {
+    char err[512];
+    if (polite__px_ca_open(NULL, 1, &s->ca, err, sizeof err) < 0) {
+      fprintf(stderr, "polite proxy: the local CA: %s\n", err);
+      return -1;
+    }
+    fprintf(stderr,
+            "polite proxy: intercepting watched HTTPS hosts with the "
+            "CA in %s\n",
+            polite__px_ca_cert_path(s->ca));
+  }
+  return 0;
+}
+
 /* The documented defaults (docs/proxy.md, "Bounds") where the config leaves
  * a bound at 0. The connection limit also stays below the descriptors the
  * process may open: each connection may hold two (client and upstream). */
@@ -438,17 +660,19 @@ int polite__px_run(px_config *c) {
     fprintf(stderr, "polite proxy: cannot start the event loop\n");
     return 1;
   }
+  if (c->forward && start_forward(&s) < 0)
+    return 1;
   if (c->upstream) {
     char err[512];
     int https = strncasecmp(c->upstream, "https://", 8) == 0;
-    SSL_CTX *tls = https ? polite__px_tls_client_ctx(c->upstream_cacert,
-                                                     c->upstream_insecure, err,
-                                                     sizeof err)
-                         : NULL;
-    s.up = https && tls == NULL ? NULL
-                                : polite__px_up_new_tls(s.base, s.up_host,
-                                                        s.up_port, tls, err,
-                                                        sizeof err);
+    SSL_CTX *tls =
+        https ? polite__px_tls_client_ctx(c->upstream_cacert,
+                                          c->upstream_insecure, err, sizeof err)
+              : NULL;
+    s.up = https && tls == NULL
+               ? NULL
+               : polite__px_up_new_tls(s.base, s.up_host, s.up_port, tls, err,
+                                       sizeof err);
     SSL_CTX_free(tls);
     if (s.up == NULL) {
       fprintf(stderr, "polite proxy: --upstream %s://%s: %s\n",
@@ -474,6 +698,9 @@ int polite__px_run(px_config *c) {
       fprintf(stderr, "polite proxy: forwarding to %s://%s%s\n",
               strncasecmp(c->upstream, "https://", 8) == 0 ? "https" : "http",
               s.up_authority, s.up_prefix);
+    else if (c->forward)
+      fprintf(stderr, "polite proxy: forward mode (HTTP_PROXY/HTTPS_PROXY "
+                      "clients)\n");
     else
       fprintf(stderr, "polite proxy: mock mode (no --upstream)\n");
     if (c->ready_file) {
@@ -498,6 +725,10 @@ int polite__px_run(px_config *c) {
   if (s.resume)
     event_free(s.resume);
   polite__px_up_free(s.up);
+  if (s.pool)
+    polite__px_up_pool_free(s.pool);
+  if (s.ca)
+    polite__px_ca_free(s.ca);
   event_base_free(s.base);
   polite__px_state_free(s.st);
   if (s.log && s.log != stderr)
