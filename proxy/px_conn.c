@@ -541,8 +541,12 @@ const char *polite__px_conn_origin(const px_req *r, int *port) {
 }
 
 void polite__px_conn_close_all(px_server *s) {
-  while (s->conns)
-    conn_free(s->conns);
+  px_conn *c = s->conns;
+  while (c) {
+    px_conn *next = c->next; /* conn_free unlinks c only */
+    conn_free(c);
+    c = next;
+  }
 }
 
 /* ---- Writing answers ----------------------------------------------------- */

@@ -79,6 +79,8 @@ static int parse_seconds(const char *v, long long max, long long *out) {
 /* Applies one server option. Returns 0, or a usage error's exit status. */
 static int server_option(px_config *c, const server_opt *o, const char *value) {
   long long n = 0;
+  if (value == NULL)
+    return cli_usage("proxy", "--%s needs a value", o->name);
   char *base = (char *)c + o->offset;
   switch (o->kind) {
   case K_MODE:
@@ -155,7 +157,8 @@ static void help(FILE *f) {
       "clients:\n"
       "                            requests go to their real destination; "
       "CONNECT to a\n"
-      "                            --watch host is decrypted with the local CA, "
+      "                            --watch host is decrypted with the local "
+      "CA, "
       "others tunnelled\n"
       "  --allow-host GLOB         forward mode connects only to these hosts "
       "(repeatable;\n"
