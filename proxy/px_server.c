@@ -622,6 +622,25 @@ static void set_bounds(px_bounds *b, const px_config *c) {
   }
 }
 
+/* Frees what run() made, whatever it got to. */
+static void release(px_server *s) {
+  polite__px_conn_close_all(s);
+  if (s->listener)
+    evconnlistener_free(s->listener);
+  if (s->resume)
+    event_free(s->resume);
+  polite__px_up_free(s->up);
+  if (s->pool)
+    polite__px_up_pool_free(s->pool);
+  if (s->ca)
+    polite__px_ca_free(s->ca);
+  if (s->base)
+    event_base_free(s->base);
+  polite__px_state_free(s->st);
+  if (s->log && s->log != stderr)
+    fclose(s->log);
+}
+
 int polite__px_run(px_config *c) {
   px_server s;
   memset(&s, 0, sizeof s);
@@ -658,10 +677,13 @@ int polite__px_run(px_config *c) {
   s.st = polite__px_state_new();
   if (s.base == NULL || s.st == NULL) {
     fprintf(stderr, "polite proxy: cannot start the event loop\n");
+    release(&s);
     return 1;
   }
-  if (c->forward && start_forward(&s) < 0)
+  if (c->forward && start_forward(&s) < 0) {
+    release(&s);
     return 1;
+  }
   if (c->upstream) {
     char err[512];
     int https = strncasecmp(c->upstream, "https://", 8) == 0;
@@ -677,6 +699,7 @@ int polite__px_run(px_config *c) {
     if (s.up == NULL) {
       fprintf(stderr, "polite proxy: --upstream %s://%s: %s\n",
               https ? "https" : "http", s.up_authority, err);
+      release(&s);
       return 1;
     }
     if (https && c->upstream_insecure)
@@ -719,19 +742,6 @@ int polite__px_run(px_config *c) {
     event_free(st);
   if (fl)
     event_free(fl);
-  polite__px_conn_close_all(&s);
-  if (s.listener)
-    evconnlistener_free(s.listener);
-  if (s.resume)
-    event_free(s.resume);
-  polite__px_up_free(s.up);
-  if (s.pool)
-    polite__px_up_pool_free(s.pool);
-  if (s.ca)
-    polite__px_ca_free(s.ca);
-  event_base_free(s.base);
-  polite__px_state_free(s.st);
-  if (s.log && s.log != stderr)
-    fclose(s.log);
+  release(&s);
   return rc;
 }
