@@ -66,6 +66,8 @@ static void conn_free(px_conn *c) {
     event_free(c->timer);
   if (c->dest)
     bufferevent_free(c->dest);
+  if (c->stage)
+    evbuffer_free(c->stage);
   if (c->bev)
     bufferevent_free(c->bev);
   free(c);
@@ -487,7 +489,10 @@ int polite__px_conn_accept(px_server *s, evutil_socket_t fd,
   peer_name(addr, c->peer, sizeof c->peer);
   c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
   c->timer = evtimer_new(s->base, on_timer, c);
-  if (c->bev == NULL || c->timer == NULL) {
+  c->stage = evbuffer_new();
+  if (c->bev == NULL || c->timer == NULL || c->stage == NULL) {
+    if (c->stage)
+      evbuffer_free(c->stage);
     if (c->bev)
       bufferevent_free(c->bev);
     else
@@ -563,7 +568,9 @@ void polite__px_conn_head(px_req *r, int status, const char *reason,
   px_conn *c = r->conn;
   if (c == NULL)
     return;
-  struct evbuffer *out = bufferevent_get_output(c->bev);
+  /* Staged, and sent with the first body bytes or the end: one write (one
+   * TLS record on an intercepted connection) for a small answer. */
+  struct evbuffer *out = c->stage;
   c->resp_nobody = no_body;
   c->resp_chunked = !no_body && length < 0 && r->minor >= 1;
   c->resp_close =
@@ -594,12 +601,13 @@ void polite__px_conn_body(px_req *r, struct evbuffer *data) {
     evbuffer_drain(data, n);
     return;
   }
-  struct evbuffer *out = bufferevent_get_output(c->bev);
+  struct evbuffer *out = c->stage;
   if (c->resp_chunked)
     evbuffer_add_printf(out, "%zx\r\n", n);
   evbuffer_add_buffer(out, data);
   if (c->resp_chunked)
     evbuffer_add(out, "\r\n", 2);
+  evbuffer_add_buffer(bufferevent_get_output(c->bev), out);
 }
 
 size_t polite__px_conn_backlog(const px_req *r) {
@@ -613,14 +621,16 @@ void polite__px_conn_end(px_req *r, int ok) {
     return;
   r->conn = NULL;
   c->cur = NULL;
+  struct evbuffer *out = bufferevent_get_output(c->bev);
+  if (ok && c->resp_chunked)
+    evbuffer_add(c->stage, "0\r\n\r\n", 5);
+  evbuffer_add_buffer(out, c->stage);
   if (!ok) {
     /* What arrived is flushed, then the connection closes: no terminating
      * chunk, and a Content-Length left unmet, so the client sees the
      * truncation instead of a well-formed short answer. */
     close_after_write(c);
   } else {
-    if (c->resp_chunked)
-      evbuffer_add(bufferevent_get_output(c->bev), "0\r\n\r\n", 5);
     if (c->resp_close) {
       close_after_write(c);
     } else {

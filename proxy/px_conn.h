@@ -30,6 +30,7 @@ struct px_conn {
   int busy;  /* inside process(): do not recurse, do not free */
   int eof;   /* the client will send nothing more */
   struct event *timer;
+  struct evbuffer *stage;   /* an answer's head until its first body bytes */
   struct bufferevent *dest; /* C_TUNNEL: the destination */
   int tunnel_closing;       /* C_TUNNEL: one side ended, flushing */
   char origin_host[256];    /* TLS terminated for this CONNECT host */

@@ -81,10 +81,11 @@ pct() { awk -v p="$2" '$1 == p { v=$2; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/
         if (u == "us") v /= 1000; else if (u == "s") v *= 1000; printf "%.3f", v }' "$1"; }
 # Plain HTTP: wrk with absolute-form targets to each forward proxy, origin-form to nginx.
 wrk_run() { # name proxy-url conns secs [abs]
+  local th=2; [ "$3" -lt 2 ] && th=1
   if [ -n "${5:-}" ]; then
-    TARGET="http://127.0.0.1:$UP" wrk -t2 -c"$3" -d"$4"s --latency -s "$here/abs.lua" "$2" >"$tmp/$1.txt" 2>&1
+    TARGET="http://127.0.0.1:$UP" wrk -t$th -c"$3" -d"$4"s --latency -s "$here/abs.lua" "$2" >"$tmp/$1.txt" 2>&1
   else
-    wrk -t2 -c"$3" -d"$4"s --latency "$2" >"$tmp/$1.txt" 2>&1
+    wrk -t$th -c"$3" -d"$4"s --latency "$2" >"$tmp/$1.txt" 2>&1
   fi
 }
 # HTTPS: Node undici through CONNECT (the script runs from $tmp with tests/node's modules).
