@@ -594,6 +594,22 @@ void polite__px_conn_head(px_req *r, int status, const char *reason,
   evbuffer_add(out, "\r\n", 2);
 }
 
+/* Sends what is staged. On a plain socket with nothing queued it is
+ * written at once: the bufferevent would first wait for the socket to be
+ * writable (an epoll_ctl to add the write event, a loop turn, another to
+ * remove it), a third of the syscalls of a small proxied request. What the
+ * socket does not take is queued on the bufferevent as usual. */
+static void flush_stage(px_conn *c) {
+  struct evbuffer *out = bufferevent_get_output(c->bev);
+  if (c->origin_host[0] == '\0' && evbuffer_get_length(out) == 0) {
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    while (fd >= 0 && evbuffer_get_length(c->stage) > 0)
+      if (evbuffer_write(c->stage, fd) <= 0)
+        break; /* EAGAIN, or an error the bufferevent will meet too */
+  }
+  evbuffer_add_buffer(out, c->stage);
+}
+
 void polite__px_conn_body(px_req *r, struct evbuffer *data) {
   px_conn *c = r->conn;
   size_t n = evbuffer_get_length(data);
@@ -607,7 +623,7 @@ void polite__px_conn_body(px_req *r, struct evbuffer *data) {
   evbuffer_add_buffer(out, data);
   if (c->resp_chunked)
     evbuffer_add(out, "\r\n", 2);
-  evbuffer_add_buffer(bufferevent_get_output(c->bev), out);
+  flush_stage(c);
 }
 
 size_t polite__px_conn_backlog(const px_req *r) {
@@ -621,10 +637,9 @@ void polite__px_conn_end(px_req *r, int ok) {
     return;
   r->conn = NULL;
   c->cur = NULL;
-  struct evbuffer *out = bufferevent_get_output(c->bev);
   if (ok && c->resp_chunked)
     evbuffer_add(c->stage, "0\r\n\r\n", 5);
-  evbuffer_add_buffer(out, c->stage);
+  flush_stage(c);
   if (!ok) {
     /* What arrived is flushed, then the connection closes: no terminating
      * chunk, and a Content-Length left unmet, so the client sees the
