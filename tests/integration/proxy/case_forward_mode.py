@@ -146,6 +146,17 @@ check(len(lines) == 2 and lines[1].get("status") == 200 and lines[1].get("via") 
       "node fetch (ProxyAgent): passes through to the https upstream")
 check(px.stop() == 0, "forward proxy stops cleanly")
 
+# 6b. the intercepted host's own certificate is verified upstream: refused unless trusted or --upstream-insecure
+for args, want, what in (([], "502", "an upstream certificate the proxy does not trust: 502"),
+                         (["--upstream-insecure"], "200", "... accepted with --upstream-insecure")):
+    px = Proxy("--mode", "forward", "--watch", W + "/*", *args, name="verify")
+    p = subprocess.run(["curl", "-s", "-x", px.base, "--cacert", OUR_CA, "-w", "\n%{http_code}",
+                        W + "/hello.txt"], capture_output=True, text=True)
+    body, _, code = p.stdout.rpartition("\n")
+    check(code == want and (want == "200" or "certificate verify failed" in body),
+          "%s (%s %s)" % (what, code, body[:90]))
+    px.stop()
+
 # 7. --allow-host: only the named hosts are reached
 px = Proxy("--mode", "forward", "--allow-host", "localhost", "--upstream-cacert", path("ca.pem"), name="allow")
 out = subprocess.run(["curl", "-s", "-x", px.base, "-o", "/dev/null", "-w", "%{http_code}",
