@@ -30,8 +30,8 @@ static int eq_ci(const char *a, size_t n, const char *lit) {
 }
 
 /* Calls f(token) for each comma-separated token of a list value. */
-static void each_token(px_http_parser *p, const char *v, size_t n,
-                       void (*f)(px_http_parser *, const char *, size_t)) {
+static void each_token(void *ctx, const char *v, size_t n,
+                       void (*f)(void *, const char *, size_t)) {
   size_t i = 0;
   while (i < n) {
     while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
@@ -43,18 +43,20 @@ static void each_token(px_http_parser *p, const char *v, size_t n,
     while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
       e--;
     if (e > s)
-      f(p, v + s, e - s);
+      f(ctx, v + s, e - s);
   }
 }
 
-static void conn_token(px_http_parser *p, const char *t, size_t n) {
+static void conn_token(void *ctx, const char *t, size_t n) {
+  px_http_parser *p = ctx;
   if (eq_ci(t, n, "close"))
     p->conn_close = 1;
   else if (eq_ci(t, n, "keep-alive"))
     p->conn_keep_alive = 1;
 }
 
-static void te_token(px_http_parser *p, const char *t, size_t n) {
+static void te_token(void *ctx, const char *t, size_t n) {
+  px_http_parser *p = ctx;
   /* Only the last coding matters: chunked must be last to frame the body. */
   p->chunked = eq_ci(t, n, "chunked");
 }
@@ -418,34 +420,22 @@ typedef struct {
 } req_flags;
 
 /* Transfer-Encoding tokens: chunked must come once and last. */
-static void req_te_tokens(req_flags *f, const char *v, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-      i++;
-    size_t s = i;
-    while (i < n && v[i] != ',')
-      i++;
-    size_t e = i;
-    while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-      e--;
-    if (e == s)
-      continue;
-    if (f->chunked_count > 0)
-      f->te_bad = 1; /* anything after chunked */
-    if (eq_ci(v + s, e - s, "chunked"))
-      f->chunked_count++;
-    else
-      f->te_unknown = 1;
-  }
+static void req_te_token(void *ctx, const char *t, size_t n) {
+  req_flags *f = ctx;
+  if (f->chunked_count > 0)
+    f->te_bad = 1; /* anything after chunked */
+  if (eq_ci(t, n, "chunked"))
+    f->chunked_count++;
+  else
+    f->te_unknown = 1;
 }
 
-static void req_conn_tokens(req_flags *f, const char *v, size_t n) {
-  px_http_parser tmp;
-  memset(&tmp, 0, sizeof tmp);
-  each_token(&tmp, v, n, conn_token);
-  f->conn_close |= tmp.conn_close;
-  f->conn_keep_alive |= tmp.conn_keep_alive;
+static void req_conn_token(void *ctx, const char *t, size_t n) {
+  req_flags *f = ctx;
+  if (eq_ci(t, n, "close"))
+    f->conn_close = 1;
+  else if (eq_ci(t, n, "keep-alive"))
+    f->conn_keep_alive = 1;
 }
 
 /* The header fields that frame the message or route it. */
@@ -467,7 +457,7 @@ static int req_special(px_req_head *h, req_flags *f, const char *name,
     h->content_length = len;
   } else if (eq_ci(name, nl, "Transfer-Encoding")) {
     f->te_seen = 1;
-    req_te_tokens(f, v, vn);
+    each_token(f, v, vn, req_te_token);
   } else if (eq_ci(name, nl, "Host")) {
     if (f->host_seen++)
       return req_fail(h, 400, "more than one Host");
@@ -475,7 +465,7 @@ static int req_special(px_req_head *h, req_flags *f, const char *name,
       if (!is_tchar((unsigned char)v[i]) && !strchr(":[]", v[i]))
         return req_fail(h, 400, "bad Host");
   } else if (eq_ci(name, nl, "Connection")) {
-    req_conn_tokens(f, v, vn);
+    each_token(f, v, vn, req_conn_token);
   } else if (eq_ci(name, nl, "Expect")) {
     if (!eq_ci(v, vn, "100-continue"))
       return req_fail(h, 417, "unsupported expectation");

@@ -25,15 +25,7 @@ done
 [ -x "$POLITE" ] || { echo "no polite binary at $POLITE" >&2; exit 2; }
 [ -d "$node_dir/node_modules/undici" ] || (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error)
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/common.sh"
 UP=$(free_port); UPS=$(free_port); NG=$(free_port); MP=$(free_port)
 
 ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)

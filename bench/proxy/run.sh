@@ -18,16 +18,7 @@ command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 2; }
 command -v nginx >/dev/null || { echo "nginx is not installed" >&2; exit 2; }
 [ -x "$POLITE" ] || { echo "no polite binary at $POLITE" >&2; exit 2; }
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/common.sh"
 UP=$(free_port); NG=$(free_port)
 
 cat >"$tmp/nginx.conf" <<CONF

@@ -154,36 +154,39 @@ px.stop()
 
 # --- 5. connection limit: idle ones are shed first, then partial ones; new clients are served ---
 px = Proxy("--max-connections", "4", name="limit")
+
+
+def partial(px, head=b"GET /partial HTTP/1.1\r\n", pause=0.1):
+    """A connection that sent part of a request head."""
+    p = connect(px)
+    p.sendall(head)
+    time.sleep(pause)
+    return p
+
+
+def served(px, path):
+    """A new client's request: (answered 200, seconds it took)."""
+    t0 = time.time()
+    r = requests.get(px.base + path, headers={"Connection": "close"}, timeout=5)
+    return r.status_code == 200, time.time() - t0
+
+
 idle = connect(px)
 time.sleep(0.1)
-partials = []
-for i in range(3):
-    p = connect(px)
-    p.sendall(b"GET /partial HTTP/1.1\r\n")
-    partials.append(p)
-    time.sleep(0.1)
-t0 = time.time()
-r = requests.get(px.base + "/new", headers={"Connection": "close"}, timeout=5)
-check(r.status_code == 200 and time.time() - t0 < 1, "at the limit a new client is served at once")
+partials = [partial(px) for _ in range(3)]
+ok, took = served(px, "/new")
+check(ok and took < 1, "at the limit a new client is served at once")
 check(closed_soon(idle, 1), "the idle connection was shed first")
 check(not closed_soon(partials[0], 0.3), "... and the partial ones kept")
-p = connect(px)  # the limit is full again: three partial ones and this one
-p.sendall(b"GET /partial HTTP/1.1\r\n")
-partials.append(p)
-time.sleep(0.1)
-r = requests.get(px.base + "/new2", headers={"Connection": "close"}, timeout=5)
-check(r.status_code == 200, "the next new client is served too")
+partials.append(partial(px))  # the limit is full again: three partial ones and this one
+ok, _ = served(px, "/new2")
+check(ok, "the next new client is served too")
 check(closed_soon(partials[0], 1), "then the oldest partial connection is shed")
-many = []
-for i in range(40):  # 40 partial connections against a limit of 4
-    p = connect(px)
-    p.sendall(b"GET /p HTTP/1.1\r\nHost: a\r\n")
-    many.append(p)
+# 40 partial connections against a limit of 4
+many = [partial(px, b"GET /p HTTP/1.1\r\nHost: a\r\n", 0) for _ in range(40)]
 time.sleep(0.2)
-t0 = time.time()
-r = requests.get(px.base + "/after-flood", headers={"Connection": "close"}, timeout=5)
-check(r.status_code == 200 and time.time() - t0 < 1,
-      "after 40 partial connections a new client is served in %.0f ms" % ((time.time() - t0) * 1000))
+ok, took = served(px, "/after-flood")
+check(ok and took < 1, "after 40 partial connections a new client is served in %.0f ms" % (took * 1000))
 for p in many + partials + [idle]:
     p.close()
 check(px.stop() == 0, "the proxy stops cleanly")

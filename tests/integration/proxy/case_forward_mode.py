@@ -14,22 +14,10 @@ import time
 
 import requests
 
-from pxtest import Proxy, check, done, path, run, write
+from pxtest import Proxy, check, done, free_port, path, run, sh, track, write
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NODE_DIR = os.path.join(HERE, "..", "..", "node")
-
-
-def sh(*args):
-    subprocess.run(args, check=True, capture_output=True)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 # --- certificates and an nginx serving https (and http) ---
@@ -61,10 +49,8 @@ http {
 }
 """ % {"d": path("ngx"), "https": HTTPS, "http": HTTP, "cert": path("leaf.pem"), "key": path("leaf.key"),
        "www": www})
-nginx = subprocess.Popen(["/usr/sbin/nginx", "-c", conf, "-p", path("ngx")],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-import pxtest  # noqa: E402  (its cleanup stops nginx too)
-pxtest._procs.append(nginx)
+track(subprocess.Popen(["/usr/sbin/nginx", "-c", conf, "-p", path("ngx")],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 for _ in range(100):
     try:
         socket.create_connection(("127.0.0.1", HTTPS), timeout=1).close()
