@@ -20,8 +20,10 @@ DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
 all: build
 
 # Installs only what is missing, so a second run is quick and needs no network.
+# A package counts as present when a command of its name is already there
+# (npm ships inside some nodejs builds, which then conflict with Debian's npm).
 deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || command -v $$p >/dev/null || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing: $$missing"; \
 	  SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
