@@ -1,7 +1,8 @@
 # Shortcuts for the README's two commands; the real build is CMake + ctest.
 #   make demo   install what is missing, build, run the built-in demo
 #   make test   install what is missing, build, run every test (plain + ASan/UBSan + fuzz smoke + lint)
-#   make lint   cppcheck + clang-tidy (.clang-tidy) over lib/ src/ proxy/; fails on any finding
+#   make lint   banned functions (scripts/checksrc.sh), cppcheck, clang-tidy (.clang-tidy)
+#               over lib/ src/ proxy/; fails on any finding
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -13,7 +14,7 @@ FUZZ_SECONDS ?= 20
 DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
   libcurl4-openssl-dev libjansson-dev libevent-dev libhiredis-dev libsqlite3-dev \
   libcmocka-dev curl jq redis-server nginx-light python3 python3-requests \
-  cppcheck clang-tidy libssl-dev openssl nodejs npm
+  cppcheck clang-tidy libssl-dev openssl chromium nodejs npm man-db prometheus
 
 .PHONY: all deps build asan fuzz fuzz-build demo lint test test-unit test-asan clean install
 
@@ -43,12 +44,15 @@ fuzz-build: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPOLITE_FUZZ=ON -DPOLITE_TESTS=OFF >/dev/null
 	cmake --build $(FUZZ_BUILD) -j$(JOBS)
 
-# A bounded run of every fuzz target (FUZZ_SECONDS each), seeded from tests/fuzz/corpus/NAME.
+# A bounded run of every fuzz target (FUZZ_SECONDS each), seeded from
+# tests/fuzz/corpus/NAME and the directories listed in tests/fuzz/NAME.seeds
+# (e.g. the diagnose fixtures, used as they are rather than copied).
 fuzz: fuzz-build
 	@set -e; for f in $(FUZZ_BUILD)/fuzz_*; do \
 	  [ -x "$$f" ] || continue; n=$$(basename $$f); \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
 	  seeds=; [ -d tests/fuzz/corpus/$$n ] && seeds=tests/fuzz/corpus/$$n; \
+	  [ -f tests/fuzz/$$n.seeds ] && seeds="$$seeds $$(cat tests/fuzz/$$n.seeds)"; \
 	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=0 \
 	     $(FUZZ_BUILD)/corpus/$$n $$seeds >$(FUZZ_BUILD)/$$n.log 2>&1 \
@@ -74,6 +78,7 @@ lint: deps
 	grep -v -E '^[0-9]+ warnings? generated\.$$' $$log || true; \
 	if [ $$rc -ne 0 ]; then echo "clang-tidy: findings above (exit $$rc)"; exit 1; fi; \
 	echo "clang-tidy: clean ($(words $(LINT_SOURCES)) files)"
+	scripts/checksrc.sh lib src proxy
 
 demo: build
 	@bash tests/demo.sh $(BUILD)/polite

@@ -294,6 +294,7 @@ static int transfer_setup(polite_batch *b, transfer *t, const polite__job *j,
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
   }
+  polite__transport_apply(e, b->o.transport);
   if (b->o.connect_timeout_ms > 0)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                      (long)b->o.connect_timeout_ms);

@@ -1,12 +1,21 @@
 /* polite budget: opens a backend from its URI and forwards to its vtable. */
 #include "budget_backends.h"
 
+#include <polite/batch.h>
 #include <polite/budget.h>
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Keeps the URI, redacted, in the budget for later messages. */
+static void keep_uri(polite_budget *b, const char *uri) {
+  char *safe = polite_redact_url(uri);
+  snprintf(b->uri, sizeof b->uri, "%s", safe ? safe : "(budget)");
+  free(safe);
+}
 
 int polite_budget_open(const char *uri, const polite_budget_config *cfg,
                        polite_budget **out, char *errbuf, size_t errlen) {
@@ -15,23 +24,56 @@ int polite_budget_open(const char *uri, const polite_budget_config *cfg,
   if (uri == NULL || cfg == NULL || out == NULL)
     return POLITE_EINVAL;
   *out = NULL;
+  int rc;
   if (strcmp(uri, "local") == 0) {
-    int rc = polite_budget_local_new(cfg, out);
+    rc = polite_budget_local_new(cfg, out);
     if (rc != 0 && errbuf)
       snprintf(errbuf, errlen, "cannot create the local budget: %s",
                polite_strerror(rc));
-    return rc;
+  } else if (strncmp(uri, "file:", 5) == 0) {
+    rc = polite__budget_file_new(uri, cfg, out, errbuf, errlen);
+  } else if (strncmp(uri, "redis://", 8) == 0) {
+    rc = polite__budget_redis_new(uri, cfg, out, errbuf, errlen);
+  } else {
+    polite__budget_errf(errbuf, errlen, uri,
+                        "unknown backend (expected local, file:PATH or "
+                        "redis://HOST:PORT/NAME)");
+    return POLITE_EINVAL;
   }
-  if (strncmp(uri, "file:", 5) == 0)
-    return polite__budget_file_new(uri, cfg, out, errbuf, errlen);
-  if (strncmp(uri, "redis://", 8) == 0)
-    return polite__budget_redis_new(uri, cfg, out, errbuf, errlen);
-  if (errbuf)
-    snprintf(errbuf, errlen,
-             "budget '%.60s': unknown backend (expected local, file:PATH or "
-             "redis://HOST:PORT/NAME)",
-             uri);
-  return POLITE_EINVAL;
+  if (rc == 0)
+    keep_uri(*out, uri);
+  return rc;
+}
+
+int polite_budget_open_inspect(const char *uri, polite_budget **out,
+                               char *errbuf, size_t errlen) {
+  if (errbuf && errlen)
+    errbuf[0] = '\0';
+  if (uri == NULL || out == NULL)
+    return POLITE_EINVAL;
+  *out = NULL;
+  polite_budget_config cfg = {0, 1, 0};
+  int rc;
+  if (strncmp(uri, "file:", 5) == 0) {
+    rc = polite__budget_file_open(uri, &cfg, POLITE__BUDGET_INSPECT, out,
+                                  errbuf, errlen);
+  } else if (strncmp(uri, "redis://", 8) == 0) {
+    rc = polite__budget_redis_new(uri, &cfg, out, errbuf, errlen);
+  } else {
+    polite__budget_errf(errbuf, errlen, uri,
+                        "only a shared budget (file:PATH or "
+                        "redis://HOST:PORT/NAME) can be inspected; a local "
+                        "budget lives inside one process");
+    return POLITE_EINVAL;
+  }
+  if (rc == 0)
+    keep_uri(*out, uri);
+  return rc;
+}
+
+void polite_budget_set_max_wait(polite_budget *b, int64_t max_wait_ms) {
+  if (b != NULL)
+    b->max_wait_ms = max_wait_ms;
 }
 
 int polite_budget_acquire(polite_budget *b, const char *key, int64_t now_us,
@@ -50,11 +92,75 @@ void polite_budget_release(polite_budget *b, const char *key, unsigned slots) {
     b->vt->release(b, key, slots);
 }
 
+/* The participant's max-wait in us, or -1 for none. */
+static int64_t max_wait_us(const polite_budget *b) {
+  int64_t ms = b->max_wait_ms;
+  if (ms < 0)
+    return -1;
+  if (ms == 0)
+    ms = POLITE_BUDGET_MAX_WAIT_DEFAULT_MS;
+  return ms > INT64_MAX / 1000 ? INT64_MAX : ms * 1000;
+}
+
 int polite_budget_pause_until(polite_budget *b, const char *key, int64_t now_us,
                               int64_t until_us) {
   if (b == NULL)
     return 0;
+  int64_t mw = max_wait_us(b);
+  if (mw >= 0 && until_us > now_us && until_us - now_us > mw)
+    until_us = now_us + mw;
   return b->vt->pause_until(b, key, now_us, until_us);
+}
+
+int polite_budget_pause_too_long(const polite_budget *b, int64_t wait_us,
+                                 char *msg, size_t len) {
+  if (msg != NULL && len > 0)
+    msg[0] = '\0';
+  if (b == NULL)
+    return 0;
+  int64_t mw = max_wait_us(b);
+  if (mw < 0 || wait_us <= mw)
+    return 0;
+  if (msg != NULL && len > 0)
+    snprintf(msg, len,
+             "budget '%s' is paused for %.1f s more, longer than the max-wait "
+             "of %.3g s; stopping now (if the pause is stale: polite budget "
+             "clear %s)",
+             b->uri, (double)wait_us / 1e6, (double)mw / 1e6, b->uri);
+  return 1;
+}
+
+int polite_budget_publish_rate(polite_budget *b, const char *key,
+                               int64_t now_us, polite_shared_rate *r,
+                               int is_cut) {
+  if (b == NULL || r == NULL)
+    return 0;
+  return b->vt->publish_rate(b, key, now_us, r, is_cut);
+}
+
+int polite_budget_shared_rate(polite_budget *b, const char *key,
+                              polite_shared_rate *out) {
+  if (out == NULL)
+    return POLITE_EINVAL;
+  memset(out, 0, sizeof *out);
+  if (b == NULL)
+    return 0;
+  return b->vt->shared_rate(b, key, out);
+}
+
+int polite_budget_inspect(polite_budget *b, const char *key, int64_t now_us,
+                          polite_budget_state *out) {
+  if (b == NULL || out == NULL)
+    return POLITE_EINVAL;
+  memset(out, 0, sizeof *out);
+  out->config = b->cfg;
+  return b->vt->inspect(b, key, now_us, out);
+}
+
+int polite_budget_clear(polite_budget *b, const char *key, int64_t now_us) {
+  if (b == NULL)
+    return POLITE_EINVAL;
+  return b->vt->clear(b, key, now_us);
 }
 
 int64_t polite_budget_paused_for(polite_budget *b, const char *key,
@@ -92,11 +198,32 @@ void polite__budget_errf(char *buf, size_t len, const char *uri,
                          const char *fmt, ...) {
   if (buf == NULL || len == 0)
     return;
-  int n = snprintf(buf, len, "budget '%.80s': ", uri);
+  char *safe = polite_redact_url(uri);
+  int n = snprintf(buf, len, "budget '%.80s': ", safe ? safe : "(budget)");
+  free(safe);
   if (n < 0 || (size_t)n >= len)
     return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(buf + n, len - (size_t)n, fmt, ap);
   va_end(ap);
+}
+
+double polite__budget_rate(const polite_budget_config *cfg,
+                           const polite_shared_rate *sr) {
+  double cap = cfg->rate_per_s > 0 ? cfg->rate_per_s : 0;
+  if (sr != NULL && sr->rate_per_s > 0)
+    return cap > 0 && cap < sr->rate_per_s ? cap : sr->rate_per_s;
+  return cap;
+}
+
+int polite__gcra_rerate(polite_gcra *g, double rate_per_s, unsigned burst) {
+  polite_gcra t;
+  int rc = polite_gcra_init(&t, rate_per_s, burst ? burst : 1);
+  if (rc != 0)
+    return rc;
+  t.tat_ns = g->tat_ns;
+  t.tat_us = g->tat_us;
+  *g = t;
+  return 0;
 }

@@ -29,12 +29,23 @@ extern "C" {
 void *polite__budget_alloc(size_t size, const polite_budget_vtable *vt,
                            const polite_budget_config *cfg);
 
-/* Formats "budget 'URI': " + fmt into buf (may be NULL); the URI is cut
- * to 80 bytes so messages stay readable. Callers pass URIs whose password
- * is already masked. */
+/* Formats "budget 'URI': " + fmt into buf (may be NULL); the URI goes
+ * through polite_redact_url and is cut to 80 bytes so messages stay
+ * readable. */
 void polite__budget_errf(char *buf, size_t len, const char *uri,
                          const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* The rate an account admits at: the shared learned rate when one is
+ * stored, capped by the configured rate when that is > 0; else the
+ * configured rate (0: unlimited). */
+double polite__budget_rate(const polite_budget_config *cfg,
+                           const polite_shared_rate *sr);
+
+/* Gives g the interval of rate_per_s (> 0) and burst, keeping its TAT, so a
+ * learned rate takes over from the next admission without a burst. Returns
+ * 0 or POLITE_EINVAL. */
+int polite__gcra_rerate(polite_gcra *g, double rate_per_s, unsigned burst);
 
 /* Opens (creating when missing) the budget file named by
  * uri = "file:PATH[?lease=DURATION]". Processes that open the same PATH
@@ -48,6 +59,13 @@ void polite__budget_errf(char *buf, size_t len, const char *uri,
  * On error *out is NULL and errbuf (may be NULL) holds the reason. */
 int polite__budget_file_new(const char *uri, const polite_budget_config *cfg,
                             polite_budget **out, char *errbuf, size_t errlen);
+
+/* polite__budget_file_new with flags: POLITE__BUDGET_INSPECT opens an
+ * existing file only and adopts its settings (polite budget show|clear). */
+#define POLITE__BUDGET_INSPECT 1u
+int polite__budget_file_open(const char *uri, const polite_budget_config *cfg,
+                             unsigned flags, polite_budget **out, char *errbuf,
+                             size_t errlen);
 
 /* Test hook: takes the file's cross-process lock and returns without
  * releasing it (a child process calls this, then dies by SIGKILL, to show

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #define PF_MAGIC 0x46425445544c4f50ULL /* "POLITEBF" little-endian */
-#define PF_VERSION 1u
+#define PF_VERSION 2u                  /* 2: the learned rate per account */
 #define PF_ACCOUNTS 64 /* keys (hosts with --budget-scope host) per file */
 #define PF_OWNERS 128  /* participants holding slots in one account */
 #define PF_KEYLEN 256  /* a host name fits (253) */
@@ -40,8 +40,10 @@ typedef struct {
   uint32_t hi; /* owners[hi..] are all free: scans stop there */
   uint32_t pad;
   char key[PF_KEYLEN];
-  int64_t tat_ns;          /* GCRA theoretical arrival time, monotonic ns */
-  int64_t paused_until_us; /* monotonic us; 0 when never paused */
+  int64_t tat_ns;           /* GCRA theoretical arrival time, monotonic ns */
+  int64_t paused_until_us;  /* monotonic us; 0 when never paused */
+  double sr_rate, sr_limit; /* the learned rate (polite_shared_rate) */
+  uint64_t sr_gen;
   pf_owner owners[PF_OWNERS];
 } pf_account;
 
@@ -67,9 +69,82 @@ typedef struct {
   char *uri;   /* for messages */
   uint64_t id; /* this participant's owner id (random, nonzero) */
   int64_t lease_us;
-  polite_gcra proto; /* interval/tolerance for this config; tat unused */
-  int limited;
+  polite_gcra proto; /* interval/tolerance at proto_rate; tat unused */
+  double proto_rate; /* 0: not set up */
 } file_budget;
+
+/* Bounds a value read from the file must respect: anything beyond them was
+ * not written by polite (a stray write, another program, a bad disk). */
+#define PF_MAX_AHEAD_US (POLITE_RA_MAX_SECONDS * 1000000) /* pause, TAT */
+#define PF_MAX_LEASE_US (INT64_C(7) * 86400 * 1000000)
+#define PF_MAX_RATE 1e9
+
+/* Says what is wrong with account a at now_us in buf, or returns 0 when
+ * nothing is: every field is checked against what polite could have
+ * written, so a corrupted file fails with a message instead of making
+ * every participant wait forever. */
+static int pf_check_account(const pf_file *f, const pf_account *a,
+                            int64_t now_us, char *buf, size_t len) {
+  if (a->used > 1 || a->keylen >= PF_KEYLEN || a->hi > PF_OWNERS) {
+    snprintf(buf, len,
+             "an account header is invalid (used %u, key length "
+             "%u, owners %u)",
+             a->used, a->keylen, a->hi);
+    return 1;
+  }
+  if (!a->used)
+    return 0;
+  if (a->paused_until_us - now_us > PF_MAX_AHEAD_US ||
+      a->tat_ns / 1000 - now_us > PF_MAX_AHEAD_US) {
+    snprintf(
+        buf, len,
+        "account '%.*s' has a pause or next start %lld s "
+        "ahead",
+        (int)a->keylen, a->key,
+        (long long)((a->paused_until_us > a->tat_ns / 1000 ? a->paused_until_us
+                                                           : a->tat_ns / 1000) -
+                    now_us) /
+            1000000);
+    return 1;
+  }
+  if (!(a->sr_rate >= 0 && a->sr_rate <= PF_MAX_RATE) ||
+      !(a->sr_limit >= 0 && a->sr_limit <= PF_MAX_RATE)) {
+    snprintf(buf, len, "account '%.*s' has a learned rate of %g/s",
+             (int)a->keylen, a->key, a->sr_rate);
+    return 1;
+  }
+  for (uint32_t i = 0; i < a->hi; i++) {
+    const pf_owner *o = &a->owners[i];
+    if (o->id == 0)
+      continue;
+    if ((f->concurrency > 0 && o->slots > f->concurrency) ||
+        o->expiry_us - now_us > PF_MAX_LEASE_US) {
+      snprintf(buf, len,
+               "account '%.*s': participant %u (pid %d) holds %u "
+               "slots (concurrency %u) for %lld s",
+               (int)a->keylen, a->key, i, (int)o->pid, o->slots, f->concurrency,
+               (long long)(o->expiry_us - now_us) / 1000000);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The file's identity, checked at each use: a file overwritten while in
+ * use fails at once. */
+static int pf_header_ok(const pf_file *f) {
+  return f->magic == PF_MAGIC && f->version == PF_VERSION &&
+         f->size == sizeof(pf_file) && f->mutex_size == sizeof(pthread_mutex_t);
+}
+
+/* The error for a corrupted file, with why. */
+static int pf_corrupt(file_budget *fb, const char *why) {
+  polite__budget_errf(fb->base.errstr, sizeof fb->base.errstr, fb->uri,
+                      "the file is corrupted: %s; remove it when no process "
+                      "uses it",
+                      why);
+  return POLITE_EBUDGET;
+}
 
 /* Reads the kernel's boot id into out (empty when unavailable: then a
  * reboot is not detected, which only matters for stale files). */
@@ -108,6 +183,8 @@ static int init_state(pf_file *f, const char *boot_id) {
  * (a TAT, a pause, an owner entry), each of which is a valid value on its
  * own, so the state is declared consistent and used as is. */
 static int pf_lock(file_budget *fb) {
+  if (!pf_header_ok(fb->f))
+    return pf_corrupt(fb, "its header changed while in use");
   int rc = pthread_mutex_lock(&fb->f->mu);
   if (rc == EOWNERDEAD) {
     pthread_mutex_consistent(&fb->f->mu);
@@ -214,6 +291,11 @@ static int enter_account(file_budget *fb, const char *key, int64_t now_us,
     pf_unlock(fb);
     return err != 0 ? err : POLITE_EBUDGET;
   }
+  char why[200];
+  if (pf_check_account(fb->f, a, now_us, why, sizeof why)) {
+    pf_unlock(fb);
+    return pf_corrupt(fb, why);
+  }
   pf_owner *me = my_owner(fb, a);
   if (me != NULL && me->slots > 0)
     me->expiry_us = now_us + fb->lease_us;
@@ -221,6 +303,18 @@ static int enter_account(file_budget *fb, const char *key, int64_t now_us,
   if (me_out != NULL)
     *me_out = me;
   return 0;
+}
+
+/* Sets fb->proto up for the account's rate (configured or learned) and
+ * returns it, 0 for unlimited. Called under the lock. */
+static double file_rate(file_budget *fb, const pf_account *a) {
+  polite_shared_rate sr = {a->sr_rate, a->sr_limit, a->sr_gen};
+  double r = polite__budget_rate(&fb->base.cfg, &sr);
+  if (r > 0 && r != fb->proto_rate &&
+      polite_gcra_init(&fb->proto, r, fb->base.cfg.burst) != 0)
+    r = 0;
+  fb->proto_rate = r;
+  return r;
 }
 
 /* Same order as the local backend: the pause first (nothing starts), then
@@ -269,7 +363,7 @@ static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
       }
     }
   }
-  if (fb->limited) {
+  if (file_rate(fb, a) > 0) {
     polite_gcra g = fb->proto;
     g.tat_ns = a->tat_ns;
     int64_t w = polite_gcra_admit(&g, now_us, units);
@@ -322,7 +416,7 @@ static int file_pause_until(polite_budget *b, const char *key, int64_t now_us,
     return rc;
   if (until_us > a->paused_until_us) {
     a->paused_until_us = until_us;
-    if (fb->limited) {
+    if (file_rate(fb, a) > 0) {
       polite_gcra g = fb->proto;
       g.tat_ns = a->tat_ns;
       polite_gcra_pause_until(&g, until_us);
@@ -373,9 +467,93 @@ int polite__budget_file_hold_lock(polite_budget *b) {
   return pf_lock((file_budget *)b);
 }
 
-static const polite_budget_vtable file_vt = {"file",          file_acquire,
-                                             file_release,    file_pause_until,
-                                             file_paused_for, file_close};
+static int file_publish_rate(polite_budget *b, const char *key, int64_t now_us,
+                             polite_shared_rate *r, int is_cut) {
+  file_budget *fb = (file_budget *)b;
+  pf_account *a = NULL;
+  int rc = enter_account(fb, key, now_us, &a, NULL);
+  if (rc != 0)
+    return rc;
+  polite_shared_rate sr = {a->sr_rate, a->sr_limit, a->sr_gen};
+  rc = polite_shared_rate_merge(&sr, r, is_cut);
+  a->sr_rate = sr.rate_per_s;
+  a->sr_limit = sr.limit_per_s;
+  a->sr_gen = sr.generation;
+  *r = sr;
+  pf_unlock(fb);
+  return rc;
+}
+
+/* Read from the file at once: as cheap as remembering it. */
+static int file_shared_rate(polite_budget *b, const char *key,
+                            polite_shared_rate *out) {
+  file_budget *fb = (file_budget *)b;
+  int rc = pf_lock(fb);
+  if (rc != 0)
+    return rc;
+  int err;
+  pf_account *a = find_account(fb, key, 0, &err);
+  if (a != NULL) {
+    out->rate_per_s = a->sr_rate;
+    out->limit_per_s = a->sr_limit;
+    out->generation = a->sr_gen;
+  }
+  pf_unlock(fb);
+  return 0;
+}
+
+static int file_inspect(polite_budget *b, const char *key, int64_t now_us,
+                        polite_budget_state *out) {
+  file_budget *fb = (file_budget *)b;
+  pf_account *a = NULL;
+  int rc = enter_account(fb, key, now_us, &a, NULL);
+  if (rc != 0)
+    return rc;
+  out->config_stored = 1;
+  out->config.rate_per_s = fb->f->rate_per_s;
+  out->config.burst = fb->f->burst;
+  out->config.concurrency = fb->f->concurrency;
+  out->pause_left_us =
+      a->paused_until_us > now_us ? a->paused_until_us - now_us : 0;
+  out->rate.rate_per_s = a->sr_rate;
+  out->rate.limit_per_s = a->sr_limit;
+  out->rate.generation = a->sr_gen;
+  for (uint32_t i = 0; i < a->hi && i < PF_OWNERS; i++) {
+    const pf_owner *o = &a->owners[i];
+    if (o->id == 0 || o->slots == 0 || o->expiry_us <= now_us)
+      continue;
+    out->slots_in_use += o->slots;
+    if (out->n_holders < POLITE_BUDGET_MAX_HOLDERS) {
+      polite_budget_holder *hd = &out->holders[out->n_holders++];
+      snprintf(hd->id, sizeof hd->id, "pid %d", (int)o->pid);
+      hd->slots = o->slots;
+      hd->lease_left_us = o->expiry_us - now_us;
+    }
+  }
+  pf_unlock(fb);
+  return 0;
+}
+
+/* The next start is allowed at once: a pause had pushed the TAT too. */
+static int file_clear(polite_budget *b, const char *key, int64_t now_us) {
+  file_budget *fb = (file_budget *)b;
+  pf_account *a = NULL;
+  int rc = enter_account(fb, key, now_us, &a, NULL);
+  if (rc != 0)
+    return rc;
+  a->paused_until_us = 0;
+  if (a->tat_ns > now_us * 1000) /* the pause had pushed it too */
+    a->tat_ns = now_us * 1000;
+  a->sr_rate = a->sr_limit = 0;
+  a->sr_gen++; /* raises from before the clear are stale */
+  pf_unlock(fb);
+  return 0;
+}
+
+static const polite_budget_vtable file_vt = {
+    "file",          file_acquire, file_release,      file_pause_until,
+    file_paused_for, file_close,   file_publish_rate, file_shared_rate,
+    file_inspect,    file_clear};
 
 /* Splits "file:PATH[?lease=DUR]" into a malloc'ed path and the lease.
  * Returns 0 or POLITE_EINVAL with errbuf set. */
@@ -402,17 +580,19 @@ static int parse_uri(const char *uri, char **path, int64_t *lease_ms,
     memcpy(param, s, n);
     param[n] = '\0';
     if (strncmp(param, "lease=", 6) == 0) {
-      if (polite_duration_parse(param + 6, lease_ms) != 0 || *lease_ms < 1) {
-        polite__budget_errf(
-            errbuf, errlen, uri,
-            "lease: expected a duration like 30s or 500ms, got '%.40s'",
-            param + 6);
+      if (polite_duration_parse(param + 6, lease_ms) != 0 || *lease_ms < 1 ||
+          *lease_ms > PF_MAX_LEASE_US / 1000) {
+        polite__budget_errf(errbuf, errlen, uri,
+                            "lease: expected a duration like 30s or 500ms "
+                            "(at most 7 days), got '%.40s'",
+                            param + 6);
         return POLITE_EINVAL;
       }
     } else {
+      /* The name only: an unknown parameter's value may be a secret. */
       polite__budget_errf(errbuf, errlen, uri,
-                          "unknown parameter '%.40s' (expected lease=DURATION)",
-                          param);
+                          "unknown parameter '%.*s' (expected lease=DURATION)",
+                          (int)strcspn(param, "="), param);
       return POLITE_EINVAL;
     }
   }
@@ -424,10 +604,11 @@ static int parse_uri(const char *uri, char **path, int64_t *lease_ms,
  * (or was left half-initialised by a creator that died: magic still 0).
  * flock is only held during this step and is dropped by the kernel if the
  * process dies, so a crash here blocks nobody. */
-static int map_file(file_budget *fb, const char *path, char *errbuf,
-                    size_t errlen) {
+static int map_file(file_budget *fb, const char *path, unsigned flags,
+                    char *errbuf, size_t errlen) {
   const char *uri = fb->uri;
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  int inspect = (flags & POLITE__BUDGET_INSPECT) != 0;
+  int fd = open(path, O_RDWR | O_CLOEXEC | (inspect ? 0 : O_CREAT), 0666);
   if (fd < 0) {
     polite__budget_errf(errbuf, errlen, uri, "cannot open %s: %s", path,
                         strerror(errno));
@@ -446,6 +627,12 @@ static int map_file(file_budget *fb, const char *path, char *errbuf,
   if (fstat(fd, &st) != 0) {
     polite__budget_errf(errbuf, errlen, uri, "cannot stat %s: %s", path,
                         strerror(errno));
+    rc = POLITE_EBUDGET;
+    goto done;
+  }
+  if (inspect && st.st_size == 0) {
+    polite__budget_errf(errbuf, errlen, uri,
+                        "%s is empty: no participant has used it yet", path);
     rc = POLITE_EBUDGET;
     goto done;
   }
@@ -503,7 +690,21 @@ static int map_file(file_budget *fb, const char *path, char *errbuf,
     rc = POLITE_EBUDGET;
     goto done;
   }
+  if (inspect) { /* a tool looking at the file takes its settings */
+    fb->base.cfg.rate_per_s = f->rate_per_s;
+    fb->base.cfg.burst = f->burst;
+    fb->base.cfg.concurrency = f->concurrency;
+    fb->proto_rate = 0;
+  }
   double want = c->rate_per_s > 0 ? c->rate_per_s : 0;
+  if (!(f->rate_per_s >= 0 && f->rate_per_s <= PF_MAX_RATE) || f->burst == 0) {
+    polite__budget_errf(errbuf, errlen, uri,
+                        "%s is corrupted: rate %g/s, burst %u; remove it "
+                        "when no process uses it",
+                        path, f->rate_per_s, f->burst);
+    rc = POLITE_EBUDGET;
+    goto done;
+  }
   if (fabs(f->rate_per_s - want) > 1e-9 * fmax(1.0, want) ||
       f->burst != c->burst || f->concurrency != c->concurrency) {
     polite__budget_errf(
@@ -525,7 +726,22 @@ static int map_file(file_budget *fb, const char *path, char *errbuf,
                           "cannot initialise the lock in %s", path);
       rc = POLITE_EBUDGET;
     }
+    goto done;
   }
+  /* Every account is checked once at open (and the one in use at each
+   * call), so a corrupted file is refused before the run starts. Read
+   * without the lock: a racing writer can only write valid values. */
+  int64_t now = polite_mono_us();
+  char why[200];
+  for (int i = 0; i < PF_ACCOUNTS; i++)
+    if (pf_check_account(f, &f->acc[i], now, why, sizeof why)) {
+      polite__budget_errf(errbuf, errlen, uri,
+                          "%s is corrupted: %s; remove it when no process "
+                          "uses it",
+                          path, why);
+      rc = POLITE_EBUDGET;
+      break;
+    }
 done:
   flock(fd, LOCK_UN);
   close(fd);
@@ -534,6 +750,12 @@ done:
 
 int polite__budget_file_new(const char *uri, const polite_budget_config *cfg,
                             polite_budget **out, char *errbuf, size_t errlen) {
+  return polite__budget_file_open(uri, cfg, 0, out, errbuf, errlen);
+}
+
+int polite__budget_file_open(const char *uri, const polite_budget_config *cfg,
+                             unsigned flags, polite_budget **out, char *errbuf,
+                             size_t errlen) {
   if (errbuf && errlen)
     errbuf[0] = '\0';
   if (out == NULL)
@@ -557,7 +779,7 @@ int polite__budget_file_new(const char *uri, const polite_budget_config *cfg,
                           cfg->rate_per_s);
       rc = POLITE_EINVAL;
     }
-    fb->limited = 1;
+    fb->proto_rate = cfg->rate_per_s;
   }
   fb->lease_us = lease_ms * 1000;
   if (rc == 0 && polite_random_bytes(&fb->id, sizeof fb->id) != 0)
@@ -565,7 +787,7 @@ int polite__budget_file_new(const char *uri, const polite_budget_config *cfg,
   if (fb->id == 0)
     fb->id = 1;
   if (rc == 0)
-    rc = map_file(fb, path, errbuf, errlen);
+    rc = map_file(fb, path, flags, errbuf, errlen);
   free(path);
   if (rc != 0) {
     if (fb->f != NULL)

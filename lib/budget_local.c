@@ -5,6 +5,7 @@
 #include "budget_backends.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,8 @@ typedef struct account {
   struct account *next;
   char *key;
   polite_gcra gcra;
-  int limited; /* rate_per_s > 0 */
+  double rate;           /* the rate gcra runs at; 0: unlimited */
+  polite_shared_rate sr; /* the learned rate */
   unsigned in_flight;
   int64_t paused_until_us; /* 0 when never paused */
 } account;
@@ -39,13 +41,23 @@ static account *find_account(local_budget *lb, const char *key) {
     free(a);
     return NULL;
   }
-  if (lb->base.cfg.rate_per_s > 0 &&
-      polite_gcra_init(&a->gcra, lb->base.cfg.rate_per_s,
-                       lb->base.cfg.burst ? lb->base.cfg.burst : 1) == 0)
-    a->limited = 1;
   a->next = lb->accounts;
   lb->accounts = a;
   return a;
+}
+
+/* Keeps the account's GCRA at its current rate (configured or learned);
+ * returns the rate, 0 for unlimited. Called with the mutex held. */
+static double sync_rate(local_budget *lb, account *a) {
+  double r = polite__budget_rate(&lb->base.cfg, &a->sr);
+  if (r != a->rate && r > 0) {
+    if (a->rate > 0)
+      polite__gcra_rerate(&a->gcra, r, lb->base.cfg.burst);
+    else if (polite_gcra_init(&a->gcra, r, lb->base.cfg.burst) != 0)
+      r = 0;
+  }
+  a->rate = r;
+  return r;
 }
 
 /* Order matters: the pause first (nothing starts), then the slots (do not
@@ -70,7 +82,8 @@ static int local_acquire(polite_budget *b, const char *key, int64_t now_us,
     *wait_us = -1;
     rc = POLITE_BUDGET_WAIT_SLOT;
   } else {
-    int64_t w = a->limited ? polite_gcra_admit(&a->gcra, now_us, units) : 0;
+    int64_t w =
+        sync_rate(lb, a) > 0 ? polite_gcra_admit(&a->gcra, now_us, units) : 0;
     if (w > 0) {
       *wait_us = w;
       rc = POLITE_BUDGET_WAIT_RATE;
@@ -106,7 +119,7 @@ static int local_pause_until(polite_budget *b, const char *key, int64_t now_us,
     rc = POLITE_ENOMEM;
   } else if (until_us > a->paused_until_us) {
     a->paused_until_us = until_us;
-    if (a->limited)
+    if (sync_rate(lb, a) > 0)
       polite_gcra_pause_until(&a->gcra, until_us);
   }
   pthread_mutex_unlock(&lb->mu);
@@ -138,9 +151,72 @@ static void local_close(polite_budget *b) {
   free(lb);
 }
 
+static int local_publish_rate(polite_budget *b, const char *key, int64_t now_us,
+                              polite_shared_rate *r, int is_cut) {
+  local_budget *lb = (local_budget *)b;
+  (void)now_us;
+  int rc = 0;
+  pthread_mutex_lock(&lb->mu);
+  account *a = find_account(lb, key);
+  if (a == NULL) {
+    strcpy(b->errstr, "out of memory");
+    rc = POLITE_ENOMEM;
+  } else {
+    rc = polite_shared_rate_merge(&a->sr, r, is_cut);
+    *r = a->sr;
+  }
+  pthread_mutex_unlock(&lb->mu);
+  return rc;
+}
+
+static int local_shared_rate(polite_budget *b, const char *key,
+                             polite_shared_rate *out) {
+  local_budget *lb = (local_budget *)b;
+  pthread_mutex_lock(&lb->mu);
+  account *a = find_account(lb, key);
+  if (a != NULL)
+    *out = a->sr;
+  pthread_mutex_unlock(&lb->mu);
+  return a != NULL ? 0 : POLITE_ENOMEM;
+}
+
+static int local_inspect(polite_budget *b, const char *key, int64_t now_us,
+                         polite_budget_state *out) {
+  local_budget *lb = (local_budget *)b;
+  pthread_mutex_lock(&lb->mu);
+  account *a = find_account(lb, key);
+  if (a != NULL) {
+    out->pause_left_us =
+        a->paused_until_us > now_us ? a->paused_until_us - now_us : 0;
+    out->rate = a->sr;
+    out->slots_in_use = a->in_flight;
+    out->config_stored = 1;
+  }
+  pthread_mutex_unlock(&lb->mu);
+  return a != NULL ? 0 : POLITE_ENOMEM;
+}
+
+static int local_clear(polite_budget *b, const char *key, int64_t now_us) {
+  local_budget *lb = (local_budget *)b;
+  pthread_mutex_lock(&lb->mu);
+  account *a = find_account(lb, key);
+  if (a != NULL) {
+    a->paused_until_us = 0;
+    if (a->gcra.tat_ns > now_us * 1000) { /* the pause had pushed it too */
+      a->gcra.tat_ns = now_us * 1000;
+      a->gcra.tat_us = now_us;
+    }
+    a->sr.rate_per_s = a->sr.limit_per_s = 0;
+    a->sr.generation++; /* raises from before the clear are stale */
+  }
+  pthread_mutex_unlock(&lb->mu);
+  return a != NULL ? 0 : POLITE_ENOMEM;
+}
+
 static const polite_budget_vtable local_vt = {
-    "local",           local_acquire,    local_release,
-    local_pause_until, local_paused_for, local_close};
+    "local",          local_acquire, local_release,      local_pause_until,
+    local_paused_for, local_close,   local_publish_rate, local_shared_rate,
+    local_inspect,    local_clear};
 
 int polite_budget_local_new(const polite_budget_config *cfg,
                             polite_budget **out) {
@@ -153,6 +229,7 @@ int polite_budget_local_new(const polite_budget_config *cfg,
     free(lb);
     return POLITE_ENOMEM;
   }
+  snprintf(lb->base.uri, sizeof lb->base.uri, "local");
   *out = &lb->base;
   return 0;
 }

@@ -16,108 +16,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-/* The one script. KEYS: tat, pause, leases (zset owner -> expiry), units
- * (hash owner -> slots held; the key keeps its name from before rate units
- * and slots were separate, so running fleets keep their slots). ARGV: op,
- * owner, lease_us, interval_us, tau_us, concurrency, units (rate units to
- * charge), slots (slots to take, or to give back for "rel"), pause_us.
- * "acq" with units 0 and slots 0 takes nothing and only renews this
- * owner's lease (and reports the pause). Times are microseconds of Redis TIME
- * (doubles: exact up to 2^53 us, the TAT keeps a fraction for rates like
- * 1.5/s). Returns {status, wait_us} with the status codes of
- * polite_budget_status; op "pause" returns {0, pause left}. Every key gets
- * an expiry past its last use so abandoned accounts vanish. */
-static const char SCRIPT[] =
-    "if redis.replicate_commands then pcall(redis.replicate_commands) end\n"
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
-    "local op, owner = ARGV[1], ARGV[2]\n"
-    "local lease = tonumber(ARGV[3])\n"
-    "local T, tau = tonumber(ARGV[4]), tonumber(ARGV[5])\n"
-    "local conc = tonumber(ARGV[6])\n"
-    "local units, slots = tonumber(ARGV[7]), tonumber(ARGV[8])\n"
-    "local function fmt(x) return string.format('%.3f', x) end\n"
-    "local function keep_leases()\n"
-    "  local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')\n"
-    "  if top[2] then\n"
-    "    local ms = math.ceil((tonumber(top[2]) - now) / 1000) + 1000\n"
-    "    redis.call('PEXPIRE', KEYS[3], ms)\n"
-    "    redis.call('PEXPIRE', KEYS[4], ms)\n"
-    "  end\n"
-    "end\n"
-    "local function renew()\n"
-    "  if redis.call('HEXISTS', KEYS[4], owner) == 1 then\n"
-    "    redis.call('ZADD', KEYS[3], fmt(now + lease), owner)\n"
-    "    keep_leases()\n"
-    "  end\n"
-    "end\n"
-    "if op == 'rel' then\n"
-    "  local left = redis.call('HINCRBY', KEYS[4], owner, -slots)\n"
-    "  if left <= 0 then\n"
-    "    redis.call('HDEL', KEYS[4], owner)\n"
-    "    redis.call('ZREM', KEYS[3], owner)\n"
-    "  else\n"
-    "    renew()\n"
-    "  end\n"
-    "  return {0, 0}\n"
-    "end\n"
-    "if op == 'drop' then\n"
-    "  redis.call('HDEL', KEYS[4], owner)\n"
-    "  redis.call('ZREM', KEYS[3], owner)\n"
-    "  return {0, 0}\n"
-    "end\n"
-    "renew()\n"
-    "local p = tonumber(redis.call('GET', KEYS[2]) or '0')\n"
-    "if op == 'pause' then\n"
-    "  local u = now + tonumber(ARGV[9])\n"
-    "  if u <= p then return {0, math.ceil(p - now)} end\n"
-    "  redis.call('SET', KEYS[2], fmt(u), 'PX',\n"
-    "             math.ceil((u - now) / 1000) + 1000)\n"
-    "  if T > 0 then\n"
-    "    local tat = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
-    "    if u + tau > tat then\n"
-    "      redis.call('SET', KEYS[1], fmt(u + tau), 'PX',\n"
-    "                 math.ceil((u + tau - now) / 1000) + 1000)\n"
-    "    end\n"
-    "  end\n"
-    "  return {0, math.ceil(u - now)}\n"
-    "end\n"
-    "if now < p then return {2, math.ceil(p - now)} end\n"
-    "if conc > 0 and slots > 0 then\n"
-    "  local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)\n"
-    "  for _, o in ipairs(gone) do redis.call('HDEL', KEYS[4], o) end\n"
-    "  if #gone > 0 then\n"
-    "    redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)\n"
-    "  end\n"
-    "  local used = 0\n"
-    "  for _, v in ipairs(redis.call('HVALS', KEYS[4])) do\n"
-    "    used = used + tonumber(v)\n"
-    "  end\n"
-    "  if slots > conc or used + slots > conc then\n"
-    "    local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')\n"
-    "    if first[2] then\n"
-    "      return {3, math.max(1, math.ceil(tonumber(first[2]) - now))}\n"
-    "    end\n"
-    "    return {3, -1}\n"
-    "  end\n"
-    "end\n"
-    "if T > 0 and units > 0 then\n"
-    "  local tat = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
-    "  local inc = units * T\n"
-    "  local allow = tat + math.min(inc - T - tau, 0)\n"
-    "  if allow > now then return {1, math.ceil(allow - now)} end\n"
-    "  local start = now\n"
-    "  if tat > now - 1 then start = tat end\n"
-    "  local nt = start + inc\n"
-    "  redis.call('SET', KEYS[1], fmt(nt), 'PX',\n"
-    "             math.ceil((nt - now) / 1000) + 1000)\n"
-    "end\n"
-    "if conc > 0 and slots > 0 then\n"
-    "  redis.call('HINCRBY', KEYS[4], owner, slots)\n"
-    "  redis.call('ZADD', KEYS[3], fmt(now + lease), owner)\n"
-    "  keep_leases()\n"
-    "end\n"
-    "return {0, 0}\n";
+#include "budget_redis_script.h"
 
 #define BACKOFF_MIN_US INT64_C(100000)
 #define BACKOFF_MAX_US INT64_C(5000000)
@@ -129,6 +28,7 @@ typedef struct pause_memo {
   struct pause_memo *next;
   char *key;
   int64_t until_us;
+  polite_shared_rate sr; /* as the last admission returned it */
 } pause_memo;
 
 typedef struct {
@@ -288,13 +188,40 @@ static int follow_moved(redis_budget *rb, const char *msg) {
   return connect_now(rb, rb->base.errstr, sizeof rb->base.errstr) == 0;
 }
 
-/* Runs the script once for op on account key: one round trip (two when
- * the server forgot the script, NOSCRIPT: load, then retry). Sets
- * st/val from the {status, value} reply. Called with the mutex held.
- * Returns 0 or POLITE_EBUDGET with errstr naming the URI and the cause. */
+/* One call of the script: what to send, and what came back. */
+typedef struct {
+  const char *op;
+  unsigned units, slots;
+  int64_t pause_us;
+  const polite_shared_rate *pub; /* op "rate" */
+  int is_cut;
+  int keep; /* 1: hand the whole reply over in `whole` (op "show") */
+  /* out */
+  long long st, val;
+  int has_rate;
+  polite_shared_rate sr;
+  redisReply *whole;
+} script_call;
+
+/* The learned rate in elements 2-4 of a reply, when there. */
+static int reply_rate(const redisReply *r, polite_shared_rate *sr) {
+  if (r->elements < 5 || r->element[2]->type != REDIS_REPLY_STRING ||
+      r->element[3]->type != REDIS_REPLY_STRING ||
+      r->element[4]->type != REDIS_REPLY_INTEGER)
+    return 0;
+  sr->rate_per_s = strtod(r->element[2]->str, NULL);
+  sr->limit_per_s = strtod(r->element[3]->str, NULL);
+  sr->generation = (uint64_t)r->element[4]->integer;
+  return sr->rate_per_s >= 0 && sr->limit_per_s >= 0;
+}
+
+/* Runs the script once for sc->op on account key: one round trip (two when
+ * the server forgot the script, NOSCRIPT: load, then retry). Fills sc's
+ * outputs from the {status, value[, rate, limit, generation, ...]} reply.
+ * Called with the mutex held. Returns 0 or POLITE_EBUDGET with errstr
+ * naming the URI and the cause. */
 static int run_script(redis_budget *rb, const char *key, int64_t now_us,
-                      const char *op, unsigned units, unsigned slots,
-                      int64_t pause_us, long long *st, long long *val) {
+                      script_call *sc) {
   int rc = ensure_conn(rb, now_us);
   if (rc != 0)
     return rc;
@@ -303,35 +230,43 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   /* Keys: polite:{NAME}:KEY:x. The first {...} is the Cluster hash tag,
    * so every key of every account of this budget lives in one slot. */
   size_t need = strlen(rb->name) + strlen(key) + 24;
-  char *kbuf = malloc(4 * need);
+  char *kbuf = malloc(5 * need);
   if (kbuf == NULL) {
     strcpy(rb->base.errstr, "out of memory");
     return POLITE_ENOMEM;
   }
-  static const char *suffix[4] = {"tat", "pause", "leases", "units"};
-  const char *argv[16];
-  size_t lens[16];
-  char num[7][40];
+  static const char *suffix[5] = {"tat", "pause", "leases", "units", "rate"};
+  const char *argv[22];
+  size_t lens[22];
+  char num[12][40];
   argv[0] = "EVALSHA";
   argv[1] = rb->sha;
-  argv[2] = "4";
-  for (int i = 0; i < 4; i++) {
+  argv[2] = "5";
+  for (int i = 0; i < 5; i++) {
     char *k = kbuf + i * need;
     snprintf(k, need, "polite:{%s}:%s:%s", rb->name, key, suffix[i]);
     argv[3 + i] = k;
   }
-  argv[7] = op;
-  argv[8] = rb->owner;
+  argv[8] = sc->op;
+  argv[9] = rb->owner;
+  const polite_shared_rate none = {0, 0, 0};
+  const polite_shared_rate *pub = sc->pub ? sc->pub : &none;
   snprintf(num[0], sizeof num[0], "%lld", (long long)rb->lease_us);
   snprintf(num[1], sizeof num[1], "%.6f", rb->interval_us);
   snprintf(num[2], sizeof num[2], "%.6f", rb->tau_us);
   snprintf(num[3], sizeof num[3], "%u", rb->base.cfg.concurrency);
-  snprintf(num[4], sizeof num[4], "%u", units);
-  snprintf(num[5], sizeof num[5], "%u", slots);
-  snprintf(num[6], sizeof num[6], "%lld", (long long)pause_us);
-  for (int i = 0; i < 7; i++)
-    argv[9 + i] = num[i];
-  int argc = 16;
+  snprintf(num[4], sizeof num[4], "%u", sc->units);
+  snprintf(num[5], sizeof num[5], "%u", sc->slots);
+  snprintf(num[6], sizeof num[6], "%lld", (long long)sc->pause_us);
+  snprintf(num[7], sizeof num[7], "%u", rb->base.cfg.burst);
+  snprintf(num[8], sizeof num[8], "%.6f", pub->rate_per_s);
+  snprintf(num[9], sizeof num[9], "%.6f", pub->limit_per_s);
+  snprintf(num[10], sizeof num[10], "%llu",
+           (unsigned long long)pub->generation);
+  snprintf(num[11], sizeof num[11], "%d", sc->is_cut ? 1 : 0);
+  for (int i = 0; i < 12; i++)
+    argv[10 + i] = num[i];
+  int argc = 22;
   for (int i = 0; i < argc; i++)
     lens[i] = strlen(argv[i]);
   redisReply *r = NULL;
@@ -382,7 +317,7 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
       freeReplyObject(r);
       return rc;
     }
-  } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+  } else if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
              r->element[0]->type != REDIS_REPLY_INTEGER ||
              r->element[1]->type != REDIS_REPLY_INTEGER) {
     polite__budget_errf(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
@@ -390,9 +325,13 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
     freeReplyObject(r);
     return POLITE_EBUDGET;
   } else {
-    *st = r->element[0]->integer;
-    *val = r->element[1]->integer;
-    freeReplyObject(r);
+    sc->st = r->element[0]->integer;
+    sc->val = r->element[1]->integer;
+    sc->has_rate = reply_rate(r, &sc->sr);
+    if (sc->keep)
+      sc->whole = r;
+    else
+      freeReplyObject(r);
     return 0;
   }
   /* Broken connection: reconnect later, after the first backoff step. */
@@ -404,9 +343,9 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   return rc;
 }
 
-/* Remembers the pause of key as seen at now_us (until_us 0: not paused).
- * Out of memory only loses the memo (paused_for then says 0). */
-static void memo_pause(redis_budget *rb, const char *key, int64_t until_us) {
+/* The memo of key, created when missing; NULL only when out of memory
+ * (then only the memo is lost: paused_for says 0, the shared rate 0). */
+static pause_memo *memo_of(redis_budget *rb, const char *key) {
   if (key == NULL)
     key = "";
   pause_memo *m = rb->memos;
@@ -415,16 +354,28 @@ static void memo_pause(redis_budget *rb, const char *key, int64_t until_us) {
   if (m == NULL) {
     m = calloc(1, sizeof *m);
     if (m == NULL)
-      return;
+      return NULL;
     m->key = strdup(key);
     if (m->key == NULL) {
       free(m);
-      return;
+      return NULL;
     }
     m->next = rb->memos;
     rb->memos = m;
   }
+  return m;
+}
+
+/* Remembers the pause of key as seen at now_us (until_us 0: not paused)
+ * and, when the reply carried it, the learned rate. */
+static void memo_pause(redis_budget *rb, const char *key, int64_t until_us,
+                       const script_call *sc) {
+  pause_memo *m = memo_of(rb, key);
+  if (m == NULL)
+    return;
   m->until_us = until_us;
+  if (sc != NULL && sc->has_rate)
+    m->sr = sc->sr;
 }
 
 /* Order inside the script is the local backend's: pause, slots, rate; one
@@ -432,11 +383,12 @@ static void memo_pause(redis_budget *rb, const char *key, int64_t until_us) {
 static int redis_acquire(polite_budget *b, const char *key, int64_t now_us,
                          unsigned units, unsigned slots, int64_t *wait_us) {
   redis_budget *rb = (redis_budget *)b;
-  long long st = 0, val = 0;
+  script_call sc = {.op = "acq", .units = units, .slots = slots};
   pthread_mutex_lock(&rb->mu);
-  int rc = run_script(rb, key, now_us, "acq", units, slots, 0, &st, &val);
+  int rc = run_script(rb, key, now_us, &sc);
+  long long st = sc.st, val = sc.val;
   if (rc == 0) {
-    memo_pause(rb, key, st == POLITE_BUDGET_WAIT_PAUSE ? now_us + val : 0);
+    memo_pause(rb, key, st == POLITE_BUDGET_WAIT_PAUSE ? now_us + val : 0, &sc);
     if (st == POLITE_BUDGET_WAIT_SLOT &&
         (val <= 0 || val > POLITE__BUDGET_SLOT_POLL_US))
       val = POLITE__BUDGET_SLOT_POLL_US;
@@ -451,12 +403,12 @@ static int redis_acquire(polite_budget *b, const char *key, int64_t now_us,
  * expires there (or the server lost them anyway). */
 static void redis_release(polite_budget *b, const char *key, unsigned slots) {
   redis_budget *rb = (redis_budget *)b;
-  long long st, val;
+  script_call sc = {.op = "rel", .slots = slots};
   if (b->cfg.concurrency == 0 || slots == 0)
     return;
   pthread_mutex_lock(&rb->mu);
   if (rb->c != NULL)
-    run_script(rb, key, polite_mono_us(), "rel", 0, slots, 0, &st, &val);
+    run_script(rb, key, polite_mono_us(), &sc);
   pthread_mutex_unlock(&rb->mu);
 }
 
@@ -465,12 +417,11 @@ static int redis_pause_until(polite_budget *b, const char *key, int64_t now_us,
   redis_budget *rb = (redis_budget *)b;
   if (until_us <= now_us)
     return 0;
-  long long st = 0, left = 0;
+  script_call sc = {.op = "pause", .pause_us = until_us - now_us};
   pthread_mutex_lock(&rb->mu);
-  int rc =
-      run_script(rb, key, now_us, "pause", 0, 0, until_us - now_us, &st, &left);
+  int rc = run_script(rb, key, now_us, &sc);
   if (rc == 0)
-    memo_pause(rb, key, left > 0 ? now_us + left : 0);
+    memo_pause(rb, key, sc.val > 0 ? now_us + sc.val : 0, NULL);
   pthread_mutex_unlock(&rb->mu);
   return rc;
 }
@@ -496,10 +447,11 @@ static int64_t redis_paused_for(polite_budget *b, const char *key,
  * accounts it used (one round trip each); unreachable: they expire. */
 static void redis_close(polite_budget *b) {
   redis_budget *rb = (redis_budget *)b;
-  long long st, val;
   for (pause_memo *m = rb->memos; m; m = m->next)
-    if (rb->c != NULL && b->cfg.concurrency > 0)
-      run_script(rb, m->key, polite_mono_us(), "drop", 0, 0, 0, &st, &val);
+    if (rb->c != NULL && b->cfg.concurrency > 0) {
+      script_call sc = {.op = "drop"};
+      run_script(rb, m->key, polite_mono_us(), &sc);
+    }
   drop_conn(rb);
   while (rb->memos) {
     pause_memo *m = rb->memos;
@@ -523,22 +475,106 @@ uint64_t polite__budget_redis_round_trips(const polite_budget *b) {
   return ((const redis_budget *)b)->round_trips;
 }
 
+/* One round trip, only when a participant's rate changes (a cut, or a
+ * raise of 2% at most every 100 ms): admissions stay one round trip. */
+static int redis_publish_rate(polite_budget *b, const char *key, int64_t now_us,
+                              polite_shared_rate *r, int is_cut) {
+  redis_budget *rb = (redis_budget *)b;
+  script_call sc = {.op = "rate", .pub = r, .is_cut = is_cut};
+  pthread_mutex_lock(&rb->mu);
+  int rc = run_script(rb, key, now_us, &sc);
+  if (rc == 0 && sc.has_rate) {
+    *r = sc.sr;
+    pause_memo *m = memo_of(rb, key);
+    if (m != NULL)
+      m->sr = sc.sr;
+    rc = sc.st == 1;
+  }
+  pthread_mutex_unlock(&rb->mu);
+  return rc;
+}
+
+static int redis_shared_rate(polite_budget *b, const char *key,
+                             polite_shared_rate *out) {
+  redis_budget *rb = (redis_budget *)b;
+  if (key == NULL)
+    key = "";
+  pthread_mutex_lock(&rb->mu);
+  for (pause_memo *m = rb->memos; m; m = m->next)
+    if (strcmp(m->key, key) == 0)
+      *out = m->sr;
+  pthread_mutex_unlock(&rb->mu);
+  return 0;
+}
+
+/* The reply of "show": the common five elements, then (owner, slots,
+ * lease left) triples. */
+static int redis_inspect(polite_budget *b, const char *key, int64_t now_us,
+                         polite_budget_state *out) {
+  redis_budget *rb = (redis_budget *)b;
+  script_call sc = {.op = "show", .keep = 1};
+  pthread_mutex_lock(&rb->mu);
+  int rc = run_script(rb, key, now_us, &sc);
+  pthread_mutex_unlock(&rb->mu);
+  if (rc != 0)
+    return rc;
+  out->pause_left_us = sc.st > 0 ? sc.st : 0;
+  if (sc.has_rate)
+    out->rate = sc.sr;
+  redisReply *r = sc.whole;
+  for (size_t i = 5; r != NULL && i + 2 < r->elements; i += 3) {
+    redisReply *o = r->element[i], *sl = r->element[i + 1],
+               *left = r->element[i + 2];
+    if (o->type != REDIS_REPLY_STRING || sl->type != REDIS_REPLY_INTEGER ||
+        left->type != REDIS_REPLY_INTEGER)
+      break;
+    out->slots_in_use += (unsigned)sl->integer;
+    if (out->n_holders < POLITE_BUDGET_MAX_HOLDERS) {
+      polite_budget_holder *hd = &out->holders[out->n_holders++];
+      snprintf(hd->id, sizeof hd->id, "%.95s", o->str);
+      hd->slots = (unsigned)sl->integer;
+      hd->lease_left_us = left->integer;
+    }
+  }
+  freeReplyObject(r);
+  return 0;
+}
+
+static int redis_clear(polite_budget *b, const char *key, int64_t now_us) {
+  redis_budget *rb = (redis_budget *)b;
+  script_call sc = {.op = "clear"};
+  pthread_mutex_lock(&rb->mu);
+  int rc = run_script(rb, key, now_us, &sc);
+  if (rc == 0)
+    memo_pause(rb, key, 0, &sc);
+  pthread_mutex_unlock(&rb->mu);
+  return rc;
+}
+
 static const polite_budget_vtable redis_vt = {
-    "redis",           redis_acquire,    redis_release,
-    redis_pause_until, redis_paused_for, redis_close};
+    "redis",          redis_acquire, redis_release,      redis_pause_until,
+    redis_paused_for, redis_close,   redis_publish_rate, redis_shared_rate,
+    redis_inspect,    redis_clear};
 
 /* Parses redis://[[USER]:PASSWORD@]HOST[:PORT]/NAME[?lease=D&timeout=D]
  * into rb. Messages name the URI with the password masked. */
 static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
                      size_t errlen) {
   const char *p = uri + 8;
-  const char *slash = strchr(p, '/');
-  const char *at = memchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
+  /* The userinfo ends at the last '@' before the query: a password may
+   * hold '/', '?' is not allowed before it, and NAME cannot hold '@'. */
+  const char *qm = strchr(p, '?');
+  const char *at = NULL;
+  for (const char *x = p; *x && (qm == NULL || x < qm); x++)
+    if (*x == '@')
+      at = x;
+  const char *slash = strchr(at ? at + 1 : p, '/');
   /* The masked URI first, so every later message can use it. */
   if (at != NULL) {
     const char *colon = memchr(p, ':', (size_t)(at - p));
     size_t ulen = colon ? (size_t)(colon - p) : 0;
-    if (asprintf(&rb->safe_uri, "redis://%.*s:***%s", (int)ulen, p, at) < 0)
+    if (asprintf(&rb->safe_uri, "redis://%.*s:REDACTED%s", (int)ulen, p, at) <
+        0)
       rb->safe_uri = NULL;
   } else {
     rb->safe_uri = strdup(uri);
@@ -611,9 +647,11 @@ static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
                    : strncmp(param, "timeout=", 8) == 0 ? &timeout_ms
                                                         : NULL;
     if (dst == NULL) {
+      /* The name only: an unknown parameter's value may be a secret. */
       polite__budget_errf(
           errbuf, errlen, u,
-          "unknown parameter '%.40s' (expected lease= or timeout=)", param);
+          "unknown parameter '%.*s' (expected lease= or timeout=)",
+          (int)strcspn(param, "="), param);
       return POLITE_EINVAL;
     }
     const char *v = strchr(param, '=') + 1;

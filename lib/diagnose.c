@@ -1,110 +1,49 @@
 /* Diagnosis of a throttled answer: which layer sent it and what limit it is.
  *
- * Headers are fed one at a time; each recognised one sets a signal bit and
- * an evidence sentence. polite_diagnosis_finish then looks at the body and
- * picks the layer that *produced* the answer, in this order: origin APIs,
- * then gateways, then proxies that say they limited, then CDNs, then the
- * default error pages of proxies. The order matters because layers in front
- * of an origin stamp their headers on the origin's own errors (an OpenAI 429
+ * The vendor knowledge is data (diagnose_rules.h): headers are fed one at a
+ * time and each recognised one sets signal bits and an evidence sentence
+ * (header_rules); polite_diagnosis_finish then reads the body's markers
+ * (body_rules) and picks the layer that *produced* the answer, walking
+ * vendors[] in order of precedence; the chosen vendor's limit rules say
+ * what kind of limit it is. The order matters because layers in front of
+ * an origin stamp their headers on the origin's own errors (an OpenAI 429
  * carries `server: cloudflare` and cf-ray): a header seen on every response
  * that passes through a layer only puts that layer in `through`, it never
  * makes it the culprit. Pure: no I/O, no clock, no allocation. */
 #include <polite/diagnose.h>
+
+#include "http_syntax.h"
 
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "diagnose_rules.h"
+
 /* Bodies are only searched this far, as polite_body_quota_hint does. */
 #define BODY_SCAN_MAX ((size_t)64 * 1024)
+/* Evidence quotes a header name or value at most this long. */
+#define EV_NAME_MAX 60
+#define EV_VALUE_MAX 47
 
-/* Signals: one bit each in d->_sig. */
-/* One vendor per line reads better than one signal per line. */
-// clang-format off
-enum sig {
-  S_CF_RAY, S_CF_SERVER, S_CF_MITIGATED, S_CF_1015,          /* Cloudflare */
-  S_CFR_ID, S_CFR_XCACHE_ERR, S_CFR_VIA, S_CFR_SERVER, S_CFR_BODY, /* CloudFront */
-  S_FASTLY_HDR, S_FASTLY_BODY, S_VARNISH_HDR, S_VARNISH_BODY,
-  S_AKAMAI_HDR, S_AKAMAI_SERVER, S_AKAMAI_BODY,
-  S_AFD_REF, S_AFD_BODY,                                     /* Azure Front Door */
-  S_GFE_SERVER, S_GOOG_HDR, S_GOOGLE_HTML, S_GAPI_BODY,      /* Google */
-  S_AMZN_REQID, S_APIGW_ID, S_APIGW_ERR_THROTTLE, S_APIGW_ERR_LIMIT,
-  S_APIGW_BODY_THROTTLE, S_APIGW_BODY_LIMIT,                 /* API Gateway */
-  S_KONG_HDR, S_KONG_UPSTREAM, S_KONG_BODY,
-  S_ENVOY_RATELIMITED, S_ENVOY_SERVER, S_ENVOY_UPSTREAM, S_ENVOY_OVERLOADED,
-  S_ENVOY_BODY_LOCAL, S_ENVOY_BODY_UPSTREAM, S_ENVOY_BODY_OVERFLOW,
-  S_NGINX_SERVER, S_NGINX_BODY, S_HAPROXY_BODY_429, S_HAPROXY_BODY_503,
-  S_TRAEFIK,
-  S_APIM_RATE, S_APIM_QUOTA,                                 /* Azure APIM */
-  S_APIGEE_SPIKE, S_APIGEE_QUOTA, S_APIGEE_CONC,
-  S_OPENAI_HDR, S_OPENAI_BODY, S_AOAI_BODY,                  /* OpenAI, Azure OpenAI */
-  S_ANTHROPIC_HDR, S_ANTHROPIC_BODY, S_ANTHROPIC_TOKENS0, S_ANTHROPIC_REQ0,
-  S_GITHUB_HDR, S_GITHUB_SECONDARY, S_GITHUB_PRIMARY_BODY, S_GITHUB_DOCS,
-  S_MSGRAPH_HDR, S_AZURE_HDR, S_AZURE_BODY,                  /* Microsoft */
-  S_REQID_REQ, S_STRIPE_HDR, S_STRIPE_RATE, S_STRIPE_LOCK,   /* Stripe */
-  S_SHOPIFY, S_SHOPIFY_BODY, S_SLACK, S_SLACK_BODY,
-  S_DISCORD, S_DISCORD_GLOBAL, S_DISCORD_SHARED, S_TWITTER, S_TWITTER_24H0,
-  S_OPENAI_REMAIN_TOKENS0, S_REMAINING0, S_CONCURRENT_BODY,  /* generic */
-  S_COUNT
-};
-// clang-format on
-
-_Static_assert(S_COUNT <= 128, "signals must fit in _sig[2]");
-
-static void sig_set(polite_diagnosis *d, enum sig s) {
-  d->_sig[s / 64] |= UINT64_C(1) << (s % 64);
+static void sig_set(polite_diagnosis *d, unsigned s) {
+  if (s != S_NONE)
+    d->_sig[s / 64] |= UINT64_C(1) << (s % 64);
 }
 
-static int sig(const polite_diagnosis *d, enum sig s) {
+static int sig(const polite_diagnosis *d, unsigned s) {
   return (d->_sig[s / 64] >> (s % 64)) & 1;
 }
 
 /* ---- small string helpers (lengths given, nothing NUL-terminated) ----- */
 
-static int ci_eq(const char *s, size_t n, const char *lit) {
-  size_t m = strlen(lit);
-  if (n != m)
-    return 0;
-  for (size_t i = 0; i < n; i++)
-    if (tolower((unsigned char)s[i]) != tolower((unsigned char)lit[i]))
-      return 0;
-  return 1;
-}
-
-static int ci_prefix(const char *s, size_t n, const char *lit) {
-  size_t m = strlen(lit);
-  if (n < m)
-    return 0;
-  return ci_eq(s, m, lit);
-}
-
-/* Case-insensitive search of a NUL-terminated needle in hay[0..n). */
-static const char *ci_find(const char *hay, size_t n, const char *needle) {
-  size_t m = strlen(needle);
-  if (m == 0 || hay == NULL || n < m)
-    return NULL;
-  int first = tolower((unsigned char)needle[0]);
-  for (size_t i = 0; i + m <= n; i++) {
-    if (tolower((unsigned char)hay[i]) != first)
-      continue;
-    size_t j = 1;
-    while (j < m && tolower((unsigned char)hay[i + j]) ==
-                        tolower((unsigned char)needle[j]))
-      j++;
-    if (j == m)
-      return hay + i;
-  }
-  return NULL;
-}
-
+/* Strips SP and HTAB on both ends, and CR/LF at the end (a header value
+ * pasted with its line end). */
 static void trim(const char **s, size_t *n) {
-  while (*n > 0 && (**s == ' ' || **s == '\t')) {
-    (*s)++;
-    (*n)--;
-  }
-  while (*n > 0 && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t' ||
-                    (*s)[*n - 1] == '\r' || (*s)[*n - 1] == '\n'))
+  polite__trim_ows(s, n);
+  while (*n > 0 && ((*s)[*n - 1] == '\r' || (*s)[*n - 1] == '\n' ||
+                    polite__is_ows((*s)[*n - 1])))
     (*n)--;
 }
 
@@ -137,7 +76,7 @@ static int json_kv(const char *b, size_t n, const char *key,
   size_t vl = strlen(value);
   const char *p = b, *end = b + n;
   while (p < end) {
-    const char *k = ci_find(p, (size_t)(end - p), qkey);
+    const char *k = polite__ci_find(p, (size_t)(end - p), qkey);
     if (k == NULL)
       return 0;
     const char *q = k + kl;
@@ -148,11 +87,11 @@ static int json_kv(const char *b, size_t n, const char *key,
       while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
         q++;
       if (q < end && *q == '"' && (size_t)(end - q - 1) >= vl + 1 &&
-          ci_eq(q + 1, vl, value) && q[1 + vl] == '"')
+          polite__ci_eq(q + 1, vl, value) && q[1 + vl] == '"')
         return 1;
       /* Numbers too: "error_code": 1015. */
       if (q < end && isdigit((unsigned char)*q) && (size_t)(end - q) >= vl &&
-          ci_eq(q, vl, value) &&
+          polite__ci_eq(q, vl, value) &&
           (q + vl == end || !isdigit((unsigned char)q[vl])))
         return 1;
     }
@@ -192,27 +131,18 @@ static void copy_value(char *dst, size_t size, const char *v, size_t n) {
   dst[n] = '\0';
 }
 
-/* Evidence "header NAME: VALUE" with the value cut short; only ever called
- * for the vendor headers below, never for credentials. */
-static void ev_header(polite_diagnosis *d, const char *lname, const char *v,
-                      size_t vn) {
-  char val[48];
-  copy_value(val, sizeof val, v, vn);
-  evidence(d, "header %s: %s", lname, val);
-}
-
 static void add_id(polite_diagnosis *d, const char *name, size_t nlen,
                    const char *v, size_t vn) {
   if (vn == 0 || d->n_ids >= POLITE_DIAG_MAX_IDS)
     return;
   for (size_t i = 0; i < d->n_ids; i++)
-    if (ci_eq(name, nlen, d->ids[i].name))
+    if (polite__ci_eq(name, nlen, d->ids[i].name))
       return; /* first value wins */
   polite_diag_id *id = &d->ids[d->n_ids++];
   if (nlen > sizeof id->name - 1)
     nlen = sizeof id->name - 1;
   for (size_t i = 0; i < nlen; i++)
-    id->name[i] = (char)tolower((unsigned char)name[i]);
+    id->name[i] = polite__lower(name[i]);
   id->name[nlen] = '\0';
   copy_value(id->value, sizeof id->value, v, vn);
 }
@@ -228,33 +158,6 @@ static void add_through(polite_diagnosis *d, const char *comp) {
   snprintf(d->through[d->n_through++], sizeof d->through[0], "%s", comp);
 }
 
-/* Request-id headers worth quoting to support, by vendor documentation. */
-static const char *const id_headers[] = {"x-request-id",
-                                         "request-id",
-                                         "x-amzn-requestid",
-                                         "x-amz-apigw-id",
-                                         "x-amz-cf-id",
-                                         "cf-ray",
-                                         "x-github-request-id",
-                                         "x-ms-request-id",
-                                         "client-request-id",
-                                         "x-ms-client-request-id",
-                                         "apim-request-id",
-                                         "x-azure-ref",
-                                         "x-msedge-ref",
-                                         "akamai-grn",
-                                         "x-slack-req-id",
-                                         "x-transaction-id",
-                                         "x-kong-request-id",
-                                         "x-amzn-trace-id",
-                                         "x-correlation-id",
-                                         "x-cloud-trace-context",
-                                         NULL};
-
-/* Kong's per-window headers, from the shortest window to the longest. */
-static const char *const kong_periods[] = {"second", "minute", "hour",
-                                           "day",    "month",  "year"};
-
 /* ---- the public API ---------------------------------------------------- */
 
 void polite_diagnosis_init(polite_diagnosis *d, int status, int64_t now_ms) {
@@ -266,279 +169,84 @@ void polite_diagnosis_init(polite_diagnosis *d, int status, int64_t now_ms) {
   polite_headers_init(&d->headers, now_ms);
 }
 
-/* Sets the signals one header gives. `n`/`v` are trimmed, not owned. */
+/* 1 when name[0..n) matches the lower-case glob pat ('*': any run). */
+static int name_glob(const char *pat, const char *name, size_t n) {
+  const char *star = NULL;
+  size_t i = 0, back = 0;
+  while (i < n || *pat) {
+    if (*pat == '*') {
+      star = ++pat;
+      back = i;
+    } else if (i < n && *pat && polite__lower(name[i]) == *pat) {
+      pat++;
+      i++;
+    } else if (star != NULL && back < n) {
+      pat = star;
+      i = ++back;
+    } else {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static int value_test(const header_rule *r, const char *v, size_t vl) {
+  switch (r->vtest) {
+  case V_EQ: return polite__ci_eq(v, vl, r->value);
+  case V_PREFIX: return polite__ci_prefix(v, vl, r->value);
+  case V_CONTAINS: return polite__ci_find(v, vl, r->value) != NULL;
+  case V_ZERO: return is_zero(v, vl);
+  default: return 1;
+  }
+}
+
+/* Appends s[0..n) (at most max bytes, control bytes as '?') to out. */
+static size_t put_safe(char *out, size_t o, size_t cap, const char *s, size_t n,
+                       size_t max) {
+  for (size_t i = 0; i < n && i < max && o + 1 < cap; i++) {
+    unsigned char c = (unsigned char)s[i];
+    out[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+  }
+  return o;
+}
+
+/* Evidence from a template: %n is the header name as sent, %v its value. */
+static void ev_template(polite_diagnosis *d, const char *tpl, const char *n,
+                        size_t nl, const char *v, size_t vl) {
+  char out[POLITE_DIAG_EVIDENCE_SIZE];
+  size_t o = 0;
+  for (const char *p = tpl; *p && o + 1 < sizeof out; p++) {
+    if (p[0] == '%' && p[1] == 'n') {
+      o = put_safe(out, o, sizeof out, n, nl, EV_NAME_MAX);
+      p++;
+    } else if (p[0] == '%' && p[1] == 'v') {
+      o = put_safe(out, o, sizeof out, v, vl, EV_VALUE_MAX);
+      p++;
+    } else {
+      out[o++] = *p;
+    }
+  }
+  out[o] = '\0';
+  evidence(d, "%s", out);
+}
+
+/* Applies the first header rule that matches. `n`/`v` are trimmed. */
 static void classify_header(polite_diagnosis *d, const char *n, size_t nl,
                             const char *v, size_t vl) {
-  /* --- Cloudflare --- */
-  if (ci_eq(n, nl, "cf-ray")) {
-    sig_set(d, S_CF_RAY);
-    evidence(d, "header cf-ray: the answer passed through Cloudflare");
-  } else if (ci_eq(n, nl, "cf-mitigated")) {
-    sig_set(d, S_CF_MITIGATED);
-    ev_header(d, "cf-mitigated", v, vl);
-  } else if (ci_eq(n, nl, "server")) {
-    copy_value(d->_server, sizeof d->_server, v, vl);
-    for (char *p = d->_server; *p; p++)
-      *p = (char)tolower((unsigned char)*p);
-    if (ci_prefix(v, vl, "cloudflare")) {
-      sig_set(d, S_CF_SERVER);
-      evidence(d, "header server: cloudflare (also sent on the origin's own "
-                  "errors)");
-    } else if (ci_eq(v, vl, "cloudfront")) {
-      sig_set(d, S_CFR_SERVER);
-      evidence(d, "header server: CloudFront (CloudFront wrote this answer)");
-    } else if (ci_prefix(v, vl, "akamaighost")) {
-      sig_set(d, S_AKAMAI_SERVER);
-      evidence(d, "header server: AkamaiGHost (Akamai wrote this answer)");
-    } else if (ci_prefix(v, vl, "gfe") || ci_prefix(v, vl, "gse") ||
-               ci_eq(v, vl, "google frontend")) {
-      sig_set(d, S_GFE_SERVER);
-      ev_header(d, "server", v, vl);
-    } else if (ci_prefix(v, vl, "esf") ||
-               ci_prefix(v, vl, "scaffolding on httpserver2")) {
-      sig_set(d, S_GOOG_HDR);
-      ev_header(d, "server", v, vl);
-    } else if (ci_prefix(v, vl, "envoy") || ci_prefix(v, vl, "istio-envoy")) {
-      sig_set(d, S_ENVOY_SERVER);
-      ev_header(d, "server", v, vl);
-    } else if (ci_prefix(v, vl, "nginx") || ci_prefix(v, vl, "openresty")) {
-      sig_set(d, S_NGINX_SERVER);
-      ev_header(d, "server", v, vl);
-    } else if (ci_prefix(v, vl, "kong")) {
-      sig_set(d, S_KONG_HDR);
-      ev_header(d, "server", v, vl);
-    } else if (ci_prefix(v, vl, "varnish")) {
-      sig_set(d, S_VARNISH_HDR);
-      ev_header(d, "server", v, vl);
-    }
+  for (size_t i = 0; i < sizeof header_rules / sizeof *header_rules; i++) {
+    const header_rule *r = &header_rules[i];
+    if (!name_glob(r->name, n, nl) || !value_test(r, v, vl))
+      continue;
+    sig_set(d, r->sig);
+    sig_set(d, r->sig2);
+    if (r->ev)
+      ev_template(d, r->ev, n, nl, v, vl);
+    if (r->act == A_SHOULD_RETRY)
+      d->_should_retry = polite__ci_eq(v, vl, "true")    ? 1
+                         : polite__ci_eq(v, vl, "false") ? 0
+                                                         : d->_should_retry;
+    return;
   }
-  /* --- CloudFront --- */
-  else if (ci_eq(n, nl, "x-amz-cf-id") || ci_eq(n, nl, "x-amz-cf-pop")) {
-    sig_set(d, S_CFR_ID);
-    evidence(d, "header x-amz-cf-id: the answer passed through CloudFront");
-  } else if (ci_eq(n, nl, "x-cache")) {
-    if (ci_find(v, vl, "error from cloudfront")) {
-      sig_set(d, S_CFR_XCACHE_ERR);
-      evidence(d, "header x-cache: Error from cloudfront (CloudFront labels "
-                  "origin errors this way too)");
-    }
-  } else if (ci_eq(n, nl, "via")) {
-    if (ci_find(v, vl, "cloudfront")) {
-      sig_set(d, S_CFR_VIA);
-      ev_header(d, "via", v, vl);
-    } else if (ci_find(v, vl, "kong")) {
-      sig_set(d, S_KONG_HDR);
-      ev_header(d, "via", v, vl);
-    } else if (ci_find(v, vl, "varnish")) {
-      sig_set(d, S_VARNISH_HDR);
-      ev_header(d, "via", v, vl);
-    }
-  }
-  /* --- Fastly, Varnish --- */
-  else if (ci_eq(n, nl, "x-served-by")) {
-    if (ci_prefix(v, vl, "cache-")) {
-      sig_set(d, S_FASTLY_HDR);
-      ev_header(d, "x-served-by", v, vl);
-    }
-  } else if (ci_prefix(n, nl, "fastly-") || ci_prefix(n, nl, "x-fastly-")) {
-    sig_set(d, S_FASTLY_HDR);
-    evidence(d, "header %.*s (Fastly)", (int)(nl > 40 ? 40 : nl), n);
-  } else if (ci_eq(n, nl, "x-varnish")) {
-    sig_set(d, S_VARNISH_HDR);
-    evidence(d, "header x-varnish (Varnish cache)");
-  }
-  /* --- Akamai --- */
-  else if (ci_eq(n, nl, "akamai-grn") || ci_prefix(n, nl, "x-akamai-")) {
-    sig_set(d, S_AKAMAI_HDR);
-    evidence(d, "header %.*s: the answer passed through Akamai",
-             (int)(nl > 40 ? 40 : nl), n);
-  }
-  /* --- Azure Front Door --- */
-  else if (ci_eq(n, nl, "x-azure-ref") || ci_eq(n, nl, "x-msedge-ref")) {
-    sig_set(d, S_AFD_REF);
-    evidence(d, "header %.*s: the answer passed through Azure Front Door",
-             (int)nl, n);
-  }
-  /* --- Google --- */
-  else if (ci_prefix(n, nl, "x-goog-") || ci_prefix(n, nl, "x-guploader-")) {
-    sig_set(d, S_GOOG_HDR);
-    evidence(d, "header %.*s (Google)", (int)(nl > 40 ? 40 : nl), n);
-  }
-  /* --- AWS API Gateway --- */
-  else if (ci_eq(n, nl, "x-amzn-requestid")) {
-    sig_set(d, S_AMZN_REQID);
-    evidence(d, "header x-amzn-RequestId (AWS)");
-  } else if (ci_eq(n, nl, "x-amz-apigw-id")) {
-    sig_set(d, S_APIGW_ID);
-    evidence(d, "header x-amz-apigw-id (AWS API Gateway)");
-  } else if (ci_eq(n, nl, "x-amzn-errortype")) {
-    if (ci_prefix(v, vl, "TooManyRequestsException"))
-      sig_set(d, S_APIGW_ERR_THROTTLE);
-    else if (ci_prefix(v, vl, "LimitExceededException"))
-      sig_set(d, S_APIGW_ERR_LIMIT);
-    ev_header(d, "x-amzn-ErrorType", v, vl);
-  }
-  /* --- Kong --- */
-  else if (ci_eq(n, nl, "x-kong-upstream-latency") ||
-           ci_eq(n, nl, "x-kong-proxy-latency")) {
-    /* Kong reached the upstream: the upstream may have said 429. */
-    sig_set(d, S_KONG_HDR);
-    sig_set(d, S_KONG_UPSTREAM);
-    evidence(d, "header %.*s: Kong forwarded the request upstream", (int)nl, n);
-  } else if (ci_prefix(n, nl, "x-kong-")) {
-    sig_set(d, S_KONG_HDR);
-    evidence(d, "header %.*s (Kong)", (int)(nl > 40 ? 40 : nl), n);
-  } else if (ci_prefix(n, nl, "x-ratelimit-remaining-") && nl > 22 &&
-             !ci_eq(n, nl, "x-ratelimit-remaining-requests") &&
-             !ci_eq(n, nl, "x-ratelimit-remaining-tokens")) {
-    for (int i = 0; i < 6; i++)
-      if (ci_eq(n + 22, nl - 22, kong_periods[i]) && is_zero(v, vl)) {
-        if (i + 1 > d->_kong_period)
-          d->_kong_period = i + 1;
-        evidence(d, "header x-ratelimit-remaining-%s: 0", kong_periods[i]);
-      }
-  }
-  /* --- Envoy --- */
-  else if (ci_eq(n, nl, "x-envoy-ratelimited")) {
-    sig_set(d, S_ENVOY_RATELIMITED);
-    evidence(d, "header x-envoy-ratelimited: Envoy's rate limit filter");
-  } else if (ci_eq(n, nl, "x-envoy-overloaded")) {
-    sig_set(d, S_ENVOY_OVERLOADED);
-    evidence(d, "header x-envoy-overloaded: Envoy shed load (circuit "
-                "breaker or overload manager)");
-  } else if (ci_eq(n, nl, "x-envoy-upstream-service-time")) {
-    sig_set(d, S_ENVOY_UPSTREAM);
-    evidence(d, "header x-envoy-upstream-service-time: Envoy forwarded the "
-                "request upstream");
-  }
-  /* --- Traefik --- */
-  else if (ci_eq(n, nl, "x-retry-in")) {
-    sig_set(d, S_TRAEFIK);
-    ev_header(d, "x-retry-in", v, vl);
-  }
-  /* --- OpenAI --- */
-  else if (ci_prefix(n, nl, "openai-")) {
-    sig_set(d, S_OPENAI_HDR);
-    evidence(d, "header %.*s (OpenAI)", (int)(nl > 40 ? 40 : nl), n);
-  } else if (ci_eq(n, nl, "x-ratelimit-remaining-tokens") ||
-             ci_eq(n, nl, "x-ratelimit-remaining-requests")) {
-    if (is_zero(v, vl)) {
-      sig_set(d, ci_eq(n, nl, "x-ratelimit-remaining-tokens")
-                     ? S_OPENAI_REMAIN_TOKENS0
-                     : S_REMAINING0);
-      evidence(d, "header %.*s: 0", (int)nl, n);
-    }
-  }
-  /* --- Anthropic --- */
-  else if (ci_prefix(n, nl, "anthropic-")) {
-    sig_set(d, S_ANTHROPIC_HDR);
-    if (ci_prefix(n, nl, "anthropic-ratelimit-") && nl > 10 &&
-        ci_eq(n + nl - 10, 10, "-remaining") && is_zero(v, vl)) {
-      sig_set(d, ci_find(n, nl, "tokens") ? S_ANTHROPIC_TOKENS0
-                                          : S_ANTHROPIC_REQ0);
-      evidence(d, "header %.*s: 0", (int)(nl > 60 ? 60 : nl), n);
-    } else {
-      evidence(d, "header anthropic-* (Anthropic)");
-    }
-  }
-  /* --- GitHub --- */
-  else if (ci_eq(n, nl, "x-github-request-id") ||
-           ci_eq(n, nl, "x-github-media-type") ||
-           ci_eq(n, nl, "x-github-api-version-selected")) {
-    sig_set(d, S_GITHUB_HDR);
-    evidence(d, "header %.*s (GitHub)", (int)nl, n);
-  } else if (ci_eq(n, nl, "x-ratelimit-resource")) {
-    sig_set(d, S_GITHUB_HDR);
-    ev_header(d, "x-ratelimit-resource", v, vl);
-  } else if (ci_eq(n, nl, "x-ratelimit-remaining") ||
-             ci_eq(n, nl, "ratelimit-remaining")) {
-    if (is_zero(v, vl)) {
-      sig_set(d, S_REMAINING0);
-      evidence(d, "header %.*s: 0", (int)nl, n);
-    }
-  }
-  /* --- Microsoft Graph, Azure --- */
-  else if (ci_eq(n, nl, "x-ms-ags-diagnostic")) {
-    sig_set(d, S_MSGRAPH_HDR);
-    evidence(d, "header x-ms-ags-diagnostic (Microsoft Graph)");
-  } else if (ci_prefix(n, nl, "x-ms-ratelimit-remaining-") ||
-             ci_eq(n, nl, "x-ms-request-id")) {
-    sig_set(d, S_AZURE_HDR);
-    evidence(d, "header %.*s (Azure)", (int)(nl > 60 ? 60 : nl), n);
-  } else if (ci_eq(n, nl, "apim-request-id")) {
-    evidence(d, "header apim-request-id (Azure API Management)");
-  }
-  /* --- Stripe --- */
-  else if (ci_eq(n, nl, "x-should-retry")) {
-    /* OpenAI and Anthropic tell their SDKs whether to retry. */
-    d->_should_retry = ci_eq(v, vl, "true")    ? 1
-                       : ci_eq(v, vl, "false") ? 0
-                                               : d->_should_retry;
-    ev_header(d, "x-should-retry", v, vl);
-  } else if (ci_eq(n, nl, "stripe-version") ||
-             ci_eq(n, nl, "stripe-should-retry")) {
-    sig_set(d, S_STRIPE_HDR);
-    if (ci_eq(n, nl, "stripe-should-retry")) {
-      d->_should_retry = ci_eq(v, vl, "true")    ? 1
-                         : ci_eq(v, vl, "false") ? 0
-                                                 : -1;
-      ev_header(d, "stripe-should-retry", v, vl);
-    } else {
-      evidence(d, "header stripe-version (Stripe)");
-    }
-  }
-  /* --- Shopify --- */
-  else if (ci_eq(n, nl, "x-shopify-shop-api-call-limit")) {
-    sig_set(d, S_SHOPIFY);
-    ev_header(d, "x-shopify-shop-api-call-limit", v, vl);
-  } else if (ci_prefix(n, nl, "x-shopify-") || ci_eq(n, nl, "x-shopid")) {
-    sig_set(d, S_SHOPIFY);
-    evidence(d, "header %.*s (Shopify)", (int)(nl > 40 ? 40 : nl), n);
-  }
-  /* --- Slack --- */
-  else if (ci_eq(n, nl, "x-slack-req-id") || ci_prefix(n, nl, "x-slack-")) {
-    sig_set(d, S_SLACK);
-    evidence(d, "header %.*s (Slack)", (int)(nl > 40 ? 40 : nl), n);
-  }
-  /* --- Discord --- */
-  else if (ci_eq(n, nl, "x-ratelimit-bucket")) {
-    sig_set(d, S_DISCORD);
-    evidence(d, "header x-ratelimit-bucket (Discord)");
-  } else if (ci_eq(n, nl, "x-ratelimit-scope")) {
-    sig_set(d, S_DISCORD);
-    if (ci_eq(v, vl, "global"))
-      sig_set(d, S_DISCORD_GLOBAL);
-    else if (ci_eq(v, vl, "shared"))
-      sig_set(d, S_DISCORD_SHARED);
-    ev_header(d, "x-ratelimit-scope", v, vl);
-  } else if (ci_eq(n, nl, "x-ratelimit-global")) {
-    sig_set(d, S_DISCORD);
-    sig_set(d, S_DISCORD_GLOBAL);
-    ev_header(d, "x-ratelimit-global", v, vl);
-  }
-  /* --- Twitter / X --- */
-  else if (ci_prefix(n, nl, "x-rate-limit-")) {
-    sig_set(d, S_TWITTER);
-    if (ci_eq(n, nl, "x-rate-limit-remaining") && is_zero(v, vl)) {
-      sig_set(d, S_REMAINING0);
-      evidence(d, "header x-rate-limit-remaining: 0 (Twitter/X)");
-    } else {
-      evidence(d, "header x-rate-limit-* (Twitter/X)");
-    }
-  } else if ((ci_eq(n, nl, "x-app-limit-24hour-remaining") ||
-              ci_eq(n, nl, "x-user-limit-24hour-remaining"))) {
-    sig_set(d, S_TWITTER);
-    if (is_zero(v, vl)) {
-      sig_set(d, S_TWITTER_24H0);
-      evidence(d, "header %.*s: 0 (a 24-hour cap)", (int)nl, n);
-    } else {
-      evidence(d, "header %.*s (Twitter/X)", (int)nl, n);
-    }
-  }
-
-  /* request-id: "req_..." is what Stripe and Anthropic send. */
-  if (ci_eq(n, nl, "request-id") && ci_prefix(v, vl, "req_"))
-    sig_set(d, S_REQID_REQ);
 }
 
 void polite_diagnosis_feed_header(polite_diagnosis *d, const char *name,
@@ -556,7 +264,7 @@ void polite_diagnosis_feed_header(polite_diagnosis *d, const char *name,
   polite_headers_feed(&d->headers, name, nlen, v, vlen);
   /* Twitter/X spells GitHub's x-ratelimit-* (epoch reset) with an extra
    * dash; hand the core the spelling it knows rather than parse it twice. */
-  if (ci_prefix(name, nlen, "x-rate-limit-") && nlen > 13) {
+  if (polite__ci_prefix(name, nlen, "x-rate-limit-") && nlen > 13) {
     char alias[40];
     int an = snprintf(alias, sizeof alias, "x-ratelimit-%.*s",
                       (int)(nlen - 13 > 20 ? 20 : nlen - 13), name + 13);
@@ -565,7 +273,7 @@ void polite_diagnosis_feed_header(polite_diagnosis *d, const char *name,
   }
 
   for (const char *const *h = id_headers; *h; h++)
-    if (ci_eq(name, nlen, *h)) {
+    if (polite__ci_eq(name, nlen, *h)) {
       add_id(d, name, nlen, v, vlen);
       break;
     }
@@ -589,186 +297,76 @@ int polite_diagnosis_feed_line(polite_diagnosis *d, const char *line,
   return 0;
 }
 
-/* Sets the signals the body gives (body already cut to BODY_SCAN_MAX). */
-static void classify_body(polite_diagnosis *d, const char *b, size_t n) {
-  if (n == 0)
-    return;
-  /* Cloudflare's own error 1015 page (HTML, text and JSON forms). */
-  if (ci_find(b, n, "error code: 1015") || ci_find(b, n, "error 1015") ||
-      json_kv(b, n, "error_code", "1015") ||
-      (ci_find(b, n, "1015") && ci_find(b, n, "cf-error-code"))) {
-    sig_set(d, S_CF_1015);
-    evidence(d, "body: Cloudflare error 1015 (a rate limiting rule of the "
-                "site)");
-  }
-  if (ci_find(b, n, "generated by cloudfront")) {
-    sig_set(d, S_CFR_BODY);
-    evidence(d, "body: \"Generated by cloudfront (CloudFront)\"");
-  }
-  if (ci_find(b, n, "reference #") || ci_find(b, n, "reference&#32;#") ||
-      ci_find(b, n, "errors.edgesuite.net")) {
-    sig_set(d, S_AKAMAI_BODY);
-    evidence(d, "body: Akamai error page (\"Reference #...\")");
-  }
-  if (ci_find(b, n, "our services aren't available right now") ||
-      ci_find(b, n, "our services aren&#39;t available right now")) {
-    sig_set(d, S_AFD_BODY);
-    evidence(d, "body: Azure Front Door error page");
-  }
-  if (ci_find(b, n, "guru mediation") && ci_find(b, n, "varnish")) {
-    sig_set(d, S_FASTLY_BODY);
-    evidence(d, "body: \"Guru Mediation\" (Fastly's error page)");
-  } else if (ci_find(b, n, "fastly error")) {
-    sig_set(d, S_FASTLY_BODY);
-    evidence(d, "body: \"Fastly error\"");
-  } else if (ci_find(b, n, "guru meditation")) {
-    sig_set(d, S_VARNISH_BODY);
-    evidence(d, "body: \"Guru Meditation\" (Varnish's error page)");
-  }
-  if (ci_find(b, n, "(too many requests)!!1") ||
-      (ci_find(b, n, "that\xe2\x80\x99s an error") ||
-       ci_find(b, n, "that's an error")) ||
-      ci_find(b, n, "our systems have detected unusual traffic")) {
-    sig_set(d, S_GOOGLE_HTML);
-    evidence(d, "body: Google front end error page");
-  }
-  if (json_kv(b, n, "status", "RESOURCE_EXHAUSTED") ||
-      json_kv(b, n, "reason", "rateLimitExceeded") ||
-      json_kv(b, n, "reason", "userRateLimitExceeded") ||
-      json_kv(b, n, "reason", "dailyLimitExceeded") ||
-      json_kv(b, n, "reason", "quotaExceeded") ||
-      json_kv(b, n, "domain", "usageLimits") ||
-      json_kv(b, n, "domain", "googleapis.com")) {
-    sig_set(d, S_GAPI_BODY);
-    evidence(d, "body: Google API error (RESOURCE_EXHAUSTED / usageLimits)");
-  }
-  if (json_kv(b, n, "message", "Too Many Requests")) {
-    sig_set(d, S_APIGW_BODY_THROTTLE);
-    evidence(d, "body: {\"message\":\"Too Many Requests\"}");
-  } else if (json_kv(b, n, "message", "Limit Exceeded")) {
-    sig_set(d, S_APIGW_BODY_LIMIT);
-    evidence(d, "body: {\"message\":\"Limit Exceeded\"}");
-  }
-  if (json_kv(b, n, "message", "API rate limit exceeded")) {
-    sig_set(d, S_KONG_BODY);
-    evidence(d, "body: {\"message\":\"API rate limit exceeded\"}");
-  }
-  if (ci_find(b, n, "local_rate_limited")) {
-    sig_set(d, S_ENVOY_BODY_LOCAL);
-    evidence(d, "body: local_rate_limited (Envoy local rate limit)");
-  }
-  if (ci_find(b, n, "upstream connect error or disconnect/reset") ||
-      ci_find(b, n, "no healthy upstream")) {
-    sig_set(d, S_ENVOY_BODY_UPSTREAM);
-    evidence(d, "body: Envoy upstream error text");
-    if (ci_find(b, n, "reset reason: overflow")) {
-      sig_set(d, S_ENVOY_BODY_OVERFLOW);
-      evidence(d, "body: reset reason: overflow (Envoy circuit breaker)");
-    }
-  }
-  if (ci_find(b, n, "<center>nginx") || ci_find(b, n, "<center>openresty")) {
-    sig_set(d, S_NGINX_BODY);
-    evidence(d, "body: nginx default error page");
-  }
-  if (ci_find(b, n,
-              "you have sent too many requests in a given amount of "
-              "time")) {
-    sig_set(d, S_HAPROXY_BODY_429);
-    evidence(d, "body: HAProxy default 429 page");
-  }
-  if (ci_find(b, n, "no server is available to handle this request")) {
-    sig_set(d, S_HAPROXY_BODY_503);
-    evidence(d, "body: HAProxy default 503 page");
-  }
-  if (ci_find(b, n, "rate limit is exceeded. try again in")) {
-    sig_set(d, S_APIM_RATE);
-    evidence(d, "body: \"Rate limit is exceeded. Try again in N seconds.\"");
-  }
-  if (ci_find(b, n, "out of call volume quota") ||
-      ci_find(b, n, "out of bandwidth quota")) {
-    sig_set(d, S_APIM_QUOTA);
-    evidence(d, "body: \"Out of call volume quota\" (APIM quota policy)");
-  }
-  if (ci_find(b, n, "policies.ratelimit.SpikeArrestViolation")) {
-    sig_set(d, S_APIGEE_SPIKE);
-    evidence(d, "body: policies.ratelimit.SpikeArrestViolation");
-  }
-  if (ci_find(b, n, "policies.ratelimit.QuotaViolation")) {
-    sig_set(d, S_APIGEE_QUOTA);
-    evidence(d, "body: policies.ratelimit.QuotaViolation");
-  }
-  if (ci_find(b, n, "policies.concurrentratelimit.")) {
-    sig_set(d, S_APIGEE_CONC);
-    evidence(d, "body: policies.concurrentratelimit (Apigee)");
-  }
-  if (json_kv(b, n, "code", "rate_limit_exceeded") ||
-      json_kv(b, n, "code", "insufficient_quota") ||
-      json_kv(b, n, "type", "insufficient_quota")) {
-    sig_set(d, S_OPENAI_BODY);
-    evidence(d, "body: OpenAI error code %s",
-             json_kv(b, n, "code", "rate_limit_exceeded")
-                 ? "rate_limit_exceeded"
-                 : "insufficient_quota");
-  }
-  if (ci_find(b, n, "azure openai")) {
-    sig_set(d, S_AOAI_BODY);
-    evidence(d, "body: mentions Azure OpenAI");
-  }
-  if (json_kv(b, n, "type", "rate_limit_error")) {
-    sig_set(d, S_ANTHROPIC_BODY);
-    evidence(d, "body: error type rate_limit_error (Anthropic)");
-  }
-  if (ci_find(b, n, "secondary rate limit")) {
-    sig_set(d, S_GITHUB_SECONDARY);
-    evidence(d, "body: \"You have exceeded a secondary rate limit\"");
-  } else if (ci_find(b, n, "api rate limit exceeded for")) {
-    sig_set(d, S_GITHUB_PRIMARY_BODY);
-    evidence(d, "body: \"API rate limit exceeded for ...\" (GitHub)");
-  }
-  if (ci_find(b, n, "docs.github.com/")) {
-    sig_set(d, S_GITHUB_DOCS);
-    evidence(d, "body: documentation_url on docs.github.com");
-  }
-  if (json_kv(b, n, "code", "ServerBusy") ||
-      json_kv(b, n, "code", "SubscriptionRequestsThrottled") ||
-      json_kv(b, n, "code", "TooManyRequests") ||
-      ci_find(b, n, "<Code>ServerBusy</Code>")) {
-    sig_set(d, S_AZURE_BODY);
-    evidence(d, "body: Microsoft error code (ServerBusy/TooManyRequests)");
-  }
-  if (json_kv(b, n, "code", "rate_limit")) {
-    sig_set(d, S_STRIPE_RATE);
-    evidence(d, "body: error code rate_limit (Stripe)");
-  }
-  if (json_kv(b, n, "code", "lock_timeout")) {
-    sig_set(d, S_STRIPE_LOCK);
-    evidence(d, "body: error code lock_timeout (another request holds the "
-                "object)");
-  }
-  if (ci_find(b, n, "calls per second for api client")) {
-    sig_set(d, S_SHOPIFY_BODY);
-    evidence(d, "body: \"Exceeded N calls per second for api client\"");
-  }
-  if (json_kv(b, n, "error", "ratelimited") ||
-      json_kv(b, n, "error", "rate_limited")) {
-    sig_set(d, S_SLACK_BODY);
-    evidence(d, "body: \"error\": \"ratelimited\"");
-  }
-  if (ci_find(b, n, "too many concurrent") ||
-      ci_find(b, n, "concurrency limit") ||
-      ci_find(b, n, "concurrent requests") ||
-      ci_find(b, n, "concurrent request limit")) {
-    sig_set(d, S_CONCURRENT_BODY);
-    evidence(d, "body mentions concurrent requests");
+static int body_hit(const body_rule *r, const char *b, size_t n) {
+  switch (r->kind) {
+  case M_FIND: return polite__ci_find(b, n, r->a) != NULL;
+  case M_FIND2:
+    return polite__ci_find(b, n, r->a) && polite__ci_find(b, n, r->b);
+  case M_JSON: return json_kv(b, n, r->a, r->b);
+  case M_QUOTA_HINT: return polite_body_quota_hint(b, n);
+  default: return 0;
   }
 }
 
-/* A per-day (or longer) allowance in an LLM or Google error message: the
- * allowance does not come back within a run. */
-static int body_says_daily(const char *b, size_t n) {
-  return ci_find(b, n, "per day") || ci_find(b, n, "(TPD)") ||
-         ci_find(b, n, "(RPD)") || ci_find(b, n, "daily") ||
-         ci_find(b, n, "dailyLimitExceeded");
+/* Sets the signals the body gives (body already cut to BODY_SCAN_MAX):
+ * in each group of rows only the first hit counts. */
+static void classify_body(polite_diagnosis *d, const char *b, size_t n) {
+  if (n == 0)
+    return;
+  int done_group = -1;
+  for (size_t i = 0; i < sizeof body_rules / sizeof *body_rules; i++) {
+    const body_rule *r = &body_rules[i];
+    if (r->group == done_group || (r->needs && !sig(d, r->needs)) ||
+        !body_hit(r, b, n))
+      continue;
+    sig_set(d, r->sig);
+    if (r->ev)
+      evidence(d, "%s", r->ev);
+    done_group = r->group;
+  }
+}
+
+static int status_ok(const polite_diagnosis *d, unsigned char st) {
+  switch (st) {
+  case ST_429: return d->status == 429;
+  case ST_429_503: return d->status == 429 || d->status == 503;
+  case ST_THROTTLE:
+    return d->status == 429 || d->status == 503 || d->status == 509;
+  default: return 1;
+  }
+}
+
+/* 1 when any used clause of c holds. */
+static int cond_holds(const polite_diagnosis *d, const cond *c) {
+  for (size_t i = 0; i < MAX_CLAUSES; i++) {
+    const clause *k = &c->c[i];
+    if (k->all[0] == S_NONE && k->status == ST_NONE)
+      continue; /* unused */
+    int ok = status_ok(d, k->status);
+    for (size_t j = 0; ok && j < sizeof k->all && k->all[j]; j++)
+      ok = sig(d, k->all[j]);
+    for (size_t j = 0; ok && j < sizeof k->none && k->none[j]; j++)
+      ok = !sig(d, k->none[j]);
+    if (ok)
+      return 1;
+  }
+  return 0;
+}
+
+/* Walks a limit list: notes add evidence, the first deciding row sets
+ * d->limit. Returns its fallback wait (ms), or -1. */
+static int64_t apply_limits(polite_diagnosis *d, const limit_rule *r) {
+  for (; r->limit != L_END; r++) {
+    if (!cond_holds(d, &r->when))
+      continue;
+    if (r->ev)
+      evidence(d, "%s", r->ev);
+    if (r->limit == L_NOTE)
+      continue;
+    d->limit = (polite_limit_kind)r->limit;
+    return r->fallback_ms > 0 ? r->fallback_ms : -1;
+  }
+  return -1;
 }
 
 static void set_comp(polite_diagnosis *d, polite_component_kind k,
@@ -779,220 +377,24 @@ static void set_comp(polite_diagnosis *d, polite_component_kind k,
            polite_component_kind_name(k), vendor);
 }
 
-/* Picks the producer and, where the vendor's shape says, the limit.
+/* Picks the producer (the first vendor row that holds) and its limit.
  * Returns a fallback wait in ms the vendor documents when the headers give
  * none (GitHub secondary limits: one minute), else -1. */
-static int64_t choose(polite_diagnosis *d, const char *b, size_t n) {
-  int st = d->status;
-  polite_limit_kind L = POLITE_LIMIT_UNKNOWN;
-  int64_t fallback = -1;
-
-  /* ---- origin APIs: their own headers or error bodies ---- */
-  if (sig(d, S_AOAI_BODY) &&
-      (sig(d, S_OPENAI_REMAIN_TOKENS0) || sig(d, S_AZURE_HDR) ||
-       json_kv(b, n, "code", "429") || ci_find(b, n, "rate limit"))) {
-    set_comp(d, POLITE_COMP_ORIGIN, "azure-openai");
-    if (ci_find(b, n, "token rate limit"))
-      L = POLITE_LIMIT_TOKENS;
-    else if (ci_find(b, n, "quota") && body_says_daily(b, n))
-      L = POLITE_LIMIT_QUOTA;
-    else
-      L = POLITE_LIMIT_RATE;
-  } else if (sig(d, S_OPENAI_HDR) || sig(d, S_OPENAI_BODY)) {
-    set_comp(d, POLITE_COMP_ORIGIN, "openai");
-    if (json_kv(b, n, "code", "insufficient_quota") ||
-        json_kv(b, n, "type", "insufficient_quota") ||
-        polite_body_quota_hint(b, n)) {
-      L = POLITE_LIMIT_QUOTA;
-    } else if (body_says_daily(b, n)) {
-      L = POLITE_LIMIT_QUOTA; /* RPD / TPD: back tomorrow */
-      evidence(d, "body: a per-day limit (RPD/TPD): not back within a run");
-    } else if (sig(d, S_OPENAI_REMAIN_TOKENS0) ||
-               json_kv(b, n, "type", "tokens") ||
-               ci_find(b, n, "tokens per min")) {
-      L = POLITE_LIMIT_TOKENS;
-    } else if (sig(d, S_REMAINING0) || json_kv(b, n, "type", "requests") ||
-               ci_find(b, n, "requests per min") ||
-               json_kv(b, n, "code", "rate_limit_exceeded")) {
-      L = POLITE_LIMIT_RATE;
+static int64_t choose(polite_diagnosis *d) {
+  d->limit = POLITE_LIMIT_UNKNOWN;
+  for (size_t i = 0; i < sizeof vendors / sizeof *vendors; i++)
+    if (cond_holds(d, &vendors[i].when)) {
+      set_comp(d, vendors[i].kind, vendors[i].vendor);
+      return apply_limits(d, vendors[i].limits);
     }
-  } else if (sig(d, S_ANTHROPIC_HDR) || sig(d, S_ANTHROPIC_BODY)) {
-    set_comp(d, POLITE_COMP_ORIGIN, "anthropic");
-    if (polite_body_quota_hint(b, n) || ci_find(b, n, "credit balance"))
-      L = POLITE_LIMIT_QUOTA;
-    else if (sig(d, S_ANTHROPIC_TOKENS0) || ci_find(b, n, "tokens"))
-      L = POLITE_LIMIT_TOKENS;
-    else if (sig(d, S_ANTHROPIC_REQ0) || sig(d, S_ANTHROPIC_BODY))
-      L = POLITE_LIMIT_RATE;
-  } else if (sig(d, S_GITHUB_HDR) || sig(d, S_GITHUB_DOCS) ||
-             (sig(d, S_GITHUB_SECONDARY) && !sig(d, S_KONG_HDR)) ||
-             sig(d, S_GITHUB_PRIMARY_BODY)) {
-    set_comp(d, POLITE_COMP_ORIGIN, "github");
-    if (sig(d, S_GITHUB_SECONDARY)) {
-      /* Secondary limits cover concurrent requests and points per minute;
-       * GitHub says: honour retry-after, else the reset, else one minute. */
-      L = POLITE_LIMIT_CONCURRENCY;
-      fallback = 60000;
-    } else if (sig(d, S_REMAINING0) || sig(d, S_GITHUB_PRIMARY_BODY)) {
-      L = POLITE_LIMIT_RATE;
-    }
-  } else if (sig(d, S_MSGRAPH_HDR)) {
-    set_comp(d, POLITE_COMP_ORIGIN, "microsoft-graph");
-    if (st == 429 || st == 503 || st == 509 || sig(d, S_AZURE_BODY))
-      L = POLITE_LIMIT_RATE;
-  } else if (sig(d, S_STRIPE_HDR) ||
-             (sig(d, S_REQID_REQ) &&
-              (sig(d, S_STRIPE_RATE) || sig(d, S_STRIPE_LOCK)))) {
-    set_comp(d, POLITE_COMP_ORIGIN, "stripe");
-    if (sig(d, S_STRIPE_LOCK) || sig(d, S_CONCURRENT_BODY))
-      L = POLITE_LIMIT_CONCURRENCY;
-    else if (sig(d, S_STRIPE_RATE) || st == 429)
-      L = POLITE_LIMIT_RATE;
-  } else if (sig(d, S_SHOPIFY) || sig(d, S_SHOPIFY_BODY)) {
-    set_comp(d, POLITE_COMP_ORIGIN, "shopify");
-    if (st == 429 || sig(d, S_SHOPIFY_BODY))
-      L = POLITE_LIMIT_RATE;
-  } else if (sig(d, S_SLACK)) {
-    set_comp(d, POLITE_COMP_ORIGIN, "slack");
-    if (st == 429 || sig(d, S_SLACK_BODY))
-      L = POLITE_LIMIT_RATE;
-  } else if (sig(d, S_DISCORD)) {
-    set_comp(d, POLITE_COMP_ORIGIN, "discord");
-    if (st == 429)
-      L = POLITE_LIMIT_RATE;
-    if (sig(d, S_DISCORD_SHARED))
-      evidence(d, "scope shared: a per-resource limit that does not count "
-                  "against this bot");
-    else if (sig(d, S_DISCORD_GLOBAL))
-      evidence(d, "scope global: the bot's global limit across all routes");
-  } else if (sig(d, S_TWITTER)) {
-    set_comp(d, POLITE_COMP_ORIGIN, "twitter");
-    if (sig(d, S_TWITTER_24H0))
-      L = POLITE_LIMIT_QUOTA;
-    else if (st == 429 || sig(d, S_REMAINING0))
-      L = POLITE_LIMIT_RATE;
-  } else if (sig(d, S_GAPI_BODY)) {
-    set_comp(d, POLITE_COMP_ORIGIN, "google-apis");
-    if (json_kv(b, n, "reason", "dailyLimitExceeded") ||
-        ci_find(b, n, "per day"))
-      L = POLITE_LIMIT_QUOTA;
-    else
-      L = POLITE_LIMIT_RATE; /* per-minute quotas: Google says back off */
-  } else if (sig(d, S_AZURE_HDR) && sig(d, S_AZURE_BODY)) {
-    set_comp(d, POLITE_COMP_ORIGIN, "azure");
-    L = POLITE_LIMIT_RATE;
-  }
-
-  /* ---- gateways that wrote the answer themselves ---- */
-  else if (sig(d, S_APIGW_ID) || sig(d, S_APIGW_ERR_THROTTLE) ||
-           sig(d, S_APIGW_ERR_LIMIT) ||
-           (sig(d, S_AMZN_REQID) &&
-            (sig(d, S_APIGW_BODY_THROTTLE) || sig(d, S_APIGW_BODY_LIMIT)))) {
-    set_comp(d, POLITE_COMP_GATEWAY, "aws-api-gateway");
-    /* "Limit Exceeded" is a usage-plan quota (back next period);
-     * "Too Many Requests" a throttle (rate or burst). */
-    if (sig(d, S_APIGW_BODY_LIMIT) || sig(d, S_APIGW_ERR_LIMIT))
-      L = POLITE_LIMIT_QUOTA;
-    else if (sig(d, S_APIGW_BODY_THROTTLE) || sig(d, S_APIGW_ERR_THROTTLE))
-      L = POLITE_LIMIT_RATE;
-  } else if (sig(d, S_APIM_RATE) || sig(d, S_APIM_QUOTA)) {
-    set_comp(d, POLITE_COMP_GATEWAY, "azure-apim");
-    L = sig(d, S_APIM_QUOTA) ? POLITE_LIMIT_QUOTA : POLITE_LIMIT_RATE;
-  } else if (sig(d, S_APIGEE_SPIKE) || sig(d, S_APIGEE_QUOTA) ||
-             sig(d, S_APIGEE_CONC)) {
-    set_comp(d, POLITE_COMP_GATEWAY, "apigee");
-    L = sig(d, S_APIGEE_QUOTA)  ? POLITE_LIMIT_QUOTA
-        : sig(d, S_APIGEE_CONC) ? POLITE_LIMIT_CONCURRENCY
-                                : POLITE_LIMIT_RATE;
-  } else if (sig(d, S_KONG_BODY) ||
-             (sig(d, S_KONG_HDR) && !sig(d, S_KONG_UPSTREAM) &&
-              (st == 429 || d->_kong_period > 0))) {
-    set_comp(d, POLITE_COMP_GATEWAY, "kong");
-    /* A day/month/year window with nothing left is a quota in all but
-     * name; second/minute/hour windows are rates. */
-    L = d->_kong_period >= 4 ? POLITE_LIMIT_QUOTA : POLITE_LIMIT_RATE;
-  }
-
-  /* ---- proxies that say they limited ---- */
-  else if (sig(d, S_ENVOY_RATELIMITED) || sig(d, S_ENVOY_BODY_LOCAL) ||
-           sig(d, S_ENVOY_OVERLOADED) || sig(d, S_ENVOY_BODY_OVERFLOW)) {
-    set_comp(d, POLITE_COMP_PROXY, "envoy");
-    L = (sig(d, S_ENVOY_OVERLOADED) || sig(d, S_ENVOY_BODY_OVERFLOW))
-            ? POLITE_LIMIT_CONCURRENCY
-            : POLITE_LIMIT_RATE;
-  } else if (sig(d, S_TRAEFIK)) {
-    set_comp(d, POLITE_COMP_PROXY, "traefik");
-    L = POLITE_LIMIT_RATE;
-  }
-
-  /* ---- CDNs that wrote the answer themselves ---- */
-  else if (sig(d, S_CF_1015) || sig(d, S_CF_MITIGATED)) {
-    set_comp(d, POLITE_COMP_CDN, "cloudflare");
-    if (sig(d, S_CF_1015))
-      L = POLITE_LIMIT_RATE;
-  } else if (sig(d, S_CFR_BODY) || sig(d, S_CFR_SERVER)) {
-    set_comp(d, POLITE_COMP_CDN, "cloudfront");
-    if (st == 429)
-      L = POLITE_LIMIT_RATE; /* a WAF rate-based rule */
-  } else if (sig(d, S_AKAMAI_SERVER) || sig(d, S_AKAMAI_BODY)) {
-    set_comp(d, POLITE_COMP_CDN, "akamai");
-    if (st == 429)
-      L = POLITE_LIMIT_RATE; /* Akamai rate controls */
-  } else if (sig(d, S_AFD_BODY)) {
-    set_comp(d, POLITE_COMP_CDN, "azure-front-door");
-  } else if (sig(d, S_FASTLY_BODY) ||
-             (sig(d, S_FASTLY_HDR) && sig(d, S_VARNISH_BODY))) {
-    set_comp(d, POLITE_COMP_CDN, "fastly");
-  } else if (sig(d, S_GOOGLE_HTML)) {
-    set_comp(d, POLITE_COMP_CDN, "google");
-    if (st == 429)
-      L = POLITE_LIMIT_RATE;
-  }
-
-  /* ---- proxies' default error pages ---- */
-  else if (sig(d, S_NGINX_BODY)) {
-    /* limit_req and limit_conn both answer 503 (or their *_status) with
-     * this page: rate or concurrency, the page does not say which. */
-    set_comp(d, POLITE_COMP_PROXY, "nginx");
-    evidence(d, "nginx limit_req (rate) or limit_conn (concurrency): the "
-                "page does not say which");
-  } else if (sig(d, S_HAPROXY_BODY_429)) {
-    set_comp(d, POLITE_COMP_PROXY, "haproxy");
-    L = POLITE_LIMIT_RATE;
-  } else if (sig(d, S_HAPROXY_BODY_503)) {
-    set_comp(d, POLITE_COMP_PROXY, "haproxy");
-  } else if (sig(d, S_VARNISH_BODY)) {
-    set_comp(d, POLITE_COMP_PROXY, "varnish");
-  } else if (sig(d, S_ENVOY_BODY_UPSTREAM) ||
-             (sig(d, S_ENVOY_SERVER) && !sig(d, S_ENVOY_UPSTREAM) &&
-              (st == 429 || st == 503))) {
-    set_comp(d, POLITE_COMP_PROXY, "envoy");
-  }
-
-  d->limit = L;
-  return fallback;
+  return -1;
 }
 
 /* Layers whose headers ride on every answer they pass (not the producer). */
 static void fill_through(polite_diagnosis *d) {
-  if (sig(d, S_CF_RAY) || sig(d, S_CF_SERVER))
-    add_through(d, "cdn:cloudflare");
-  if (sig(d, S_CFR_ID) || sig(d, S_CFR_VIA) || sig(d, S_CFR_XCACHE_ERR))
-    add_through(d, "cdn:cloudfront");
-  if (sig(d, S_FASTLY_HDR))
-    add_through(d, "cdn:fastly");
-  if (sig(d, S_AKAMAI_HDR))
-    add_through(d, "cdn:akamai");
-  if (sig(d, S_AFD_REF))
-    add_through(d, "cdn:azure-front-door");
-  if (sig(d, S_KONG_UPSTREAM))
-    add_through(d, "gateway:kong");
-  if (sig(d, S_ENVOY_UPSTREAM))
-    add_through(d, "proxy:envoy");
-  if (sig(d, S_VARNISH_HDR) && !sig(d, S_FASTLY_HDR))
-    add_through(d, "proxy:varnish");
-  if (sig(d, S_NGINX_SERVER) && !sig(d, S_NGINX_BODY))
-    add_through(d, "proxy:nginx");
+  for (size_t i = 0; i < sizeof through_rules / sizeof *through_rules; i++)
+    if (cond_holds(d, &through_rules[i].when))
+      add_through(d, through_rules[i].component);
 }
 
 void polite_diagnosis_finish(polite_diagnosis *d, const char *body,
@@ -1007,23 +409,13 @@ void polite_diagnosis_finish(polite_diagnosis *d, const char *body,
   const char *b = body ? body : "";
 
   classify_body(d, b, len);
-  int64_t fallback = choose(d, b, len);
+  if (d->headers.remaining == 0)
+    sig_set(d, S_CORE_REMAINING0);
+  int64_t fallback = choose(d);
 
   /* Vendor rules left the limit open: use what any server may say. */
-  if (d->limit == POLITE_LIMIT_UNKNOWN) {
-    if (len > 0 && polite_body_quota_hint(b, len)) {
-      d->limit = POLITE_LIMIT_QUOTA;
-      evidence(d, "body says the quota or credit is spent");
-    } else if (sig(d, S_CONCURRENT_BODY)) {
-      d->limit = POLITE_LIMIT_CONCURRENCY;
-    } else if (sig(d, S_OPENAI_REMAIN_TOKENS0)) {
-      d->limit = POLITE_LIMIT_TOKENS;
-    } else if (sig(d, S_REMAINING0) || d->headers.remaining == 0) {
-      d->limit = POLITE_LIMIT_RATE;
-      if (!sig(d, S_REMAINING0))
-        evidence(d, "rate-limit headers: nothing remaining in the window");
-    }
-  }
+  if (d->limit == POLITE_LIMIT_UNKNOWN)
+    apply_limits(d, generic_limits);
 
   /* Retry helps for rate, tokens and concurrency (after the wait, with
    * fewer in flight for concurrency); never for a spent quota. An unknown
@@ -1161,8 +553,8 @@ static int parse_status_line(const char *s, size_t n, int *status,
   if (code < 100)
     return -1;
   *status = code;
-  *conn_established =
-      code / 100 == 2 && ci_find(s + i, n - i, "connection established");
+  *conn_established = code / 100 == 2 &&
+                      polite__ci_find(s + i, n - i, "connection established");
   return 0;
 }
 

@@ -7,10 +7,10 @@
 
 /* The shared HTTP syntax helpers (http_syntax.c) under this file's short
  * names. name_is compares with a lowercase literal, which ci_eq covers. */
-#define is_ows polite__is_ows
-#define lower polite__lower
-#define trim_ows polite__trim_ows
-#define name_is polite__ci_eq
+#define is_ows(c) polite__is_ows(c)
+#define lower(c) polite__lower(c)
+#define trim_ows(s, n) polite__trim_ows(s, n)
+#define name_is(s, n, lit) polite__ci_eq(s, n, lit)
 #define is_tchar(c) polite__is_tchar((unsigned char)(c))
 
 /* Every wait and reset this file produces is capped here (the cap
@@ -289,6 +289,7 @@ typedef struct {
   size_t key_len;
   int64_t int_item; /* the member's value when it is an integer */
   int64_t q, w, r, t;
+  int qu_other; /* a qu parameter other than "requests" (bytes, ...) */
 } sf_member;
 
 static int is_key_char(char c) {
@@ -403,10 +404,19 @@ static int sf_next(const char **p, const char *end, sf_member *m) {
     if (pk_len == 0)
       return -1;
     int64_t pv = -1;
+    const char *pv_at = s;
     if (s < end && *s == '=') {
       s++;
+      pv_at = s;
       if (!sf_item(&s, end, &pv))
         return -1;
+    }
+    /* qu names the quota unit; only "requests" (the default; "request"
+     * in some examples) counts starts, not "content-bytes" and others. */
+    if (pk_len == 2 && pk[0] == 'q' && pk[1] == 'u') {
+      size_t n = (size_t)(s - pv_at);
+      m->qu_other = !((n == 10 && memcmp(pv_at, "\"requests\"", 10) == 0) ||
+                      (n == 9 && memcmp(pv_at, "\"request\"", 9) == 0));
     }
     if (pk_len == 1) {
       switch (*pk) {
@@ -461,7 +471,43 @@ static void merge_remaining(polite_headers *h, int64_t v) {
 static void merge_reset(polite_headers *h, int64_t ms) {
   h->reset_ms = max_i64(h->reset_ms, ms);
 }
+/* One source's pair: within a source the most restrictive reading of
+ * several fields (least remaining, longest reset), as above. */
+static void merge_pair(polite_headers *h, polite_rl_source src, int64_t rem,
+                       int64_t reset_ms) {
+  polite_rl_pair *p = &h->pairs[src];
+  if (rem >= 0)
+    p->remaining = min_known(p->remaining, rem);
+  if (reset_ms >= 0)
+    p->reset_ms = max_i64(p->reset_ms, reset_ms);
+}
+
+/* 1 when (r1, t1) allows less than (r2, t2): nothing left beats something
+ * left (the longer wait first); otherwise the smaller rate r/t. A pair with
+ * no reset is only restrictive when nothing is left. */
+static int pair_tighter(int64_t r1, int64_t t1, int64_t r2, int64_t t2) {
+  if (r2 < 0)
+    return 1;
+  if (r1 == 0 || r2 == 0)
+    return r1 == 0 && (r2 != 0 || t1 > t2);
+  if (t1 <= 0 || t2 <= 0)
+    return t2 <= 0 && t1 > 0;
+  return (__int128)r1 * t2 < (__int128)r2 * t1;
+}
+
+/* The most restrictive average q/w (quota per window, seconds). */
+static void merge_average(polite_headers *h, int64_t q, int64_t w) {
+  if (q <= 0 || w <= 0)
+    return;
+  if (h->avg_quota < 0 ||
+      (__int128)q * h->avg_window_s < (__int128)h->avg_quota * w) {
+    h->avg_quota = q;
+    h->avg_window_s = w;
+  }
+}
+
 static void merge_limit(polite_headers *h, int64_t limit, int64_t window_s) {
+  merge_average(h, limit, window_s);
   if (h->limit < 0 || limit < h->limit) {
     h->limit = limit;
     h->window_s = window_s;
@@ -485,13 +531,16 @@ static void feed_ratelimit(polite_headers *h, const char *v, size_t len) {
         continue;
       if (m.key_len == 5 && memcmp(m.key, "limit", 5) == 0)
         merge_limit(h, m.int_item, m.w);
-      else if (m.key_len == 9 && memcmp(m.key, "remaining", 9) == 0)
+      else if (m.key_len == 9 && memcmp(m.key, "remaining", 9) == 0) {
         merge_remaining(h, m.int_item);
-      else if (m.key_len == 5 && memcmp(m.key, "reset", 5) == 0)
-        merge_reset(h,
-                    reset_to_delta_ms(m.int_item > NUM_SAT ? NUM_SAT * 1000
-                                                           : m.int_item * 1000,
-                                      h->now_ms));
+        merge_pair(h, POLITE_RL_DICT, m.int_item, -1);
+      } else if (m.key_len == 5 && memcmp(m.key, "reset", 5) == 0) {
+        int64_t ms = reset_to_delta_ms(m.int_item > NUM_SAT ? NUM_SAT * 1000
+                                                            : m.int_item * 1000,
+                                       h->now_ms);
+        merge_reset(h, ms);
+        merge_pair(h, POLITE_RL_DICT, -1, ms);
+      }
       continue;
     }
     if (m.r < 0)
@@ -499,6 +548,15 @@ static void feed_ratelimit(polite_headers *h, const char *v, size_t len) {
     if (best_r < 0 || m.r < best_r || (m.r == best_r && m.t > best_t)) {
       best_r = m.r;
       best_t = m.t;
+    }
+    /* For the planner: the member allowing the least rate, its r and t
+     * kept together (several fields combine the same way). */
+    int64_t t_ms = m.t >= 0 ? cap_ms(m.t * 1000) : -1;
+    polite_rl_pair *ip =
+        &h->pairs[m.r == 0 ? POLITE_RL_IETF_SPENT : POLITE_RL_IETF];
+    if (pair_tighter(m.r, t_ms, ip->remaining, ip->reset_ms)) {
+      ip->remaining = m.r;
+      ip->reset_ms = t_ms;
     }
   }
   if (best_r >= 0) {
@@ -517,7 +575,7 @@ static void feed_policy(polite_headers *h, const char *v, size_t len) {
     return;
   while (sf_next(&p, end, &m) == 1) {
     int64_t q = m.q >= 0 ? m.q : m.int_item;
-    if (m.key != NULL || q < 0)
+    if (m.key != NULL || q < 0 || m.qu_other)
       continue;
     merge_limit(h, q, m.w);
   }
@@ -579,6 +637,9 @@ void polite_headers_init(polite_headers *h, int64_t now_ms) {
   h->date_unix = -1;
   h->limit = h->remaining = h->reset_ms = h->window_s = -1;
   h->tokens_limit = h->tokens_remaining = h->tokens_reset_ms = -1;
+  for (int i = 0; i < POLITE_RL_SOURCES; i++)
+    h->pairs[i].remaining = h->pairs[i].reset_ms = -1;
+  h->avg_quota = h->avg_window_s = -1;
 }
 
 static int64_t now_unix_of(const polite_headers *h) {
@@ -611,38 +672,95 @@ static void merge_retry_after(polite_headers *h, const polite_retry_after *ra) {
     *cur = *ra;
 }
 
-/* Handles the x-ratelimit-* family (GitHub, Discord, OpenAI and many
- * others). `n` is the name after "x-ratelimit-". */
+/* How one x-ratelimit-* header is read. */
+typedef enum {
+  XR_LIMIT,         /* integer: the request limit */
+  XR_REMAINING,     /* integer: requests remaining */
+  XR_RESET,         /* epoch or delta seconds, or a Go duration */
+  XR_RESET_SECONDS, /* decimal seconds (Discord's reset-after) */
+  XR_RESET_DURATION /* Go duration or decimal seconds (OpenAI) */
+} xr_kind;
+
+/* The x-ratelimit-* family (GitHub, Discord, OpenAI, Kong and many others):
+ * one row per name after "x-ratelimit-". Kong's per-window rows carry the
+ * window in seconds (its reset is not sent: the window bounds it). */
+static const struct {
+  const char *suffix;
+  xr_kind kind;
+  int tokens; /* OpenAI's -tokens family: the token fields */
+  polite_rl_source src;
+  int64_t window_s; /* Kong: the window the name states; else -1 */
+} k_x_ratelimit[] = {
+    {"limit", XR_LIMIT, 0, POLITE_RL_X, -1},
+    {"remaining", XR_REMAINING, 0, POLITE_RL_X, -1},
+    {"reset", XR_RESET, 0, POLITE_RL_X, -1},
+    {"reset-after", XR_RESET_SECONDS, 0, POLITE_RL_X, -1},
+    {"limit-requests", XR_LIMIT, 0, POLITE_RL_OPENAI, -1},
+    {"remaining-requests", XR_REMAINING, 0, POLITE_RL_OPENAI, -1},
+    {"reset-requests", XR_RESET_DURATION, 0, POLITE_RL_OPENAI, -1},
+    {"limit-tokens", XR_LIMIT, 1, POLITE_RL_TOKENS, -1},
+    {"remaining-tokens", XR_REMAINING, 1, POLITE_RL_TOKENS, -1},
+    {"reset-tokens", XR_RESET_DURATION, 1, POLITE_RL_TOKENS, -1},
+    {"limit-second", XR_LIMIT, 0, POLITE_RL_KONG_SECOND, 1},
+    {"remaining-second", XR_REMAINING, 0, POLITE_RL_KONG_SECOND, 1},
+    {"limit-minute", XR_LIMIT, 0, POLITE_RL_KONG_MINUTE, 60},
+    {"remaining-minute", XR_REMAINING, 0, POLITE_RL_KONG_MINUTE, 60},
+    {"limit-hour", XR_LIMIT, 0, POLITE_RL_KONG_HOUR, 3600},
+    {"remaining-hour", XR_REMAINING, 0, POLITE_RL_KONG_HOUR, 3600},
+    {"limit-day", XR_LIMIT, 0, POLITE_RL_KONG_DAY, 86400},
+    {"remaining-day", XR_REMAINING, 0, POLITE_RL_KONG_DAY, 86400},
+    {"limit-month", XR_LIMIT, 0, POLITE_RL_KONG_MONTH, 2592000},
+    {"remaining-month", XR_REMAINING, 0, POLITE_RL_KONG_MONTH, 2592000},
+    {"limit-year", XR_LIMIT, 0, POLITE_RL_KONG_YEAR, 31536000},
+    {"remaining-year", XR_REMAINING, 0, POLITE_RL_KONG_YEAR, 31536000},
+};
+
+/* Stores one parsed x-ratelimit-* value: into the request fields or the
+ * token fields (the most restrictive reading wins in each), and into its
+ * source's pair for the planner. */
+static void store_x(polite_headers *h, xr_kind kind, int tokens,
+                    polite_rl_source src, int64_t window_s, int64_t x) {
+  if (kind == XR_LIMIT) {
+    if (tokens)
+      h->tokens_limit = min_known(h->tokens_limit, x);
+    else
+      merge_limit(h, x, window_s);
+  } else if (kind == XR_REMAINING) {
+    if (tokens)
+      h->tokens_remaining = min_known(h->tokens_remaining, x);
+    else
+      merge_remaining(h, x);
+    merge_pair(h, src, x, -1);
+  } else {
+    if (tokens)
+      h->tokens_reset_ms = max_i64(h->tokens_reset_ms, x);
+    else
+      merge_reset(h, x);
+    merge_pair(h, src, -1, x);
+  }
+}
+
 static void feed_x_ratelimit(polite_headers *h, const char *n, size_t nl,
                              const char *v, size_t vl) {
-  int64_t x;
-  if (name_is(n, nl, "limit") || name_is(n, nl, "limit-requests")) {
-    if (parse_uint(v, vl, &x))
-      merge_limit(h, x, -1);
-  } else if (name_is(n, nl, "remaining") ||
-             name_is(n, nl, "remaining-requests")) {
-    if (parse_uint(v, vl, &x))
-      merge_remaining(h, x);
-  } else if (name_is(n, nl, "reset")) {
-    if (parse_reset_ms(v, vl, h->now_ms, &x))
-      merge_reset(h, x);
-  } else if (name_is(n, nl, "reset-after")) { /* Discord: float seconds */
-    if (parse_decimal_scaled(v, vl, 1000, &x))
-      merge_reset(h, cap_ms(x));
-  } else if (name_is(n, nl, "reset-requests")) {
-    if (polite_go_duration_ms(v, vl, &x) == 0 ||
-        parse_decimal_scaled(v, vl, 1000, &x))
-      merge_reset(h, cap_ms(x));
-  } else if (name_is(n, nl, "limit-tokens")) {
-    if (parse_uint(v, vl, &x))
-      h->tokens_limit = min_known(h->tokens_limit, x);
-  } else if (name_is(n, nl, "remaining-tokens")) {
-    if (parse_uint(v, vl, &x))
-      h->tokens_remaining = min_known(h->tokens_remaining, x);
-  } else if (name_is(n, nl, "reset-tokens")) {
-    if (polite_go_duration_ms(v, vl, &x) == 0 ||
-        parse_decimal_scaled(v, vl, 1000, &x))
-      h->tokens_reset_ms = max_i64(h->tokens_reset_ms, cap_ms(x));
+  for (size_t i = 0; i < sizeof k_x_ratelimit / sizeof k_x_ratelimit[0]; i++) {
+    if (!name_is(n, nl, k_x_ratelimit[i].suffix))
+      continue;
+    xr_kind kind = k_x_ratelimit[i].kind;
+    int64_t x;
+    int ok;
+    if (kind == XR_LIMIT || kind == XR_REMAINING)
+      ok = parse_uint(v, vl, &x);
+    else if (kind == XR_RESET)
+      ok = parse_reset_ms(v, vl, h->now_ms, &x);
+    else if (kind == XR_RESET_SECONDS)
+      ok = parse_decimal_scaled(v, vl, 1000, &x);
+    else
+      ok = polite_go_duration_ms(v, vl, &x) == 0 ||
+           parse_decimal_scaled(v, vl, 1000, &x);
+    if (ok)
+      store_x(h, kind, k_x_ratelimit[i].tokens, k_x_ratelimit[i].src,
+              k_x_ratelimit[i].window_s, kind >= XR_RESET ? cap_ms(x) : x);
+    return;
   }
 }
 
@@ -688,6 +806,7 @@ static void feed_anthropic(polite_headers *h, const char *n, size_t nl,
       h->tokens_remaining = min_known(h->tokens_remaining, x);
     else
       merge_remaining(h, x);
+    merge_pair(h, tokens ? POLITE_RL_TOKENS : POLITE_RL_ANTHROPIC, x, -1);
   } else if (name_is(field, fl, "reset")) {
     if (!parse_rfc3339_delta_ms(v, vl, h->now_ms, &x))
       return;
@@ -695,6 +814,7 @@ static void feed_anthropic(polite_headers *h, const char *n, size_t nl,
       h->tokens_reset_ms = max_i64(h->tokens_reset_ms, x);
     else
       merge_reset(h, x);
+    merge_pair(h, tokens ? POLITE_RL_TOKENS : POLITE_RL_ANTHROPIC, -1, x);
   }
 }
 
@@ -728,11 +848,15 @@ int polite_headers_feed(polite_headers *h, const char *name, size_t name_len,
   } else if (name_is(name, name_len, "ratelimit-limit")) {
     feed_old_limit(h, v, vl);
   } else if (name_is(name, name_len, "ratelimit-remaining")) {
-    if (parse_uint(v, vl, &x))
+    if (parse_uint(v, vl, &x)) {
       merge_remaining(h, x);
+      merge_pair(h, POLITE_RL_FIELDS, x, -1);
+    }
   } else if (name_is(name, name_len, "ratelimit-reset")) {
-    if (parse_reset_ms(v, vl, h->now_ms, &x))
+    if (parse_reset_ms(v, vl, h->now_ms, &x)) {
       merge_reset(h, x);
+      merge_pair(h, POLITE_RL_FIELDS, -1, x);
+    }
   } else if (name_len > 12 && name_is(name, 12, "x-ratelimit-")) {
     feed_x_ratelimit(h, name + 12, name_len - 12, v, vl);
   } else if (name_len > 20 && name_is(name, 20, "anthropic-ratelimit-")) {

@@ -154,7 +154,7 @@ int polite__read_file(const char *path, size_t max, char **out, size_t *len) {
   fclose(f);
   if (err) {
     free(buf);
-    errno = err ? err : EIO;
+    errno = err;
     return -1;
   }
   buf[n] = '\0';

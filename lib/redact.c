@@ -87,9 +87,11 @@ static const polite__redact_rule rules[] = {
      "https://user:REDACTED@h/x"},
     {S, CODE, "userinfo without a password (a token as the user name)",
      "https://ghp_abc@h/x", "https://REDACTED@h/x"},
-    {S, CODE, "password containing @ (up to the last @)",
-     "https://u:p@ss@h/x", "https://u:REDACTED@h/x"},
+    {S, CODE, "password containing @ (up to the last @)", "https://u:p@ss@h/x",
+     "https://u:REDACTED@h/x"},
     {S, CODE, "password containing /", "https://u:pa/ss@h/x",
+     "https://u:REDACTED@h/x"},
+    {S, CODE, "password containing @ and then /", "https://u:p@ss/w@h/x",
      "https://u:REDACTED@h/x"},
     {S, CODE, "password containing ?", "https://u:pa?ss@h/x?page=2",
      "https://u:REDACTED@h/x?page=2"},
@@ -307,12 +309,26 @@ static int password_like(const char *s, const char *e) {
  * NULL. The userinfo runs to the LAST '@' of the authority, so a password
  * with '@' is hidden whole; a password with '/', '?' or '#' (which ends an
  * authority by RFC 3986, but people write them) is recognised by
- * password_like, and then runs to the first '@' after it. */
+ * password_like, and then runs to the first '@' after it; one with both
+ * '@' and then '/' runs into the next path segment if it holds an '@'. */
 static const char *userinfo_end(const char *auth, const char *end) {
   const char *e = find_any(auth, end, "/?#");
   const char *at = find_last(auth, e, '@');
-  if (at != NULL || !password_like(auth, e))
+  if (at != NULL) {
+    /* "u:p@ss/w@h": a password with '@' and then '/' runs on into the
+     * next path segment when that segment holds an '@' past its first byte
+     * ("/@alice" is a path). Hiding a host by mistake is the cheaper
+     * error. */
+    if (e < end && *e == '/' && password_like(auth, at)) {
+      const char *seg = e + 1;
+      const char *a2 = find_last(seg, find_any(seg, end, "/?#"), '@');
+      if (a2 != NULL && a2 > seg)
+        at = a2;
+    }
     return at;
+  }
+  if (!password_like(auth, e))
+    return NULL;
   const char *a1 = memchr(e, '@', (size_t)(end - e));
   if (a1 == NULL)
     return NULL;
@@ -438,8 +454,7 @@ char *polite_redact_url(const char *url) {
 
 /* Every URL in free text ("scheme://" up to a space, quote or angle
  * bracket) goes through redact_url_into; the rest is copied. */
-static void redact_text_into(sbuf *b, const char *text, size_t len,
-                             int depth) {
+static void redact_text_into(sbuf *b, const char *text, size_t len, int depth) {
   const char *p = text, *end = text + len;
   while (p < end) {
     const char *s = memmem(p, (size_t)(end - p), "://", 3);
@@ -453,8 +468,8 @@ static void redact_text_into(sbuf *b, const char *text, size_t len,
                      u[-1] == '-' || u[-1] == '.'))
       u--;
     const char *e = s + 3;
-    while (e < end && !isspace((unsigned char)*e) && *e != '"' &&
-           *e != '\'' && *e != '<' && *e != '>')
+    while (e < end && !isspace((unsigned char)*e) && *e != '"' && *e != '\'' &&
+           *e != '<' && *e != '>')
       e++;
     put(b, p, (size_t)(u - p));
     redact_url_into(b, u, (size_t)(e - u), depth);

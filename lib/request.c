@@ -97,7 +97,7 @@ static int value_ok(const char *s, size_t n) {
 static void drop_header(polite_request *r, const char *name, size_t n) {
   for (size_t i = 0; i < r->nheaders; i++) {
     const char *h = r->headers[i];
-    if (strncasecmp(h, name, n) == 0 && h[n] == ':') {
+    if (strlen(h) > n && h[n] == ':' && polite__ci_eqn(h, n, name, n)) {
       free(r->headers[i]);
       memmove(&r->headers[i], &r->headers[i + 1],
               (r->nheaders - i - 1) * sizeof(char *));
@@ -200,9 +200,9 @@ static const char *curl_url_fault(const char *url) {
 static int check_url(polite_request *r, const char *field, const char *url) {
   const char *why = NULL;
   size_t len = strlen(url);
-  size_t skip = strncasecmp(url, "http://", 7) == 0    ? 7
-                : strncasecmp(url, "https://", 8) == 0 ? 8
-                                                       : 0;
+  size_t skip = polite__ci_prefix(url, len, "http://")    ? 7
+                : polite__ci_prefix(url, len, "https://") ? 8
+                                                          : 0;
   if (len > URL_MAX_BYTES) {
     fail(r, "%s is %zu bytes long, more than the limit of %d bytes", field,
          len, URL_MAX_BYTES);
@@ -419,14 +419,15 @@ static int parse_json(polite_request *r, const char *line, size_t len) {
         r->has_body = 1;
         int has_ct = 0;
         for (size_t i = 0; i < r->nheaders; i++)
-          if (strncasecmp(r->headers[i], "content-type:", 13) == 0)
+          if (polite__ci_prefix(r->headers[i], strlen(r->headers[i]),
+                                "content-type:"))
             has_ct = 1;
         json_t *hdrs = json_object_get(root, "headers");
         if (hdrs && json_is_object(hdrs)) {
           const char *hk;
           json_t *hv;
           json_object_foreach(
-              hdrs, hk, hv) if (strcasecmp(hk, "content-type") == 0) has_ct = 1;
+              hdrs, hk, hv) if (polite__ci_eq(hk, strlen(hk), "content-type")) has_ct = 1;
         }
         if (!has_ct)
           polite_request_add_header(r, "Content-Type", "application/json");

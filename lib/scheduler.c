@@ -66,6 +66,7 @@ struct polite__sched {
 /* Every attempt start passes here (after admission, before the transport
  * sends anything), and every response below: the one place a rate
  * controller observes the run and may change the admission rate. */
+static void update_stats(polite__sched *s, int64_t now);
 static void observe_start(polite__sched *s, const job *j, int64_t now) {
   (void)s, (void)j, (void)now;
 }
@@ -796,6 +797,9 @@ static const char *final_error(polite_outcome out, const polite__response *r,
 void polite__sched_response(polite__sched *s, job *j, const polite__response *r,
                             const polite__now *now) {
   int64_t t = now->mono_us;
+  /* Integrate in-flight time up to now while this transfer still counts:
+   * responses arrive between steps. */
+  update_stats(s, t);
   inflight_remove(s, j);
   polite_budget_release(s->o.budget, j->key, 1);
   int64_t latency = t - j->attempt_start_us;

@@ -5,6 +5,8 @@
 
 #include <polite/core.h>
 
+#include "px_limit.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +37,7 @@ typedef struct {
   char *method;
   char *body_fragment;
   unsigned nth;
+  int never;          /* nth: 0 was given: loads, never matches (Dev Proxy) */
   unsigned long seen; /* mocks: matching requests so far (for nth) */
   px_response *responses;
   size_t nresponses;
@@ -60,6 +63,10 @@ int polite__px_rules_parse(px_rules *out, px_rules_kind kind, const char *text,
 int polite__px_rules_load(px_rules *out, px_rules_kind kind, const char *path,
                           char *err, size_t errlen);
 void polite__px_rules_free(px_rules *r);
+/* Reads a file holding one response object ({"statusCode","headers","body"},
+ * Dev Proxy's customResponseFile) into out as one rule matching "*". */
+int polite__px_response_load(px_rules *out, const char *path, char *err,
+                             size_t errlen);
 
 /* The first rule matching the request (url glob, method, body fragment),
  * honouring `nth` for mocks (every matching mock's counter advances).
@@ -106,6 +113,9 @@ typedef enum {
   PX_SCOPE_GLOBAL = 3
 } px_scope;
 
+#define PX_HDR_IETF 1     /* RateLimit-Policy + RateLimit (draft 10) */
+#define PX_HDR_DEVPROXY 2 /* RateLimit-Limit/-Remaining/-Reset */
+
 typedef struct {
   char *listen;   /* "ADDR:PORT" */
   char *upstream; /* NULL: mock mode */
@@ -125,12 +135,30 @@ typedef struct {
   int64_t rate_window_s; /* w */
   unsigned burst;
   px_scope rate_scope;
+  px_lim_mode rate_mode; /* --rate-limit-mode */
+  int64_t rate_cost;     /* --rate-limit-cost: units per request */
+  int rate_in_units;     /* rate_n counts units, not requests (devproxyrc) */
+  px_lim_cfg lim;        /* built by polite__px_config_finish */
+  int rate_headers;      /* PX_HDR_* bits; -1: by mode */
+  int warn_pct;          /* Dev Proxy headers from this % used */
+  int reset_epoch;       /* RateLimit-Reset as UTC epoch seconds */
+  char *hdr_limit, *hdr_remaining, *hdr_reset; /* their names */
+  char *limit_response_file; /* whenLimitExceeded Custom */
+  px_rules limit_response;   /* its one response (rules[0]) */
+  int64_t concurrency;       /* in flight per key; 0: no limit */
+  px_scope conc_scope;
+  int conc_status;           /* 429 or 503 */
+  int64_t conc_retry_after_s;
   int64_t quota;  /* -1: none */
+  px_quota_cfg quota_cfg; /* limit = quota */
+  int forward_mode;       /* set by --devproxy-config (pxserver: --mode) */
+  char *warning;          /* what a devproxyrc asks that is not simulated */
   px_scope scope; /* Retry-After tracking key */
   int penalty;
   int64_t latency_min_ms, latency_max_ms;
   char *report;
   char *report_md;
+  char *report_html; /* --report-html (src/report_proxy.c) */
   char *log;
   char *ready_file;
   px_rules errors;
@@ -182,6 +210,8 @@ typedef enum {
   PX_KIND_QUOTA = 3,   /* --quota */
   PX_KIND_EARLY = 4,   /* arrived before its Retry-After */
   PX_KIND_ERROR = 5,   /* upstream unreachable / proxy error */
+  PX_KIND_THROTTLED = 6,   /* during a throttle another client was told of */
+  PX_KIND_CONCURRENCY = 7, /* over the concurrency limit */
   PX_KIND__COUNT
 } px_kind;
 
@@ -190,34 +220,93 @@ typedef struct px_state px_state;
 px_state *polite__px_state_new(void);
 void polite__px_state_free(px_state *s);
 
-/* Early-retry check for `key` at now_ms (monotonic). Returns the remaining
- * wait in ms (> 0) when the request is early, else 0 (and forgets an
- * expired entry). With `penalty`, an early request restarts the full wait;
- * the new remaining wait is returned. */
-int64_t polite__px_track_check(px_state *s, const char *key, int64_t now_ms,
-                               int penalty);
+/* The judge. A client is a connection `conn` ("ADDR:PORT"); `who` is its
+ * address and a hash of its credentials (the report's "client"). A client
+ * that reconnects from the same `who` on a fresh connection while it has a
+ * pending deadline is the same client. */
+typedef enum {
+  PX_JUDGE_OK = 0,        /* nothing pending for this client and key */
+  PX_JUDGE_EARLY = 1,     /* told a wait on this key that has not passed */
+  PX_JUDGE_THROTTLED = 2  /* never told, but the key is throttled */
+} px_verdict;
 
-/* Remembers that a Retry-After of wait_ms was sent for `key` at now_ms. A
- * later deadline never shortens an existing one. */
-void polite__px_track_set(px_state *s, const char *key, int64_t now_ms,
-                          int64_t wait_ms);
+typedef struct {
+  px_verdict verdict;
+  int64_t remaining_ms; /* EARLY, THROTTLED: the wait left (> 0); EARLY
+                           under --penalty: the whole wait told before */
+  uint64_t client;      /* logical client id, for retry chains */
+  int guessed;          /* EARLY: recognised on a new connection (may be
+                           taken back if the address shows several clients) */
+} px_judgement;
 
-/* The GCRA limiter of `key` (created on first use with the given rate). */
-polite_gcra *polite__px_gcra_get(px_state *s, const char *key,
-                                 double rate_per_s, unsigned burst);
+/* Judges a request on `key` arriving at now_ms (monotonic) on connection
+ * `conn` (`handle`: the engine's handle of it for the probe, -1 none).
+ * Never moves a deadline (polite__px_tell with PX_TELL_RESTART does, for
+ * --penalty). */
+void polite__px_judge(px_state *s, const char *key, const char *conn,
+                      int handle, const char *who, int64_t now_ms, int penalty,
+                      px_judgement *out);
 
-/* Quota: returns 1 and counts the request when one is left, else 0. */
-int polite__px_quota_take(px_state *s, int64_t quota);
+/* How the judge learns that a told client's connection has closed when the
+ * server was not told: alive(ctx, conn, handle) returns 0 for a closed one.
+ * NULL: only polite__px_conn_closed says so. */
+void polite__px_conn_probe(px_state *s,
+                           int (*alive)(void *ctx, const char *conn,
+                                        int handle),
+                           void *ctx);
+
+#define PX_TELL_THROTTLE 1 /* the answer throttles the key for everybody */
+#define PX_TELL_RESTART 2  /* replace the client's pending deadline */
+
+/* Remembers that the client was told to wait wait_ms by an answer that left
+ * the proxy at sent_ms. A client's pending deadline is kept as it was
+ * (unless PX_TELL_RESTART); the key's throttle only grows. */
+void polite__px_tell(px_state *s, const char *key, const char *conn,
+                     const char *who, int64_t sent_ms, int64_t wait_ms,
+                     int flags);
+
+/* The connection closed: a pending deadline of its client can pass to the
+ * client's next connection. */
+void polite__px_conn_closed(px_state *s, const char *conn);
+
+/* Per-key objects of the limits (px_decide.c): one table each. */
+typedef enum {
+  PX_TAB_LIMIT = 0, /* px_lim per rate-limit scope key */
+  PX_TAB_CONC = 1,  /* in-flight count per concurrency scope key */
+  PX_TAB_QUOTA = 2, /* px_quota (one, key "quota") */
+  PX_TAB__COUNT
+} px_table;
+
+/* At most this many keys per table; beyond, new keys are not limited. */
+#define PX_KEYED_MAX 100000
+
+/* The object stored for key in table t, or NULL. */
+void *polite__px_keyed(px_state *s, px_table t, const char *key);
+/* Stores obj (owned from now on, freed with destroy) for a key not yet
+ * present. Returns obj, or NULL (obj destroyed) when out of memory or the
+ * table is full. */
+void *polite__px_keyed_put(px_state *s, px_table t, const char *key, void *obj,
+                           void (*destroy)(void *));
 
 /* Records an early retry (wall_ms for the report's "time"). */
 void polite__px_early_record(px_state *s, int64_t wall_ms, const char *key,
-                             const char *client, const char *method,
-                             const char *url, int64_t early_ms);
+                             const char *client, const char *conn,
+                             const char *method, const char *url,
+                             int64_t early_ms, int guessed);
 
-/* Records one finished request: per-URL counters and the retry chain
- * (consecutive requests to method+url whose previous answer was 429/503). */
-void polite__px_stats_record(px_state *s, const char *method, const char *url,
-                             int status, px_kind kind);
+/* One finished request, for the stats. */
+typedef struct {
+  const char *method, *url;
+  const char *who;  /* the report's client (address + auth hash) */
+  uint64_t client;  /* logical client id from the judge */
+  int status;
+  px_kind kind;
+} px_record;
+
+/* Records one finished request: per-URL and per-client counters and the
+ * client's retry chain (consecutive requests of one client to method+url
+ * whose previous answer was 429/503). */
+void polite__px_stats_record(px_state *s, const px_record *rec);
 
 /* The report as JSON text (caller frees) / markdown into f. started_wall_ms
  * and now_wall_ms give the report's time span. */
@@ -225,6 +314,28 @@ char *polite__px_report_json(const px_state *s, int64_t started_wall_ms,
                              int64_t now_wall_ms);
 void polite__px_report_md(const px_state *s, FILE *f, int64_t started_wall_ms,
                           int64_t now_wall_ms);
+
+/* ---- Metrics (px_metrics.c) ---------------------------------------------- */
+
+/* Upstream latency histogram bounds, seconds (plus +Inf). */
+#define PX_LAT_BUCKETS 11
+
+typedef struct {
+  int64_t in_flight;                   /* requests arrived, not finished */
+  uint64_t lat_count;                  /* upstream answers timed */
+  double lat_sum_s;
+  uint64_t lat_bucket[PX_LAT_BUCKETS]; /* non-cumulative counts */
+  uint64_t lat_over;                   /* above the last bound */
+} px_metrics;
+
+/* The state's metrics (owned by it). */
+px_metrics *polite__px_metrics(px_state *s);
+/* Counts one upstream latency (time to the answer's head), us. */
+void polite__px_metrics_latency(px_metrics *m, int64_t us);
+/* Requests recorded of one kind. */
+uint64_t polite__px_kind_count(const px_state *s, px_kind k);
+/* Prometheus text exposition format 0.0.4 of the state (caller frees). */
+char *polite__px_metrics_text(px_state *s);
 
 /* Number of requests recorded so far (all kinds). */
 uint64_t polite__px_requests(const px_state *s);

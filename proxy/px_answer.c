@@ -27,6 +27,8 @@ static const char *kind_name(px_kind k) {
   case PX_KIND_QUOTA: return "quota";
   case PX_KIND_EARLY: return "EARLY";
   case PX_KIND_ERROR: return "upstream_error";
+  case PX_KIND_THROTTLED: return "throttled";
+  case PX_KIND_CONCURRENCY: return "concurrency";
   default: return "?";
   }
 }
@@ -49,14 +51,18 @@ void polite__px_req_free(px_req *r) {
   free(r->url);
   free(r->raw_url);
   free(r->key);
+  free(r->conc_key);
   free(r);
 }
 
 /* Logs the request, records it in the stats and frees it. */
 void polite__px_finish(px_req *r) {
   px_server *s = r->s;
-  if (!r->unrecorded)
-    polite__px_stats_record(s->st, r->method, r->url, r->status, r->kind);
+  px_record rec = {r->method,    r->url,    r->client,
+                   r->client_id, r->status, r->kind};
+  polite__px_stats_record(s->st, &rec);
+  polite__px_release(r);
+  polite__px_metrics(s->st)->in_flight--;
   if (s->log) {
     char t[40];
     iso_now(t, sizeof t);
@@ -80,7 +86,8 @@ void polite__px_add_cors(px_req *r) {
                     strpbrk(origin, "\r\n") ? "*" : origin);
   evhttp_add_header(out, "Vary", "Origin");
   evhttp_add_header(out, "Access-Control-Expose-Headers",
-                    "Retry-After, RateLimit, RateLimit-Policy");
+                    "Retry-After, RateLimit, RateLimit-Policy, "
+                    "RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset");
 }
 
 /* Prepares an own response (sent later by send_own). */
@@ -94,6 +101,8 @@ void polite__px_own(px_req *r, int status, const char *ctype, const char *body,
     evbuffer_add(r->body, body, len);
   if (ctype)
     evhttp_add_header(r->out, "Content-Type", ctype);
+  /* The proxy's own answers say so (polite diagnose recognises it). */
+  polite__px_set_header(r, "Server", "polite-proxy");
 }
 
 void polite__px_own_json_error(px_req *r, int status, const char *code,
@@ -111,72 +120,118 @@ void polite__px_set_header(px_req *r, const char *name, const char *value) {
   evhttp_add_header(r->out, name, value);
 }
 
-/* Sends an own Retry-After and remembers it for the request's key. */
-void polite__px_send_retry_after(px_req *r, int64_t now_ms, int64_t seconds) {
+/* Sends an own Retry-After; the wait is remembered when the answer leaves
+ * (polite__px_answer_left), so that it counts from then. */
+void polite__px_send_retry_after(px_req *r, int64_t seconds, int flags) {
   char v[32];
   snprintf(v, sizeof v, "%lld", (long long)seconds);
   polite__px_set_header(r, "Retry-After", v);
-  polite__px_track_set(r->s->st, r->key, now_ms, seconds * 1000);
+  r->tell_wait_ms = seconds * 1000;
+  r->tell_flags = flags;
   size_t n = strlen(r->note);
   snprintf(r->note + n, sizeof r->note - n, "%sretry_after=%llds", n ? " " : "",
            (long long)seconds);
 }
 
-/* RateLimit-Policy / RateLimit in the IETF httpapi draft's structured form:
- * q = requests per window, w = window seconds, r = remaining now, t = seconds
- * until the limiter is fully replenished (or until the next start is allowed
- * when r = 0). */
-void polite__px_rate_headers(px_req *r, const polite_gcra *g, int64_t now_us,
-                             int64_t wait_us) {
+void polite__px_answer_left(px_req *r) {
+  if (r->tell_wait_ms <= 0)
+    return;
+  polite__px_tell(r->s->st, r->key, r->conn_id, r->client,
+                  polite_mono_us() / 1000, r->tell_wait_ms, r->tell_flags);
+  r->tell_wait_ms = 0;
+}
+
+/* Dev Proxy's RateLimit-Limit/-Remaining/-Reset (in resources, names as
+ * configured), sent once the used share reaches warningThresholdPercent,
+ * as its RateLimitingPlugin does. The reset is rounded up. */
+static void devproxy_headers(px_req *r, const px_lim_state *st,
+                             int64_t wall_ms) {
   const px_config *c = r->s->cfg;
+  int64_t limit = c->lim.limit;
+  if (st->units_left > limit - limit * c->warn_pct / 100)
+    return;
+  char v[32];
+  snprintf(v, sizeof v, "%lld", (long long)limit);
+  polite__px_set_header(r, c->hdr_limit ? c->hdr_limit : "RateLimit-Limit", v);
+  snprintf(v, sizeof v, "%lld", (long long)st->units_left);
+  polite__px_set_header(
+      r, c->hdr_remaining ? c->hdr_remaining : "RateLimit-Remaining", v);
+  int64_t reset = (st->reset_us + 999999) / 1000000;
+  if (c->reset_epoch)
+    reset = (wall_ms * 1000 + st->reset_us + 999999) / 1000000;
+  snprintf(v, sizeof v, "%lld", (long long)reset);
+  polite__px_set_header(r, c->hdr_reset ? c->hdr_reset : "RateLimit-Reset", v);
+}
+
+/* RateLimit-Policy / RateLimit (draft-ietf-httpapi-ratelimit-headers-10):
+ * q requests per w seconds; r and t as the planner contract reads them (a
+ * client may start r requests spread evenly over t seconds, or wait t when
+ * r = 0), chosen by the limiter so that following them is never early. */
+static void ietf_headers(px_req *r, const px_lim_state *st) {
   char v[128];
-  snprintf(v, sizeof v, "\"polite\";q=%lld;w=%lld", (long long)c->rate_n,
-           (long long)c->rate_window_s);
+  snprintf(v, sizeof v, "\"polite\";q=%lld;w=%lld", (long long)st->quota,
+           (long long)st->window_s);
   polite__px_set_header(r, "RateLimit-Policy", v);
-  int64_t remaining = 0, reset_s;
-  if (wait_us > 0) {
-    reset_s = (wait_us + 999999) / 1000000;
-  } else {
-    int64_t tat = g->tat_us > now_us ? g->tat_us : now_us;
-    int64_t debt = tat - now_us;
-    int64_t room = g->tolerance_us + g->interval_us - debt;
-    remaining = room > 0 && g->interval_us > 0 ? room / g->interval_us : 0;
-    reset_s = (debt + 999999) / 1000000;
-  }
-  snprintf(v, sizeof v, "\"polite\";r=%lld;t=%lld", (long long)remaining,
-           (long long)reset_s);
+  snprintf(v, sizeof v, "\"polite\";r=%lld;t=%lld", (long long)st->remaining,
+           (long long)st->reset_s);
   polite__px_set_header(r, "RateLimit", v);
 }
 
-/* Applies a canned response (errors file or mocks file): @dynamic values,
- * a JSON content type when the body looks like JSON, and tracking of any
- * Retry-After it carries. */
-void polite__px_own_canned(px_req *r, const px_response *resp, int64_t now_ms) {
-  px_server *s = r->s;
+void polite__px_rate_headers(px_req *r, const px_lim_state *st,
+                             int64_t wall_ms) {
+  int h = r->s->cfg->rate_headers;
+  if (h & PX_HDR_IETF)
+    ietf_headers(r, st);
+  if (h & PX_HDR_DEVPROXY)
+    devproxy_headers(r, st, wall_ms);
+}
+
+/* A canned response's Retry-After: @dynamic is `dynamic` seconds,
+ * @dynamic=N is N; a literal value is sent as written. Returns the wait in
+ * ms it asks for (0: none or invalid) and sets *literal when it is sent as
+ * written. */
+static int64_t canned_wait(const char *value, int64_t dynamic, int *literal) {
+  *literal = 0;
+  if (strcmp(value, "@dynamic") == 0)
+    return dynamic * 1000;
+  if (strncmp(value, "@dynamic=", 9) == 0) {
+    char *end;
+    long long v = strtoll(value + 9, &end, 10);
+    return (*end == '\0' && v >= 0 ? v : dynamic) * 1000;
+  }
+  *literal = 1;
+  polite_retry_after ra;
+  int64_t wall = polite_wall_ms();
+  polite_retry_after_parse(value, strlen(value), wall / 1000, &ra);
+  int64_t d = polite_retry_after_delay_ms(&ra, wall, -1);
+  return d > 0 ? d : 0;
+}
+
+void polite__px_own_canned_wait(px_req *r, const px_response *resp,
+                                int64_t dynamic_s) {
   int has_ctype = 0;
+  /* Only 429 and 503 throttle: a 202 with Retry-After (a long-running
+   * operation's polling hint) is sent, never tracked. */
+  int throttles = resp->status == 429 || resp->status == 503;
   for (size_t i = 0; i < resp->nheaders; i++) {
     const px_header *h = &resp->headers[i];
     if (strcasecmp(h->name, "Retry-After") == 0) {
-      int64_t secs = -1;
-      if (strcmp(h->value, "@dynamic") == 0) {
-        secs = s->cfg->retry_after_s;
-      } else if (strncmp(h->value, "@dynamic=", 9) == 0) {
-        char *end;
-        long long v = strtoll(h->value + 9, &end, 10);
-        secs = (*end == '\0' && v >= 0) ? v : s->cfg->retry_after_s;
+      int literal;
+      int64_t ms = canned_wait(h->value, dynamic_s, &literal);
+      if (!literal) {
+        char v[32];
+        snprintf(v, sizeof v, "%lld", (long long)(ms / 1000));
+        polite__px_set_header(r, "Retry-After", v);
       }
-      if (secs >= 0) {
-        polite__px_send_retry_after(r, now_ms, secs);
+      if (throttles && ms > 0) {
+        r->tell_wait_ms = ms;
+        r->tell_flags = PX_TELL_THROTTLE;
+        size_t n = strlen(r->note);
+        snprintf(r->note + n, sizeof r->note - n, "%sretry_after=%lldms",
+                 n ? " " : "", (long long)ms);
+      }
+      if (!literal)
         continue;
-      }
-      /* A literal value (seconds or HTTP-date): send it as is and track
-       * the wait it asks for. */
-      polite_retry_after ra;
-      int64_t wall = polite_wall_ms();
-      polite_retry_after_parse(h->value, strlen(h->value), wall / 1000, &ra);
-      int64_t d = polite_retry_after_delay_ms(&ra, wall, -1);
-      if (d > 0)
-        polite__px_track_set(s->st, r->key, now_ms, d);
     }
     if (strcasecmp(h->name, "Content-Type") == 0)
       has_ctype = 1;
@@ -187,6 +242,38 @@ void polite__px_own_canned(px_req *r, const px_response *resp, int64_t now_ms) {
       (resp->body[0] == '{' || resp->body[0] == '['))
     ctype = "application/json";
   polite__px_own(r, resp->status, ctype, resp->body, resp->body_len);
+}
+
+void polite__px_own_canned(px_req *r, const px_response *resp) {
+  polite__px_own_canned_wait(r, resp, r->s->cfg->retry_after_s);
+}
+
+void polite__px_upstream_answer(px_req *r, int code, struct evkeyvalq *in) {
+  px_server *s = r->s;
+  if (r->fwd_us > 0)
+    polite__px_metrics_latency(polite__px_metrics(s->st),
+                               polite_mono_us() - r->fwd_us);
+  if (!r->watched || (code != 429 && code != 503))
+    return;
+  /* The upstream's own Retry-After is tracked like ours. */
+  const char *ra_text = evhttp_find_header(in, "Retry-After");
+  if (ra_text == NULL)
+    return;
+  polite_retry_after ra;
+  int64_t wall = polite_wall_ms();
+  polite_retry_after_parse(ra_text, strlen(ra_text), wall / 1000, &ra);
+  int64_t server_date = -1;
+  const char *date = evhttp_find_header(in, "Date");
+  if (date && polite_http_date_parse(date, strlen(date), wall / 1000,
+                                     &server_date) != 0)
+    server_date = -1;
+  int64_t d = polite_retry_after_delay_ms(&ra, wall, server_date);
+  if (d > 0) {
+    r->tell_wait_ms = d;
+    r->tell_flags = PX_TELL_THROTTLE;
+    snprintf(r->note, sizeof r->note, "upstream_retry_after=%lldms",
+             (long long)d);
+  }
 }
 
 /* Writes the prepared answer to the client. HEAD gets the head only (with
@@ -205,21 +292,31 @@ static void send_prepared(px_req *r) {
 
 void polite__px_send_own(px_req *r) {
   polite__px_add_cors(r);
+  polite__px_answer_left(r); /* pxlimits hook: waits count from now */
   send_prepared(r);
   polite__px_finish(r);
 }
 
-void polite__px_answer_report(px_req *r) {
-  px_server *s = r->s;
-  char *text =
-      polite__px_report_json(s->st, s->started_wall_ms, polite_wall_ms());
-  polite__px_own(r, text ? 200 : 500, "application/json", text,
-                 text ? strlen(text) : 0);
-  evhttp_add_header(r->out, "Cache-Control", "no-store");
+/* An endpoint of the proxy itself: sent, not counted, r freed. */
+static void send_endpoint(px_req *r, char *text, const char *ctype) {
+  polite__px_own(r, text ? 200 : 500, ctype, text, text ? strlen(text) : 0);
+  polite__px_set_header(r, "Cache-Control", "no-store");
   polite__px_add_cors(r);
   send_prepared(r);
   free(text);
-  polite__px_req_free(r); /* report requests are not counted */
+  polite__px_req_free(r);
+}
+
+void polite__px_answer_report(px_req *r) {
+  px_server *s = r->s;
+  send_endpoint(
+      r, polite__px_report_json(s->st, s->started_wall_ms, polite_wall_ms()),
+      "application/json");
+}
+
+void polite__px_answer_metrics(px_req *r) {
+  send_endpoint(r, polite__px_metrics_text(r->s->st),
+                "text/plain; version=0.0.4");
 }
 
 /* The default mock: 200 with {"ok":true,"path":PATH} (the query is left

@@ -83,8 +83,10 @@ int polite__px_ca_default_dir(char *out, size_t outlen, char *err,
   return 0;
 }
 
-/* mkdir -p with mode 0700 for every directory it makes; the last one is
- * forced to 0700 even when it existed (it holds the key). */
+/* mkdir -p with mode 0700 for every directory it makes. The last one holds
+ * the key: when it already exists it must be a directory of ours that
+ * group and others cannot enter. It is refused otherwise, never chmod'ed:
+ * `--dir /tmp` must not turn /tmp into a private directory. */
 static int make_dirs(const char *dir, char *err, size_t errlen) {
   char p[1024];
   snprintf(p, sizeof p, "%s", dir);
@@ -98,12 +100,23 @@ static int make_dirs(const char *dir, char *err, size_t errlen) {
     }
     *s = '/';
   }
-  if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+  if (mkdir(p, 0700) == 0)
+    return chmod(p, 0700) == 0 ? 0
+                               : (set_err(err, errlen, "cannot chmod", p), -1);
+  struct stat st;
+  if (errno != EEXIST || stat(p, &st) != 0) {
     set_err(err, errlen, "cannot create", p);
     return -1;
   }
-  if (chmod(p, 0700) != 0) {
-    set_err(err, errlen, "cannot chmod 0700", p);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+    snprintf(err, errlen,
+             "%s: the CA directory must be a directory of your own that "
+             "group and others cannot access (mode 700; it is %03o%s); give "
+             "--dir a new directory, or chmod 700 it",
+             p, (unsigned)(st.st_mode & 0777),
+             !S_ISDIR(st.st_mode)     ? ", not a directory"
+             : st.st_uid != geteuid() ? ", owned by another user"
+                                      : "");
     return -1;
   }
   return 0;
@@ -505,6 +518,24 @@ static int alpn_select(SSL *ssl, const unsigned char **out,
   return SSL_TLSEXT_ERR_NOACK;
 }
 
+/* A client whose SNI names another host than the one the context was made
+ * for (a CONNECT to an address, with the name in SNI) gets the certificate
+ * for the SNI name: that is the name it checks. A name no certificate may
+ * carry keeps the original one. The SSL keeps a reference to the context it
+ * switched to, so evicting it from the cache later is harmless. */
+static int sni_switch(SSL *ssl, int *alert, void *arg) {
+  (void)alert;
+  px_ca *ca = arg;
+  const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+  if (name == NULL)
+    return SSL_TLSEXT_ERR_NOACK;
+  char err[160];
+  SSL_CTX *want = polite__px_ca_ctx_for(ca, name, err, sizeof err);
+  if (want && want != SSL_get_SSL_CTX(ssl))
+    SSL_set_SSL_CTX(ssl, want);
+  return SSL_TLSEXT_ERR_OK;
+}
+
 static SSL_CTX *server_ctx(px_ca *ca, X509 *leaf) {
   SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == NULL)
@@ -512,6 +543,8 @@ static SSL_CTX *server_ctx(px_ca *ca, X509 *leaf) {
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
   SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+  SSL_CTX_set_tlsext_servername_callback(ctx, sni_switch);
+  SSL_CTX_set_tlsext_servername_arg(ctx, ca);
   if (SSL_CTX_use_certificate(ctx, leaf) != 1 ||
       SSL_CTX_use_PrivateKey(ctx, ca->leaf_key) != 1 ||
       SSL_CTX_check_private_key(ctx) != 1) {

@@ -25,9 +25,15 @@ static void cfg_err(char *err, size_t errlen, const char *fmt, ...) {
 void polite__px_config_init(px_config *c) {
   memset(c, 0, sizeof *c);
   c->listen = strdup("127.0.0.1:8000");
-  c->retry_after_s = 2;
+  c->retry_after_s = 5; /* Dev Proxy's retryAfterInSeconds */
   c->burst = 1;
   c->rate_scope = PX_SCOPE_GLOBAL;
+  c->rate_cost = 1;
+  c->rate_headers = -1;
+  c->warn_pct = 80;
+  c->conc_scope = PX_SCOPE_GLOBAL;
+  c->conc_status = 429;
+  c->conc_retry_after_s = 1;
   c->quota = -1;
   c->scope = PX_SCOPE_URL;
 }
@@ -43,8 +49,15 @@ void polite__px_config_free(px_config *c) {
   free(c->mocks_file);
   free(c->report);
   free(c->report_md);
+  free(c->report_html);
   free(c->log);
   free(c->ready_file);
+  free(c->hdr_limit);
+  free(c->hdr_remaining);
+  free(c->hdr_reset);
+  free(c->limit_response_file);
+  free(c->warning);
+  polite__px_rules_free(&c->limit_response);
   polite__px_rules_free(&c->errors);
   polite__px_rules_free(&c->mocks);
   memset(c, 0, sizeof *c);
@@ -82,8 +95,21 @@ typedef enum {
   O_LATENCY,
   O_REPORT,
   O_REPORT_MD,
+  O_REPORT_HTML,
   O_LOG,
-  O_READY
+  O_READY,
+  O_RATE_MODE,
+  O_RATE_COST,
+  O_RATE_HEADERS,
+  O_WARN,
+  O_RESET_FORMAT,
+  O_LIMIT_RESPONSE,
+  O_CONC,
+  O_CONC_SCOPE,
+  O_CONC_STATUS,
+  O_CONC_RA,
+  O_QUOTA_PERIOD,
+  O_QUOTA_HOUR
 } opt_id;
 
 static const struct {
@@ -110,8 +136,21 @@ static const struct {
     {"latency", O_LATENCY, 0},
     {"report", O_REPORT, 0},
     {"report-md", O_REPORT_MD, 0},
+    {"report-html", O_REPORT_HTML, 0},
     {"log", O_LOG, 0},
     {"ready-file", O_READY, 0},
+    {"rate-limit-mode", O_RATE_MODE, 0},
+    {"rate-limit-cost", O_RATE_COST, 0},
+    {"rate-limit-headers", O_RATE_HEADERS, 0},
+    {"warning-threshold", O_WARN, 0},
+    {"reset-format", O_RESET_FORMAT, 0},
+    {"limit-response-file", O_LIMIT_RESPONSE, 0},
+    {"concurrency-limit", O_CONC, 0},
+    {"concurrency-scope", O_CONC_SCOPE, 0},
+    {"concurrency-status", O_CONC_STATUS, 0},
+    {"concurrency-retry-after", O_CONC_RA, 0},
+    {"quota-period", O_QUOTA_PERIOD, 0},
+    {"quota-reset-hour", O_QUOTA_HOUR, 0},
 };
 
 static int find_opt(const char *name) {
@@ -209,6 +248,123 @@ static int set_str(char **dst, const char *v) {
   free(*dst);
   *dst = p;
   return 0;
+}
+
+/* Options whose value is one word of a table: the word, the option, the
+ * int written and where. */
+static const struct {
+  opt_id id;
+  const char *word;
+  int value;
+} words[] = {
+    {O_RATE_MODE, "gcra", PX_LIM_GCRA},
+    {O_RATE_MODE, "fixed", PX_LIM_FIXED},
+    {O_RATE_MODE, "sliding", PX_LIM_SLIDING},
+    {O_RATE_HEADERS, "ietf", PX_HDR_IETF},
+    {O_RATE_HEADERS, "devproxy", PX_HDR_DEVPROXY},
+    {O_RATE_HEADERS, "both", PX_HDR_IETF | PX_HDR_DEVPROXY},
+    {O_RATE_HEADERS, "none", 0},
+    {O_RESET_FORMAT, "seconds-left", 0},
+    {O_RESET_FORMAT, "secondsleft", 0},
+    {O_RESET_FORMAT, "utc-epoch-seconds", 1},
+    {O_RESET_FORMAT, "utcepochseconds", 1},
+    {O_CONC_STATUS, "429", 429},
+    {O_CONC_STATUS, "503", 503},
+};
+
+static int *word_target(px_config *c, opt_id id) {
+  switch (id) {
+  case O_RATE_MODE: return (int *)&c->rate_mode;
+  case O_RATE_HEADERS: return &c->rate_headers;
+  case O_RESET_FORMAT: return &c->reset_epoch;
+  case O_CONC_STATUS: return &c->conc_status;
+  default: return NULL;
+  }
+}
+
+static int set_word(px_config *c, opt_id id, const char *on, const char *value,
+                    char *err, size_t errlen) {
+  char list[160] = "";
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+    if (words[i].id != id)
+      continue;
+    if (strcasecmp(words[i].word, value) == 0) {
+      *word_target(c, id) = words[i].value;
+      return 0;
+    }
+    size_t n = strlen(list);
+    snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", words[i].word);
+  }
+  cfg_err(err, errlen, "--%s: expected one of %s, got '%s'", on, list, value);
+  return -1;
+}
+
+/* Whole-number options: bounds and where the value goes. */
+static int set_number(px_config *c, opt_id id, const char *on,
+                      const char *value, char *err, size_t errlen) {
+  static const struct {
+    opt_id id;
+    uint64_t lo, hi;
+  } bounds[] = {
+      {O_RATE_COST, 1, 1000000}, {O_WARN, 0, 100}, {O_CONC, 0, 1000000},
+      {O_CONC_RA, 1, 86400},     {O_QUOTA_HOUR, 0, 23},
+  };
+  uint64_t u = 0, lo = 0, hi = 0;
+  for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++)
+    if (bounds[i].id == id) {
+      lo = bounds[i].lo;
+      hi = bounds[i].hi;
+    }
+  if (parse_u64(value, hi, &u) < 0 || u < lo) {
+    cfg_err(err, errlen, "--%s: expected a whole number %llu-%llu, got '%s'",
+            on, (unsigned long long)lo, (unsigned long long)hi, value);
+    return -1;
+  }
+  switch (id) {
+  case O_RATE_COST: c->rate_cost = (int64_t)u; break;
+  case O_WARN: c->warn_pct = (int)u; break;
+  case O_CONC: c->concurrency = (int64_t)u; break;
+  case O_CONC_RA: c->conc_retry_after_s = (int64_t)u; break;
+  case O_QUOTA_HOUR: c->quota_cfg.reset_hour = (int)u; break;
+  default: return -1;
+  }
+  return 0;
+}
+
+/* total, day, or a window "N/UNIT"-free duration: 30s, 10m, 1h, 2d. */
+static int set_quota_period(px_config *c, const char *on, const char *value,
+                            char *err, size_t errlen) {
+  if (strcasecmp(value, "total") == 0) {
+    c->quota_cfg.period = PX_QUOTA_TOTAL;
+    return 0;
+  }
+  if (strcasecmp(value, "day") == 0) {
+    c->quota_cfg.period = PX_QUOTA_DAY;
+    return 0;
+  }
+  static const struct {
+    char unit;
+    int64_t ms;
+  } units[] = {{'s', 1000}, {'m', 60000}, {'h', 3600000}, {'d', 86400000}};
+  size_t n = strlen(value);
+  char num[24];
+  uint64_t v;
+  if (n >= 2 && n - 1 < sizeof num) {
+    memcpy(num, value, n - 1);
+    num[n - 1] = '\0';
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+      if (value[n - 1] == units[i].unit && parse_u64(num, 1000000, &v) == 0 &&
+          v > 0) {
+        c->quota_cfg.period = PX_QUOTA_WINDOW;
+        c->quota_cfg.window_ms = (int64_t)v * units[i].ms;
+        return 0;
+      }
+  }
+  cfg_err(err, errlen,
+          "--%s: expected total, day or a duration like 30s, 10m, 1h, 2d, "
+          "got '%s'",
+          on, value);
+  return -1;
 }
 
 int polite__px_config_set(px_config *c, const char *name, const char *value,
@@ -327,6 +483,7 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   case O_RATE: {
     if (!strcmp(value, "0") || !strcasecmp(value, "off")) {
       c->rate_per_s = 0;
+      c->rate_n = 0;
       return 0;
     }
     double per_s = 0;
@@ -409,8 +566,36 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
             on, value);
     return -1;
   }
+  case O_RATE_MODE:
+  case O_RATE_HEADERS:
+  case O_RESET_FORMAT:
+  case O_CONC_STATUS:
+    return set_word(c, opts[i].id, on, value, err, errlen);
+  case O_RATE_COST:
+  case O_WARN:
+  case O_CONC:
+  case O_CONC_RA:
+  case O_QUOTA_HOUR:
+    return set_number(c, opts[i].id, on, value, err, errlen);
+  case O_LIMIT_RESPONSE: {
+    char *p = resolve(base_dir, value);
+    if (p == NULL)
+      return -1;
+    free(c->limit_response_file);
+    c->limit_response_file = p;
+    return 0;
+  }
+  case O_CONC_SCOPE:
+    if (parse_scope(value, 1, &c->conc_scope) < 0) {
+      cfg_err(err, errlen, "--%s: expected global, url, host or client, got '%s'",
+              on, value);
+      return -1;
+    }
+    return 0;
+  case O_QUOTA_PERIOD: return set_quota_period(c, on, value, err, errlen);
   case O_REPORT: return set_str(&c->report, value);
   case O_REPORT_MD: return set_str(&c->report_md, value);
+  case O_REPORT_HTML: return set_str(&c->report_html, value);
   case O_LOG: return set_str(&c->log, value);
   case O_READY: return set_str(&c->ready_file, value);
   }
@@ -548,5 +733,26 @@ int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
   if (c->mocks_file && polite__px_rules_load(&c->mocks, PX_RULES_MOCKS,
                                              c->mocks_file, err, errlen) < 0)
     return -1;
+  if (c->limit_response_file &&
+      polite__px_response_load(&c->limit_response, c->limit_response_file, err,
+                               errlen) < 0)
+    return -1;
+  c->quota_cfg.limit = c->quota;
+  if (c->rate_headers < 0)
+    c->rate_headers = c->rate_mode == PX_LIM_FIXED ? PX_HDR_DEVPROXY : PX_HDR_IETF;
+  if (c->rate_n > 0) {
+    c->lim.mode = c->rate_mode;
+    c->lim.limit = c->rate_in_units ? c->rate_n : c->rate_n * c->rate_cost;
+    c->lim.window_us = c->rate_window_s * 1000000;
+    c->lim.burst = c->burst;
+    c->lim.cost = c->rate_cost;
+    if (c->rate_mode == PX_LIM_SLIDING && c->rate_n > PX_SLIDING_MAX) {
+      cfg_err(err, errlen,
+              "--rate-limit: the sliding window keeps every request; at most "
+              "%d per window",
+              PX_SLIDING_MAX);
+      return -1;
+    }
+  }
   return 0;
 }

@@ -53,6 +53,7 @@ static void list_append(px_conn *c) {
 
 static void conn_free(px_conn *c) {
   px_server *s = c->s;
+  polite__px_conn_gone(s, c->id); /* pxlimits hook */
   list_unlink(c);
   s->nconns--;
   if (c->cur) {
@@ -210,6 +211,7 @@ static px_req *req_new(px_conn *c, const px_req_head *h) {
   r->keepalive = h->keepalive;
   r->t0_us = polite_mono_us();
   snprintf(r->client, sizeof r->client, "%s", c->peer);
+  snprintf(r->conn_id, sizeof r->conn_id, "%s", c->id);
   return r;
 }
 
@@ -463,14 +465,21 @@ static int shed_one(px_server *s) {
   return -1;
 }
 
-static void peer_name(const struct sockaddr *a, char *out, size_t size) {
+/* The peer's address, and "ADDR:PORT" for the judge. */
+static void peer_name(const struct sockaddr *a, char *out, size_t size,
+                      char *id, size_t idsize) {
+  unsigned port = 0;
   snprintf(out, size, "-");
-  if (a->sa_family == AF_INET)
+  if (a->sa_family == AF_INET) {
     inet_ntop(AF_INET, &((const struct sockaddr_in *)a)->sin_addr, out,
               (socklen_t)size);
-  else if (a->sa_family == AF_INET6)
+    port = ntohs(((const struct sockaddr_in *)a)->sin_port);
+  } else if (a->sa_family == AF_INET6) {
     inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)a)->sin6_addr, out,
               (socklen_t)size);
+    port = ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
+  }
+  snprintf(id, idsize, "%s:%u", out, port);
 }
 
 int polite__px_conn_accept(px_server *s, evutil_socket_t fd,
@@ -486,7 +495,7 @@ int polite__px_conn_accept(px_server *s, evutil_socket_t fd,
     return -1;
   }
   c->s = s;
-  peer_name(addr, c->peer, sizeof c->peer);
+  peer_name(addr, c->peer, sizeof c->peer, c->id, sizeof c->id);
   c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
   c->timer = evtimer_new(s->base, on_timer, c);
   c->stage = evbuffer_new();
@@ -578,8 +587,10 @@ void polite__px_conn_head(px_req *r, int status, const char *reason,
   evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
                       reason && reason[0] ? reason : reason_of(status));
   if (own)
-    evbuffer_add_printf(out, "Server: polite-proxy\r\nDate: %s\r\n",
-                        http_date());
+    evbuffer_add_printf(
+        out, "%sDate: %s\r\n",
+        evhttp_find_header(r->out, "Server") ? "" : "Server: polite-proxy\r\n",
+        http_date());
   for (struct evkeyval *h = r->out->tqh_first; h; h = h->next.tqe_next)
     if (!framing_header(h->key))
       evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
@@ -624,6 +635,10 @@ void polite__px_conn_body(px_req *r, struct evbuffer *data) {
   if (c->resp_chunked)
     evbuffer_add(out, "\r\n", 2);
   flush_stage(c);
+}
+
+int polite__px_conn_fd(const px_req *r) {
+  return r->conn ? (int)bufferevent_getfd(r->conn->bev) : -1;
 }
 
 size_t polite__px_conn_backlog(const px_req *r) {

@@ -20,6 +20,7 @@ struct px_conn {
   px_server *s;
   struct bufferevent *bev;
   char peer[64];
+  char id[80]; /* "ADDR:PORT": the judge's connection key (pxlimits) */
   cstate state;
   size_t scan;      /* bytes of the pending head already searched */
   int head_started; /* the header deadline runs */

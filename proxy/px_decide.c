@@ -1,13 +1,16 @@
-/* polite proxy: the decision for a watched request: early retry, rate limit,
- * quota, failure. */
+/* polite proxy: the decision for a watched request: the judge (early retry,
+ * throttle), concurrency, rate limit, quota, failure. */
 #define _GNU_SOURCE
 #include "px_engine.h"
 
 #include <polite/clock.h>
 
+#include <event2/bufferevent.h>
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 char *polite__px_scope_key(px_server *s, px_req *r, px_scope scope,
@@ -45,89 +48,273 @@ char *polite__px_scope_key(px_server *s, px_req *r, px_scope scope,
   }
 }
 
-/* The proxy's checks for a watched request, in order: early retry, rate
- * limit, quota, random failure. Returns 1 when one of them answers (the
- * answer is prepared in r), 0 when the request goes on. */
-int polite__px_decide(px_req *r, int64_t now_us, const char *body,
-                      size_t body_len) {
+/* The key of `scope` for r (r->key when it is the tracking scope). */
+static char *key_for(px_req *r, px_scope scope) {
+  if (scope == r->s->cfg->scope)
+    return strdup(r->key);
+  return polite__px_scope_key(r->s, r, scope, r->in);
+}
+
+/* The rate limiter of r's scope key, created on first use; NULL without a
+ * rate limit (or out of memory, or too many keys). */
+static px_lim *limiter(px_req *r) {
+  const px_config *c = r->s->cfg;
+  if (c->rate_n <= 0)
+    return NULL;
+  char *k = key_for(r, c->rate_scope);
+  if (k == NULL)
+    return NULL;
+  px_lim *l = polite__px_keyed(r->s->st, PX_TAB_LIMIT, k);
+  if (l == NULL)
+    l = polite__px_keyed_put(r->s->st, PX_TAB_LIMIT, k,
+                             polite__px_lim_new(&c->lim), polite__px_lim_free);
+  free(k);
+  return l;
+}
+
+/* Whole seconds, rounded up, at least 1: a client that waits exactly this
+ * long is never early, and a throttled client is never told 0. */
+static int64_t secs_up(int64_t us) {
+  int64_t s = (us + 999999) / 1000000;
+  return s < 1 ? 1 : s;
+}
+
+/* The judge's probe: 0 when the connection `conn` ("ADDR:PORT") that had
+ * descriptor fd is gone: the descriptor is closed or now belongs to another
+ * peer, or the peer has closed its side (a read would see end of file).
+ * evhttp notices a client's close of an idle connection late, so the judge
+ * asks. */
+static int conn_alive(void *ctx, const char *conn, int fd) {
+  (void)ctx;
+  if (fd < 0)
+    return 1;
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  char host[64], serv[16], id[96];
+  if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0 ||
+      getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, serv,
+                  sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return 0;
+  snprintf(id, sizeof id, "%s:%s", host, serv);
+  if (strcmp(id, conn) != 0)
+    return 0;
+  char byte;
+  return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) != 0;
+}
+
+/* Early retry (the client was told and came back too soon) or a request
+ * during a throttle (never told): 429 with the remaining wait. Under a
+ * rate limit the answer carries the same RateLimit headers as any other
+ * (from a look at the limiter that records nothing). */
+static int check_judge(px_req *r, int64_t now_us, const char *body,
+                       size_t body_len) {
+  (void)body;
+  (void)body_len;
   px_server *s = r->s;
   const px_config *c = s->cfg;
-  int64_t now_ms = now_us / 1000;
-  int64_t early = polite__px_track_check(s->st, r->key, now_ms, c->penalty);
-  if (early > 0) {
-    /* Arrived before its Retry-After: record how early (ms), answer 429
-     * with the remaining wait rounded up to whole seconds. */
+  px_judgement j;
+  polite__px_conn_probe(s->st, conn_alive, NULL);
+  polite__px_judge(s->st, r->key, r->conn_id, polite__px_conn_fd(r), r->client,
+                   now_us / 1000, c->penalty, &j);
+  r->client_id = j.client;
+  if (j.verdict == PX_JUDGE_OK)
+    return 0;
+  char msg[200];
+  int64_t secs = secs_up(j.remaining_ms * 1000);
+  if (j.verdict == PX_JUDGE_EARLY) {
     polite__px_early_record(s->st, polite_wall_ms(), r->key, r->client,
-                            r->method, r->url, early);
+                            r->conn_id, r->method, r->url, j.remaining_ms,
+                            j.guessed);
     r->kind = PX_KIND_EARLY;
-    snprintf(r->note, sizeof r->note, "early_by=%lldms", (long long)early);
-    char msg[160];
+    snprintf(r->note, sizeof r->note, "early_by=%lldms",
+             (long long)j.remaining_ms);
     snprintf(msg, sizeof msg,
              "Retried %lld ms before Retry-After allowed (polite proxy)",
-             (long long)early);
+             (long long)j.remaining_ms);
     polite__px_own_json_error(r, 429, "early_retry", msg);
-    polite__px_send_retry_after(r, now_ms, (early + 999) / 1000);
-    return 1;
-  }
-  if (c->rate_per_s > 0) {
-    char *rk =
-        c->rate_scope == c->scope
-            ? strdup(r->key)
-            : polite__px_scope_key(s, r, c->rate_scope, r->in);
-    polite_gcra *g =
-        rk ? polite__px_gcra_get(s->st, rk, c->rate_per_s, c->burst) : NULL;
-    free(rk);
-    if (g) {
-      int64_t wait_us = polite_gcra_admit(g, now_us, 1);
-      polite__px_rate_headers(r, g, now_us, wait_us);
-      if (wait_us > 0) {
-        /* Whole seconds, rounded up: a client that waits exactly this long
-         * is always admitted. */
-        int64_t secs = (wait_us + 999999) / 1000000;
-        if (secs < 1)
-          secs = 1;
-        r->kind = PX_KIND_RATE;
-        polite__px_own_json_error(
-            r, 429, "rate_limited",
-            "Rate limit exceeded (polite proxy); see Retry-After");
-        polite__px_send_retry_after(r, now_ms, secs);
-        return 1;
-      }
-    }
-  }
-  if (!polite__px_quota_take(s->st, c->quota)) {
-    r->kind = PX_KIND_QUOTA;
-    /* No Retry-After: waiting does not help. */
-    char buf[256];
-    int n = snprintf(buf, sizeof buf,
-                     "{\"error\":{\"code\":\"insufficient_quota\",\"type\":"
-                     "\"insufficient_quota\",\"message\":\"You exceeded your "
-                     "quota of %lld requests (polite proxy).\"}}",
-                     (long long)c->quota);
-    polite__px_own(r, 429, "application/json", buf, (size_t)n);
-    return 1;
-  }
-  if (c->failure_rate > 0) {
-    uint64_t rnd = polite_rand_next(&s->rng);
-    double draw = (double)(rnd >> 11) * (1.0 / 9007199254740992.0) * 100.0;
-    if (draw >= c->failure_rate)
-      return 0;
-    if (c->errors.n > 0) {
-      px_rule *u = polite__px_rules_match((px_rules *)&c->errors, r->method,
-                                          r->raw_url, body, body_len);
-      if (u == NULL)
-        return 0; /* as in Dev Proxy: no matching error, no failure */
-      size_t i = (size_t)(polite_rand_next(&s->rng) % u->nresponses);
-      r->kind = PX_KIND_FAILURE;
-      polite__px_own_canned(r, &u->responses[i], now_ms);
-      return 1;
-    }
-    r->kind = PX_KIND_FAILURE;
+  } else {
+    r->kind = PX_KIND_THROTTLED;
+    snprintf(r->note, sizeof r->note, "throttled_for=%lldms",
+             (long long)j.remaining_ms);
     polite__px_own_json_error(
-        r, 429, "too_many_requests",
-        "Too many requests (injected by polite proxy); see Retry-After");
-    polite__px_send_retry_after(r, now_ms, c->retry_after_s);
+        r, 429, "throttled",
+        "Throttled: another request on this key was told to wait (polite "
+        "proxy); see Retry-After");
+  }
+  /* The told wait: the remaining time (never a new deadline), or under
+   * --penalty the whole wait again, from when this answer leaves. */
+  polite__px_send_retry_after(
+      r, secs, j.verdict == PX_JUDGE_EARLY && c->penalty ? PX_TELL_RESTART : 0);
+  px_lim *l = limiter(r);
+  if (l) {
+    px_lim_state st;
+    polite__px_lim_admit(l, now_us, 0, &st);
+    polite__px_rate_headers(r, &st, polite_wall_ms());
+  }
+  return 1;
+}
+
+/* More than N in flight on the concurrency key: 429 or 503 with
+ * Retry-After. Otherwise the request holds a slot until it is finished. */
+static int check_concurrency(px_req *r, int64_t now_us, const char *body,
+                             size_t body_len) {
+  (void)now_us;
+  (void)body;
+  (void)body_len;
+  const px_config *c = r->s->cfg;
+  if (c->concurrency <= 0)
+    return 0;
+  char *k = key_for(r, c->conc_scope);
+  if (k == NULL)
+    return 0;
+  int64_t *n = polite__px_keyed(r->s->st, PX_TAB_CONC, k);
+  if (n == NULL)
+    n = polite__px_keyed_put(r->s->st, PX_TAB_CONC, k, calloc(1, sizeof *n),
+                             free);
+  if (n == NULL || *n < c->concurrency) {
+    if (n) {
+      (*n)++;
+      r->conc_key = k;
+    } else {
+      free(k);
+    }
+    return 0;
+  }
+  free(k);
+  r->kind = PX_KIND_CONCURRENCY;
+  char msg[160];
+  snprintf(msg, sizeof msg,
+           "More than %lld requests in flight (polite proxy); see Retry-After",
+           (long long)c->concurrency);
+  polite__px_own_json_error(r, c->conc_status, "concurrency_limited", msg);
+  polite__px_send_retry_after(r, c->conc_retry_after_s, 0);
+  return 1;
+}
+
+/* Gives back the concurrency slot r holds, if any (polite__px_finish). */
+void polite__px_release(px_req *r) {
+  if (r->conc_key == NULL)
+    return;
+  int64_t *n = polite__px_keyed(r->s->st, PX_TAB_CONC, r->conc_key);
+  if (n && *n > 0)
+    (*n)--;
+  free(r->conc_key);
+  r->conc_key = NULL;
+}
+
+/* whenLimitExceeded Custom: the response file, its Retry-After @dynamic
+ * replaced by the seconds to the reset. */
+static void limit_custom(px_req *r, const px_lim_state *st) {
+  const px_response *resp = &r->s->cfg->limit_response.rules[0].responses[0];
+  polite__px_own_canned_wait(r, resp, secs_up(st->wait_us));
+}
+
+static int check_rate(px_req *r, int64_t now_us, const char *body,
+                      size_t body_len) {
+  (void)body;
+  (void)body_len;
+  px_lim *l = limiter(r);
+  if (l == NULL)
+    return 0;
+  px_lim_state st;
+  polite__px_lim_admit(l, now_us, 1, &st);
+  polite__px_rate_headers(r, &st, polite_wall_ms());
+  if (st.admitted)
+    return 0;
+  r->kind = PX_KIND_RATE;
+  if (r->s->cfg->limit_response.n > 0) {
+    limit_custom(r, &st);
     return 1;
   }
+  polite__px_own_json_error(
+      r, 429, "rate_limited",
+      "Rate limit exceeded (polite proxy); see Retry-After");
+  /* Time until capacity returns, rounded up: binds this client only (the
+   * limiter itself answers the others). */
+  polite__px_send_retry_after(r, secs_up(st.wait_us), 0);
+  return 1;
+}
+
+/* Spent quota: 429 insufficient_quota and no Retry-After (waiting a normal
+ * deadline does not help). The body says when it renews, if it does. */
+static int check_quota(px_req *r, int64_t now_us, const char *body,
+                       size_t body_len) {
+  (void)body;
+  (void)body_len;
+  const px_config *c = r->s->cfg;
+  if (c->quota < 0)
+    return 0;
+  px_quota *q = polite__px_keyed(r->s->st, PX_TAB_QUOTA, "quota");
+  if (q == NULL)
+    q = polite__px_keyed_put(r->s->st, PX_TAB_QUOTA, "quota",
+                             calloc(1, sizeof *q), free);
+  if (q == NULL)
+    return 0;
+  int64_t wall = polite_wall_ms(), renew = -1;
+  if (polite__px_quota_admit(&c->quota_cfg, q, wall, now_us / 1000, &renew))
+    return 0;
+  r->kind = PX_KIND_QUOTA;
+  char when[80] = "";
+  if (renew >= 0) {
+    time_t t = (time_t)(renew / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof when, " It renews at %Y-%m-%dT%H:%M:%SZ.", &tm);
+  }
+  char buf[320];
+  int n = snprintf(buf, sizeof buf,
+                   "{\"error\":{\"code\":\"insufficient_quota\",\"type\":"
+                   "\"insufficient_quota\",\"message\":\"You exceeded your "
+                   "quota of %lld requests (polite proxy).%s\"}}",
+                   (long long)c->quota, when);
+  polite__px_own(r, 429, "application/json", buf, (size_t)n);
+  return 1;
+}
+
+static int check_failure(px_req *r, int64_t now_us, const char *body,
+                         size_t body_len) {
+  (void)now_us;
+  px_server *s = r->s;
+  const px_config *c = s->cfg;
+  if (c->failure_rate <= 0)
+    return 0;
+  uint64_t rnd = polite_rand_next(&s->rng);
+  double draw = (double)(rnd >> 11) * (1.0 / 9007199254740992.0) * 100.0;
+  if (draw >= c->failure_rate)
+    return 0;
+  if (c->errors.n > 0) {
+    px_rule *u = polite__px_rules_match((px_rules *)&c->errors, r->method,
+                                        r->raw_url, body, body_len);
+    if (u == NULL)
+      return 0; /* as in Dev Proxy: no matching error, no failure */
+    size_t i = (size_t)(polite_rand_next(&s->rng) % u->nresponses);
+    r->kind = PX_KIND_FAILURE;
+    polite__px_own_canned(r, &u->responses[i]);
+    return 1;
+  }
+  r->kind = PX_KIND_FAILURE;
+  polite__px_own_json_error(
+      r, 429, "too_many_requests",
+      "Too many requests (injected by polite proxy); see Retry-After");
+  polite__px_send_retry_after(r, c->retry_after_s, PX_TELL_THROTTLE);
+  return 1;
+}
+
+/* The checks in order; the first that answers wins. */
+static int (*const checks[])(px_req *, int64_t, const char *, size_t) = {
+    check_judge, check_concurrency, check_rate, check_quota, check_failure,
+};
+
+int polite__px_decide(px_req *r, int64_t now_us, const char *body,
+                      size_t body_len) {
+  for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+    if (checks[i](r, now_us, body, body_len))
+      return 1;
   return 0;
+}
+
+/* A closed connection's pending deadline may pass to the client's next
+ * connection (px_track.c says why). */
+void polite__px_conn_gone(px_server *s, const char *conn_id) {
+  polite__px_conn_closed(s->st, conn_id);
 }

@@ -91,6 +91,13 @@ typedef struct {
   int headers_sent;
   int unrecorded; /* logged, not counted in the report (a CONNECT's 200) */
   char note[96];
+  /* pxlimits: the judge and the limits (filled by describe and decide). */
+  char conn_id[80];     /* client connection "ADDR:PORT" */
+  uint64_t client_id;   /* logical client (retry chains) */
+  int64_t tell_wait_ms; /* a wait to remember when the answer leaves */
+  int tell_flags;       /* PX_TELL_* for it */
+  char *conc_key;       /* holds a concurrency slot on this key */
+  int64_t fwd_us;       /* when it was sent to the upstream */
 } px_req;
 
 /* ---- px_conn.c: the client side (our HTTP/1.1 server) -------------------- */
@@ -114,6 +121,9 @@ void polite__px_conn_body(px_req *r, struct evbuffer *data);
  * shows. Detaches r from its connection (which goes on with the next
  * request); r itself is not freed. */
 void polite__px_conn_end(px_req *r, int ok);
+/* The socket of r's client connection (-1 when gone or behind TLS: the
+ * judge's liveness probe then assumes it is alive). */
+int polite__px_conn_fd(const px_req *r);
 /* Bytes of answers waiting to be written to r's client (0 when gone). */
 size_t polite__px_conn_backlog(const px_req *r);
 /* The request is fully decided: run its action (dispatch in px_server.c). */
@@ -143,15 +153,34 @@ void polite__px_own_json_error(px_req *r, int status, const char *code,
                                const char *message);
 /* Sets (replaces) one response header. */
 void polite__px_set_header(px_req *r, const char *name, const char *value);
-/* Sets Retry-After: SECONDS and remembers the wait for r->key. */
-void polite__px_send_retry_after(px_req *r, int64_t now_ms, int64_t seconds);
-/* RateLimit-Policy and RateLimit from the limiter's state after a
- * decision; wait_us > 0 when the request was refused. */
-void polite__px_rate_headers(px_req *r, const polite_gcra *g, int64_t now_us,
-                             int64_t wait_us);
-/* A response from an errors file or mocks file (@dynamic resolved, any
- * Retry-After tracked). */
-void polite__px_own_canned(px_req *r, const px_response *resp, int64_t now_ms);
+/* Sets Retry-After: SECONDS; the wait is remembered for r's client (and,
+ * with PX_TELL_THROTTLE, throttles r->key) when the answer leaves. */
+void polite__px_send_retry_after(px_req *r, int64_t seconds, int flags);
+/* The rate-limit headers of the mode in force from a limiter's state:
+ * RateLimit-Policy + RateLimit and/or Dev Proxy's RateLimit-Limit,
+ * -Remaining, -Reset (from the warning threshold on). wall_ms: the wall
+ * clock, for resetFormat UtcEpochSeconds. */
+void polite__px_rate_headers(px_req *r, const px_lim_state *st,
+                             int64_t wall_ms);
+/* pxlimits hook: the answer's head leaves the proxy now (after any
+ * --latency): remembers the wait it told. Own answers and forwarded ones. */
+void polite__px_answer_left(px_req *r);
+/* pxlimits hook: the upstream's answer head arrived (code, headers): its
+ * Retry-After on a 429/503 is remembered, its latency measured. */
+void polite__px_upstream_answer(px_req *r, int code, struct evkeyvalq *in);
+/* pxlimits hook: a client connection closed. */
+void polite__px_conn_gone(px_server *s, const char *conn_id);
+/* pxlimits hook: GET /__polite/metrics (Prometheus text). */
+void polite__px_answer_metrics(px_req *r);
+/* A response from an errors file or mocks file (@dynamic resolved to
+ * --retry-after; the Retry-After of a 429 or 503 remembered when it
+ * leaves, that of any other status only sent). */
+void polite__px_own_canned(px_req *r, const px_response *resp);
+/* Same with @dynamic = dynamic_s seconds. */
+void polite__px_own_canned_wait(px_req *r, const px_response *resp,
+                                int64_t dynamic_s);
+/* px_decide.c: gives back r's concurrency slot, if it holds one. */
+void polite__px_release(px_req *r);
 /* The default mock: 200 {"ok":true,"path":PATH}. */
 void polite__px_default_mock(px_req *r);
 /* CORS headers on an own answer when the request has an Origin. */

@@ -67,31 +67,14 @@ static void add_via(struct evkeyvalq *h, const char *proto) {
 static void up_head(void *arg, int code, const char *reason, int minor,
                     struct evkeyvalq *in) {
   px_req *r = arg;
-  px_server *s = r->s;
   copy_headers(in, r->out);
   char proto[16];
   snprintf(proto, sizeof proto, "1.%d", minor);
   add_via(r->out, proto);
-  if (r->watched && (code == 429 || code == 503)) {
-    /* The upstream's own Retry-After is tracked like ours. */
-    const char *ra_text = evhttp_find_header(in, "Retry-After");
-    if (ra_text) {
-      polite_retry_after ra;
-      int64_t wall = polite_wall_ms();
-      polite_retry_after_parse(ra_text, strlen(ra_text), wall / 1000, &ra);
-      int64_t server_date = -1;
-      const char *date = evhttp_find_header(in, "Date");
-      if (date && polite_http_date_parse(date, strlen(date), wall / 1000,
-                                         &server_date) != 0)
-        server_date = -1;
-      int64_t d = polite_retry_after_delay_ms(&ra, wall, server_date);
-      if (d > 0) {
-        polite__px_track_set(s->st, r->key, polite_mono_us() / 1000, d);
-        snprintf(r->note, sizeof r->note, "upstream_retry_after=%lldms",
-                 (long long)d);
-      }
-    }
-  }
+  /* pxlimits hooks: the upstream's Retry-After and latency, then the wait
+   * counts from now, as the head leaves. */
+  polite__px_upstream_answer(r, code, in);
+  polite__px_answer_left(r);
   r->status = code;
   r->headers_sent = 1;
   /* The upstream's parser checked Content-Length (digits, one value) and
@@ -158,6 +141,7 @@ void polite__px_forward(px_req *r) {
       return;
     }
   }
+  r->fwd_us = polite_mono_us(); /* pxlimits hook: upstream latency */
   struct evbuffer *out = evbuffer_new();
   size_t blen = r->reqbody ? evbuffer_get_length(r->reqbody) : 0;
   if (out == NULL) {

@@ -231,13 +231,15 @@ static int parse_request(px_rule *u, json_t *o, int mocks, const char *name,
   }
   json_t *nth = json_object_get(o, "nth");
   if (nth && !json_is_null(nth)) {
-    if (!json_is_integer(nth) || json_integer_value(nth) < 1 ||
+    if (!json_is_integer(nth) || json_integer_value(nth) < 0 ||
         json_integer_value(nth) > 1000000000) {
-      set_err(err, errlen, "%s: %s.request.nth: expected an integer >= 1", name,
+      set_err(err, errlen, "%s: %s.request.nth: expected an integer >= 0", name,
               where);
       return -1;
     }
     u->nth = (unsigned)json_integer_value(nth);
+    /* Dev Proxy loads nth 0 and, counting from 1, never reaches it. */
+    u->never = u->nth == 0;
   }
   return 0;
 }
@@ -382,9 +384,55 @@ px_rule *polite__px_rules_match(px_rules *r, const char *method,
     u->seen++;
     if (found)
       continue;
-    if (u->nth && u->seen != u->nth)
+    if (u->never || (u->nth && u->seen != u->nth))
       continue;
     found = u;
   }
   return found;
+}
+
+/* A single-response file (Dev Proxy's RateLimitingPlugin customResponseFile:
+ * {"statusCode":..,"headers":[..],"body":..}), kept as one rule matching
+ * everything. Status 200 when absent, as in Dev Proxy. */
+int polite__px_response_load(px_rules *out, const char *path, char *err,
+                             size_t errlen) {
+  memset(out, 0, sizeof *out);
+  size_t len = 0;
+  char *text = polite__px_slurp(path, &len);
+  if (text == NULL) {
+    set_err(err, errlen, "%s: cannot read file: %s", path, strerror(errno));
+    return POLITE_EIO;
+  }
+  json_error_t je;
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+  free(text);
+  if (root == NULL) {
+    set_err(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    return POLITE_EINVAL;
+  }
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  out->rules = calloc(1, sizeof *out->rules);
+  px_rule *u = out->rules;
+  if (u == NULL || (u->responses = calloc(1, sizeof *u->responses)) == NULL ||
+      (u->url = strdup("*")) == NULL) {
+    json_decref(root);
+    polite__px_rules_free(out);
+    return POLITE_ENOMEM;
+  }
+  out->n = 1;
+  u->nresponses = 1;
+  int rc = parse_response(&u->responses[0], root, 200, dir, path, "response",
+                          err, errlen);
+  json_decref(root);
+  if (rc < 0) {
+    polite__px_rules_free(out);
+    return POLITE_EINVAL;
+  }
+  return 0;
 }

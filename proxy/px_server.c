@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "px_engine.h"
 #include "px_tls.h"
+#include "report_proxy.h"
 
 #include <polite/clock.h>
 
@@ -274,12 +275,18 @@ void polite__px_dispatch(px_req *r) {
     polite__px_answer_report(r);
     return;
   }
+  if (strcmp(r->method, "GET") == 0 &&
+      strcmp(r->target, "/__polite/metrics") == 0) {
+    polite__px_answer_metrics(r); /* pxlimits hook */
+    return;
+  }
   int dr = describe(s, r);
   if (dr == -1) {
     polite__px_conn_end(r, 0); /* out of memory: drop the connection */
     polite__px_req_free(r);
     return;
   }
+  polite__px_metrics(s->st)->in_flight++; /* pxlimits hook (finish: --) */
   if (dr == -2) {
     if (r->url == NULL)
       r->url = strdup("-");
@@ -322,7 +329,7 @@ void polite__px_dispatch(px_req *r) {
                                               r->raw_url, body, body_len)
                      : NULL;
     if (m) {
-      polite__px_own_canned(r, &m->responses[0], now_us / 1000);
+      polite__px_own_canned(r, &m->responses[0]);
     } else if (preflight && r->act == ACT_OWN) {
       polite__px_own(r, 204, NULL, NULL, 0);
       const char *m2 =
@@ -403,6 +410,8 @@ static void write_reports(px_server *s) {
     }
     free(buf);
   }
+  if (s->cfg->report_html)
+    polite__px_report_html(s->cfg, s->st, s->started_wall_ms, now, s->log);
 }
 
 /* Out of descriptors (EMFILE/ENFILE): stop accepting for 100 ms instead of

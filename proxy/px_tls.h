@@ -29,7 +29,11 @@ int polite__px_ca_renew(const char *dir, char *err, size_t errlen);
  * literal in the SAN), signed by the CA, made on first use and cached
  * (owned by ca; at most PX_CA_CACHE_MAX hosts, the oldest is dropped: an
  * SSL made from it keeps its own reference). NULL with err on failure
- * (e.g. a host name with characters no certificate may name). */
+ * (e.g. a host name with characters no certificate may name). TLS 1.2+,
+ * ALPN http/1.1. A client whose SNI names another host gets that host's
+ * certificate instead (so ca must outlive the SSLs made from the context).
+ * Use: SSL_new(ctx), then bufferevent_openssl_filter_new(...,
+ * BUFFEREVENT_SSL_ACCEPTING, ...) over the CONNECT tunnel. */
 SSL_CTX *polite__px_ca_ctx_for(px_ca *ca, const char *host, char *err,
                                size_t errlen);
 #define PX_CA_CACHE_MAX 1024

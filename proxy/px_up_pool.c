@@ -3,6 +3,7 @@
 #include "px_tls.h"
 #include "px_upstream.h"
 
+#include <event2/dns.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,9 @@ struct px_up_pool {
   struct event_base *base;
   char *cafile;
   int insecure;
-  SSL_CTX *tls; /* made on the first https upstream */
+  SSL_CTX *tls;           /* made on the first https upstream */
+  struct evdns_base *dns; /* made on the first host name */
+  int dns_failed;         /* evdns could not start: resolve with getaddrinfo */
   pool_entry *list;
   size_t n;
 };
@@ -49,6 +52,8 @@ void polite__px_up_pool_free(px_up_pool *p) {
     free(e);
   }
   SSL_CTX_free(p->tls);
+  if (p->dns)
+    evdns_base_free(p->dns, 0); /* the upstreams cancelled their lookups */
   free(p->cafile);
   free(p);
 }
@@ -109,8 +114,18 @@ px_upstream *polite__px_up_pool_get(px_up_pool *p, int https, const char *host,
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
-  e->up = polite__px_up_new_tls(p->base, h, port, https ? p->tls : NULL, err,
-                                errlen);
+  if (p->dns == NULL && !p->dns_failed) {
+    /* Only nameservers and the hosts file: no search domains to try. */
+    p->dns = evdns_base_new(p->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+                                         EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+    if (p->dns) {
+      evdns_base_set_option(p->dns, "timeout:", "5");
+      evdns_base_set_option(p->dns, "attempts:", "2");
+    }
+    p->dns_failed = p->dns == NULL;
+  }
+  e->up = polite__px_up_new_dns(p->base, p->dns, h, port, https ? p->tls : NULL,
+                                err, errlen);
   if (e->up == NULL) {
     free(e);
     return NULL;

@@ -4,8 +4,10 @@
 #include "px_upstream.h"
 #include "px_http.h"
 #include "px_tls.h"
+#include "px_up_int.h"
 
 #include <errno.h>
+#include <event2/dns.h>
 #include <event2/http.h>
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -30,54 +32,10 @@
  * not a hang. */
 #define CONNECT_TIMEOUT_S 10
 
-typedef struct exch {
-  const px_up_handler *h;
-  void *arg;
-  struct evbuffer *copy; /* the request, kept for one retry */
-  int retried;
-  int got_bytes;
-  px_http_parser p;
-  struct evkeyvalq headers;
-  struct evbuffer *tmp;
-} exch;
-
-typedef struct upconn {
-  px_upstream *u;
-  evutil_socket_t fd;
-  struct event *rev; /* EV_READ | EV_PERSIST, for the connection's life */
-  struct event *wev; /* EV_WRITE: connect completion and partial writes */
-  struct evbuffer *in;
-  struct evbuffer *out;
-  int connecting;
-  SSL *ssl;        /* NULL: plain TCP */
-  int handshaking; /* TLS: the handshake has not finished */
-  int reused;
-  exch *x;
-  struct upconn *prev, *next; /* idle list */
-  int idle;
-  struct event *pause_ev; /* back-pressure: polls the receiver while paused */
-  int paused;
-} upconn;
-
-struct px_upstream {
-  struct event_base *base;
-  struct sockaddr_storage addr;
-  socklen_t addrlen;
-  upconn *idle;         /* most recently used first */
-  SSL_CTX *tls;         /* NULL: plain TCP; else one reference of ours */
-  SSL_SESSION *session; /* the last TLS session, resumed by new connections */
-  char host[256];       /* SNI and the name the certificate must carry */
-  char where[300];      /* "host:port" in messages */
-  char err[512];        /* why the exchange now failing failed */
-  unsigned active;      /* exchanges in flight */
-};
-
 /* Records why the current exchange fails, for polite__px_up_error. The
  * text ends up in a JSON string the server writes without escaping, so
  * quotes, backslashes and control bytes are blanked. */
-static void set_error(px_upstream *u, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void set_error(px_upstream *u, const char *fmt, ...) {
+void polite__px_up_set_error(px_upstream *u, const char *fmt, ...) {
   int n =
       snprintf(u->err, sizeof u->err, "polite proxy: upstream %s: ", u->where);
   va_list ap;
@@ -98,6 +56,30 @@ unsigned polite__px_up_active(const px_upstream *u) {
   return u->active;
 }
 
+/* An upstream for host:port with no address yet. */
+px_upstream *polite__px_up_alloc(struct event_base *base, const char *host,
+                                 int port, SSL_CTX *tls, char *err,
+                                 size_t errlen) {
+  px_upstream *u = calloc(1, sizeof *u);
+  if (u == NULL) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  u->base = base;
+  u->port = port;
+  u->queue_tail = &u->queue;
+  snprintf(u->host, sizeof u->host, "%s", host);
+  snprintf(u->where, sizeof u->where, strchr(host, ':') ? "[%s]:%d" : "%s:%d",
+           host, port);
+  if (tls && SSL_CTX_up_ref(tls) != 1) {
+    snprintf(err, errlen, "cannot use the TLS context");
+    free(u);
+    return NULL;
+  }
+  u->tls = tls;
+  return u;
+}
+
 px_upstream *polite__px_up_new_tls(struct event_base *base, const char *host,
                                    int port, SSL_CTX *tls, char *err,
                                    size_t errlen) {
@@ -112,23 +94,11 @@ px_upstream *polite__px_up_new_tls(struct event_base *base, const char *host,
              gai_strerror(rc));
     return NULL;
   }
-  px_upstream *u = calloc(1, sizeof *u);
+  px_upstream *u = polite__px_up_alloc(base, host, port, tls, err, errlen);
   if (u) {
-    u->base = base;
     memcpy(&u->addr, ai->ai_addr, ai->ai_addrlen);
     u->addrlen = ai->ai_addrlen;
-    snprintf(u->host, sizeof u->host, "%s", host);
-    snprintf(u->where, sizeof u->where, strchr(host, ':') ? "[%s]:%d" : "%s:%d",
-             host, port);
-    if (tls && SSL_CTX_up_ref(tls) == 1)
-      u->tls = tls;
-    else if (tls) {
-      snprintf(err, errlen, "cannot use the TLS context");
-      free(u);
-      u = NULL;
-    }
-  } else {
-    snprintf(err, errlen, "out of memory");
+    u->resolved = 1;
   }
   freeaddrinfo(ai);
   return u;
@@ -169,8 +139,14 @@ static void conn_close(upconn *c) {
     event_free(c->wev);
   if (c->pause_ev)
     event_free(c->pause_ev);
-  if (c->ssl)
-    SSL_free(c->ssl); /* no close_notify: the upstream needs none */
+  if (c->ssl) {
+    /* No close_notify (the upstream needs none), but marked as shut down:
+     * SSL_free of a connection that is not would make its session (shared
+     * with u->session) non-resumable. A fatal TLS error has already done
+     * so where it should. */
+    SSL_set_shutdown(c->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    SSL_free(c->ssl);
+  }
   if (c->fd >= 0)
     close(c->fd);
   if (c->in)
@@ -185,12 +161,20 @@ void polite__px_up_free(px_upstream *u) {
     return;
   while (u->idle)
     conn_close(u->idle);
+  if (u->lookup) {
+    u->lookup->u = NULL; /* the callback frees the ticket */
+    evdns_getaddrinfo_cancel(u->lookup->req);
+  }
+  if (u->dns_ev)
+    event_free(u->dns_ev);
   SSL_SESSION_free(u->session);
   SSL_CTX_free(u->tls);
   free(u);
 }
 
-static void exch_free(exch *x) {
+void polite__px_up_exch_free(exch *x) {
+  if (x->held)
+    evbuffer_free(x->held);
   if (x->copy)
     evbuffer_free(x->copy);
   if (x->tmp)
@@ -201,7 +185,6 @@ static void exch_free(exch *x) {
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
-static int start(px_upstream *u, exch *x, struct evbuffer *req);
 
 /* Ends the exchange on connection c; the connection is kept only when the
  * response ended cleanly and both sides allow keep-alive. */
@@ -213,7 +196,7 @@ static void finish(upconn *c, int ok) {
              evbuffer_get_length(c->out) == 0;
   const px_up_handler *h = x->h;
   void *arg = x->arg;
-  exch_free(x);
+  polite__px_up_exch_free(x);
   if (c->paused) {
     event_del(c->pause_ev);
     c->paused = 0;
@@ -250,11 +233,11 @@ static int try_retry(upconn *c) {
   x->retried = 1;
   struct evbuffer *req = x->copy;
   x->copy = NULL;
-  if (start(u, x, req) != 0) {
+  if (polite__px_up_start(u, x, req) != 0) {
     const px_up_handler *h = x->h;
     void *arg = x->arg;
     evbuffer_free(req);
-    exch_free(x);
+    polite__px_up_exch_free(x);
     u->active--;
     h->on_done(arg, 0);
   } else {
@@ -291,6 +274,7 @@ static int flush_tls(upconn *c) {
     if (n > 64 * 1024)
       n = 64 * 1024;
     const unsigned char *p = evbuffer_pullup(c->out, (ssize_t)n);
+    ERR_clear_error();
     int w = p ? SSL_write(c->ssl, p, (int)n) : -1;
     if (w > 0) {
       evbuffer_drain(c->out, (size_t)w);
@@ -305,7 +289,7 @@ static int flush_tls(upconn *c) {
       return 0;
     char why[256];
     polite__px_tls_describe(c->ssl, w, why, sizeof why);
-    set_error(c->u, "sending the request failed: %s", why);
+    polite__px_up_set_error(c->u, "sending the request failed: %s", why);
     return -1;
   }
   return 0;
@@ -323,7 +307,8 @@ static int flush_out(upconn *c) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
         break;
-      set_error(c->u, "sending the request failed: %s", strerror(errno));
+      polite__px_up_set_error(c->u, "sending the request failed: %s",
+                              strerror(errno));
       return -1;
     }
     if (n == 0)
@@ -362,6 +347,7 @@ static int tls_setup(upconn *c) {
 /* Drives the client handshake. Returns 0 (done, or waiting for the
  * socket) or -1 with the reason recorded. */
 static int tls_handshake(upconn *c) {
+  ERR_clear_error(); /* SSL_get_error reads the queue: only ours in it */
   int r = SSL_connect(c->ssl);
   if (r == 1) {
     c->handshaking = 0;
@@ -377,7 +363,7 @@ static int tls_handshake(upconn *c) {
   }
   char why[300];
   polite__px_tls_describe(c->ssl, r, why, sizeof why);
-  set_error(c->u, "%s", why);
+  polite__px_up_set_error(c->u, "%s", why);
   return -1;
 }
 
@@ -409,14 +395,16 @@ static upconn *conn_new(px_upstream *u) {
   c->connecting = 1;
   return c;
 bad:
-  set_error(u, "cannot open a connection: %s",
-            errno ? strerror(errno) : "out of memory");
+  polite__px_up_set_error(u, "cannot open a connection: %s",
+                          errno ? strerror(errno) : "out of memory");
   ERR_clear_error();
   conn_close(c);
   return NULL;
 }
 
-static int start(px_upstream *u, exch *x, struct evbuffer *req) {
+int polite__px_up_start(px_upstream *u, exch *x, struct evbuffer *req) {
+  if (!u->resolved)
+    return polite__px_up_queue(u, x, req);
   upconn *c = u->idle;
   if (c)
     idle_remove(c);
@@ -458,7 +446,7 @@ int polite__px_up_send(px_upstream *u, struct evbuffer *req, int is_head,
                        int retryable, const px_up_handler *h, void *arg) {
   exch *x = calloc(1, sizeof *x);
   if (x == NULL) {
-    set_error(u, "out of memory");
+    polite__px_up_set_error(u, "out of memory");
     return -1;
   }
   x->h = h;
@@ -469,9 +457,9 @@ int polite__px_up_send(px_upstream *u, struct evbuffer *req, int is_head,
   x->headers.tqh_last = &x->headers.tqh_first;
   x->tmp = evbuffer_new();
   u->active++;
-  if (x->tmp == NULL || start(u, x, req) != 0) {
+  if (x->tmp == NULL || polite__px_up_start(u, x, req) != 0) {
     u->active--;
-    exch_free(x);
+    polite__px_up_exch_free(x);
     return -1;
   }
   return 0;
@@ -491,7 +479,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg) {
     }
     c->connecting = 0;
     if (err != 0) {
-      set_error(c->u, "cannot connect: %s", strerror(err));
+      polite__px_up_set_error(c->u, "cannot connect: %s", strerror(err));
       conn_fail(c);
       return;
     }
@@ -578,7 +566,7 @@ static int parse(upconn *c, const char *data, size_t n) {
   int from_in = evbuffer_get_length(c->in) > 0;
   if (from_in) {
     if (n > 0 && evbuffer_add(c->in, data, n) != 0) {
-      set_error(c->u, "out of memory");
+      polite__px_up_set_error(c->u, "out of memory");
       finish(c, 0);
       return 1;
     }
@@ -589,8 +577,8 @@ static int parse(upconn *c, const char *data, size_t n) {
     ssize_t used =
         data ? polite__px_http_feed(&x->p, data, n, &parse_cb, x) : -1;
     if (used < 0) {
-      set_error(c->u, "the response is not valid HTTP/1.1 (%s)",
-                x->p.error ? x->p.error : "out of memory");
+      polite__px_up_set_error(c->u, "the response is not valid HTTP/1.1 (%s)",
+                              x->p.error ? x->p.error : "out of memory");
       finish(c, 0);
       return 1;
     }
@@ -598,7 +586,7 @@ static int parse(upconn *c, const char *data, size_t n) {
       evbuffer_drain(c->in, (size_t)used);
     else if ((size_t)used < n &&
              evbuffer_add(c->in, data + used, n - (size_t)used) != 0) {
-      set_error(c->u, "out of memory");
+      polite__px_up_set_error(c->u, "out of memory");
       finish(c, 0);
       return 1;
     }
@@ -620,10 +608,11 @@ static void on_eof(upconn *c) {
     finish(c, 1);
     return;
   }
-  set_error(c->u, "%s",
-            x->got_bytes ? "the connection closed in the middle of the response"
-                         : "the upstream closed the connection without "
-                           "answering");
+  polite__px_up_set_error(
+      c->u, "%s",
+      x->got_bytes ? "the connection closed in the middle of the response"
+                   : "the upstream closed the connection without "
+                     "answering");
   fail(c);
 }
 
@@ -631,12 +620,14 @@ static void on_timeout(upconn *c) {
   if (c->x == NULL)
     return;
   if (c->connecting)
-    set_error(c->u, "timed out connecting (%d s)", CONNECT_TIMEOUT_S);
+    polite__px_up_set_error(c->u, "timed out connecting (%d s)",
+                            CONNECT_TIMEOUT_S);
   else if (c->handshaking)
-    set_error(c->u, "timed out in the TLS handshake (%d s)", CONNECT_TIMEOUT_S);
+    polite__px_up_set_error(c->u, "timed out in the TLS handshake (%d s)",
+                            CONNECT_TIMEOUT_S);
   else
-    set_error(c->u, "timed out waiting for the response (%d s)",
-              EXCHANGE_TIMEOUT_S);
+    polite__px_up_set_error(c->u, "timed out waiting for the response (%d s)",
+                            EXCHANGE_TIMEOUT_S);
   finish(c, 0);
 }
 
@@ -674,7 +665,7 @@ static void read_tls(upconn *c, char *buf, size_t size) {
   }
   char why[300];
   polite__px_tls_describe(c->ssl, n, why, sizeof why);
-  set_error(c->u, "reading the response failed: %s", why);
+  polite__px_up_set_error(c->u, "reading the response failed: %s", why);
   fail(c);
 }
 
@@ -708,7 +699,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg) {
   ssize_t n = read(fd, buf, sizeof buf);
   if (n < 0) {
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      set_error(c->u, "reading the response failed: %s", strerror(errno));
+      polite__px_up_set_error(c->u, "reading the response failed: %s",
+                              strerror(errno));
       fail(c);
     }
     return;

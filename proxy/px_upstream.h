@@ -47,9 +47,20 @@ px_upstream *polite__px_up_new(struct event_base *base, const char *host,
 px_upstream *polite__px_up_new_tls(struct event_base *base, const char *host,
                                    int port, SSL_CTX *tls, char *err,
                                    size_t errlen);
+/* The same, but host (unless it is an IP literal, or dns is NULL) is
+ * resolved with evdns when the first exchange starts, without blocking the
+ * loop; exchanges wait for the answer. A failed lookup fails the waiting
+ * exchanges ("cannot resolve the host: ...") and is tried again by the
+ * next one; a successful one is kept for the upstream's life. dns must
+ * outlive u. */
+struct evdns_base;
+px_upstream *polite__px_up_new_dns(struct event_base *base,
+                                   struct evdns_base *dns, const char *host,
+                                   int port, SSL_CTX *tls, char *err,
+                                   size_t errlen);
 /* Closes the idle connections. Exchanges still in flight must have ended
  * (polite__px_up_active() == 0). */
-void polite__px_up_free(px_upstream *u);
+void polite__px_up_free(px_upstream *u); /* cancels a lookup in flight */
 
 /* Why the exchange failed, for the 502 body: valid during on_done(arg, 0)
  * and after polite__px_up_send returned -1, until the next exchange on u
@@ -87,9 +98,11 @@ px_up_pool *polite__px_up_pool_new(struct event_base *base, const char *cafile,
                                    int insecure);
 /* The upstream for https://host:port (https != 0) or http://host:port,
  * owned by the pool; host may be an IP literal, with or without brackets.
- * NULL with a message in err when the host does not resolve, the CA file
- * cannot be loaded or the pool is full of busy upstreams. Resolving uses
- * getaddrinfo and blocks the loop the first time a host is seen. */
+ * NULL with a message in err when the CA file cannot be loaded or the pool
+ * is full of busy upstreams. Names are resolved with evdns (resolv.conf and
+ * the hosts file; 5 s timeout, 2 attempts) when the first exchange starts,
+ * never blocking the loop; a name that does not resolve fails that
+ * exchange with "cannot resolve the host: ..." (polite__px_up_error). */
 px_upstream *polite__px_up_pool_get(px_up_pool *p, int https, const char *host,
                                     int port, char *err, size_t errlen);
 /* Frees every upstream (none may have an exchange in flight). */

@@ -12,29 +12,6 @@
 /* The latest --now accepted: 9999-12-31T23:59:59Z, far inside int64 ms. */
 #define MAX_NOW_UNIX INT64_C(253402300799)
 
-static void usage(FILE *f) {
-  fprintf(
-      f,
-      "Usage: polite delay [--now UNIX_SECONDS] [--attempt N] [--seed N]\n"
-      "                    [--base DURATION] [--cap DURATION] [--json] "
-      "VALUE\n\n"
-      "Explains the wait for one Retry-After VALUE: delay-seconds (\"120\"),\n"
-      "an HTTP-date in any RFC 9110 form, or empty/invalid (then the\n"
-      "backoff wait polite would use instead).\n\n"
-      "Options:\n"
-      "  --now UNIX_SECONDS  the current time for HTTP-dates (default: "
-      "the clock)\n"
-      "  --attempt N         attempts made so far, >= 1 (default 1): the\n"
-      "                      backoff window is base * 2^(N-1), capped\n"
-      "  --seed N            seed for the backoff draw (default: random)\n"
-      "  --base DURATION     first backoff window (default 1s)\n"
-      "  --cap DURATION      largest backoff window (default 30s)\n"
-      "  --json              print one JSON object\n"
-      "  -h, --help          this help\n\n"
-      "A VALUE that starts with '-' goes after '--'. Exit status: 0, or 2\n"
-      "for a usage error.\n");
-}
-
 /* Human form of a duration in ms: "450 ms", "12 s", "1.5 s", "2m 5s",
  * "24855d 3h 14m 8s". Writes into buf (>= 64 bytes). */
 static const char *human_ms(int64_t ms, char *buf, size_t size) {
@@ -68,106 +45,83 @@ static void print_value(const char *v) {
 
 struct delay_opts {
   int json;
-  int has_now, has_seed;
-  int64_t now_unix;
+  int has_seed;
+  int64_t now_unix; /* -1: the clock */
   unsigned attempt;
   uint64_t seed;
   polite_backoff backoff;
   const char *value;
 };
 
+/* --seed also records that a seed was given (0 is a seed too). */
+static int set_seed(void *opts, const cli_opt *o, const char *val, char *err,
+                    size_t errlen) {
+  struct delay_opts *d = opts;
+  unsigned long long u;
+  if (cli_parse_uint(val, UINT64_MAX, &u) != 0) {
+    snprintf(err, errlen,
+             "expected a whole number from 0 to 18446744073709551615, got "
+             "'%.64s'",
+             val);
+    return -1;
+  }
+  d->seed = u;
+  d->has_seed = 1;
+  return 0;
+}
+
+#define D struct delay_opts
+static const cli_opt delay_opts_table[] = {
+    {"now", 0, CLI_INT, "UNIX_SECONDS", 0, MAX_NOW_UNIX, NULL, "the clock",
+     NULL,
+     "the current time, for HTTP-dates and the two-digit years of RFC 850 "
+     "dates",
+     "Options", CLI_AT(D, now_unix), NULL, NULL, 0},
+    {"attempt", 0, CLI_UINT, "N", 1, UINT32_MAX, "1", NULL, NULL,
+     "attempts made so far; the backoff window is base * 2^(N-1), capped", NULL,
+     CLI_AT(D, attempt), NULL, NULL, 0},
+    {"seed", 0, CLI_CUSTOM, "N", 0, 0, NULL, "random", NULL,
+     "seed of the backoff draw (0 .. 2^64-1); the same seed gives the same "
+     "delay",
+     NULL, 0, 0, set_seed, NULL, 0},
+    {"base", 0, CLI_DURATION, "DURATION", 1, INT64_MAX, "1s", NULL, NULL,
+     "first backoff window", NULL, CLI_AT(D, backoff.base_ms), NULL, NULL, 0},
+    {"cap", 0, CLI_DURATION, "DURATION", 1, INT64_MAX, "30s", NULL, NULL,
+     "largest backoff window", NULL, CLI_AT(D, backoff.cap_ms), NULL, NULL, 0},
+    {"json", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
+     "print one JSON object instead of sentences", NULL, CLI_AT(D, json), NULL,
+     NULL, 0},
+    CLI_ROW_END};
+#undef D
+
+const cli_command cli_cmd_delay = {
+    "delay",
+    "[OPTIONS] VALUE",
+    "explain the wait for one Retry-After value",
+    "Explains the wait for one Retry-After VALUE: delay-seconds (\"120\"),\n"
+    "an HTTP-date in any RFC 9110 form, or empty/invalid (then the\n"
+    "backoff wait polite would use instead).\n",
+    delay_opts_table,
+    "A VALUE that starts with '-' goes after '--'. Exit status: 0, or 2\n"
+    "for a usage error.\n",
+    " (a VALUE that starts with '-' goes after '--')",
+    CLI_MAX_POSITIONAL};
+
 /* Parses the command line into *o. Returns -1 to go on, else an exit
  * status (help printed, or a usage error reported). */
 static int parse_args(int argc, char **argv, struct delay_opts *o) {
-  int positional = 0, end_of_options = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (!end_of_options && strcmp(arg, "--") == 0) {
-      end_of_options = 1;
-      continue;
-    }
-    if (end_of_options || arg[0] != '-' || arg[1] == '\0') {
-      if (positional++ == 0)
-        o->value = arg;
-      continue;
-    }
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-      usage(stdout);
-      return CLI_EXIT_OK;
-    }
-    if (strcmp(arg, "--json") == 0) {
-      o->json = 1;
-      continue;
-    }
-    /* Options with a value: "--name value" or "--name=value". */
-    static const char *const with_value[] = {"--now",  "--attempt", "--seed",
-                                             "--base", "--cap",     NULL};
-    const char *name = NULL, *val = NULL;
-    char namebuf[16];
-    const char *eq = strchr(arg, '=');
-    size_t nl = eq ? (size_t)(eq - arg) : strlen(arg);
-    for (const char *const *w = with_value; *w; w++)
-      if (strlen(*w) == nl && strncmp(arg, *w, nl) == 0)
-        name = *w;
-    if (name == NULL) {
-      if (arg[1] != '-')
-        return cli_usage("delay",
-                         "unknown option '%s' (a VALUE that starts with '-' "
-                         "goes after '--')",
-                         arg);
-      return cli_usage("delay", "unknown option '%.*s'", (int)nl, arg);
-    }
-    snprintf(namebuf, sizeof namebuf, "%s", name);
-    if (eq) {
-      val = eq + 1;
-    } else if (i + 1 < argc) {
-      val = argv[++i];
-    } else {
-      return cli_usage("delay", "%s: missing value", namebuf);
-    }
-
-    unsigned long long u;
-    int64_t ms;
-    if (strcmp(name, "--now") == 0) {
-      if (cli_parse_uint(val, (unsigned long long)MAX_NOW_UNIX, &u) != 0)
-        return cli_usage("delay",
-                         "--now: expected Unix seconds (a whole number from "
-                         "0 to %" PRId64 "), got '%s'",
-                         MAX_NOW_UNIX, val);
-      o->has_now = 1;
-      o->now_unix = (int64_t)u;
-    } else if (strcmp(name, "--attempt") == 0) {
-      if (cli_parse_uint(val, UINT32_MAX, &u) != 0 || u < 1)
-        return cli_usage(
-            "delay", "--attempt: expected a whole number >= 1, got '%s'", val);
-      o->attempt = (unsigned)u;
-    } else if (strcmp(name, "--seed") == 0) {
-      if (cli_parse_uint(val, UINT64_MAX, &u) != 0)
-        return cli_usage("delay",
-                         "--seed: expected a whole number from 0 to "
-                         "18446744073709551615, got '%s'",
-                         val);
-      o->has_seed = 1;
-      o->seed = u;
-    } else { /* --base, --cap */
-      int rc = polite_duration_parse(val, &ms);
-      if (rc != 0 || ms <= 0)
-        return cli_usage("delay",
-                         "%s: expected a duration above zero such as 500ms, "
-                         "2s or 1m30s, got '%s'%s",
-                         namebuf, val,
-                         rc == POLITE_ERANGE ? " (too large)" : "");
-      if (strcmp(name, "--base") == 0)
-        o->backoff.base_ms = ms;
-      else
-        o->backoff.cap_ms = ms;
-    }
-  }
-  if (positional != 1)
+  cli_args pos = {{NULL}, 0};
+  int rc = cli_defaults(&cli_cmd_delay, o);
+  if (rc == 0)
+    rc = cli_parse(&cli_cmd_delay, argc, argv, o, &pos);
+  if (rc >= 0)
+    return rc;
+  if (pos.n != 1)
     return cli_usage("delay",
                      "expected one Retry-After VALUE (use \"\" for an "
                      "empty one), got %d",
-                     positional);
+                     pos.n);
+  o->value = pos.v[0];
   return -1;
 }
 
@@ -266,14 +220,13 @@ static void print_text(const struct delay_opts *o, const polite_retry_after *ra,
 int cmd_delay(int argc, char **argv) {
   struct delay_opts o;
   memset(&o, 0, sizeof o);
-  o.attempt = 1;
-  o.backoff = (polite_backoff)POLITE_BACKOFF_DEFAULT;
+  o.now_unix = -1;
   int rc = parse_args(argc, argv, &o);
   if (rc >= 0)
     return rc;
 
   /* Read the clock once; everything below is the pure core. */
-  int64_t now_ms = o.has_now ? o.now_unix * 1000 : polite_wall_ms();
+  int64_t now_ms = o.now_unix >= 0 ? o.now_unix * 1000 : polite_wall_ms();
   int64_t now_unix = now_ms >= 0 ? now_ms / 1000 : -((-now_ms + 999) / 1000);
   polite_retry_after ra;
   /* parse_args returns -1 only when it has set o.value (cli_usage returns

@@ -17,33 +17,6 @@
 #define DIAG_MAX_INPUT ((size_t)16 * 1024 * 1024)
 #define MAX_HEADERS 64
 
-static void help(FILE *f) {
-  fprintf(
-      f,
-      "Usage: polite diagnose [--json] [--now UNIX_SECONDS] [FILE | - | URL]\n"
-      "       polite diagnose [--json] [-H 'K: V']... [-X METHOD] [-d DATA]\n"
-      "                       [-k] [-L] [--max-time SECONDS] URL\n\n"
-      "Says who sent a 429/503 (origin API, CDN, gateway or proxy), what kind\n"
-      "of limit it is (rate, concurrency, quota, tokens), whether retrying\n"
-      "helps and after how long, and the request ids to quote to support.\n\n"
-      "FILE is a raw response as 'curl -si' prints it; '-' or nothing reads\n"
-      "standard input. A URL (http:// or https://) is requested once.\n\n"
-      "Options:\n"
-      "  --json              one JSON object instead of plain words\n"
-      "  --now UNIX_SECONDS  the clock for reset times and HTTP-dates\n"
-      "                      (default: now)\n"
-      "  -H 'Name: value'    request header (URL only; repeatable)\n"
-      "  -X METHOD           request method (URL only; default GET, or POST\n"
-      "                      with -d)\n"
-      "  -d DATA             request body (URL only)\n"
-      "  -k, --insecure      do not verify the TLS certificate (URL only)\n"
-      "  -L, --location      follow redirects (URL only)\n"
-      "  --max-time SECONDS  give up on the request after this long\n"
-      "                      (default 30)\n\n"
-      "Exit status: 0 a diagnosis was made (even 'unknown'), 1 the input is\n"
-      "not a response or the request failed, 2 usage error.\n");
-}
-
 /* A growing byte buffer; NUL-terminated for convenience. */
 struct buf {
   char *p;
@@ -98,11 +71,10 @@ struct request {
   const char *url;
   const char *method;
   const char *data;
-  const char *headers[MAX_HEADERS];
-  int n_headers;
+  cli_list headers; /* "Name: value" */
   int insecure;
   int follow;
-  long max_time_s;
+  uint64_t max_time_s;
 };
 
 /* Makes the request and writes what `curl -si` would print into *raw:
@@ -119,8 +91,8 @@ static int fetch(const struct request *rq, struct buf *raw) {
   int rc = -1;
   if (c == NULL)
     goto out;
-  for (int i = 0; i < rq->n_headers; i++) {
-    struct curl_slist *t = curl_slist_append(hl, rq->headers[i]);
+  for (size_t i = 0; i < rq->headers.n; i++) {
+    struct curl_slist *t = curl_slist_append(hl, rq->headers.v[i]);
     if (t == NULL)
       goto out;
     hl = t;
@@ -135,7 +107,7 @@ static int fetch(const struct request *rq, struct buf *raw) {
   curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, rq->insecure ? 0L : 1L);
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, rq->insecure ? 0L : 2L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, rq->max_time_s);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)rq->max_time_s);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "polite/" POLITE_VERSION_STR);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
@@ -262,95 +234,122 @@ static int is_url(const char *s) {
   return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
 }
 
-int cmd_diagnose(int argc, char **argv) {
-  int json = 0;
-  int64_t now_ms = -1;
-  const char *input = NULL;
-  int url_only = 0; /* an option that only makes sense with a URL */
-  const char *url_opt = NULL;
-  struct request rq = {.max_time_s = 30};
+struct diag_opts {
+  int json;
+  int64_t now_s; /* -1: the clock */
+  struct request rq;
+};
 
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      help(stdout);
-      return CLI_EXIT_OK;
-    } else if (strcmp(a, "--json") == 0) {
-      json = 1;
-    } else if (strcmp(a, "--now") == 0) {
-      long long v;
-      if (i + 1 >= argc)
-        return cli_usage(CMD, "--now needs UNIX_SECONDS");
-      if (cli_parse_int(argv[++i], &v) != 0 || v < 0 || v > INT64_MAX / 1000)
-        return cli_usage(CMD, "--now: '%s' is not a Unix time in seconds",
-                         argv[i]);
-      now_ms = (int64_t)v * 1000;
-    } else if (strcmp(a, "-H") == 0 || strcmp(a, "--header") == 0) {
-      if (i + 1 >= argc)
-        return cli_usage(CMD, "%s needs 'Name: value'", a);
-      const char *h = argv[++i];
-      const char *colon = strchr(h, ':');
-      if (colon == NULL || colon == h)
-        return cli_usage(CMD,
-                         "%s: expected 'Name: value', got a value "
-                         "without a colon",
-                         a); /* value may be secret */
-      if (rq.n_headers >= MAX_HEADERS)
-        return cli_usage(CMD, "too many -H options (at most %d)", MAX_HEADERS);
-      rq.headers[rq.n_headers++] = h;
-      url_only = 1;
-      url_opt = a;
-    } else if (strcmp(a, "-X") == 0 || strcmp(a, "--request") == 0) {
-      if (i + 1 >= argc || argv[i + 1][0] == '\0')
-        return cli_usage(CMD, "%s needs a METHOD", a);
-      rq.method = argv[++i];
-      for (const char *p = rq.method; *p; p++)
-        if (*p <= ' ' || *p >= 0x7f)
-          return cli_usage(CMD, "%s: '%s' is not a method", a, rq.method);
-      url_only = 1;
-      url_opt = a;
-    } else if (strcmp(a, "-d") == 0 || strcmp(a, "--data") == 0) {
-      if (i + 1 >= argc)
-        return cli_usage(CMD, "%s needs DATA", a);
-      rq.data = argv[++i];
-      url_only = 1;
-      url_opt = a;
-    } else if (strcmp(a, "-k") == 0 || strcmp(a, "--insecure") == 0) {
-      rq.insecure = 1;
-      url_only = 1;
-      url_opt = a;
-    } else if (strcmp(a, "-L") == 0 || strcmp(a, "--location") == 0) {
-      rq.follow = 1;
-      url_only = 1;
-      url_opt = a;
-    } else if (strcmp(a, "--max-time") == 0) {
-      unsigned long long v;
-      if (i + 1 >= argc)
-        return cli_usage(CMD, "--max-time needs SECONDS");
-      if (cli_parse_uint(argv[++i], 86400, &v) != 0 || v == 0)
-        return cli_usage(CMD,
-                         "--max-time: '%s' is not a number of seconds "
-                         "from 1 to 86400",
-                         argv[i]);
-      rq.max_time_s = (long)v;
-      url_only = 1;
-      url_opt = a;
-    } else if (strcmp(a, "--") == 0 && i + 1 < argc) {
-      /* Everything after -- is the input (a file named like an option). */
-      if (input != NULL || i + 2 < argc)
-        return cli_usage(CMD, "one input only after '--'");
-      input = argv[++i];
-    } else if (a[0] == '-' && a[1] != '\0') {
-      return cli_usage(CMD, "unknown option '%s'", a);
-    } else if (input != NULL) {
-      return cli_usage(CMD, "one input only: '%s' after '%s'", a, input);
-    } else {
-      input = a;
-    }
+/* -H: "Name: value"; the value is never quoted (it may be a secret). */
+static int set_header(void *opts, const cli_opt *o, const char *val, char *err,
+                      size_t errlen) {
+  struct diag_opts *d = opts;
+  if (cli_header_has_name(val, err, errlen) != 0)
+    return -1;
+  if (d->rq.headers.n >= MAX_HEADERS) {
+    snprintf(err, errlen, "too many headers (at most %d)", MAX_HEADERS);
+    return -1;
   }
-  if (url_only && (input == NULL || !is_url(input)))
-    return cli_usage(CMD, "%s only applies to a URL (http:// or https://)",
+  return cli_opt_store(o, opts, val, err, errlen);
+}
+
+static int set_method(void *opts, const cli_opt *o, const char *val, char *err,
+                      size_t errlen) {
+  struct diag_opts *d = opts;
+  int ok = val[0] != '\0';
+  for (const char *p = val; *p; p++)
+    ok &= *p > ' ' && *p < 0x7f;
+  if (!ok) {
+    snprintf(err, errlen, "'%.64s' is not a method", val);
+    return -1;
+  }
+  d->rq.method = val;
+  return 0;
+}
+
+#define O struct diag_opts
+static const cli_opt diag_opts_table[] = {
+    {"json", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
+     "one JSON object instead of plain words", "Options", CLI_AT(O, json), NULL,
+     NULL, 0},
+    {"now", 0, CLI_INT, "UNIX_SECONDS", 0, INT64_MAX / 1000, NULL, "now", NULL,
+     "the clock used to turn reset times and HTTP-dates into waits (tests "
+     "and old captures)",
+     NULL, CLI_AT(O, now_s), NULL, NULL, 0},
+    {"header", 'H', CLI_LIST, "'K: V'", 0, 0, NULL, NULL, NULL,
+     "request header (URL only; repeatable)", "Request (a URL only)",
+     CLI_AT(O, rq.headers), set_header, NULL, CLI_F_SECRET},
+    {"request", 'X', CLI_CUSTOM, "METHOD", 0, 0, NULL, "GET, or POST with -d",
+     NULL, "request method (URL only)", NULL, 0, 0, set_method, NULL, 0},
+    {"data", 'd', CLI_STRING, "DATA", 0, 0, NULL, NULL, NULL,
+     "request body, sent as is (URL only)", NULL, CLI_AT(O, rq.data), NULL,
+     NULL, 0},
+    {"insecure", 'k', CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
+     "do not verify the server certificate (URL only; verified by default)",
+     NULL, CLI_AT(O, rq.insecure), NULL, NULL, 0},
+    {"location", 'L', CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
+     "follow redirects, at most 10 (URL only)", NULL, CLI_AT(O, rq.follow),
+     NULL, NULL, 0},
+    {"max-time", 0, CLI_UINT, "SECONDS", 1, 86400, "30", NULL, NULL,
+     "give up on the request after this long (URL only)", NULL,
+     CLI_AT(O, rq.max_time_s), NULL, NULL, 0},
+    CLI_ROW_END};
+#undef O
+
+const cli_command cli_cmd_diagnose = {
+    CMD,
+    "[OPTIONS] [FILE | - | URL]",
+    "say who sent a 429 and what kind of limit",
+    "Says who sent a 429/503 (origin API, CDN, gateway or proxy), what kind\n"
+    "of limit it is (rate, concurrency, quota, tokens), whether retrying\n"
+    "helps and after how long, and the request ids to quote to support.\n\n"
+    "FILE is a raw response as 'curl -si' prints it; '-' or nothing reads\n"
+    "standard input. A URL (http:// or https://) is requested once.\n",
+    diag_opts_table,
+    "Exit status: 0 a diagnosis was made (even 'unknown'), 1 the input is\n"
+    "not a response or the request failed, 2 usage error.\n",
+    NULL,
+    1};
+
+/* The first request option given, for "only applies to a URL". */
+static const char *url_only_option(const struct diag_opts *o) {
+  const struct request *rq = &o->rq;
+  return rq->headers.n          ? "-H"
+         : rq->method           ? "-X"
+         : rq->data             ? "-d"
+         : rq->insecure         ? "-k"
+         : rq->follow           ? "-L"
+         : rq->max_time_s != 30 ? "--max-time"
+                                : NULL;
+}
+
+static int diagnose_main(struct diag_opts *o, const char *input);
+
+int cmd_diagnose(int argc, char **argv) {
+  struct diag_opts o;
+  memset(&o, 0, sizeof o);
+  o.now_s = -1;
+  cli_args pos = {{NULL}, 0};
+  int rc = cli_defaults(&cli_cmd_diagnose, &o);
+  if (rc == 0)
+    rc = cli_parse(&cli_cmd_diagnose, argc, argv, &o, &pos);
+  if (rc < 0) {
+    const char *input = pos.n ? pos.v[0] : NULL;
+    const char *url_opt = url_only_option(&o);
+    if (url_opt && (input == NULL || !is_url(input)))
+      rc = cli_usage(CMD, "%s only applies to a URL (http:// or https://)",
                      url_opt);
+    else
+      rc = diagnose_main(&o, input);
+  }
+  cli_free(&cli_cmd_diagnose, &o);
+  return rc;
+}
+
+static int diagnose_main(struct diag_opts *o, const char *input) {
+  int json = o->json;
+  int64_t now_ms = o->now_s >= 0 ? o->now_s * 1000 : -1;
+  struct request rq = o->rq;
   if (now_ms < 0)
     now_ms = polite_wall_ms();
 

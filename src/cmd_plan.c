@@ -14,32 +14,6 @@
  * clock differences between us and the server's window. */
 #define DEFAULT_TARGET_SHARE 0.75
 
-static void usage(FILE *f) {
-  fprintf(f,
-          "Usage: polite plan --allowance N/UNIT [--target N/UNIT] "
-          "[--requests N]\n"
-          "                   [--latency DURATION] [--deadline DURATION] "
-          "[--json]\n\n"
-          "Rate and Little's-law arithmetic for a batch: the start interval, "
-          "the\n"
-          "minimum duration, the expected number in flight, the concurrency "
-          "to\n"
-          "configure, and whether the batch fits a deadline.\n\n"
-          "Options:\n"
-          "  --allowance N/UNIT   what the account may start (units /s, /min, "
-          "/h, /day)\n"
-          "  --target N/UNIT      what to plan for (default: 75%% of the "
-          "allowance)\n"
-          "  --requests N         number of requests in the batch\n"
-          "  --latency DURATION   typical time per response (e.g. 2s, 350ms)\n"
-          "  --deadline DURATION  time the whole batch may take (e.g. 10m, "
-          "1h30m)\n"
-          "  --json               print one JSON object\n"
-          "  -h, --help           this help\n\n"
-          "Example: polite plan --allowance 120/min --target 90/min "
-          "--requests 600 --latency 2s\n");
-}
-
 /* A JSON/text number: integers and large values without an exponent, the
  * rest with 6 significant digits (1.5, 666.667, 0.0166667). */
 static void put_num(FILE *f, double x) {
@@ -105,7 +79,7 @@ struct plan {
   const char *allowance_text, *target_text;
   double allowance, target; /* per second */
   int target_default;
-  long long requests;  /* -1: not given */
+  int64_t requests;    /* -1: not given */
   int64_t latency_ms;  /* -1: not given */
   int64_t deadline_ms; /* -1: not given */
   int json;
@@ -123,80 +97,68 @@ struct plan {
   long long max_in_deadline;
 };
 
-static int parse_args(int argc, char **argv, struct plan *p) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-      usage(stdout);
-      return CLI_EXIT_OK;
-    }
-    if (strcmp(arg, "--json") == 0) {
-      p->json = 1;
-      continue;
-    }
-    static const char *const with_value[] = {"--allowance", "--target",
-                                             "--requests",  "--latency",
-                                             "--deadline",  NULL};
-    const char *eq = strchr(arg, '=');
-    size_t nl = eq ? (size_t)(eq - arg) : strlen(arg);
-    const char *name = NULL, *val;
-    for (const char *const *w = with_value; *w; w++)
-      if (strlen(*w) == nl && strncmp(arg, *w, nl) == 0)
-        name = *w;
-    if (name == NULL) {
-      if (arg[0] == '-')
-        return cli_usage("plan", "unknown option '%.*s'", (int)nl, arg);
-      return cli_usage("plan",
-                       "unexpected argument '%s' (plan takes only "
-                       "options)",
-                       arg);
-    }
-    if (eq)
-      val = eq + 1;
-    else if (i + 1 < argc)
-      val = argv[++i];
-    else
-      return cli_usage("plan", "%s: missing value", name);
-
-    if (strcmp(name, "--allowance") == 0 || strcmp(name, "--target") == 0) {
-      double r;
-      if (polite_rate_parse(val, &r) != 0)
-        return cli_usage("plan",
-                         "%s: expected a rate N/UNIT such as 120/min, 2/s, "
-                         "5000/h or 1.5/s (N > 0; units s, min, h, day), "
-                         "got '%s'",
-                         name, val);
-      if (name[2] == 'a') {
-        p->allowance = r;
-        p->allowance_text = val;
-      } else {
-        p->target = r;
-        p->target_text = val;
-      }
-    } else if (strcmp(name, "--requests") == 0) {
-      unsigned long long u;
-      if (cli_parse_uint(val, 1000000000000ULL, &u) != 0 || u < 1)
-        return cli_usage("plan",
-                         "--requests: expected a whole number from 1 to "
-                         "1000000000000, got '%s'",
-                         val);
-      p->requests = (long long)u;
-    } else {
-      int64_t ms;
-      int rc = polite_duration_parse(val, &ms);
-      int is_latency = strcmp(name, "--latency") == 0;
-      if (rc != 0 || (!is_latency && ms <= 0))
-        return cli_usage("plan",
-                         "%s: expected a duration%s such as 350ms, 2s, 10m "
-                         "or 1h30m, got '%s'%s",
-                         name, is_latency ? "" : " above zero", val,
-                         rc == POLITE_ERANGE ? " (too large)" : "");
-      if (is_latency)
-        p->latency_ms = ms;
-      else
-        p->deadline_ms = ms;
-    }
+/* --allowance and --target keep the text as given (the output quotes it)
+ * beside the rate per second. */
+static int set_rate_text(void *opts, const cli_opt *o, const char *val,
+                         char *err, size_t errlen) {
+  struct plan *p = opts;
+  double r;
+  if (polite_rate_parse(val, &r) != 0) {
+    snprintf(err, errlen,
+             "expected a rate N/UNIT such as 120/min, 2/s, 5000/h or 1.5/s "
+             "(N > 0; units s, min, h, day), got '%.64s'",
+             val);
+    return -1;
   }
+  if (o->name[0] == 'a') {
+    p->allowance = r;
+    p->allowance_text = val;
+  } else {
+    p->target = r;
+    p->target_text = val;
+  }
+  return 0;
+}
+
+#define P struct plan
+static const cli_opt plan_opts_table[] = {
+    {"allowance", 0, CLI_CUSTOM, "N/UNIT", 0, 0, NULL, "required", NULL,
+     "what the account may start (units /s, /min, /h, /day)", "Options", 0, 0,
+     set_rate_text, NULL, 0},
+    {"target", 0, CLI_CUSTOM, "N/UNIT", 0, 0, NULL, "75% of the allowance",
+     NULL, "what to plan for", NULL, 0, 0, set_rate_text, NULL, 0},
+    {"requests", 0, CLI_INT, "N", 1, 1000000000000LL, NULL, NULL, NULL,
+     "number of requests in the batch", NULL, CLI_AT(P, requests), NULL, NULL,
+     0},
+    {"latency", 0, CLI_DURATION, "DURATION", 0, INT64_MAX, NULL, NULL, NULL,
+     "typical time from start to response (e.g. 2s, 350ms)", NULL,
+     CLI_AT(P, latency_ms), NULL, NULL, 0},
+    {"deadline", 0, CLI_DURATION, "DURATION", 1, INT64_MAX, NULL, NULL, NULL,
+     "time the whole batch may take, above zero (e.g. 10m, 1h30m)", NULL,
+     CLI_AT(P, deadline_ms), NULL, NULL, 0},
+    {"json", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL, "print one JSON object",
+     NULL, CLI_AT(P, json), NULL, NULL, 0},
+    CLI_ROW_END};
+#undef P
+
+const cli_command cli_cmd_plan = {
+    "plan",
+    "--allowance N/UNIT [OPTIONS]",
+    "rate and Little's-law arithmetic for a batch",
+    "Rate and Little's-law arithmetic for a batch: the start interval, the\n"
+    "minimum duration, the expected number in flight, the concurrency to\n"
+    "configure, and whether the batch fits a deadline.\n",
+    plan_opts_table,
+    "Example: polite plan --allowance 120/min --target 90/min --requests 600 "
+    "--latency 2s\n",
+    NULL,
+    0};
+
+static int parse_args(int argc, char **argv, struct plan *p) {
+  cli_args pos = {{NULL}, 0};
+  int rc = cli_parse(&cli_cmd_plan, argc, argv, p, &pos);
+  if (rc >= 0)
+    return rc;
   if (p->allowance_text == NULL)
     return cli_usage("plan", "--allowance: required (for example "
                              "--allowance 120/min)");
@@ -259,7 +221,8 @@ static void print_json(const struct plan *p) {
   fprintf(f, ",\"exceeds_allowance\":%s",
           p->exceeds_allowance ? "true" : "false");
   if (p->requests > 0) {
-    fprintf(f, ",\"requests\":%lld,\"min_duration_s\":", p->requests);
+    fprintf(f,
+            ",\"requests\":%lld,\"min_duration_s\":", (long long)p->requests);
     put_num(f, p->min_duration_s);
     fputs(",\"finish_s\":", f);
     put_num(f, p->finish_s);
@@ -315,7 +278,7 @@ static void print_text(const struct plan *p) {
   fputs("\n", f);
   if (p->requests > 0) {
     char label[48];
-    snprintf(label, sizeof label, "%lld requests", p->requests);
+    snprintf(label, sizeof label, "%lld requests", (long long)p->requests);
     fprintf(f, "%-15s take at least ", label);
     put_secs(f, p->min_duration_s);
     fprintf(f, " at the target rate (requests / rate)\n");

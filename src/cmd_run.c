@@ -1,118 +1,476 @@
 /* polite run: reads requests (one per line), runs them under one shared
- * budget with the batch engine, and writes one JSON result line each. */
+ * budget with the batch engine, and writes one JSON result line each. The
+ * options are the table below; the results file is run_output.c, the log,
+ * summary and progress line run_report.c. */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "run_journal.h"
+#include "report_tap.h"
+#include "run_output.h"
 #include "run_report.h"
 
 #include <errno.h>
-#include <jansson.h>
+#include <limits.h>
 #include <polite/clock.h>
 #include <polite/polite.h>
 #include <signal.h>
-#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-static const char USAGE[] =
-    "Usage: polite run [OPTIONS] [FILE|-]\n"
-    "\n"
+/* Everything the command line sets. Rows land in bo and tr directly, so a
+ * new engine or transport setting is one new row. */
+typedef struct {
+  polite_batch_options bo;
+  polite_transport_options tr;
+  double rate; /* units/s; 0: no pacing */
+  unsigned burst, concurrency, cost;
+  const char *budget_uri, *out_path, *log_path, *summary_path, *bodies_dir;
+  const char *report_path; /* --report FILE.html */
+  const char *method, *data_arg;
+  cli_list headers;
+  size_t max_data; /* -d @FILE cap */
+  int progress;    /* -1: when stderr is a terminal */
+  int quiet;
+  int http11, http2;
+  run_journal_config jc;
+  const char *input_path; /* NULL: stdin */
+  char *data_buf;         /* -d @FILE contents */
+  size_t data_len;
+} run_opts;
+
+/* ---- Setters for the rows that check more than a kind can ---------------- */
+
+/* -H "Name: value": a token name, no CR/LF. The value is never quoted (it
+ * may be a secret), and without a colon nothing of it is: "Bearer sk-..."
+ * is all value. */
+static int set_header(void *opts, const cli_opt *o, const char *h, char *err,
+                      size_t errlen) {
+  if (cli_header_has_name(h, err, errlen) != 0)
+    return -1;
+  const char *colon = strchr(h, ':');
+  polite_request *probe = polite_request_new();
+  char *name = strndup(h, (size_t)(colon - h));
+  const char *v = colon + 1;
+  while (*v == ' ' || *v == '\t')
+    v++;
+  int ok = probe && name && polite_request_add_header(probe, name, v) == 0;
+  polite_request_free(probe);
+  if (!ok) {
+    snprintf(err, errlen,
+             "expected 'Name: value' with a valid name and no line breaks, "
+             "got '%.*s: ...'",
+             (int)(colon - h > 60 ? 60 : colon - h), h);
+    free(name);
+    return -1;
+  }
+  free(name);
+  return cli_opt_store(o, opts, h, err, errlen);
+}
+
+static int set_method(void *opts, const cli_opt *o, const char *v, char *err,
+                      size_t errlen) {
+  polite_request *probe = polite_request_new();
+  int ok = probe && v[0] && polite_request_add_header(probe, v, "x") == 0;
+  polite_request_free(probe);
+  if (!ok) {
+    snprintf(err, errlen, "'%.64s' is not a valid HTTP method", v);
+    return -1;
+  }
+  ((run_opts *)opts)->method = v;
+  return 0;
+}
+
+static int set_requeue(void *opts, const cli_opt *o, const char *v, char *err,
+                       size_t errlen) {
+  char bad[64];
+  if (run_journal_parse_requeue(v, &((run_opts *)opts)->jc.requeue, bad,
+                                sizeof bad) != 0) {
+    snprintf(err, errlen,
+             "'%s' is not an outcome that can be requeued (e.g. "
+             "deadline,cancelled)",
+             bad);
+    return -1;
+  }
+  return 0;
+}
+
+/* -u user:password (curl's form; a missing password is not prompted for). */
+static int set_user(void *opts, const cli_opt *o, const char *v, char *err,
+                    size_t errlen) {
+  if (strchr(v, ':') == NULL) {
+    snprintf(err, errlen, "expected user:password (not shown)");
+    return -1;
+  }
+  ((run_opts *)opts)->tr.userpwd = v;
+  return 0;
+}
+
+/* ---- The table ------------------------------------------------------------
+ */
+
+#define R run_opts
+/* name, short, kind, arg, min, max, default, default as shown, env, help,
+ * group, where, setter, choices, flags */
+static const cli_opt run_table[] = {
+    {"rate", 0, CLI_RATE, "N/UNIT", 0, 0, NULL, "none (no rate limit)", NULL,
+     "planned starts: 10/s, 90/min, 1000/h, 5000/day; 'none' turns pacing "
+     "off",
+     "Budget", CLI_AT(R, rate), NULL, NULL, CLI_F_NONE},
+    {"burst", 0, CLI_UINT, "N", 1, 1000000, "1", NULL, NULL,
+     "starts allowed back to back; 1 spaces every start evenly", NULL,
+     CLI_AT(R, burst), NULL, NULL, 0},
+    {"concurrency", 0, CLI_UINT, "N", 1, 100000, "4", NULL, NULL,
+     "requests in flight at most (a request holds one slot whatever its "
+     "cost)",
+     NULL, CLI_AT(R, concurrency), NULL, NULL, 0},
+    {"cost", 0, CLI_UINT, "N", 1, POLITE_REQUEST_MAX_COST, "1", NULL, NULL,
+     "rate units each attempt spends, for lines without a \"cost\" field "
+     "(tokens per minute are budgeted like requests per minute)",
+     NULL, CLI_AT(R, cost), NULL, NULL, 0},
+    {"budget", 0, CLI_STRING, "URI", 0, 0, "local", NULL, NULL,
+     "the budget backend: local (this process), file:PATH (processes on one "
+     "host), redis://HOST:PORT/NAME (hosts); see fleet.md",
+     NULL, CLI_AT(R, budget_uri), NULL, NULL, 0},
+    {"budget-scope", 0, CLI_ENUM, "run|host", 0, 0, "run", NULL, NULL,
+     "run: one account for the whole batch; host: one account per URL "
+     "authority, each with the same rate, burst and concurrency",
+     NULL, CLI_AT(R, bo.scope_host), NULL, "run|host", 0},
+    {"max-attempts", 0, CLI_UINT, "N", 1, 100, "5", NULL, NULL,
+     "network attempts per request, first included: polite never sends more",
+     "Retries and time", CLI_AT(R, bo.max_attempts), NULL, NULL, 0},
+    {"deadline", 0, CLI_DURATION, "DURATION", 1, INT64_MAX / 1000, "none", NULL,
+     NULL,
+     "per request, from its first attempt (250ms, 2s, 1m); a wait that does "
+     "not fit ends it with outcome deadline",
+     NULL, CLI_AT(R, bo.deadline_ms), NULL, NULL, CLI_F_NONE},
+    {"run-deadline", 0, CLI_DURATION, "DURATION", 1, INT64_MAX / 1000, "none",
+     NULL, NULL, "for the whole run", NULL, CLI_AT(R, bo.run_deadline_ms), NULL,
+     NULL, CLI_F_NONE},
+    {"connect-timeout", 0, CLI_DURATION, "DURATION", 1, LONG_MAX, "10s", NULL,
+     NULL, "per attempt, to connect (0 is refused: there is no 'no limit')",
+     NULL, CLI_AT(R, bo.connect_timeout_ms), NULL, NULL, 0},
+    {"timeout", 0, CLI_DURATION, "DURATION", 1, LONG_MAX, "30s", NULL, NULL,
+     "per attempt, whole transfer (also cut to the time left before a "
+     "deadline; 0 is refused: there is no 'no limit')",
+     NULL, CLI_AT(R, bo.timeout_ms), NULL, NULL, 0},
+    {"spread", 0, CLI_DURATION, "DURATION", 0, 3600000, "250ms", NULL, NULL,
+     "the largest random spread added to a server's wait", NULL,
+     CLI_AT(R, bo.spread_ms), NULL, NULL, 0},
+    {"max-wait", 0, CLI_DURATION, "DURATION", 0, LONG_MAX, "15m", NULL, NULL,
+     "a server wait (Retry-After, a reset, a pause found in the budget) "
+     "longer than this ends the request 'wait_too_long' at once instead of "
+     "waiting, never by sending early (0: no limit)",
+     NULL, CLI_AT(R, bo.max_wait_ms), NULL, NULL, 0},
+    {"idempotency-key", 0, CLI_ENUM, "off|auto", 0, 0, "off", NULL, NULL,
+     "auto: a random key (UUID form) per logical POST/PATCH without one, "
+     "sent as Idempotency-Key on every attempt",
+     "Writes", CLI_AT(R, bo.idempotency_auto), NULL, "off|auto", 0},
+    {"retry-unsafe", 0, CLI_FLAG, NULL, 1, 0, NULL, "off", NULL,
+     "retry POST/PATCH even without a key (you accept duplicates)", NULL,
+     CLI_AT(R, bo.retry_unsafe), NULL, NULL, 0},
+    {"header", 'H', CLI_LIST, "'K: V'", 0, 0, NULL, NULL, NULL,
+     "header for every request (repeatable)", "Requests (like curl)",
+     CLI_AT(R, headers), set_header, NULL, 0},
+    {"request", 'X', CLI_CUSTOM, "METHOD", 0, 0, NULL, NULL, NULL,
+     "method for lines that give none", NULL, 0, 0, set_method, NULL, 0},
+    {"data", 'd', CLI_STRING, "DATA", 0, 0, NULL, NULL, NULL,
+     "body for lines that give none (@FILE reads a file, at most --max-data "
+     "bytes); makes them POST unless -X says otherwise",
+     NULL, CLI_AT(R, data_arg), NULL, NULL, 0},
+    {"max-data", 0, CLI_SIZE, "SIZE", 0, 1LL << 30, "16MiB", NULL, NULL,
+     "largest -d @FILE body; a larger file is an error naming it", NULL,
+     CLI_AT(R, max_data), NULL, NULL, 0},
+    {"user", 'u', CLI_CUSTOM, "USER:PASSWORD", 0, 0, NULL, NULL, NULL,
+     "HTTP Basic credentials for every request (never written anywhere)", NULL,
+     0, 0, set_user, NULL, CLI_F_SECRET},
+    {"user-agent", 'A', CLI_STRING, "NAME", 0, 0, "polite/" POLITE_VERSION_STR,
+     "polite/VERSION", NULL, "User-Agent for requests whose line sets none",
+     NULL, CLI_AT(R, bo.user_agent), NULL, NULL, 0},
+    {"compressed", 0, CLI_FLAG, NULL, 1, 0, NULL, "off", NULL,
+     "ask for a compressed response and decompress it; --max-body counts the "
+     "decompressed bytes",
+     NULL, CLI_AT(R, tr.compressed), NULL, NULL, 0},
+    {"http1.1", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL, "use HTTP/1.1 only",
+     NULL, CLI_AT(R, http11), NULL, NULL, 0},
+    {"http2", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
+     "use HTTP/2 (ALPN over TLS, else h2c upgrade)", NULL, CLI_AT(R, http2),
+     NULL, NULL, 0},
+    {"max-body", 0, CLI_SIZE, "SIZE", 1, 1LL << 30, "16MiB", NULL, NULL,
+     "response bytes kept per request (the rest is counted as "
+     "body_truncated); each request in flight may hold this much",
+     NULL, CLI_AT(R, bo.max_body), NULL, NULL, 0},
+    {"insecure", 'k', CLI_FLAG, NULL, 1, 0, NULL, "off", NULL,
+     "do not verify TLS certificates (verification is on by default)", "TLS",
+     CLI_AT(R, bo.insecure), NULL, NULL, 0},
+    {"cacert", 0, CLI_STRING, "FILE", 0, 0, NULL, "libcurl's bundle",
+     "CURL_CA_BUNDLE", "CA certificates (PEM) to verify servers with", NULL,
+     CLI_AT(R, tr.cacert), NULL, NULL, 0},
+    {"capath", 0, CLI_STRING, "DIR", 0, 0, NULL, "libcurl's", NULL,
+     "directory of hashed CA certificates (c_rehash)", NULL,
+     CLI_AT(R, tr.capath), NULL, NULL, 0},
+    {"cert", 0, CLI_STRING, "FILE", 0, 0, NULL, NULL, NULL,
+     "client certificate (PEM), for servers that ask for one", NULL,
+     CLI_AT(R, tr.cert), NULL, NULL, 0},
+    {"key", 0, CLI_STRING, "FILE", 0, 0, NULL, NULL, NULL,
+     "the client certificate's private key (PEM; default: in --cert)", NULL,
+     CLI_AT(R, tr.key), NULL, NULL, 0},
+    {"proxy", 0, CLI_STRING, "URL", 0, 0, NULL, "$HTTPS_PROXY, $http_proxy",
+     NULL,
+     "proxy for every request (e.g. polite proxy --mode forward); '' turns "
+     "the proxy variables off",
+     "Proxy", CLI_AT(R, tr.proxy), NULL, NULL, 0},
+    {"noproxy", 0, CLI_STRING, "LIST", 0, 0, NULL, "$NO_PROXY", NULL,
+     "hosts reached without the proxy, comma-separated ('*': all)", NULL,
+     CLI_AT(R, tr.noproxy), NULL, NULL, 0},
+    {"out", 'o', CLI_STRING, "FILE", 0, 0, NULL, "stdout", NULL,
+     "results, one JSON line per request", "Output", CLI_AT(R, out_path), NULL,
+     NULL, 0},
+    {"log", 0, CLI_STRING, "FILE", 0, 0, NULL, "none", NULL,
+     "one JSON line per network attempt", NULL, CLI_AT(R, log_path), NULL, NULL,
+     0},
+    {"bodies-dir", 0, CLI_STRING, "DIR", 0, 0, NULL, "none", NULL,
+     "save each body as DIR/<id, %-encoded> and write body_file instead of "
+     "body",
+     NULL, CLI_AT(R, bodies_dir), NULL, NULL, 0},
+    {"summary-json", 0, CLI_STRING, "FILE", 0, 0, NULL, "none", NULL,
+     "the summary as a JSON object", NULL, CLI_AT(R, summary_path), NULL, NULL,
+     0},
+    {"report", 0, CLI_STRING, "FILE.html", 0, 0, NULL, "none", NULL,
+     "an HTML timeline of the run, written at its end (see report.md)", NULL,
+     CLI_AT(R, report_path), NULL, NULL, 0},
+    {"first", 0, CLI_UINT, "N", 1, UINT64_MAX, NULL, "all", NULL,
+     "trial: run only the first N requests and compare the measured spacing "
+     "and in-flight count with the plan",
+     NULL, CLI_AT(R, bo.max_requests), NULL, NULL, 0},
+    {"progress", 0, CLI_FLAG, NULL, 1, 0, NULL, "on when stderr is a terminal",
+     NULL, "progress line on stderr, even when stderr is not a terminal", NULL,
+     CLI_AT(R, progress), NULL, NULL, 0},
+    {"no-progress", 0, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL,
+     "no progress line", NULL, CLI_AT(R, progress), NULL, NULL, 0},
+    {"quiet", 'q', CLI_FLAG, NULL, 1, 0, NULL, "off", NULL,
+     "no summary on stderr", NULL, CLI_AT(R, quiet), NULL, NULL, 0},
+    {"journal", 0, CLI_STRING, "FILE", 0, 0, NULL, "none", NULL,
+     "record each request, its idempotency key, each attempt and each result "
+     "(needs --out and an input FILE; see journal.md)",
+     "Journal (crash-safe resume)", CLI_AT(R, jc.path), NULL, NULL, 0},
+    {"resume", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
+     "continue the journal's run: skip finished ids, reuse recorded keys, "
+     "repair --out",
+     NULL, CLI_AT(R, jc.resume), NULL, NULL, 0},
+    {"requeue", 0, CLI_CUSTOM, "LIST", 0, 0, NULL, NULL, NULL,
+     "with --resume, run ids whose result was one of these outcomes again "
+     "(e.g. deadline,cancelled)",
+     NULL, 0, 0, set_requeue, NULL, 0},
+    {"force", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
+     "resume although the input or --out changed", NULL, CLI_AT(R, jc.force),
+     NULL, NULL, 0},
+    CLI_ROW_END};
+#undef R
+
+const cli_command cli_cmd_run = {
+    "run",
+    "[OPTIONS] [FILE|-]",
+    "run a batch of requests under one shared budget",
     "Runs one HTTP request per input line under one shared budget: starts\n"
     "are spaced by --rate, at most --concurrency are in flight, retries\n"
     "spend the same budget, and a 429/503 with Retry-After pauses the whole\n"
     "budget until the server's time. Input: a bare URL (a GET) or a JSON\n"
     "object {\"id\",\"method\",\"url\",\"headers\":{},\"body\",\n"
     "\"idempotency_key\",\"cost\"} per line; blank lines and # comments are\n"
-    "skipped.\n"
-    "FILE '-' or none reads stdin. Output: one JSON line per request.\n"
-    "\n"
-    "Budget:\n"
-    "  --rate N/UNIT          planned start rate (s, min, h, day); default:\n"
-    "                         no rate limit\n"
-    "  --burst N              starts allowed back to back (default 1)\n"
-    "  --concurrency N        requests in flight at most (default 4)\n"
-    "  --cost N               rate units each attempt spends, for lines\n"
-    "                         without \"cost\" (default 1): budget tokens per\n"
-    "                         minute like requests per minute\n"
-    "  --budget URI           'local' (default, this process), file:PATH\n"
-    "                         (processes on one host), redis://HOST:PORT/NAME\n"
-    "                         (hosts)\n"
-    "  --budget-scope run|host  one account for the run (default) or one\n"
-    "                         per host\n"
-    "Retries and time:\n"
-    "  --max-attempts N       network attempts per request, first included\n"
-    "                         (default 5, 1..100): polite never sends more\n"
-    "  --deadline DURATION    per request, from its first attempt (250ms,\n"
-    "                         2s, 1m); a wait that does not fit ends it with\n"
-    "                         outcome 'deadline'\n"
-    "  --run-deadline DURATION  for the whole run\n"
-    "  --connect-timeout DURATION  per attempt (default 10s)\n"
-    "  --timeout DURATION     per attempt (default 30s)\n"
-    "  --spread DURATION      random spread added to a server wait (default\n"
-    "                         250ms)\n"    "  --max-wait DURATION    a server wait longer than this ends the request\n"
-    "                         with 'wait_too_long' at once (default 15m; 0:\n"
-    "                         no limit)\n"
-    "Writes:\n"
-    "  --idempotency-key auto  a random key per logical POST/PATCH without\n"
-    "                         one, sent as Idempotency-Key on every attempt\n"
-    "  --retry-unsafe         retry POST/PATCH even without a key\n"
-    "Requests (applied to every line, like curl):\n"
-    "  -H, --header 'K: V'    add a header (repeatable)\n"
-    "  -X, --request METHOD   method for lines that give none\n"
-    "  -d, --data DATA        body for lines that give none (@FILE reads a\n"
-    "                         file); makes them POST unless -X is given\n"
-    "  -k, --insecure         do not verify TLS certificates\n"
-    "Output:\n"
-    "  -o, --out FILE         results (default stdout)\n"
-    "  --log FILE             one JSON line per network attempt\n"
-    "  --bodies-dir DIR       save bodies as DIR/<id> (\"body_file\")\n"
-    "  --summary-json FILE    the summary as JSON\n"
-    "  --first N              trial: run only the first N requests and\n"
-    "                         compare the measured spacing with the plan\n"
-    "  --progress, --no-progress  progress line on stderr (default: on when\n"
-    "                         stderr is a terminal)\n"
-    "  -q, --quiet            no summary on stderr\n"
-    "Journal (crash-safe resume; see docs/journal.md):\n"
-    "  --journal FILE         record each request, its idempotency key,\n"
-    "                         each attempt and each result (needs --out and\n"
-    "                         an input FILE)\n"
-    "  --resume               continue the journal's run: skip finished ids,\n"
-    "                         reuse recorded keys, repair --out\n"
-    "  --requeue LIST         with --resume, run ids whose result was one of\n"
-    "                         these outcomes again (e.g. deadline,cancelled)\n"
-    "  --force                resume although the input or --out changed\n"
-    "\n"
+    "skipped. FILE '-' or none reads stdin. Output: one JSON line per\n"
+    "request. Durations: 250ms, 2s, 1.5s, 3m, 1h30m; sizes: 4096, 64k, 16M.\n",
+    run_table,
     "Secrets (Authorization, Proxy-Authorization, Cookie, Set-Cookie,\n"
-    "X-Api-Key, Api-Key headers; query parameters whose names contain key,\n"
-    "token, secret, signature, sig, password) are written as REDACTED.\n"
-    "Exit: 0 all ok; 1 some request did not end ok; 2 usage error; 3 a\n"
-    "quota was spent (nothing new started; the rest are 'cancelled'); 130\n"
-    "interrupted (results so far are flushed). See docs/run.md.\n";
+    "X-Api-Key, Api-Key headers; -u; query parameters whose names contain\n"
+    "key, token, secret, signature, sig, password) are written as REDACTED.\n"
+    "Exit: 0 all ok; 1 some request did not end ok, or an output could not\n"
+    "be written; 2 usage error; 3 a quota was spent (nothing new started;\n"
+    "the rest are 'cancelled'); 130 interrupted (results so far are\n"
+    "flushed). See docs/run.md.\n",
+    NULL,
+    1};
+
+/* ---- Checks after parsing --------------------------------------------------
+ */
+
+/* Reads -d @FILE, at most `max` bytes: a larger file (or /dev/zero) is a
+ * usage error naming it, not a run that fills memory. */
+static int read_data_file(const char *path, size_t max, char **out,
+                          size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return cli_usage("run", "-d: cannot read '%s': %s", path, strerror(errno));
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  int rc = 0;
+  int nomem = buf == NULL;
+  while (!nomem) {
+    if (n == cap) {
+      char *nb = cap > max ? NULL : realloc(buf, cap * 2);
+      if (nb == NULL) {
+        nomem = cap <= max; /* past max: stop reading, not out of memory */
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    size_t r = fread(buf + n, 1, cap - n, f);
+    n += r;
+    if (r == 0 || n > max)
+      break;
+  }
+  if (nomem || ferror(f))
+    rc = cli_usage("run", "-d: cannot read '%s': %s", path,
+                   nomem ? "out of memory" : strerror(errno));
+  else if (n > max)
+    rc = cli_usage("run",
+                   "-d: '%s' is larger than --max-data (%zu bytes); raise "
+                   "--max-data to send it",
+                   path, max);
+  fclose(f);
+  if (rc != 0) {
+    free(buf);
+    return rc;
+  }
+  *out = buf;
+  *len = n;
+  return 0;
+}
+
+/* One file the run reads or writes, for the same-file check. */
+typedef struct {
+  const char *what; /* "the input", "--out", ... */
+  const char *path; /* NULL: the descriptor fd */
+  int fd;
+  int exists;
+  dev_t dev;
+  ino_t ino;
+  char *resolved; /* where a file that does not exist yet will be */
+} run_file;
+
+/* Fills f's identity. Only regular files (and files still to be created)
+ * take part: /dev/null or a terminal may well be two outputs at once. */
+static int identify(run_file *f) {
+  struct stat st;
+  int r = f->path ? stat(f->path, &st) : fstat(f->fd, &st);
+  if (r == 0) {
+    if (!S_ISREG(st.st_mode))
+      return 0;
+    f->exists = 1;
+    f->dev = st.st_dev;
+    f->ino = st.st_ino;
+    return 1;
+  }
+  if (f->path == NULL)
+    return 0;
+  /* Not there yet: the resolved directory plus the last name. */
+  char *copy = strdup(f->path);
+  if (copy == NULL)
+    return 0;
+  char *slash = strrchr(copy, '/');
+  const char *base = slash ? slash + 1 : copy;
+  char *dir =
+      realpath(slash ? (slash == copy ? "/" : (*slash = 0, copy)) : ".", NULL);
+  if (dir && asprintf(&f->resolved, "%s/%s", dir, base) < 0)
+    f->resolved = NULL;
+  free(dir);
+  free(copy);
+  return f->resolved != NULL;
+}
+
+static int same_file(const run_file *a, const run_file *b) {
+  if (a->exists && b->exists)
+    return a->dev == b->dev && a->ino == b->ino;
+  if (!a->exists && !b->exists)
+    return strcmp(a->resolved, b->resolved) == 0;
+  return 0;
+}
+
+/* Refuses a run whose outputs are the input, the journal or each other
+ * (device and inode for files that exist, the resolved path for files
+ * still to be made), before anything is opened for writing. */
+static int check_distinct(const run_opts *o) {
+  run_file f[] = {
+      {"the input", o->input_path, STDIN_FILENO, 0, 0, 0, NULL},
+      {o->out_path ? "--out" : "the results (standard output)", o->out_path,
+       STDOUT_FILENO, 0, 0, 0, NULL},
+      {"--journal", o->jc.path, -1, 0, 0, 0, NULL},
+      {"--log", o->log_path, -1, 0, 0, 0, NULL},
+      {"--summary-json", o->summary_path, -1, 0, 0, 0, NULL},
+      {"--report", o->report_path, -1, 0, 0, 0, NULL},
+  };
+  size_t n = sizeof f / sizeof f[0];
+  int known[sizeof f / sizeof f[0]] = {0};
+  int rc = 0;
+  for (size_t i = 0; i < n; i++)
+    known[i] = (f[i].path || f[i].fd >= 0) && identify(&f[i]);
+  for (size_t i = 0; i < n && rc == 0; i++)
+    for (size_t j = i + 1; j < n && rc == 0; j++)
+      if (known[i] && known[j] && same_file(&f[i], &f[j]))
+        rc = cli_usage("run",
+                       "%s%s%s%s and %s%s%s%s are the same file: refusing to "
+                       "overwrite %s",
+                       f[i].what, f[i].path ? " '" : "",
+                       f[i].path ? f[i].path : "", f[i].path ? "'" : "",
+                       f[j].what, f[j].path ? " '" : "",
+                       f[j].path ? f[j].path : "", f[j].path ? "'" : "",
+                       i == 0 ? "the input" : "one output with another");
+  for (size_t i = 0; i < n; i++)
+    free(f[i].resolved);
+  return rc;
+}
+
+/* Parses and checks the command line. Returns -1 to go on, else an exit
+ * status. */
+static int parse_run_args(int argc, char **argv, run_opts *o) {
+  memset(o, 0, sizeof *o);
+  polite_batch_options_init(&o->bo);
+  o->progress = -1;
+  cli_args pos = {{NULL}, 0};
+  int rc = cli_defaults(&cli_cmd_run, o);
+  if (rc == 0)
+    rc = cli_parse(&cli_cmd_run, argc, argv, o, &pos);
+  if (rc >= 0)
+    return rc;
+  o->input_path = pos.n && strcmp(pos.v[0], "-") != 0 ? pos.v[0] : NULL;
+  run_journal_config *jc = &o->jc;
+  if (jc->path == NULL && (jc->resume || jc->force || jc->requeue))
+    return cli_usage("run", "%s needs --journal FILE",
+                     jc->resume  ? "--resume"
+                     : jc->force ? "--force"
+                                 : "--requeue");
+  if (jc->requeue && !jc->resume)
+    return cli_usage("run", "--requeue needs --resume");
+  if (o->http11 && o->http2)
+    return cli_usage("run", "--http1.1 and --http2 exclude each other");
+  o->tr.http_version = o->http11  ? POLITE_HTTP_1_1
+                       : o->http2 ? POLITE_HTTP_2
+                                  : POLITE_HTTP_ANY;
+  char err[300];
+  if (polite_transport_check(&o->tr, err, sizeof err) != 0)
+    return cli_usage("run", "%s", err);
+  if ((rc = check_distinct(o)) != 0)
+    return rc;
+  if (o->data_arg && o->data_arg[0] == '@') {
+    if ((rc = read_data_file(o->data_arg + 1, o->max_data, &o->data_buf,
+                             &o->data_len)) != 0)
+      return rc;
+  } else if (o->data_arg) {
+    o->data_len = strlen(o->data_arg);
+  }
+  return -1;
+}
+
+/* ---- The run ---------------------------------------------------------------
+ */
 
 typedef struct {
-  FILE *out;
-  FILE *log;
-  const char *bodies_dir;
-  polite_input *input;
+  run_output out;
+  run_log log;
   run_progress progress;
-  int out_error;
-  /* Without a journal, a failed result write stops the run (see
-   * docs/run.md, "When writing the results fails"). */
-  int journal;          /* the journal wrapper handles write failures */
-  const char *out_name; /* --out path, or NULL for stdout */
-  polite_batch *batch;
-  struct stat out_st; /* identity of --out when opened */
-  int out_regular;    /* --out is a regular file (checked, truncated) */
-  int out_failed;
-  int out_errno;
-  const char *out_op;     /* "write", "flush", or NULL: file gone/replaced */
-  long long out_good;     /* bytes of complete lines written */
-  uint64_t out_lines;     /* lines written */
-  uint64_t out_unwritten; /* results with no line after the failure */
-  int out_torn_removed;   /* a partial line was cut off */
+  polite_input *input;
 } run_ctx;
 
 static polite_batch *volatile g_batch;
@@ -124,300 +482,16 @@ static void on_signal(int sig) {
 }
 
 static int next_request(void *ud, polite_request **out) {
-  run_ctx *c = ud;
-  return polite_input_next(c->input, out);
+  return polite_input_next(((run_ctx *)ud)->input, out);
 }
-
-/* A JSON string for bytes that may not be UTF-8: invalid bytes become
- * U+FFFD, so a binary body still gives a valid JSON line. */
-static json_t *text_json(const char *s, size_t n) {
-  json_t *j = json_stringn(s, n);
-  if (j)
-    return j;
-  char *buf = malloc(n * 3 + 1);
-  if (buf == NULL)
-    return json_string("");
-  size_t o = 0;
-  const unsigned char *p = (const unsigned char *)s;
-  for (size_t i = 0; i < n;) {
-    unsigned char c = p[i];
-    size_t len = c < 0x80         ? 1
-                 : (c >> 5) == 6  ? 2
-                 : (c >> 4) == 14 ? 3
-                 : (c >> 3) == 30 ? 4
-                                  : 0;
-    int ok = len > 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; k++)
-      ok = (p[i + k] & 0xc0) == 0x80;
-    if (ok && len > 1) {
-      json_t *t = json_stringn(s + i, len);
-      ok = t != NULL;
-      json_decref(t);
-    }
-    if (ok) {
-      memcpy(buf + o, s + i, len);
-      o += len;
-      i += len;
-    } else {
-      memcpy(buf + o, "\xef\xbf\xbd", 3);
-      o += 3;
-      i++;
-    }
-  }
-  j = json_stringn(buf, o);
-  free(buf);
-  return j ? j : json_string("");
-}
-
-/* A redacted copy of a URL. */
-static json_t *redacted_json(const char *s) {
-  char *r = polite_redact_url(s);
-  json_t *j = text_json(r ? r : "", r ? strlen(r) : 0);
-  free(r);
-  return j;
-}
-
-/* A message that may quote URLs, with their secrets redacted. */
-static json_t *redacted_text_json(const char *s) {
-  char *r = polite_redact_text(s);
-  json_t *j = text_json(r ? r : "", r ? strlen(r) : 0);
-  free(r);
-  return j;
-}
-
-/* File name for a body: the id with anything outside [A-Za-z0-9._-]
- * replaced by '_', plus a hash suffix when that changed the id (so two ids
- * never share a file). */
-static char *body_path(const char *dir, const char *id) {
-  char name[160];
-  size_t n = 0;
-  int changed = 0;
-  for (const char *p = id; *p && n < 100; p++) {
-    char ch = *p;
-    int keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-               (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
-               (ch == '.' && n > 0);
-    name[n++] = keep ? ch : '_';
-    changed |= !keep;
-  }
-  if (strlen(id) > 100 || n == 0)
-    changed = 1;
-  name[n] = '\0';
-  if (changed) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
-      h = (h ^ *p) * 1099511628211ull;
-    snprintf(name + n, sizeof name - n, "-%08llx",
-             (unsigned long long)(h & 0xffffffffu));
-  }
-  char *path = NULL;
-  if (asprintf(&path, "%s/%s", dir, name) < 0)
-    return NULL;
-  return path;
-}
-
-/* The first failed result write without a journal: stops new starts
- * (cancel), drops what stdio still buffers (it would be written after the
- * cut or fail again) and cuts a partial line back to the last complete one,
- * so the file holds only whole result lines. op NULL: the file is gone or
- * was replaced (err says which). */
-static void out_fail(run_ctx *c, const char *op, int err) {
-  c->out_failed = 1;
-  c->out_op = op;
-  c->out_errno = err;
-  c->out_error = 1;
-  c->out_unwritten++;
-  if (c->batch)
-    polite_batch_cancel(c->batch);
-  __fpurge(c->out);
-  struct stat st;
-  if (op && c->out_regular && fstat(fileno(c->out), &st) == 0 &&
-      st.st_size > c->out_good &&
-      ftruncate(fileno(c->out), (off_t)c->out_good) == 0)
-    c->out_torn_removed = 1;
-}
-
-/* 1 when the --out path still names the file the run opened: writes to a
- * removed file would vanish without an error. */
-static int out_intact(run_ctx *c) {
-  if (!c->out_regular)
-    return 1;
-  struct stat now;
-  if (stat(c->out_name, &now) != 0) {
-    out_fail(c, NULL, errno);
-    return 0;
-  }
-  if (now.st_dev != c->out_st.st_dev || now.st_ino != c->out_st.st_ino) {
-    out_fail(c, NULL, 0);
-    return 0;
-  }
-  return 1;
-}
-
-/* Writes one result line. Without a journal a failure stops the run here;
- * with one, the journal wrapper sees ferror and stops it (its message). */
-static void write_line(run_ctx *c, const char *s) {
-  if (!c->journal && !out_intact(c))
-    return; /* out_fail counted this line as unwritten */
-  size_t len = strlen(s);
-  errno = 0;
-  if (fwrite(s, 1, len, c->out) != len || fputc('\n', c->out) == EOF) {
-    if (c->journal)
-      c->out_error = 1;
-    else
-      out_fail(c, "write", errno);
-    return;
-  }
-  if (fflush(c->out) != 0) {
-    if (c->journal)
-      c->out_error = 1;
-    else
-      out_fail(c, "flush", errno);
-    return;
-  }
-  c->out_good += (long long)len + 1;
-  c->out_lines++;
-}
-
 static void on_result(void *ud, const polite_result *r) {
-  run_ctx *c = ud;
-  if (!c->journal && c->out_failed) {
-    c->out_unwritten++; /* stopped: no line, and no body file either */
-    return;
-  }
-  json_t *o = json_object();
-  json_object_set_new(o, "id", text_json(r->req->id, strlen(r->req->id)));
-  json_object_set_new(o, "method", text_json(r->method, strlen(r->method)));
-  json_object_set_new(o, "url",
-                      r->req->url ? redacted_json(r->req->url) : json_null());
-  json_object_set_new(o, "status",
-                      r->status ? json_integer(r->status) : json_null());
-  json_object_set_new(o, "outcome",
-                      json_string(polite_outcome_name(r->outcome)));
-  json_object_set_new(o, "attempts", json_integer(r->attempts));
-  json_object_set_new(o, "elapsed_ms", json_integer(r->elapsed_ms));
-  if (r->body != NULL && c->bodies_dir != NULL) {
-    char *path = body_path(c->bodies_dir, r->req->id);
-    FILE *f = path ? fopen(path, "wb") : NULL;
-    /* fclose runs exactly once whatever happens: closing again after a
-       failed fclose would be undefined behaviour. */
-    int ok = f && fwrite(r->body, 1, r->body_len, f) == r->body_len;
-    if (f && fclose(f) != 0)
-      ok = 0;
-    if (ok) {
-      json_object_set_new(o, "body_file", text_json(path, strlen(path)));
-    } else {
-      fprintf(stderr, "polite run: cannot write body file %s: %s\n",
-              path ? path : "(none)", strerror(errno));
-      json_object_set_new(o, "body_file", json_null());
-    }
-    free(path);
-  } else {
-    json_object_set_new(
-        o, "body", r->body ? text_json(r->body, r->body_len) : json_null());
-  }
-  if (r->body_truncated)
-    json_object_set_new(o, "body_truncated", json_true());
-  if (r->error)
-    json_object_set_new(o, "error", redacted_text_json(r->error));
-  json_object_set_new(o, "line",
-                      r->req->line ? json_integer(r->req->line) : json_null());
-  char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  json_decref(o);
-  if (s) {
-    write_line(c, s);
-    free(s);
-  } else if (!c->journal) {
-    out_fail(c, "write", ENOMEM);
-  }
+  run_output_result(&((run_ctx *)ud)->out, r);
 }
-
-/* ISO-8601 UTC with milliseconds. */
-static json_t *iso_time(int64_t ms) {
-  char buf[40];
-  time_t t = (time_t)(ms / 1000);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf + n, sizeof buf - n, ".%03dZ", (int)(ms % 1000));
-  return json_string(buf);
-}
-
-/* Who sent a 429/503 and why, for the attempt log (evidence sentences
- * never quote secret headers: see diagnose.h). */
-static json_t *diagnosis_json(const polite_diagnosis *d) {
-  json_t *o = json_object();
-  json_object_set_new(o, "component",
-                      json_string(polite_diagnosis_component(d)));
-  json_object_set_new(o, "limit", json_string(polite_limit_name(d->limit)));
-  json_object_set_new(o, "retry_helps", json_boolean(d->retry_helps));
-  json_object_set_new(o, "wait_ms",
-                      d->wait_ms >= 0 ? json_integer(d->wait_ms) : json_null());
-  json_t *ev = json_array();
-  for (size_t i = 0; i < d->n_evidence; i++)
-    json_array_append_new(ev, redacted_text_json(d->evidence[i]));
-  json_object_set_new(o, "evidence", ev);
-  return o;
-}
-
 static void on_attempt(void *ud, const polite_attempt *a) {
-  run_ctx *c = ud;
-  if (c->log == NULL)
-    return;
-  const polite_decision *d = &a->decision;
-  json_t *o = json_object();
-  json_object_set_new(o, "id", text_json(a->req->id, strlen(a->req->id)));
-  json_object_set_new(o, "attempt", json_integer(a->attempt));
-  json_object_set_new(o, "method", text_json(a->method, strlen(a->method)));
-  json_object_set_new(o, "url", redacted_json(a->req->url));
-  json_object_set_new(o, "start", iso_time(a->start_wall_ms));
-  json_object_set_new(o, "end", iso_time(a->end_wall_ms));
-  json_object_set_new(o, "start_ms", json_integer(a->start_wall_ms));
-  json_object_set_new(o, "end_ms", json_integer(a->end_wall_ms));
-  json_object_set_new(o, "status",
-                      a->status ? json_integer(a->status) : json_null());
-  json_object_set_new(o, "retry_after",
-                      a->retry_after
-                          ? text_json(a->retry_after, strlen(a->retry_after))
-                          : json_null());
-  json_object_set_new(o, "action",
-                      json_string(d->action == POLITE_RETRY  ? "retry"
-                                  : d->action == POLITE_STOP ? "stop"
-                                                             : "done"));
-  json_object_set_new(o, "reason", json_string(polite_reason_name(d->reason)));
-  json_object_set_new(o, "wait_ms",
-                      d->action == POLITE_RETRY ? json_integer(d->wait_ms)
-                                                : json_null());
-  json_object_set_new(o, "server_wait_ms",
-                      d->server_wait_ms >= 0 ? json_integer(d->server_wait_ms)
-                                             : json_null());
-  json_object_set_new(o, "account_pause", json_boolean(d->account_pause));
-  json_object_set_new(o, "why", d->why ? json_string(d->why) : json_null());
-  json_object_set_new(o, "request_id",
-                      a->request_id
-                          ? text_json(a->request_id, strlen(a->request_id))
-                          : json_null());
-  if (a->request_id_header)
-    json_object_set_new(
-        o, "request_id_header",
-        text_json(a->request_id_header, strlen(a->request_id_header)));
-  if (a->error)
-    json_object_set_new(o, "error", redacted_text_json(a->error));
-  if (a->diagnosis)
-    json_object_set_new(o, "diagnosis", diagnosis_json(a->diagnosis));
-  char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  json_decref(o);
-  if (s) {
-    fputs(s, c->log);
-    fputc('\n', c->log);
-    fflush(c->log);
-    free(s);
-  }
+  run_log_attempt(&((run_ctx *)ud)->log, a);
 }
-
 static void on_tick(void *ud, const polite_batch_stats *s) {
-  run_ctx *c = ud;
-  run_progress_draw(&c->progress, s, 0);
+  run_progress_draw(&((run_ctx *)ud)->progress, s, 0);
 }
 
 /* Counts request lines (not blank, not '#') of a regular file, so the
@@ -448,506 +522,209 @@ static long long count_requests(const char *path) {
   return n;
 }
 
-/* Reads -d @FILE. Returns 0 or -1. */
-static int read_file(const char *path, char **out, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return -1;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  size_t r;
-  while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += r;
-    if (n == cap) {
-      char *nb = realloc(buf, cap *= 2);
-      if (nb == NULL) {
-        free(buf);
-        buf = NULL;
-      } else {
-        buf = nb;
-      }
+/* Opens the results, the log and the bodies directory (the input is open
+ * already). Returns 0 or an exit status after a message. */
+static int open_outputs(run_opts *o, run_ctx *c, run_journal **jr) {
+  c->out.out = stdout;
+  if (o->jc.path) {
+    o->jc.input_path = o->input_path;
+    o->jc.out_path = o->out_path;
+    o->jc.idempotency_auto = o->bo.idempotency_auto;
+    o->jc.quiet = o->quiet;
+    int rc = run_journal_open(&o->jc, jr, &c->out.out);
+    if (rc != 0) {
+      c->out.out = NULL;
+      return rc;
     }
-  }
-  int err = ferror(f);
-  fclose(f);
-  if (buf == NULL || err) {
-    free(buf);
-    return -1;
-  }
-  *out = buf;
-  *len = n;
-  return 0;
-}
-
-/* Validates a -H value: "Name: value" with a token name, no CR/LF. */
-static int header_arg_ok(const char *h) {
-  const char *colon = strchr(h, ':');
-  if (colon == NULL || colon == h)
-    return 0;
-  polite_request *probe = polite_request_new();
-  if (probe == NULL)
-    return 0;
-  char *name = strndup(h, (size_t)(colon - h));
-  const char *v = colon + 1;
-  while (*v == ' ' || *v == '\t')
-    v++;
-  int ok = name && polite_request_add_header(probe, name, v) == 0;
-  free(name);
-  polite_request_free(probe);
-  return ok;
-}
-
-/* Matches "--name VALUE", "--name=VALUE" and, for a short alias, "-x VALUE"
- * or "-xVALUE". Advances *i past a separate value. */
-static int opt_value(int argc, char **argv, int *i, const char *lng,
-                     const char *shrt, const char **val, int *missing) {
-  const char *a = argv[*i];
-  size_t ll = strlen(lng);
-  if (strncmp(a, lng, ll) == 0 && a[ll] == '=') {
-    *val = a + ll + 1;
-    return 1;
-  }
-  if (strcmp(a, lng) == 0 || (shrt && strcmp(a, shrt) == 0)) {
-    if (*i + 1 >= argc) {
-      *missing = 1;
-      return 1;
-    }
-    *val = argv[++*i];
-    return 1;
-  }
-  if (shrt && strncmp(a, shrt, 2) == 0 && a[2] != '\0' && a[1] != '-') {
-    *val = a + 2;
-    return 1;
-  }
-  return 0;
-}
-
-static int parse_duration_arg(const char *opt, const char *v, int64_t *ms) {
-  if (polite_duration_parse(v, ms) != 0 || *ms < 0)
-    return cli_usage("run", "%s: invalid duration '%s' (e.g. 250ms, 2s, 1m)",
-                     opt, v);
-  return 0;
-}
-
-int cmd_run(int argc, char **argv) {
-  polite_batch_options bo;
-  polite_batch_options_init(&bo);
-  double rate = 0;
-  unsigned long long burst = 1, concurrency = 4, first = 0, max_attempts = 5;
-  unsigned long long cost = 1;
-  const char *budget_uri = "local", *out_path = NULL, *log_path = NULL;
-  const char *summary_path = NULL, *bodies_dir = NULL, *input_path = NULL;
-  const char *method = NULL, *data = NULL;
-  char *data_buf = NULL;
-  size_t data_len = 0;
-  int progress = -1, quiet = 0, scope_host = 0;
-  run_journal_config jc = {0};
-  run_journal *jr = NULL;
-  const char **headers = calloc((size_t)argc + 1, sizeof(char *));
-  size_t nheaders = 0;
-  int rc = CLI_EXIT_USAGE;
-  if (headers == NULL)
-    return CLI_EXIT_FAILED;
-
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = NULL;
-    int missing = 0;
-#define OPT(l, s) opt_value(argc, argv, &i, l, s, &v, &missing)
-#define NEED()                                                                 \
-  do {                                                                         \
-    if (missing) {                                                             \
-      rc = cli_usage("run", "%s needs a value", a);                            \
-      goto out;                                                                \
-    }                                                                          \
-  } while (0)
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      fputs(USAGE, stdout);
-      rc = CLI_EXIT_OK;
-      goto out;
-    } else if (OPT("--rate", NULL)) {
-      NEED();
-      if (polite_rate_parse(v, &rate) != 0 || !(rate > 0)) {
-        rc = cli_usage("run", "--rate: invalid rate '%s' (e.g. 10/s, 90/min)",
-                       v);
-        goto out;
-      }
-    } else if (OPT("--burst", NULL)) {
-      NEED();
-      if (cli_parse_uint(v, 1000000, &burst) || burst < 1) {
-        rc = cli_usage("run", "--burst: expected a whole number >= 1, got '%s'",
-                       v);
-        goto out;
-      }
-    } else if (OPT("--concurrency", NULL)) {
-      NEED();
-      if (cli_parse_uint(v, 100000, &concurrency) || concurrency < 1) {
-        rc = cli_usage("run",
-                       "--concurrency: expected a whole number 1..100000, got "
-                       "'%s'",
-                       v);
-        goto out;
-      }
-    } else if (OPT("--cost", NULL)) {
-      NEED();
-      if (cli_parse_uint(v, POLITE_REQUEST_MAX_COST, &cost) || cost < 1) {
-        rc = cli_usage("run", "--cost: expected a whole number 1..%u, got '%s'",
-                       POLITE_REQUEST_MAX_COST, v);
-        goto out;
-      }
-    } else if (OPT("--max-attempts", NULL)) {
-      NEED();
-      if (cli_parse_uint(v, 100, &max_attempts) || max_attempts < 1) {
-        rc = cli_usage("run", "--max-attempts: expected 1..100, got '%s'", v);
-        goto out;
-      }
-    } else if (OPT("--first", NULL)) {
-      NEED();
-      if (cli_parse_uint(v, UINT64_MAX, &first) || first < 1) {
-        rc = cli_usage("run", "--first: expected a whole number >= 1, got '%s'",
-                       v);
-        goto out;
-      }
-    } else if (OPT("--deadline", NULL)) {
-      NEED();
-      if ((rc = parse_duration_arg("--deadline", v, &bo.deadline_ms)))
-        goto out;
-    } else if (OPT("--run-deadline", NULL)) {
-      NEED();
-      if ((rc = parse_duration_arg("--run-deadline", v, &bo.run_deadline_ms)))
-        goto out;
-    } else if (OPT("--connect-timeout", NULL)) {
-      NEED();
-      if ((rc = parse_duration_arg("--connect-timeout", v,
-                                   &bo.connect_timeout_ms)))
-        goto out;
-    } else if (OPT("--timeout", NULL)) {
-      NEED();
-      if ((rc = parse_duration_arg("--timeout", v, &bo.timeout_ms)))
-        goto out;
-    } else if (OPT("--spread", NULL)) {
-      NEED();
-      if ((rc = parse_duration_arg("--spread", v, &bo.spread_ms)))
-        goto out;
-    } else if (OPT("--max-wait", NULL)) {
-      NEED();
-      if ((rc = parse_duration_arg("--max-wait", v, &bo.max_wait_ms)))
-        goto out;
-    } else if (OPT("--budget", NULL)) {
-      NEED();
-      budget_uri = v;
-    } else if (OPT("--budget-scope", NULL)) {
-      NEED();
-      if (strcmp(v, "run") == 0)
-        scope_host = 0;
-      else if (strcmp(v, "host") == 0)
-        scope_host = 1;
-      else {
-        rc = cli_usage("run",
-                       "--budget-scope: expected 'run' or 'host', got "
-                       "'%s'",
-                       v);
-        goto out;
-      }
-    } else if (OPT("--idempotency-key", NULL)) {
-      NEED();
-      if (strcmp(v, "auto") != 0) {
-        rc = cli_usage("run",
-                       "--idempotency-key: only 'auto' is supported, "
-                       "got '%s' (put a fixed key in the input line's "
-                       "\"idempotency_key\")",
-                       v);
-        goto out;
-      }
-      bo.idempotency_auto = 1;
-    } else if (strcmp(a, "--retry-unsafe") == 0) {
-      bo.retry_unsafe = 1;
-    } else if (strcmp(a, "-k") == 0 || strcmp(a, "--insecure") == 0) {
-      bo.insecure = 1;
-    } else if (strcmp(a, "--progress") == 0) {
-      progress = 1;
-    } else if (strcmp(a, "--no-progress") == 0) {
-      progress = 0;
-    } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-      quiet = 1;
-    } else if (OPT("--header", "-H")) {
-      NEED();
-      if (!header_arg_ok(v)) {
-        const char *colon = strchr(v, ':');
-        rc = cli_usage("run",
-                       "-H: expected 'Name: value' with a valid name and no "
-                       "line breaks, got '%.*s%s'",
-                       colon ? (int)(colon - v) : 40, v, colon ? ": ..." : "");
-        goto out;
-      }
-      headers[nheaders++] = v;
-    } else if (OPT("--request", "-X")) {
-      NEED();
-      polite_request *probe = polite_request_new();
-      int ok = probe && polite_request_add_header(probe, v, "x") == 0;
-      polite_request_free(probe);
-      if (!ok) {
-        rc = cli_usage("run", "-X: '%s' is not a valid HTTP method", v);
-        goto out;
-      }
-      method = v;
-    } else if (OPT("--data", "-d")) {
-      NEED();
-      if (v[0] == '@') {
-        free(data_buf);
-        data_buf = NULL;
-        if (read_file(v + 1, &data_buf, &data_len) != 0) {
-          rc = cli_usage("run", "-d: cannot read '%s': %s", v + 1,
-                         strerror(errno));
-          goto out;
-        }
-        data = data_buf;
-      } else {
-        data = v;
-        data_len = strlen(v);
-      }
-    } else if (OPT("--out", "-o")) {
-      NEED();
-      out_path = v;
-    } else if (OPT("--log", NULL)) {
-      NEED();
-      log_path = v;
-    } else if (OPT("--bodies-dir", NULL)) {
-      NEED();
-      bodies_dir = v;
-    } else if (OPT("--summary-json", NULL)) {
-      NEED();
-      summary_path = v;
-    } else if (OPT("--journal", NULL)) {
-      NEED();
-      jc.path = v;
-    } else if (strcmp(a, "--resume") == 0) {
-      jc.resume = 1;
-    } else if (strcmp(a, "--force") == 0) {
-      jc.force = 1;
-    } else if (OPT("--requeue", NULL)) {
-      NEED();
-      char badname[64];
-      if (run_journal_parse_requeue(v, &jc.requeue, badname, sizeof badname) !=
-          0) {
-        rc = cli_usage("run",
-                       "--requeue: '%s' is not an outcome that can be "
-                       "requeued (e.g. deadline,cancelled)",
-                       badname);
-        goto out;
-      }
-    } else if (a[0] == '-' && a[1] != '\0') {
-      rc = cli_usage("run", "unknown option '%s'", a);
-      goto out;
-    } else if (input_path == NULL) {
-      input_path = a;
-    } else {
-      rc = cli_usage("run",
-                     "only one input FILE may be given, got '%s' "
-                     "after '%s'",
-                     a, input_path);
-      goto out;
-    }
-#undef OPT
-#undef NEED
-  }
-  if (input_path && strcmp(input_path, "-") == 0)
-    input_path = NULL;
-  if (jc.path == NULL && (jc.resume || jc.force || jc.requeue)) {
-    rc = cli_usage("run", "%s needs --journal FILE",
-                   jc.resume  ? "--resume"
-                   : jc.force ? "--force"
-                              : "--requeue");
-    goto out;
-  }
-  if (jc.requeue && !jc.resume) {
-    rc = cli_usage("run", "--requeue needs --resume");
-    goto out;
-  }
-
-  run_ctx ctx;
-  memset(&ctx, 0, sizeof ctx);
-  ctx.bodies_dir = bodies_dir;
-  FILE *in = stdin;
-  if (input_path && (in = fopen(input_path, "r")) == NULL) {
-    rc = cli_usage("run", "cannot open input '%s': %s", input_path,
-                   strerror(errno));
-    goto out;
-  }
-  ctx.out = stdout;
-  if (jc.path) {
-    jc.input_path = input_path;
-    jc.out_path = out_path;
-    jc.idempotency_auto = bo.idempotency_auto;
-    jc.quiet = quiet;
-    if ((rc = run_journal_open(&jc, &jr, &ctx.out)) != 0) {
-      ctx.out = NULL;
-      if (in != stdin)
-        fclose(in);
-      goto out;
-    }
-  } else if (out_path && (ctx.out = fopen(out_path, "w")) == NULL) {
-    rc = cli_usage("run", "--out: cannot open '%s': %s", out_path,
-                   strerror(errno));
-    if (in != stdin)
-      fclose(in);
-    goto out;
-  }
-  ctx.journal = jr != NULL;
-  if (!jr && out_path) {
-    ctx.out_name = out_path;
-    ctx.out_regular =
-        fstat(fileno(ctx.out), &ctx.out_st) == 0 && S_ISREG(ctx.out_st.st_mode);
-  }
-  if (log_path && (ctx.log = fopen(log_path, "w")) == NULL) {
-    rc = cli_usage("run", "--log: cannot open '%s': %s", log_path,
-                   strerror(errno));
-    goto close_files;
-  }
-  if (bodies_dir) {
-    struct stat stt;
-    if (mkdir(bodies_dir, 0777) != 0 && errno != EEXIST) {
-      rc = cli_usage("run", "--bodies-dir: cannot create '%s': %s", bodies_dir,
+  } else if (o->out_path && (c->out.out = fopen(o->out_path, "w")) == NULL) {
+    return cli_usage("run", "--out: cannot open '%s': %s", o->out_path,
                      strerror(errno));
-      goto close_files;
-    }
-    if (stat(bodies_dir, &stt) != 0 || !S_ISDIR(stt.st_mode)) {
-      rc =
-          cli_usage("run", "--bodies-dir: '%s' is not a directory", bodies_dir);
-      goto close_files;
-    }
   }
-
-  polite_input_defaults def = {method, headers,  nheaders,
-                               data,   data_len, (unsigned)cost};
-  ctx.input = polite_input_open(in, &def);
-  polite_budget_config bc = {rate, (unsigned)burst, (unsigned)concurrency};
-  polite_budget *budget = NULL;
-  char err[256];
-  if (polite_budget_open(budget_uri, &bc, &budget, err, sizeof err) != 0) {
-    rc = cli_usage("run", "--budget: %s", err);
-    polite_input_close(ctx.input);
-    goto close_files;
+  c->out.journal = *jr != NULL;
+  c->out.bodies_dir = o->bodies_dir;
+  if (!*jr && o->out_path) {
+    c->out.out_name = o->out_path;
+    c->out.out_regular = fstat(fileno(c->out.out), &c->out.out_st) == 0 &&
+                         S_ISREG(c->out.out_st.st_mode);
   }
-
-  bo.budget = budget;
-  bo.scope_host = scope_host;
-  bo.max_attempts = (unsigned)max_attempts;
-  bo.max_requests = first;
-  bo.next = next_request;
-  bo.on_result = on_result;
-  bo.on_attempt = on_attempt;
-  bo.on_tick = on_tick;
-  bo.ud = &ctx;
-  if (jr)
-    run_journal_wrap(jr, &bo);
-  ctx.progress.on = progress >= 0 ? progress : isatty(STDERR_FILENO);
-  ctx.progress.total = count_requests(input_path);
-  if (jr && ctx.progress.total >= 0) /* --resume skips finished ones */
-    ctx.progress.total = ctx.progress.total > run_journal_done(jr)
-                             ? ctx.progress.total - run_journal_done(jr)
-                             : 0;
-  if (ctx.progress.total >= 0 && first > 0 &&
-      (unsigned long long)ctx.progress.total > first)
-    ctx.progress.total = (long long)first;
-
-  polite_batch *batch = polite_batch_new(&bo, err, sizeof err);
-  if (batch == NULL) {
-    fprintf(stderr, "polite run: %s\n", err);
-    rc = CLI_EXIT_FAILED;
-    polite_budget_close(budget);
-    polite_input_close(ctx.input);
-    goto close_files;
+  c->log.path = o->log_path;
+  if (o->log_path && (c->log.f = fopen(o->log_path, "w")) == NULL)
+    return cli_usage("run", "--log: cannot open '%s': %s", o->log_path,
+                     strerror(errno));
+  if (o->bodies_dir) {
+    struct stat stt;
+    if (mkdir(o->bodies_dir, 0777) != 0 && errno != EEXIST)
+      return cli_usage("run", "--bodies-dir: cannot create '%s': %s",
+                       o->bodies_dir, strerror(errno));
+    if (stat(o->bodies_dir, &stt) != 0 || !S_ISDIR(stt.st_mode))
+      return cli_usage("run", "--bodies-dir: '%s' is not a directory",
+                       o->bodies_dir);
   }
+  return 0;
+}
+
+/* The progress total: request lines of a file, less what --resume skips,
+ * at most --first. */
+static void progress_setup(const run_opts *o, run_ctx *c,
+                           const run_journal *jr) {
+  run_progress *p = &c->progress;
+  p->on = o->progress >= 0 ? o->progress : isatty(STDERR_FILENO);
+  p->total = count_requests(o->input_path);
+  long long done = run_journal_done(jr);
+  if (jr && p->total >= 0) /* --resume skips finished ones */
+    p->total = p->total > done ? p->total - done : 0;
+  uint64_t first = o->bo.max_requests;
+  if (p->total >= 0 && first > 0 && (unsigned long long)p->total > first)
+    p->total = (long long)first;
+  p->planned_rate = o->rate > 0 ? o->rate / (o->cost ? o->cost : 1) : 0;
+}
+
+static void install_signals(polite_batch *batch) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
   sigemptyset(&sa.sa_mask);
   g_batch = batch;
-  ctx.batch = batch;
-  if (jr)
-    run_journal_set_batch(jr, batch);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
   /* A file-size limit (ulimit -f) must give EFBIG and a clear message, not
    * kill the process in the middle of a line. */
   signal(SIGXFSZ, SIG_IGN);
+}
+
+/* Runs the batch and reports; returns the exit status. */
+static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
+                     polite_budget *budget) {
+  polite_batch_options *bo = &o->bo;
+  bo->budget = budget;
+  bo->transport = &o->tr;
+  bo->next = next_request;
+  bo->on_result = on_result;
+  bo->on_attempt = on_attempt;
+  bo->on_tick = on_tick;
+  bo->ud = c;
+  if (jr)
+    run_journal_wrap(jr, bo);
+  /* Last, so that it sees what the journal wrapper passes on. */
+  report_tap *tap = report_tap_attach(bo, c->log.f, o->report_path,
+                                      &budget->cfg);
+  char err[256];
+  polite_batch *batch = polite_batch_new(bo, err, sizeof err);
+  if (batch == NULL) {
+    fprintf(stderr, "polite run: %s\n", err);
+    report_tap_finish(tap);
+    return CLI_EXIT_FAILED;
+  }
+  c->out.batch = batch;
+  if (jr)
+    run_journal_set_batch(jr, batch);
+  install_signals(batch);
 
   int64_t t0 = polite_mono_us();
   int erc = polite_batch_run(batch);
   const polite_batch_stats *st = polite_batch_stats_get(batch);
-  run_progress_draw(&ctx.progress, st, 1);
-  run_progress_end(&ctx.progress);
-  run_plan plan = {rate, (unsigned)concurrency, first,
+  run_progress_draw(&c->progress, st, 1);
+  run_progress_end(&c->progress);
+  run_plan plan = {o->rate, o->concurrency, bo->max_requests,
                    (polite_mono_us() - t0) / 1000};
-  if (erc != 0)
-    fprintf(stderr, "polite run: %s\n", polite_batch_errstr(batch));
-  else if (polite_batch_errstr(batch)[0])
-    fprintf(stderr, "polite run: %s\n", polite_batch_errstr(batch));
-  if (!quiet)
+  const char *berr = polite_batch_errstr(batch);
+  if (erc != 0 || berr[0])
+    fprintf(stderr, "polite run: %s\n", berr);
+  if (!o->quiet)
     run_summary_text(stderr, st, &plan);
-  if (summary_path && run_summary_json(summary_path, st, &plan) != 0)
-    fprintf(stderr, "polite run: --summary-json: cannot write '%s'\n",
-            summary_path);
-  if (ctx.out_failed) {
-    const char *name = ctx.out_name ? ctx.out_name : "standard output";
-    if (ctx.out_op)
-      fprintf(stderr,
-              "polite run: cannot write the results file '%s' (%s): %s\n", name,
-              ctx.out_op,
-              ctx.out_errno ? strerror(ctx.out_errno) : "write error");
-    else if (ctx.out_errno)
-      fprintf(stderr,
-              "polite run: the results file '%s' is gone (%s) while the run "
-              "was writing it\n",
-              name, strerror(ctx.out_errno));
-    else
-      fprintf(stderr,
-              "polite run: the results file '%s' was replaced by another file "
-              "while the run was writing it\n",
-              name);
-    fprintf(stderr,
-            "polite run: stopped: nothing new was started after that; the "
-            "%llu line(s) written before are kept%s; %llu request(s) read "
-            "have no result line (unread input lines were not run)\n",
-            (unsigned long long)ctx.out_lines,
-            ctx.out_torn_removed ? " (a partial line was removed)" : "",
-            (unsigned long long)ctx.out_unwritten);
+  int outputs_failed = 0;
+  if (o->summary_path && run_summary_json(o->summary_path, st, &plan) != 0) {
+    fprintf(stderr, "polite run: --summary-json: cannot write '%s': %s\n",
+            o->summary_path, strerror(errno));
+    outputs_failed = 1;
   }
+  if (report_tap_finish(tap) != 0)
+    outputs_failed = 1; /* the message is on stderr */
+  run_output_report(&c->out);
 
+  int rc;
   if (st->cancelled)
     rc = CLI_EXIT_INTERRUPTED;
   else if (st->quota_stop)
     rc = CLI_EXIT_QUOTA;
-  else if (erc != 0 || ctx.out_error || polite_batch_errstr(batch)[0] ||
+  else if (erc != 0 || c->out.out_error || berr[0] ||
            st->by_outcome[POLITE_OUT_OK] != st->results)
     rc = CLI_EXIT_FAILED;
   else
     rc = CLI_EXIT_OK;
-  if (ctx.out_failed)
-    rc = CLI_EXIT_FAILED; /* results could not be written: stopped */
+  if (c->out.out_failed || outputs_failed || c->out.body_errors)
+    rc = CLI_EXIT_FAILED; /* an output could not be written */
   if (run_journal_finish(jr))
     rc = CLI_EXIT_FAILED; /* recording failed: the run was stopped */
   g_batch = NULL;
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   polite_batch_free(batch);
-  polite_budget_close(budget);
-  polite_input_close(ctx.input);
+  return rc;
+}
 
-close_files:
-  if (ctx.log)
-    fclose(ctx.log);
-  if (ctx.out && ctx.out != stdout && fclose(ctx.out) != 0)
-    rc = CLI_EXIT_FAILED;
-  else if (ctx.out == stdout && fflush(stdout) != 0)
-    rc = CLI_EXIT_FAILED;
+/* Closes what open_outputs opened; a failed close of an output is an
+ * error. */
+static int close_outputs(run_ctx *c, int rc) {
+  if (run_log_close(&c->log) != 0)
+    rc = rc == CLI_EXIT_OK ? CLI_EXIT_FAILED : rc;
+  errno = 0;
+  if (c->out.out && c->out.out != stdout && fclose(c->out.out) != 0) {
+    fprintf(stderr, "polite run: cannot close the results file '%s': %s\n",
+            c->out.out_name ? c->out.out_name : "--out", strerror(errno));
+    rc = rc == CLI_EXIT_OK ? CLI_EXIT_FAILED : rc;
+  } else if (c->out.out == stdout && fflush(stdout) != 0) {
+    fprintf(stderr, "polite run: cannot write standard output: %s\n",
+            strerror(errno));
+    rc = rc == CLI_EXIT_OK ? CLI_EXIT_FAILED : rc;
+  }
+  return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+  run_opts o;
+  int rc = parse_run_args(argc, argv, &o);
+  if (rc >= 0) {
+    cli_free(&cli_cmd_run, &o);
+    free(o.data_buf);
+    return rc;
+  }
+  run_ctx c;
+  memset(&c, 0, sizeof c);
+  run_journal *jr = NULL;
+  FILE *in = stdin;
+  if (o.input_path && (in = fopen(o.input_path, "r")) == NULL) {
+    rc = cli_usage("run", "cannot open input '%s': %s", o.input_path,
+                   strerror(errno));
+    in = stdin;
+  } else if ((rc = open_outputs(&o, &c, &jr)) == 0) {
+    polite_input_defaults def = {
+        o.method,    o.headers.v,
+        o.headers.n, o.data_buf ? o.data_buf : o.data_arg,
+        o.data_len,  o.cost};
+    c.input = polite_input_open(in, &def);
+    polite_budget_config bc = {o.rate, o.burst, o.concurrency};
+    polite_budget *budget = NULL;
+    char err[256];
+    if (c.input == NULL) {
+      rc = CLI_EXIT_FAILED;
+    } else if (polite_budget_open(o.budget_uri, &bc, &budget, err,
+                                  sizeof err) != 0) {
+      rc = cli_usage("run", "--budget: %s", err);
+    } else {
+      progress_setup(&o, &c, jr);
+      rc = run_batch(&o, &c, jr, budget);
+      polite_budget_close(budget);
+    }
+    polite_input_close(c.input);
+  }
+  rc = close_outputs(&c, rc);
   if (in != stdin)
     fclose(in);
   run_journal_close(jr);
-out:
-  free(headers);
-  free(data_buf);
+  cli_free(&cli_cmd_run, &o);
+  free(o.data_buf);
   return rc;
 }

@@ -12,6 +12,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <polite/clock.h>
+#include <polite/results.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -411,70 +412,11 @@ static void jr_tick(void *ud, const polite_batch_stats *s) {
 
 /* ---- The results file on --resume ------------------------------------ */
 
-/* 1 when a bad last line of the results file is what a write cut short
- * leaves (a full disk, a crash, or a file system that extended the file
- * but never wrote its blocks): the start of a result line, or only NUL
- * bytes. Anything else is not ours, and is not removed. */
-static int torn_tail(const char *line, size_t n) {
-  static const char head[] = "{\"id\":";
-  size_t k = n < sizeof head - 1 ? n : sizeof head - 1;
-  if (memcmp(line, head, k) == 0)
-    return 1;
-  for (size_t i = 0; i < n; i++)
-    if (line[i] != '\0' && line[i] != '\n')
-      return 0;
-  return 1;
-}
-
-/* Calls fn(ud, id, outcome, line, len) for each complete line of f (from
- * the start); stops at the first line that is not a JSON object with a
- * string "id". Lines are parsed with JSON_ALLOW_NUL: a body polite wrote
- * may hold "\u0000". A last line that is torn (no newline, or a bad line
- * that torn_tail recognises, even with a newline) ends the scan without
- * error, so the caller truncates it. Returns 0, the 1-based number of a
- * bad line, or -1 on a read error. *end gets the offset just past the
- * last good line. */
-typedef int (*line_fn)(void *ud, const char *id, const char *outcome,
-                       const char *line, size_t len);
+/* The results file is read back by libpolite (polite_results_scan: JSON
+ * lines with NUL bytes, a torn last line repaired, foreign lines refused). */
+typedef polite_results_line_fn line_fn;
 static long scan_lines(FILE *f, line_fn fn, void *ud, long long *end) {
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
-  long no = 0, badno = 0;
-  long long off = 0;
-  *end = 0;
-  rewind(f);
-  while ((n = getline(&line, &cap, f)) > 0) {
-    if (line[n - 1] != '\n')
-      break; /* torn tail: no newline */
-    no++;
-    json_t *o = json_loadb(line, (size_t)n, JSON_ALLOW_NUL, NULL);
-    json_t *id = o ? json_object_get(o, "id") : NULL;
-    json_t *oc = o ? json_object_get(o, "outcome") : NULL;
-    if (!json_is_string(id)) {
-      json_decref(o);
-      int c = getc(f);
-      if (c == EOF && !ferror(f) && torn_tail(line, (size_t)n))
-        break; /* the last line, cut short: repaired like a torn tail */
-      badno = no;
-      break;
-    }
-    int rc =
-        fn(ud, json_string_value(id),
-           json_is_string(oc) ? json_string_value(oc) : "", line, (size_t)n);
-    json_decref(o);
-    if (rc != 0) {
-      free(line);
-      return -1;
-    }
-    off += n;
-  }
-  int err = ferror(f);
-  free(line);
-  *end = off;
-  if (err)
-    return -1;
-  return badno;
+  return polite_results_scan(f, fn, ud, end);
 }
 
 static int outcome_index(const char *name) {

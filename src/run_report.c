@@ -1,17 +1,23 @@
 /* polite run: the end-of-run summary (text and JSON) and the progress line. */
 #include "run_report.h"
 
+#include "run_output.h"
+
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <polite/clock.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+#include <time.h>
 
 /* Derived numbers shared by the text and JSON summaries. */
 typedef struct {
   uint64_t failures;
   double run_s;
-  double measured_rate;  /* network starts per second, first to last */
+  int rate_measured;     /* enough open time between starts to tell */
+  double measured_rate;  /* network starts per second, pauses excluded */
   double mean_latency_s; /* per attempt */
   double mean_in_flight; /* over the active part of the run */
   double little;         /* measured rate x mean latency */
@@ -45,9 +51,14 @@ static void derive(const polite_batch_stats *s, const run_plan *p, derived *d) {
   d->run_s = (double)s->run_us / 1e6;
   /* The rate while sending: gaps between starts that contain a server
    * pause are left out (else a pause would hide a too-fast plan). */
-  if (s->unpaused_gaps > 0 && s->unpaused_gap_sum_us > 0)
+  /* Only gaps of open budget count, and only when they add up to enough
+   * time: starts packed into a few microseconds between pauses give a
+   * huge number that says nothing about the run. */
+  if (s->unpaused_gaps > 0 && s->unpaused_gap_sum_us >= RUN_MIN_MEASURED_US) {
+    d->rate_measured = 1;
     d->measured_rate =
         (double)s->unpaused_gaps / ((double)s->unpaused_gap_sum_us / 1e6);
+  }
   if (s->attempts > 0)
     d->mean_latency_s = (double)s->latency_sum_us / 1e6 / (double)s->attempts;
   double active_s = s->first_start_us >= 0
@@ -94,7 +105,7 @@ static void derive(const polite_batch_stats *s, const run_plan *p, derived *d) {
   if (p->target_rate > 0)
     d->rate_within_plan =
         n >= 5 ? d->interval_p50_ms >= d->planned_interval_ms * 0.95
-               : d->measured_rate <= d->start_plan * 1.05;
+               : d->rate_measured && d->measured_rate <= d->start_plan * 1.05;
   d->warn_429 = s->n429 > 0 && d->rate_within_plan;
 }
 
@@ -103,6 +114,43 @@ static const char WARN_429[] =
     "another caller may share the allowance, the allowance may be lower than "
     "planned, or the limit is of another kind (concurrency, tokens, a "
     "quota); look before waiting longer.";
+
+/* "1.50/s measured (pauses excluded)" or why there is no such figure. */
+static void measured_text(char *buf, size_t n, const polite_batch_stats *s,
+                          const derived *d) {
+  if (d->rate_measured)
+    snprintf(buf, n, "%.2f/s measured (pauses excluded)", d->measured_rate);
+  else if (s->attempts < 2)
+    snprintf(buf, n, "not measured (fewer than 2 starts)");
+  else
+    snprintf(buf, n,
+             "not measured (the budget was open between starts for only "
+             "%.1f ms)",
+             (double)s->unpaused_gap_sum_us / 1000.0);
+}
+
+/* The start-rate and in-flight lines of the summary. */
+static void print_rate_lines(FILE *f, const polite_batch_stats *s,
+                             const run_plan *p, const derived *d) {
+  char m[120];
+  measured_text(m, sizeof m, s, d);
+  if (p->target_rate > 0 && d->mean_cost > 1.0)
+    fprintf(f,
+            "  start rate: %s, %.2f/s planned (--rate %.2f units/s, mean cost "
+            "%.2f units per attempt)\n",
+            m, d->start_plan, p->target_rate, d->mean_cost);
+  else if (p->target_rate > 0)
+    fprintf(f, "  start rate: %s, %.2f/s planned\n", m, p->target_rate);
+  else
+    fprintf(f, "  start rate: %s (no --rate planned)\n", m);
+  fprintf(f, "  in flight: mean %.2f, peak %u (--concurrency %u); ",
+          d->mean_in_flight, s->peak_in_flight, p->concurrency);
+  if (d->rate_measured && s->attempts > 0)
+    fprintf(f, "Little's law: %.2f/s x %.1f ms mean latency = %.2f\n",
+            d->measured_rate, d->mean_latency_s * 1000.0, d->little);
+  else
+    fprintf(f, "Little's law: not measured (no start rate)\n");
+}
 
 void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p) {
   derived d;
@@ -136,23 +184,7 @@ void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p) {
               (unsigned long long)s->throttled[i].count);
     fprintf(f, "\n");
   }
-  if (p->target_rate > 0 && d.mean_cost > 1.0)
-    fprintf(f,
-            "  start rate: %.2f/s measured (pauses excluded), %.2f/s planned "
-            "(--rate %.2f units/s, mean cost %.2f units per attempt)\n",
-            d.measured_rate, d.start_plan, p->target_rate, d.mean_cost);
-  else if (p->target_rate > 0)
-    fprintf(f,
-            "  start rate: %.2f/s measured (pauses excluded), %.2f/s planned\n",
-            d.measured_rate, p->target_rate);
-  else
-    fprintf(f, "  start rate: %.2f/s measured (no --rate planned)\n",
-            d.measured_rate);
-  fprintf(f,
-          "  in flight: mean %.2f, peak %u (--concurrency %u); Little's law: "
-          "%.2f/s x %.1f ms mean latency = %.2f\n",
-          d.mean_in_flight, s->peak_in_flight, p->concurrency, d.measured_rate,
-          d.mean_latency_s * 1000.0, d.little);
+  print_rate_lines(f, s, p, &d);
   if (p->first > 0) {
     fprintf(f,
             "  trial (--first %llu): start interval mean %.1f ms (p50 "
@@ -164,7 +196,7 @@ void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p) {
               d.planned_interval_ms, d.err_p50_ms, d.err_p99_ms);
     fprintf(f, "; in flight mean %.2f vs %.2f expected (rate x latency)",
             d.mean_in_flight,
-            (p->target_rate > 0 ? d.start_plan : d.measured_rate) *
+            (p->target_rate > 0 ? d.start_plan : d.measured_rate) * /* 0 */
                 d.mean_latency_s);
     if (p->concurrency && p->target_rate > 0 &&
         d.start_plan * d.mean_latency_s > p->concurrency)
@@ -219,7 +251,9 @@ int run_summary_json(const char *path, const polite_batch_stats *s,
   json_object_set_new(o, "retry_wait_ms", json_integer(s->retry_wait_ms));
   json_object_set_new(o, "paused_ms", json_integer(s->paused_ms));
   json_object_set_new(o, "elapsed_ms", json_integer(s->run_us / 1000));
-  json_object_set_new(o, "rate_measured", json_real(d.measured_rate));
+  json_object_set_new(o, "rate_measured",
+                      d.rate_measured ? json_real(d.measured_rate)
+                                      : json_null());
   json_object_set_new(o, "units", json_integer((json_int_t)s->units));
   json_object_set_new(o, "rate_target",
                       p->target_rate > 0 ? json_real(p->target_rate)
@@ -234,14 +268,21 @@ int run_summary_json(const char *path, const polite_batch_stats *s,
                       json_integer((json_int_t)s->peak_in_flight));
   json_object_set_new(o, "latency_mean_ms",
                       json_real(d.mean_latency_s * 1000.0));
-  json_object_set_new(o, "littles_law_in_flight", json_real(d.little));
+  json_object_set_new(o, "littles_law_in_flight",
+                      d.rate_measured ? json_real(d.little) : json_null());
   json_object_set_new(o, "warning",
                       d.warn_429 ? json_string(WARN_429) : json_null());
   json_object_set_new(o, "quota_stop", json_boolean(s->quota_stop));
   json_object_set_new(o, "interrupted", json_boolean(s->cancelled));
   if (p->first > 0)
     json_object_set_new(o, "trial_first", json_integer((json_int_t)p->first));
-  int rc = json_dump_file(o, path, JSON_PRESERVE_ORDER | JSON_INDENT(2));
+  /* Every step checked, fclose included: a full disk shows there. */
+  FILE *f = fopen(path, "w");
+  int rc = f ? json_dumpf(o, f, JSON_PRESERVE_ORDER | JSON_INDENT(2)) : -1;
+  if (f && rc == 0 && fputc('\n', f) == EOF)
+    rc = -1;
+  if (f && fclose(f) != 0)
+    rc = -1;
   json_decref(o);
   return rc == 0 ? 0 : -1;
 }
@@ -253,8 +294,100 @@ static void fmt_secs(char *buf, size_t n, double s) {
     snprintf(buf, n, "%.0fs", s);
   else if (s < 3600)
     snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
-  else
+  else if (s < 360000)
     snprintf(buf, n, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+  else
+    snprintf(buf, n, ">100h");
+}
+
+/* Appends to buf[*n..size) like snprintf, never past the end. */
+static void add(char *buf, size_t size, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add(char *buf, size_t size, size_t *n, const char *fmt, ...) {
+  if (*n >= size)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  /* va_start is right above; clang 14's checker misses it (see cli.c). */
+  // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
+  int k = vsnprintf(buf + *n, size - *n, fmt, ap);
+  va_end(ap);
+  if (k > 0)
+    *n = *n + (size_t)k < size ? *n + (size_t)k : size - 1;
+}
+
+double run_progress_rate(const polite_batch_stats *s) {
+  /* Seconds the budget was open so far: a pause adds its whole length to
+   * paused_ms when it begins, so the part still ahead is taken off. */
+  double paused_s =
+      (double)(s->paused_ms - (s->paused_left_ms > 0 ? s->paused_left_ms : 0)) /
+      1000.0;
+  double open_s = (double)s->run_us / 1e6 - paused_s;
+  if (open_s < 0.2 || s->results == 0)
+    return 0;
+  return (double)s->results / open_s;
+}
+
+double run_progress_eta(const run_progress *p, const polite_batch_stats *s) {
+  if (p->total < 0)
+    return -1;
+  double left = (double)(p->total > (long long)s->results
+                             ? p->total - (long long)s->results
+                             : 0);
+  if (left == 0)
+    return 0;
+  /* The plan, or what was measured while the budget was open when that is
+   * slower (a concurrency too low for the plan): neither moves while the
+   * server pauses the budget, so the ETA only counts the pause down. */
+  double rate = run_progress_rate(s);
+  if (p->planned_rate > 0 &&
+      (rate <= 0 || s->results < 5 || rate > p->planned_rate))
+    rate = p->planned_rate;
+  if (rate <= 0)
+    return -1;
+  double pause_s = s->paused_left_ms > 0 ? (double)s->paused_left_ms / 1e3 : 0;
+  return pause_s + left / rate;
+}
+
+size_t run_progress_format(char *buf, size_t size, const run_progress *p,
+                           const polite_batch_stats *s) {
+  size_t n = 0;
+  buf[0] = '\0';
+  if (p->total >= 0) {
+    long long done = (long long)s->results;
+    double frac = p->total > 0 ? (double)done / (double)p->total : 1;
+    if (frac > 1)
+      frac = 1;
+    int fill = (int)(frac * RUN_PROGRESS_BAR + 1e-9);
+    char bar[RUN_PROGRESS_BAR + 1];
+    for (int i = 0; i < RUN_PROGRESS_BAR; i++)
+      bar[i] = i < fill ? '#' : '.';
+    bar[RUN_PROGRESS_BAR] = '\0';
+    add(buf, size, &n, "[%s] %3d%% %lld/%lld done", bar,
+        (int)(frac * 100 + 1e-9), done, p->total);
+  } else {
+    add(buf, size, &n, "%llu done, %llu read", (unsigned long long)s->results,
+        (unsigned long long)s->read);
+  }
+  double rate = run_progress_rate(s);
+  if (rate > 0)
+    add(buf, size, &n, " | %.1f/s", rate);
+  else
+    add(buf, size, &n, " | -/s");
+  if (p->planned_rate > 0)
+    add(buf, size, &n, " (plan %.*f/s)", p->planned_rate < 10 ? 2 : 1,
+        p->planned_rate);
+  add(buf, size, &n, " | in flight %u | 429s %llu", s->in_flight,
+      (unsigned long long)s->n429);
+  if (p->total >= 0) {
+    char eta[32];
+    fmt_secs(eta, sizeof eta, run_progress_eta(p, s));
+    add(buf, size, &n, " | ETA %s", eta);
+  }
+  if (s->paused_left_ms > 0)
+    add(buf, size, &n, " | throttled by server: resuming in %.1f s",
+        (double)s->paused_left_ms / 1000.0);
+  return n;
 }
 
 void run_progress_draw(run_progress *p, const polite_batch_stats *s,
@@ -266,27 +399,8 @@ void run_progress_draw(run_progress *p, const polite_batch_stats *s,
     return;
   p->last_draw_us = now;
   p->drawn = 1;
-  double run_s = (double)s->run_us / 1e6;
-  double rate = run_s > 0 ? (double)s->results / run_s : 0;
-  char line[256], eta[32] = "?";
-  int n;
-  if (p->total >= 0) {
-    if (rate > 0)
-      fmt_secs(eta, sizeof eta,
-               (double)((long long)p->total - (long long)s->results) / rate);
-    n = snprintf(
-        line, sizeof line, "%llu/%lld done | %.1f/s | in flight %u | ETA %s",
-        (unsigned long long)s->results, p->total, rate, s->in_flight, eta);
-  } else {
-    n = snprintf(line, sizeof line,
-                 "%llu done, %llu read | %.1f/s | in flight %u",
-                 (unsigned long long)s->results, (unsigned long long)s->read,
-                 rate, s->in_flight);
-  }
-  if (s->paused_left_ms > 0 && n > 0 && (size_t)n < sizeof line)
-    snprintf(line + n, sizeof line - (size_t)n,
-             " | throttled by server: resuming in %.1f s",
-             (double)s->paused_left_ms / 1000.0);
+  char line[320];
+  run_progress_format(line, sizeof line, p, s);
   /* \r and "erase to end of line": one line redrawn in place. */
   fprintf(stderr, "\r%s\033[K", line);
   fflush(stderr);
@@ -297,4 +411,112 @@ void run_progress_end(run_progress *p) {
     fputc('\n', stderr);
     fflush(stderr);
   }
+}
+
+/* ---- The attempt log (--log) ----------------------------------------------
+ */
+
+/* ISO-8601 UTC with milliseconds. */
+static json_t *iso_time(int64_t ms) {
+  char buf[40];
+  time_t t = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf + n, sizeof buf - n, ".%03dZ", (int)(ms % 1000));
+  return json_string(buf);
+}
+
+/* Who sent a 429/503 and why, for the attempt log (evidence sentences
+ * never quote secret headers: see diagnose.h). */
+static json_t *diagnosis_json(const polite_diagnosis *d) {
+  json_t *o = json_object();
+  json_object_set_new(o, "component",
+                      json_string(polite_diagnosis_component(d)));
+  json_object_set_new(o, "limit", json_string(polite_limit_name(d->limit)));
+  json_object_set_new(o, "retry_helps", json_boolean(d->retry_helps));
+  json_object_set_new(o, "wait_ms",
+                      d->wait_ms >= 0 ? json_integer(d->wait_ms) : json_null());
+  json_t *ev = json_array();
+  for (size_t i = 0; i < d->n_evidence; i++)
+    json_array_append_new(ev, run_redacted_text_json(d->evidence[i]));
+  json_object_set_new(o, "evidence", ev);
+  return o;
+}
+
+static json_t *opt_text(const char *s) {
+  return s ? run_text_json(s, strlen(s)) : json_null();
+}
+
+/* One attempt as the log's JSON object. */
+static json_t *attempt_json(const polite_attempt *a) {
+  const polite_decision *d = &a->decision;
+  json_t *o = json_object();
+  json_object_set_new(o, "id", run_text_json(a->req->id, strlen(a->req->id)));
+  json_object_set_new(o, "attempt", json_integer(a->attempt));
+  json_object_set_new(o, "method", opt_text(a->method));
+  json_object_set_new(o, "url", run_redacted_url_json(a->req->url));
+  json_object_set_new(o, "start", iso_time(a->start_wall_ms));
+  json_object_set_new(o, "end", iso_time(a->end_wall_ms));
+  json_object_set_new(o, "start_ms", json_integer(a->start_wall_ms));
+  json_object_set_new(o, "end_ms", json_integer(a->end_wall_ms));
+  json_object_set_new(o, "status",
+                      a->status ? json_integer(a->status) : json_null());
+  json_object_set_new(o, "retry_after", opt_text(a->retry_after));
+  json_object_set_new(o, "action",
+                      json_string(d->action == POLITE_RETRY  ? "retry"
+                                  : d->action == POLITE_STOP ? "stop"
+                                                             : "done"));
+  json_object_set_new(o, "reason", json_string(polite_reason_name(d->reason)));
+  json_object_set_new(o, "wait_ms",
+                      d->action == POLITE_RETRY ? json_integer(d->wait_ms)
+                                                : json_null());
+  json_object_set_new(o, "server_wait_ms",
+                      d->server_wait_ms >= 0 ? json_integer(d->server_wait_ms)
+                                             : json_null());
+  json_object_set_new(o, "account_pause", json_boolean(d->account_pause));
+  json_object_set_new(o, "why", d->why ? json_string(d->why) : json_null());
+  json_object_set_new(o, "request_id", opt_text(a->request_id));
+  if (a->request_id_header)
+    json_object_set_new(o, "request_id_header", opt_text(a->request_id_header));
+  if (a->error)
+    json_object_set_new(o, "error", run_redacted_text_json(a->error));
+  if (a->diagnosis)
+    json_object_set_new(o, "diagnosis", diagnosis_json(a->diagnosis));
+  return o;
+}
+
+void run_log_attempt(run_log *l, const polite_attempt *a) {
+  if (l->f == NULL || l->failed)
+    return;
+  json_t *o = attempt_json(a);
+  char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(o);
+  errno = 0;
+  /* Checked line by line: a full disk (or /dev/full) is an error the run
+   * reports, not a log silently cut short. */
+  if (s == NULL || fputs(s, l->f) == EOF || fputc('\n', l->f) == EOF ||
+      fflush(l->f) != 0) {
+    l->failed = 1;
+    l->err = s ? errno : ENOMEM;
+  }
+  free(s);
+}
+
+int run_log_close(run_log *l) {
+  if (l->f == NULL)
+    return 0;
+  errno = 0;
+  if (fclose(l->f) != 0 && !l->failed) {
+    l->failed = 1;
+    l->err = errno;
+  }
+  l->f = NULL;
+  if (!l->failed)
+    return 0;
+  fprintf(stderr,
+          "polite run: --log: cannot write the attempt log '%s': %s; the log "
+          "is incomplete (the results are not affected)\n",
+          l->path, l->err ? strerror(l->err) : "write error");
+  return -1;
 }

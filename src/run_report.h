@@ -18,18 +18,55 @@ void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p);
 int run_summary_json(const char *path, const polite_batch_stats *s,
                      const run_plan *p);
 
+/* Rates are measured only over at least this much open budget time (see
+ * docs/run.md, "Summary"). */
+#define RUN_MIN_MEASURED_US 50000
+
 /* Progress line state. */
 typedef struct {
   int on;
   int drawn;
   int64_t last_draw_us;
-  long long total; /* requests in the input, -1 when unknown (streaming) */
+  long long total;     /* requests in the input, -1 when unknown (stdin) */
+  double planned_rate; /* planned requests/s (--rate / --cost); 0: none */
 } run_progress;
+
+#define RUN_PROGRESS_BAR 20
+
+/* Results per second over the time the budget was open (server pauses
+ * left out), 0 when too early to tell. Pure: reads only s. */
+double run_progress_rate(const polite_batch_stats *s);
+/* Seconds left: the current pause plus what is left at the planned rate
+ * (or the measured one when slower or when none is planned); -1 when it
+ * cannot be told (no total, no rate). It never grows while a pause counts
+ * down. */
+double run_progress_eta(const run_progress *p, const polite_batch_stats *s);
+/* Formats the progress line into buf (no \r, no escape codes): a bar, a
+ * percentage and an ETA when the total is known, plain counts when not; the
+ * measured and planned rates, in flight, 429s so far, a pause. Pure.
+ * Returns its length. */
+size_t run_progress_format(char *buf, size_t size, const run_progress *p,
+                           const polite_batch_stats *s);
 
 /* Redraws the progress line on stderr (at most ~10 times a second; `force`
  * draws now). */
 void run_progress_draw(run_progress *p, const polite_batch_stats *s, int force);
 /* Ends the progress line (a newline) when one was drawn. */
 void run_progress_end(run_progress *p);
+
+/* The attempt log (--log FILE): one JSON line per network attempt. */
+typedef struct {
+  FILE *f;          /* NULL: no log */
+  const char *path; /* for messages */
+  int failed;       /* a write failed: nothing more is written */
+  int err;          /* its errno */
+} run_log;
+
+/* Writes one attempt's line; the first failure stops the log (the run goes
+ * on) and is reported by run_log_close. */
+void run_log_attempt(run_log *l, const polite_attempt *a);
+/* Closes the log. Returns 0, or -1 after a message naming the file when any
+ * write or the close failed. */
+int run_log_close(run_log *l);
 
 #endif

@@ -19,13 +19,11 @@ POLITE=${1:-build/polite}
 SECS=${2:-10}
 here="$(cd "$(dirname "$0")" && pwd)"
 node_dir="$here/../../tests/node"
-for t in wrk nginx node mitmdump; do
+for t in node mitmdump; do
   command -v $t >/dev/null || { echo "$t is not installed" >&2; exit 2; }
 done
-[ -x "$POLITE" ] || { echo "no polite binary at $POLITE" >&2; exit 2; }
+. "$(dirname "$0")/lib.sh"  # wrk/nginx checks, $tmp, cleanup, free_port, pct
 [ -d "$node_dir/node_modules/undici" ] || (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error)
-
-. "$(dirname "$0")/common.sh"
 UP=$(free_port); UPS=$(free_port); NG=$(free_port); MP=$(free_port)
 
 ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)

@@ -16,20 +16,7 @@
 set -euo pipefail
 POLITE=${1:-build/polite}
 SECS=${2:-10}
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)" >&2; exit 2; }
-command -v nginx >/dev/null || { echo "nginx is not installed" >&2; exit 2; }
-[ -x "$POLITE" ] || { echo "no polite binary at $POLITE" >&2; exit 2; }
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/lib.sh"
 UP=$(free_port); NG=$(free_port); MP=$(free_port)
 
 ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
@@ -40,21 +27,7 @@ printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$tmp/up.ex
 openssl x509 -req -in "$tmp/up.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -days 2 \
   -extfile "$tmp/up.ext" -out "$tmp/up.pem" 2>/dev/null
 
-cat >"$tmp/nginx.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $tmp/nginx.pid;
-error_log $tmp/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $tmp/body;
-  proxy_temp_path $tmp/proxy;
-  fastcgi_temp_path $tmp/fcgi;
-  uwsgi_temp_path $tmp/uwsgi;
-  scgi_temp_path $tmp/scgi;
-  keepalive_requests 1000000;
+nginx_start "$(cat <<CONF
   server {
     listen 127.0.0.1:$UP ssl;
     ssl_certificate $tmp/up.pem;
@@ -75,18 +48,9 @@ http {
       proxy_ssl_session_reuse on;
     }
   }
-}
 CONF
-# One nginx process (one worker, no master) serves both the upstream and the
-# nginx proxy, as in bench/proxy/run.sh.
-nginx -c "$tmp/nginx.conf" -p "$tmp" &
-pids+=($!)
-"$POLITE" proxy --listen 127.0.0.1:0 --ready-file "$tmp/polite.ready" \
-  --upstream "https://127.0.0.1:$UP" --upstream-cacert "$tmp/ca.pem" --log /dev/null 2>"$tmp/polite.err" &
-pids+=($!)
-for _ in $(seq 100); do [ -s "$tmp/polite.ready" ] && break; sleep 0.05; done
-PX=$(cat "$tmp/polite.ready")
-sleep 0.3
+)"
+polite_start --upstream "https://127.0.0.1:$UP" --upstream-cacert "$tmp/ca.pem"
 targets="direct nginx polite"
 if command -v mitmdump >/dev/null; then
   # mitmproxy as a reverse proxy to the same upstream, verifying it against the same CA.
@@ -96,38 +60,16 @@ if command -v mitmdump >/dev/null; then
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$MP/" >/dev/null 2>&1 && break; sleep 0.1; done
   curl -sf "http://127.0.0.1:$MP/" >/dev/null && targets="$targets mitmproxy" || echo "mitmproxy not up: skipped" >&2
 fi
-curl -sf "http://127.0.0.1:$NG/" >/dev/null || { echo "nginx proxy not up" >&2; cat "$tmp/error.log" >&2; exit 1; }
-curl -sf "http://$PX/" >/dev/null || { echo "polite proxy not up" >&2; cat "$tmp/polite.err" >&2; exit 1; }
+up_check
 
-rps() { awk '/Requests\/sec/ {print $2}' "$1"; }
-medlat() { for r in 1 2 3; do pct "$tmp/$1-lat$r.txt" "$2"; echo; done | sort -g | sed -n 2p; }
-pct() { awk -v p="$2" '$1 == p { v=$2; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
-        if (u == "us") v /= 1000; else if (u == "s") v *= 1000; printf "%.3f", v }' "$1"; }
-errs() { awk '/Non-2xx|Socket errors/ {print}' "$1"; }
-run() { wrk -t"$4" -c"$3" -d"$5"s --latency "$2" >"$tmp/$1.txt" 2>&1; }
 url_of() { case $1 in direct) echo "https://127.0.0.1:$UP/";; nginx) echo "http://127.0.0.1:$NG/";;
   polite) echo "http://$PX/";; mitmproxy) echo "http://127.0.0.1:$MP/";; esac; }
 
 echo "warming up..."
 run warm1 "$(url_of nginx)" 16 2 2
 run warm2 "$(url_of polite)" 16 2 2
-for t in $targets; do
-  run "$t-tput" "$(url_of $t)" 64 2 "$SECS"
-done
-LAT_SECS=$(( SECS / 3 > 2 ? SECS / 3 : 2 ))
-for round in 1 2 3; do
-  for t in $targets; do
-    run "$t-lat$round" "$(url_of $t)" 1 1 "$LAT_SECS"
-  done
-done
-
-printf '\n%-8s %12s %10s %10s %10s %10s\n' target "req/s(c64)" "p50 c64" "p99 c64" "p50 c1" "p99 c1"
-for t in $targets; do
-  printf '%-8s %12s %9sms %9sms %9sms %9sms\n' "$t" "$(rps "$tmp/$t-tput.txt")" \
-    "$(pct "$tmp/$t-tput.txt" 50%)" "$(pct "$tmp/$t-tput.txt" 99%)" \
-    "$(medlat $t 50%)" "$(medlat $t 99%)"
-  errs "$tmp/$t-tput.txt"
-done
+measure $targets
+table $targets
 python3 - "$(rps "$tmp/polite-tput.txt")" "$(rps "$tmp/nginx-tput.txt")" \
   "$(medlat polite 50%)" "$(medlat nginx 50%)" "$(medlat direct 50%)" \
   "$(medlat polite 99%)" "$(medlat nginx 99%)" "$(medlat direct 99%)" \

@@ -8,6 +8,7 @@
 #include <polite/clock.h>
 #include <polite/core.h>
 #include <polite/diagnose.h>
+#include <polite/transport.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -87,20 +88,24 @@ POLITE_EXTERN void polite_input_close(polite_input *in);
 
 /* ---- Redaction ----------------------------------------------------------- */
 
-/* 1 for Authorization, Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key,
- * Api-Key (any case). */
+/* The rules are one table, listed row by row in docs/redaction.md. */
+/* 1 when a header name is secret (Authorization, Cookie, X-Api-Key, ...;
+ * any case, trailing whitespace ignored). */
 POLITE_EXTERN int polite_header_is_secret(const char *name, size_t len);
-/* 1 when a query parameter name contains key, token, secret, signature,
- * sig or password (any case). */
+/* 1 when a URL parameter name is secret (contains key, token, secret, sig,
+ * password, auth, session, ...; is code or pass), after percent-decoding. */
 POLITE_EXTERN int polite_param_is_secret(const char *name, size_t len);
-/* A copy of url with secret query values and any userinfo password replaced
- * by REDACTED (malloc'ed; NULL only when out of memory or url is NULL). */
+/* A copy of url with secret query and ;path parameter values (also inside
+ * nested URL values) and the userinfo password (a lone user name: all of
+ * it) replaced by REDACTED, and the fragment dropped (malloc'ed; NULL only
+ * when out of memory or url is NULL). */
 POLITE_EXTERN char *polite_redact_url(const char *url);
 /* A copy of free text (an error message) with every URL in it passed
  * through polite_redact_url (malloc'ed). */
 POLITE_EXTERN char *polite_redact_text(const char *text);
 /* A copy of "Name: value" with the value replaced by REDACTED when the name
- * is secret. */
+ * is secret or the value is a credential (Bearer ..., Basic ...); a line
+ * without a colon may be a bare credential and becomes "REDACTED". */
 POLITE_EXTERN char *polite_redact_header(const char *line);
 
 /* ---- The engine -------------------------------------------------------- */
@@ -250,6 +255,9 @@ typedef struct {
    * makes the engine's decisions reproducible; the transfers themselves
    * still run in real time. */
   const polite_env *env;
+  const polite_transport_options *transport; /* curl's CA, certificate,
+                              proxy, -u, --compressed, HTTP version
+                              settings (not owned); NULL: libcurl's */
 
   /* Pulls the next request: 1 and *out (ownership passes to the engine),
    * 0 at the end, < 0 on error (the run ends as at end of input). */

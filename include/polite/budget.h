@@ -5,6 +5,7 @@
 #define POLITE_BUDGET_H
 
 #include <polite/core.h>
+#include <polite/ratectl.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -15,10 +16,34 @@ extern "C" {
  * host name as the key, so each host gets its own account with these
  * settings. */
 typedef struct {
-  double rate_per_s;    /* planned starts per second; <= 0 means unlimited */
+  double rate_per_s;    /* planned starts per second; <= 0 means unlimited.
+                           With a learned rate (polite_budget_publish_rate)
+                           this is its ceiling (--max-rate) */
   unsigned burst;       /* starts allowed back to back; >= 1 (default 1) */
   unsigned concurrency; /* slots in flight; 0 means unlimited */
 } polite_budget_config;
+
+/* The longest pause a participant writes unless it says otherwise
+ * (polite_budget_set_max_wait): 15 minutes. */
+#define POLITE_BUDGET_MAX_WAIT_DEFAULT_MS INT64_C(900000)
+
+/* What polite_budget_inspect reports about one account. */
+#define POLITE_BUDGET_MAX_HOLDERS 32
+typedef struct {
+  char id[96];           /* pid (file) or host:pid:random (redis) */
+  unsigned slots;
+  int64_t lease_left_us; /* until the lease expires */
+} polite_budget_holder;
+
+typedef struct {
+  int64_t pause_left_us;   /* 0 when not paused */
+  polite_shared_rate rate; /* rate_per_s 0: nothing learned */
+  unsigned slots_in_use;
+  unsigned n_holders; /* entries filled (at most POLITE_BUDGET_MAX_HOLDERS) */
+  polite_budget_holder holders[POLITE_BUDGET_MAX_HOLDERS];
+  int config_stored; /* 1 when the store keeps the settings (file:) */
+  polite_budget_config config; /* the store's settings, or this opener's */
+} polite_budget_state;
 
 /* Result of polite_budget_acquire. */
 typedef enum {
@@ -74,13 +99,32 @@ typedef struct {
   /* Time left in the account's pause at now_us, 0 when not paused. */
   int64_t (*paused_for)(polite_budget *b, const char *key, int64_t now_us);
   void (*close)(polite_budget *b);
+  /* The learned rate (see polite/ratectl.h). Merges *r into the account's
+   * shared rate with polite_shared_rate_merge (is_cut: a cut; else a
+   * raise) and returns the stored state in *r. From then on the account
+   * admits at the shared rate, capped by cfg.rate_per_s when that is > 0.
+   * Returns 1 when the store changed, 0 when not, or a negative errno. */
+  int (*publish_rate)(polite_budget *b, const char *key, int64_t now_us,
+                      polite_shared_rate *r, int is_cut);
+  /* The account's shared rate as of this participant's last admission (no
+   * round trip: a Redis admission returns it with its answer). */
+  int (*shared_rate)(polite_budget *b, const char *key,
+                     polite_shared_rate *out);
+  /* Everything polite budget show prints. Returns 0 or a negative errno. */
+  int (*inspect)(polite_budget *b, const char *key, int64_t now_us,
+                 polite_budget_state *out);
+  /* Removes the account's pause and learned rate (polite budget clear);
+   * slots and their leases stay. Returns 0 or a negative errno. */
+  int (*clear)(polite_budget *b, const char *key, int64_t now_us);
 } polite_budget_vtable;
 
 /* Every backend's object starts with this header. */
 struct polite_budget {
   const polite_budget_vtable *vt;
   polite_budget_config cfg;
-  char errstr[128]; /* last error; "" when none */
+  char errstr[160]; /* last error; "" when none */
+  char uri[128];    /* the URI, secrets redacted (for messages) */
+  int64_t max_wait_ms; /* see polite_budget_set_max_wait; 0: the default */
 };
 
 /* Opens a budget from a URI: "local" (in-process, thread-safe),
@@ -93,6 +137,21 @@ POLITE_EXTERN int polite_budget_open(const char *uri,
                                      polite_budget **out, char *errbuf,
                                      size_t errlen);
 
+/* Opens an existing shared budget for inspection (polite budget show|clear):
+ * never creates the store, and takes a file budget's settings from the file
+ * instead of refusing different ones. "local" is refused (it lives inside
+ * one process). Same return as polite_budget_open. */
+POLITE_EXTERN int polite_budget_open_inspect(const char *uri,
+                                             polite_budget **out,
+                                             char *errbuf, size_t errlen);
+
+/* The longest pause this participant writes (--max-wait): a pause_until
+ * further away is cut to now + max_wait, so that no server answer can stop
+ * a shared budget for longer than its writer was willing to wait. 0 means
+ * POLITE_BUDGET_MAX_WAIT_DEFAULT_MS; < 0 means no limit. */
+POLITE_EXTERN void polite_budget_set_max_wait(polite_budget *b,
+                                              int64_t max_wait_ms);
+
 /* In-process backend, also used directly by tests and polite_client. */
 POLITE_EXTERN int polite_budget_local_new(const polite_budget_config *cfg,
                                           polite_budget **out);
@@ -103,10 +162,34 @@ POLITE_EXTERN int polite_budget_acquire(polite_budget *b, const char *key,
                                         unsigned slots, int64_t *wait_us);
 POLITE_EXTERN void polite_budget_release(polite_budget *b, const char *key,
                                          unsigned slots);
+/* until_us is first cut to now_us + the participant's max-wait
+ * (polite_budget_set_max_wait), so a pause never outlives what its writer
+ * would wait. */
 POLITE_EXTERN int polite_budget_pause_until(polite_budget *b, const char *key,
                                             int64_t now_us, int64_t until_us);
 POLITE_EXTERN int64_t polite_budget_paused_for(polite_budget *b,
                                                const char *key, int64_t now_us);
+/* The learned rate: thin wrappers over publish_rate / shared_rate (see the
+ * vtable). NULL budget: publish returns 0, shared_rate gives rate 0. */
+POLITE_EXTERN int polite_budget_publish_rate(polite_budget *b, const char *key,
+                                             int64_t now_us,
+                                             polite_shared_rate *r, int is_cut);
+POLITE_EXTERN int polite_budget_shared_rate(polite_budget *b, const char *key,
+                                            polite_shared_rate *out);
+POLITE_EXTERN int polite_budget_inspect(polite_budget *b, const char *key,
+                                        int64_t now_us,
+                                        polite_budget_state *out);
+POLITE_EXTERN int polite_budget_clear(polite_budget *b, const char *key,
+                                      int64_t now_us);
+
+/* 1 when a pause of wait_us (as acquire's WAIT_PAUSE gave it, or
+ * polite_budget_paused_for) is longer than this participant's max-wait, with
+ * a message naming the budget in msg (may be NULL): the engine stops at once
+ * with it instead of waiting. 0 otherwise (or with no max-wait). */
+POLITE_EXTERN int polite_budget_pause_too_long(const polite_budget *b,
+                                               int64_t wait_us, char *msg,
+                                               size_t len);
+
 /* Last error message; never NULL. */
 POLITE_EXTERN const char *polite_budget_errstr(const polite_budget *b);
 /* Closes the budget; NULL is ignored. */

@@ -118,6 +118,33 @@ typedef enum {
   POLITE_WAIT_INVALID = 5    /* a Retry-After was present but invalid */
 } polite_wait_source;
 
+/* Where a (remaining, reset) pair came from. Each source keeps its own
+ * pair, so that one policy's remaining is never paired with another's reset;
+ * the planner (polite_rate_plan_headers in ratectl.h) weighs them all. */
+typedef enum {
+  POLITE_RL_IETF = 0,    /* RateLimit list: the member allowing least */
+  POLITE_RL_IETF_SPENT,  /* RateLimit list: r = 0 with the longest t */
+  POLITE_RL_DICT,        /* draft-07 RateLimit: remaining=, reset= */
+  POLITE_RL_FIELDS,      /* RateLimit-Remaining / RateLimit-Reset */
+  POLITE_RL_X,           /* X-RateLimit-Remaining / -Reset / -Reset-After */
+  POLITE_RL_OPENAI,      /* x-ratelimit-remaining-requests / -reset-requests */
+  POLITE_RL_ANTHROPIC,   /* anthropic-ratelimit-requests-remaining / -reset */
+  POLITE_RL_TOKENS,      /* any token family (only its r = 0 means a wait) */
+  POLITE_RL_KONG_SECOND, /* X-RateLimit-Remaining-Second (Kong): the reset */
+  POLITE_RL_KONG_MINUTE, /* is not sent, so the window bounds it */
+  POLITE_RL_KONG_HOUR,
+  POLITE_RL_KONG_DAY,
+  POLITE_RL_KONG_MONTH,
+  POLITE_RL_KONG_YEAR,
+  POLITE_RL_SOURCES
+} polite_rl_source;
+
+/* One source's remaining and time to reset (ms); -1 when not stated. */
+typedef struct {
+  int64_t remaining;
+  int64_t reset_ms;
+} polite_rl_pair;
+
 typedef struct {
   int64_t now_ms; /* wall clock given to polite_headers_init */
 
@@ -143,6 +170,14 @@ typedef struct {
    * offset/length are not kept because the strings are not owned; the
    * caller copies it when polite_headers_feed returns 1. */
   int saw_request_id;
+
+  /* The planner's inputs. pairs[] is indexed by polite_rl_source. The
+   * average is the most restrictive quota per window any policy states
+   * (RateLimit-Policy q/w with qu absent or "requests", RateLimit-Limit's
+   * w, Kong's X-RateLimit-Limit-Minute and friends); -1 when none. */
+  polite_rl_pair pairs[POLITE_RL_SOURCES];
+  int64_t avg_quota;
+  int64_t avg_window_s;
 } polite_headers;
 
 POLITE_EXTERN void polite_headers_init(polite_headers *h, int64_t now_ms);

@@ -91,9 +91,7 @@ typedef struct {
 
   /* Private working state (vendor evidence seen so far). */
   uint64_t _sig[2];
-  char _server[32];
-  int _kong_period;  /* largest Kong window with nothing remaining */
-  int _should_retry; /* stripe-should-retry: -1 absent, 0, 1 */
+  int _should_retry; /* x-should-retry, stripe-should-retry: -1 absent, 0, 1 */
   int _finished;
 } polite_diagnosis;
 

@@ -9,5 +9,6 @@
 #include <polite/batch.h>
 #include <polite/client.h>
 #include <polite/journal.h>
+#include <polite/results.h>
 
 #endif

@@ -1,21 +1,8 @@
 #!/usr/bin/env bash
 # Integration test of `polite delay` and `polite plan`: every Retry-After
 # form on a fixed clock, the DESIGN.md plan example, and usage errors.
-set -u
-
-POLITE=${POLITE:-build/polite}
-if [ ! -x "$POLITE" ]; then
-  echo "POLITE ($POLITE) is not an executable" >&2
-  exit 1
-fi
-
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
+tmp=$TMP
 
 # jget JSON EXPR: evaluates a Python expression over the parsed object `j`
 # and prints the result (True/False/None as true/false/null).
@@ -214,5 +201,4 @@ for c in delay plan; do
   if "$POLITE" $c --help | grep -q "Usage: polite $c"; then ok; else bad "$c --help"; fi
 done
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -4,22 +4,11 @@
 # codes, and real requests to a throttling python3 http.server on a free
 # loopback port (method, headers, body and redirects checked by the server;
 # TLS with a self-signed certificate refused unless -k).
-set -u
-POLITE=${POLITE:?set POLITE to the polite binary}
-SRC=${POLITE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$(dirname "$0")/lib.sh"
+SRC=$POLITE_SRC
 FIX="$SRC/tests/fixtures/diagnose"
-TMP=$(mktemp -d)
 SERVER_PID=
-cleanup() {
-  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+on_exit '[ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null'
 
 # expect_rc WANT DESCRIPTION -- command...
 expect_rc() {
@@ -197,5 +186,4 @@ else
   echo "note: openssl could not make a certificate; TLS checks skipped" >&2
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -28,6 +28,13 @@ check "ca: parent made 0700 too" [ "$(mode "$TMP/home")" = 700 ]
 check "ca: root is CA:TRUE critical" sh -c "openssl x509 -in '$D/ca.pem' -noout -ext basicConstraints | grep -q 'critical' && openssl x509 -in '$D/ca.pem' -noout -ext basicConstraints | grep -q 'CA:TRUE'"
 check "ca: subject names polite and the user" sh -c "openssl x509 -in '$D/ca.pem' -noout -subject | grep -q 'polite proxy CA ($(id -un)@'"
 
+# 1b. An existing directory others can enter is refused, never chmod'ed (--dir /tmp must not make /tmp private).
+mkdir -m 755 "$TMP/open"
+check "ca: --dir of a 755 directory refused" sh -c "! '$POLITE' proxy ca --dir '$TMP/open' 2>'$TMP/open.err' && grep -q 'mode 700; it is 755' '$TMP/open.err'"
+check "ca: ... and left as it was, with no key in it" sh -c "[ \"\$(stat -c %a '$TMP/open')\" = 755 ] && [ ! -e '$TMP/open/ca.key' ]"
+mkdir -m 700 "$TMP/mine"
+check "ca: --dir of an existing 700 directory of ours is used" "$POLITE" proxy ca --dir "$TMP/mine" --path
+
 # 2. POLITE_CA_DIR and XDG_DATA_HOME choose the default place; --path prints only the path.
 check "ca: POLITE_CA_DIR" [ "$(POLITE_CA_DIR="$D" "$POLITE" proxy ca --path)" = "$D/ca.pem" ]
 check "ca: XDG_DATA_HOME" [ "$(env -u POLITE_CA_DIR XDG_DATA_HOME="$TMP/xdg" "$POLITE" proxy ca --path)" = "$TMP/xdg/polite/ca/ca.pem" ]

@@ -4,7 +4,7 @@
 # disk or a crash cut short (with or without a newline, or NUL-filled) is
 # repaired, not fatal. A bad line that is not polite's is still refused and
 # left as it is.
-. "$(dirname "$0")/run/lib.sh"
+. "$(dirname "$0")/lib.sh"
 start_pyserver
 B=http://127.0.0.1:$PY_PORT
 IN=$TMP/in.jsonl

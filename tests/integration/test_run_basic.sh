@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # polite run against a scripted local server: input, output, redaction,
 # retries, idempotency keys, account pause, deadlines, exit codes, SIGINT.
-. "$(dirname "$0")/run/lib.sh"
+. "$(dirname "$0")/lib.sh"
 start_pyserver
 B=http://127.0.0.1:$PY_PORT
 R=$PY_REC

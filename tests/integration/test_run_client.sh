@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The blocking C client (examples/fetch.c on polite_client): several threads
 # share one budget; a 429 with Retry-After pauses all of them.
-. "$(dirname "$0")/run/lib.sh"
+. "$(dirname "$0")/lib.sh"
 FETCH=${POLITE_BUILD:-build}/example_fetch
 [ -x "$FETCH" ] || { echo "no $FETCH"; echo "0 passed, 1 failed"; exit 1; }
 start_pyserver

@@ -2,7 +2,7 @@
 # polite run with request costs: a line of cost N spends N rate units (so a
 # tokens-per-minute allowance is budgeted like a requests-per-minute one),
 # holds one concurrency slot, and every retry pays the cost again.
-. "$(dirname "$0")/run/lib.sh"
+. "$(dirname "$0")/lib.sh"
 start_pyserver
 B=http://127.0.0.1:$PY_PORT
 R=$PY_REC

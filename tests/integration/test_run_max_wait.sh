@@ -2,7 +2,7 @@
 # polite run --max-wait: a server wait longer than the limit ends the
 # requests at once with outcome wait_too_long (nothing sent early, nothing
 # waited for), and the other requests of the account end with it.
-. "$(dirname "$0")/run/lib.sh"
+. "$(dirname "$0")/lib.sh"
 start_pyserver
 B=http://127.0.0.1:$PY_PORT
 P=$POLITE

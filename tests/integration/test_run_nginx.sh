@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # polite run against a third-party limiter: nginx limit_req at 20 r/s,
 # burst 1, answering 429 with Retry-After: 1.
-. "$(dirname "$0")/run/lib.sh"
+. "$(dirname "$0")/lib.sh"
 P=$POLITE
 start_nginx 20r/s || { echo "0 passed, 1 failed"; exit 1; }
 B=http://127.0.0.1:$NG_PORT

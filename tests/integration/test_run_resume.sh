@@ -5,31 +5,10 @@
 # each id ends ok exactly once in the results, that each logical write
 # reached the server with one and only one key, and that the results file
 # parses line by line (tests/integration/resume/check.py).
-set -u
-POLITE=${POLITE:-${POLITE_BUILD:-build}/polite}
-HERE=$(cd "$(dirname "$0")/resume" && pwd)
-TMP=$(mktemp -d /tmp/polite-resume-test.XXXXXX)
-PIDS=()
+. "$(dirname "$0")/lib.sh"
+HERE=$IT/resume
 MNT=""
-pass=0
-fail=0
-
-cleanup() {
-  for p in "${PIDS[@]:-}"; do
-    [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-  done
-  [ -n "$MNT" ] && umount "$MNT" 2>/dev/null
-  [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
-check() {
-  local d=$1
-  shift
-  if "$@" >/dev/null; then ok "$d"; else bad "$d"; fi
-}
+on_exit '[ -n "$MNT" ] && umount "$MNT" 2>/dev/null'
 # verify DESC ARGS...: runs check.py and shows its complaints on failure.
 verify() {
   local d=$1
@@ -383,5 +362,4 @@ else
     "$D/o" "$REC" d 200 "$D/j"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -3,22 +3,11 @@
 # written (file size limit, full device, the file removed) stops the run at
 # once with a message naming the file, the operation and the cause, keeps
 # the complete lines already written, and exits 1.
-set -u
-POLITE=${POLITE:-${POLITE_BUILD:-build}/polite}
-HERE=$(cd "$(dirname "$0")/run" && pwd)
-TMP=$(mktemp -d /tmp/polite-write-errors.XXXXXX)
+. "$(dirname "$0")/lib.sh"
+HERE=$IT/run
 SRV=""
-pass=0
-fail=0
-
-cleanup() {
-  [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+on_exit '[ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null'
+# check DESC CMD...: as lib.sh's, with stderr hidden too.
 check() {
   local d=$1
   shift
@@ -114,5 +103,4 @@ for i in $(seq 1 10); do echo "$B/ok/e$i"; done >"$TMP/e.txt"
 check "without a write error: exit 0 and 10 lines" \
   bash -c "[ $? -eq 0 ] && [ \$(wc -l <'$TMP/e.out') -eq 10 ]"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

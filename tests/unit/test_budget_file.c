@@ -472,6 +472,85 @@ static void file_from_another_boot_starts_fresh(void **state) {
   polite_budget_close(c);
 }
 
+/* A file corrupted under a running participant (here: its own slot count
+ * overwritten) fails the next call with a message instead of answering
+ * WAIT_SLOT forever, and a new participant is refused at open. */
+static void corrupted_file_fails_with_a_message(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 0, 1, 4);
+  int64_t w;
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  /* Find this process's owner entry (pid, then slots) and corrupt it. */
+  int fd = open(path, O_RDWR);
+  assert_true(fd >= 0);
+  struct stat st;
+  assert_int_equal(fstat(fd, &st), 0);
+  char *buf = malloc((size_t)st.st_size);
+  assert_non_null(buf);
+  assert_int_equal(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
+  int32_t pid = (int32_t)getpid();
+  uint32_t one = 1, huge = 0xffffffffu;
+  off_t at = -1;
+  for (off_t i = 0; i + 8 <= st.st_size; i += 4)
+    if (memcmp(buf + i, &pid, 4) == 0 && memcmp(buf + i + 4, &one, 4) == 0) {
+      at = i + 4;
+      break;
+    }
+  free(buf);
+  assert_true(at > 12);
+  assert_int_equal(pwrite(fd, &huge, 4, at), 4);
+  close(fd);
+  int rc = acq(a, T0 + MS, 1, &w);
+  assert_int_equal(rc, POLITE_EBUDGET);
+  assert_non_null(strstr(polite_budget_errstr(a), "corrupted"));
+  assert_non_null(strstr(polite_budget_errstr(a), "4294967295 slots"));
+  assert_non_null(strstr(polite_budget_errstr(a), path));
+  polite_budget_close(a); /* gives its entry back: corrupt it again */
+  fd = open(path, O_RDWR);
+  assert_true(fd >= 0);
+  uint64_t id = 7;
+  assert_int_equal(pwrite(fd, &id, 8, at - 12), 8);
+  assert_int_equal(pwrite(fd, &huge, 4, at), 4);
+  close(fd);
+  polite_budget_config c = {0, 1, 4};
+  polite_budget *b = NULL;
+  char err[256];
+  assert_int_equal(polite__budget_file_new(uri, &c, &b, err, sizeof err),
+                   POLITE_EBUDGET);
+  assert_null(b);
+  assert_non_null(strstr(err, "corrupted"));
+}
+
+/* The learned rate replaces the configured one (its ceiling): after a
+ * publish the file paces at it, for every participant. */
+static void learned_rate_paces_every_participant(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 100, 1, 0);
+  polite_budget *b = open_ok(uri, 100, 1, 0);
+  int64_t w;
+  assert_int_equal(acq2(a, T0, 1, 0, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq2(b, T0 + 10 * MS, 1, 0, &w), POLITE_BUDGET_ADMITTED);
+  polite_shared_rate r = {2, 3, 0};
+  assert_int_equal(polite_budget_publish_rate(a, NULL, T0 + 20 * MS, &r, 1), 1);
+  assert_int_equal(r.generation, 1);
+  /* The new spacing applies from the next admission: b starts at once,
+   * then a waits 500 ms after it. */
+  assert_int_equal(acq2(b, T0 + 20 * MS, 1, 0, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq2(a, T0 + 40 * MS, 1, 0, &w), POLITE_BUDGET_WAIT_RATE);
+  assert_true(w > 470 * MS && w <= 480 * MS);
+  polite_shared_rate s;
+  assert_int_equal(polite_budget_shared_rate(b, NULL, &s), 0);
+  assert_true(s.rate_per_s == 2 && s.generation == 1);
+  /* A learned rate above the configured one is capped by it (100/s). */
+  polite_shared_rate up = {1000, 0, 1};
+  assert_int_equal(polite_budget_publish_rate(a, NULL, T0, &up, 0), 1);
+  assert_int_equal(acq2(a, T0 + 520 * MS, 1, 0, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq2(a, T0 + 521 * MS, 1, 0, &w), POLITE_BUDGET_WAIT_RATE);
+  assert_true(w >= 8 * MS && w <= 9 * MS);
+  polite_budget_close(a);
+  polite_budget_close(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(rate_is_shared_between_participants,
@@ -497,6 +576,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(threads_share_slots_and_burst, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(file_from_another_boot_starts_fresh,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(corrupted_file_fails_with_a_message,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(learned_rate_paces_every_participant,
                                       setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

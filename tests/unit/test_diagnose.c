@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The rule tables themselves, to check that each vendor has a fixture. */
+#include "diagnose_rules.h"
+
 /* 2026-11-30 05:00:00 UTC, the Date of every fixture. */
 #define NOW_MS INT64_C(1796014800000)
 
@@ -185,6 +188,117 @@ static void test_all_fixtures(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* Adding a vendor is rows plus a fixture: every row of vendors[] is the
+ * expected component of at least one fixture. */
+static void test_every_vendor_has_a_fixture(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof vendors / sizeof *vendors; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "\"component\": \"%s:%s\"",
+             polite_component_kind_name(vendors[i].kind), vendors[i].vendor);
+    DIR *dir = opendir(fixture_dir);
+    assert_non_null(dir);
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(dir)) != NULL) {
+      size_t l = strlen(e->d_name);
+      if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0)
+        continue;
+      char path[4400];
+      size_t len = 0;
+      snprintf(path, sizeof path, "%s/%s", fixture_dir, e->d_name);
+      char *txt = slurp(path, &len);
+      found = txt != NULL && strstr(txt, want) != NULL;
+      free(txt);
+    }
+    closedir(dir);
+    if (!found)
+      fail_msg("no fixture expects %s", want);
+  }
+}
+
+/* docs/diagnose.md has a table row for every vendor row: `kind:vendor` at
+ * the start of a line of its vendor table. */
+static void test_every_vendor_is_documented(void **state) {
+  (void)state;
+  char path[4200];
+  size_t len = 0;
+  snprintf(path, sizeof path, "%s/../../../docs/diagnose.md", fixture_dir);
+  char *doc = slurp(path, &len);
+  assert_non_null(doc);
+  for (size_t i = 0; i < sizeof vendors / sizeof *vendors; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "\n| `%s:%s` |",
+             polite_component_kind_name(vendors[i].kind), vendors[i].vendor);
+    if (strstr(doc, want) == NULL)
+      fail_msg("docs/diagnose.md has no row %s", want + 1);
+  }
+  free(doc);
+}
+
+/* Header names are globs: '*' matches any run, any case, both ends. */
+static void test_header_globs(void **state) {
+  (void)state;
+  polite_diagnosis d;
+  polite_diagnosis_init(&d, 429, NOW_MS);
+  const char *n = "Anthropic-RateLimit-Output-Tokens-Remaining";
+  polite_diagnosis_feed_header(&d, n, strlen(n), " 0 ", 3);
+  polite_diagnosis_finish(&d, NULL, 0);
+  assert_string_equal(polite_diagnosis_component(&d), "origin:anthropic");
+  assert_int_equal(d.limit, POLITE_LIMIT_TOKENS);
+  assert_true(
+      has_evidence(&d, "Anthropic-RateLimit-Output-Tokens-Remaining: 0"));
+  polite_diagnosis_init(&d, 429, NOW_MS);
+  n = "anthropic-ratelimit-requests-remaining";
+  polite_diagnosis_feed_header(&d, n, strlen(n), "0", 1);
+  polite_diagnosis_finish(&d, NULL, 0);
+  assert_int_equal(d.limit, POLITE_LIMIT_RATE);
+  /* "x-fastly" alone is not "x-fastly-*". */
+  polite_diagnosis_init(&d, 503, NOW_MS);
+  polite_diagnosis_feed_header(&d, "x-fastly", 8, "1", 1);
+  polite_diagnosis_finish(&d, NULL, 0);
+  assert_int_equal(d.n_through, 0);
+}
+
+/* polite's own proxy: Server: polite-proxy with any version suffix makes it
+ * the producer, even with an OpenAI-shaped body; its RateLimit-Policy
+ * alone only says the answer passed through it. */
+static void test_polite_proxy(void **state) {
+  (void)state;
+  polite_diagnosis d;
+  const char *servers[] = {"polite-proxy", "polite-proxy/0.1.0",
+                           "Polite-Proxy/12.3 (linux)"};
+  for (size_t i = 0; i < 3; i++) {
+    char raw[512];
+    snprintf(raw, sizeof raw,
+             "HTTP/1.1 429 Too Many Requests\r\nServer: %s\r\n\r\n"
+             "{\"error\":{\"code\":\"rate_limit_exceeded\"}}",
+             servers[i]);
+    assert_int_equal(diag_str(&d, raw), 0);
+    assert_string_equal(polite_diagnosis_component(&d), "proxy:polite");
+    assert_int_equal(d.limit, POLITE_LIMIT_RATE);
+  }
+  /* Not polite: another name that starts alike, or no Server at all. */
+  assert_int_equal(diag_str(&d,
+                            "HTTP/1.1 429 X\r\nServer: polite\r\n\r\n"
+                            "{\"error\":{\"code\":\"rate_limit_exceeded\"}}"),
+                   0);
+  assert_string_equal(polite_diagnosis_component(&d), "origin:openai");
+  assert_int_equal(
+      diag_str(&d, "HTTP/1.1 429 X\r\nRateLimit-Policy: \"other\";q=1, "
+                   "\"polite\";q=5;w=1\r\n\r\n"),
+      0);
+  assert_string_equal(polite_diagnosis_component(&d), "unknown");
+  assert_int_equal(d.n_through, 1);
+  assert_string_equal(d.through[0], "proxy:polite");
+  /* A policy merely named like it is not polite's. */
+  assert_int_equal(
+      diag_str(&d,
+               "HTTP/1.1 429 X\r\nRateLimit-Policy: \"polite-x\";q=5\r\n\r\n"),
+      0);
+  assert_int_equal(d.n_through, 0);
+}
+
 /* The trap: an OpenAI 429 carries Cloudflare's headers; the body and the
  * openai-* headers decide. The same Cloudflare headers with a 1015 body
  * mean Cloudflare itself. */
@@ -262,7 +376,9 @@ static void test_github_secondary_403(void **state) {
                                 "a few minutes before you try again.\"}"),
                    0);
   assert_string_equal(polite_diagnosis_component(&d), "origin:github");
-  assert_int_equal(d.limit, POLITE_LIMIT_CONCURRENCY);
+  /* A rate limit by GitHub's own description (points, CPU time and content
+   * per minute); concurrency only when the body says so. */
+  assert_int_equal(d.limit, POLITE_LIMIT_RATE);
   assert_true(d.retry_helps);
   assert_int_equal(d.wait_ms, 60000); /* GitHub: at least one minute */
   assert_int_equal(d.n_ids, 1);
@@ -490,9 +606,9 @@ static void test_body_cap(void **state) {
   size_t n = strlen(head) + pad + strlen(tail);
   char *raw = malloc(n + 1);
   assert_non_null(raw);
-  strcpy(raw, head);
+  memcpy(raw, head, strlen(head));
   memset(raw + strlen(head), ' ', pad);
-  strcpy(raw + strlen(head) + pad, tail);
+  memcpy(raw + strlen(head) + pad, tail, strlen(tail) + 1);
   polite_diagnosis d;
   assert_int_equal(polite_diagnose_response(&d, raw, n, NOW_MS, NULL), 0);
   assert_string_equal(polite_diagnosis_component(&d), "unknown");
@@ -525,6 +641,10 @@ int main(void) {
       cmocka_unit_test(test_cdn_header_trap),
       cmocka_unit_test(test_apigw_quota_vs_throttle),
       cmocka_unit_test(test_github_secondary_403),
+      cmocka_unit_test(test_every_vendor_has_a_fixture),
+      cmocka_unit_test(test_every_vendor_is_documented),
+      cmocka_unit_test(test_header_globs),
+      cmocka_unit_test(test_polite_proxy),
       cmocka_unit_test(test_status_lines),
       cmocka_unit_test(test_crlf_and_lf_agree),
       cmocka_unit_test(test_interim_and_redirects),

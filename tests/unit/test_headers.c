@@ -909,6 +909,68 @@ static void test_quota_hint(void **state) {
   assert_int_equal(polite_body_quota_hint("insufficient_quota", 17), 0);
 }
 
+/* Each source keeps its own (remaining, reset) pair for the planner; Kong's
+ * per-window headers and the draft's qu are read. */
+static void test_pairs_kong_qu(void **state) {
+  (void)state;
+  polite_headers h;
+  polite_headers_init(&h, NOW_MS);
+  feed(&h, "RateLimit", "\"a\";r=0;t=1, \"b\";r=50;t=30");
+  feed(&h, "X-RateLimit-Remaining", "7");
+  feed(&h, "X-RateLimit-Reset", "1700000060");
+  /* Merged (the old fields): nothing left, the longest reset. */
+  assert_int_equal(h.remaining, 0);
+  assert_int_equal(h.reset_ms, 60000);
+  /* Paired: each member and each family keeps its own. */
+  assert_int_equal(h.pairs[POLITE_RL_IETF].remaining, 50);
+  assert_int_equal(h.pairs[POLITE_RL_IETF].reset_ms, 30000);
+  assert_int_equal(h.pairs[POLITE_RL_IETF_SPENT].remaining, 0);
+  assert_int_equal(h.pairs[POLITE_RL_IETF_SPENT].reset_ms, 1000);
+  assert_int_equal(h.pairs[POLITE_RL_X].remaining, 7);
+  assert_int_equal(h.pairs[POLITE_RL_X].reset_ms, 60000);
+  assert_int_equal(h.pairs[POLITE_RL_OPENAI].remaining, -1);
+  /* The member allowing least is kept, whatever the order. */
+  h = one("RateLimit", "\"sec\";r=9;t=1, \"hour\";r=100;t=3600");
+  assert_int_equal(h.pairs[POLITE_RL_IETF].remaining, 100);
+  assert_int_equal(h.pairs[POLITE_RL_IETF].reset_ms, 3600000);
+  /* Kong: a limit and remaining per window. */
+  polite_headers_init(&h, NOW_MS);
+  feed(&h, "X-RateLimit-Limit-Minute", "60");
+  feed(&h, "X-RateLimit-Remaining-Minute", "30");
+  feed(&h, "X-RateLimit-Limit-Hour", "1000");
+  feed(&h, "x-ratelimit-remaining-hour", "990");
+  assert_int_equal(h.limit, 60);
+  assert_int_equal(h.window_s, 60);
+  assert_int_equal(h.remaining, 30);
+  assert_int_equal(h.pairs[POLITE_RL_KONG_MINUTE].remaining, 30);
+  assert_int_equal(h.pairs[POLITE_RL_KONG_HOUR].remaining, 990);
+  assert_int_equal(h.pairs[POLITE_RL_KONG_MINUTE].reset_ms, -1);
+  /* 60/60 s = 1/s against 1000/3600 s: the hour is the lower average. */
+  assert_int_equal(h.avg_quota, 1000);
+  assert_int_equal(h.avg_window_s, 3600);
+  h = one("X-RateLimit-Limit-Second", "abc");
+  assert_int_equal(h.limit, -1);
+  /* qu: only requests count. */
+  h = one("RateLimit-Policy", "\"b\";q=10;qu=\"content-bytes\";w=1");
+  assert_int_equal(h.limit, -1);
+  assert_int_equal(h.avg_quota, -1);
+  h = one(
+      "RateLimit-Policy",
+      "\"b\";q=10;qu=\"content-bytes\";w=1, \"r\";q=100;qu=\"requests\";w=60");
+  assert_int_equal(h.limit, 100);
+  assert_int_equal(h.avg_quota, 100);
+  assert_int_equal(h.avg_window_s, 60);
+  /* Whitespace after ';' as servers send it. */
+  h = one("RateLimit", "\"200-in-5sec\"; r=199; t=5");
+  assert_int_equal(h.pairs[POLITE_RL_IETF].remaining, 199);
+  assert_int_equal(h.pairs[POLITE_RL_IETF].reset_ms, 5000);
+  for (int i = 0; i < POLITE_RL_SOURCES; i++) {
+    polite_headers_init(&h, NOW_MS);
+    assert_int_equal(h.pairs[i].remaining, -1);
+    assert_int_equal(h.pairs[i].reset_ms, -1);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_init),
@@ -931,6 +993,7 @@ int main(void) {
       cmocka_unit_test(test_feed_line),
       cmocka_unit_test(test_go_durations),
       cmocka_unit_test(test_quota_hint),
+      cmocka_unit_test(test_pairs_kong_qu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -99,8 +99,9 @@ static void errors_name_the_field(void **state) {
   expect_error("{\"url\":\"http://h/\",\"method\":\"G T\"}", "method");
   expect_error("{\"url\":\"http://h/\",\"headers\":[]}", "headers");
   expect_error("{\"url\":\"http://h/\",\"headers\":{\"A\":1}}", "\"A\"");
-  expect_error("{\"url\":\"http://h/\",\"headers\":{\"A B\":\"x\"}}",
-               "header name \"A...\" is not a valid HTTP token (byte 2 is 0x20)");
+  expect_error(
+      "{\"url\":\"http://h/\",\"headers\":{\"A B\":\"x\"}}",
+      "header name \"A...\" is not a valid HTTP token (byte 2 is 0x20)");
   expect_error("{\"url\":\"http://h/\",\"headers\":{\"X\":\"a\\nb\"}}",
                "CR, LF");
   expect_error("{\"url\":\"http://h/\",\"body\":3}", "\"body\"");
@@ -150,7 +151,8 @@ static void json_errors_hide_the_text(void **state) {
       {"{\"url\":\"http://h/\",\"SEKRIT\":", "premature end of input", 28},
       {"{\"url\":\"http://h/\",\"a\":\"SEKRIT\"",
        "premature end of input (an object is not closed)", 31},
-      {"{\"headers\":{\"Authorization\":Bearer SEKRIT\"}}", "invalid token", 34},
+      {"{\"headers\":{\"Authorization\":Bearer SEKRIT\"}}", "invalid token",
+       34},
       {"{\"url\":\"http://h/\"} SEKRIT", "text after the JSON object", 26},
       {"{SEKRIT:1}", "object key is not a string", 7},
       {"{\"a\":\"\\uD800SEKRIT\"}", "invalid \\u escape", 19},
@@ -171,9 +173,10 @@ static void json_errors_hide_the_text(void **state) {
   expect_error("{\"url\":\"http://h/\",\"headers\":{\"Authorization: Bearer "
                "SEKRIT\":\"\"}}",
                "\"Authorization...\"");
-  polite_request *r = parse("{\"url\":\"http://h/\",\"headers\":{\"Authorization: "
-                            "Bearer SEKRIT\":\"\"}}",
-                            1, NULL);
+  polite_request *r =
+      parse("{\"url\":\"http://h/\",\"headers\":{\"Authorization: "
+            "Bearer SEKRIT\":\"\"}}",
+            1, NULL);
   assert_null(strstr(r->error, "SEK"));
   polite_request_free(r);
 }

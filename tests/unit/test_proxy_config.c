@@ -17,12 +17,74 @@ static void defaults(void **state) {
   polite__px_config_init(&c);
   assert_string_equal(c.listen, "127.0.0.1:8000");
   assert_null(c.upstream);
-  assert_int_equal(c.retry_after_s, 2);
+  assert_int_equal(c.retry_after_s, 5); /* Dev Proxy's retryAfterInSeconds */
   assert_int_equal(c.burst, 1);
   assert_int_equal(c.quota, -1);
   assert_int_equal(c.scope, PX_SCOPE_URL);
   assert_int_equal(c.rate_scope, PX_SCOPE_GLOBAL);
   assert_true(c.failure_rate == 0);
+  assert_int_equal(c.rate_mode, PX_LIM_GCRA);
+  assert_int_equal(c.concurrency, 0);
+  assert_int_equal(c.conc_status, 429);
+  polite__px_config_free(&c);
+}
+
+/* The limit modes' options: values checked, errors name option and value. */
+static void limit_options(void **state) {
+  (void)state;
+  px_config c;
+  char err[256];
+  polite__px_config_init(&c);
+  assert_int_equal(polite__px_config_set(&c, "rate-limit", "120/min", NULL,
+                                         err, sizeof err),
+                   0);
+  assert_int_equal(polite__px_config_set(&c, "rateLimitMode", "fixed", NULL,
+                                         err, sizeof err),
+                   0);
+  assert_int_equal(polite__px_config_set(&c, "rate-limit-cost", "2", NULL, err,
+                                         sizeof err),
+                   0);
+  assert_int_equal(polite__px_config_set(&c, "reset-format",
+                                         "UtcEpochSeconds", NULL, err,
+                                         sizeof err),
+                   0);
+  assert_int_equal(polite__px_config_set(&c, "concurrency-limit", "4", NULL,
+                                         err, sizeof err),
+                   0);
+  assert_int_equal(polite__px_config_set(&c, "concurrency-status", "503", NULL,
+                                         err, sizeof err),
+                   0);
+  assert_int_equal(polite__px_config_set(&c, "quota", "100", NULL, err,
+                                         sizeof err),
+                   0);
+  assert_int_equal(polite__px_config_set(&c, "quota-period", "1h", NULL, err,
+                                         sizeof err),
+                   0);
+  assert_int_equal(polite__px_config_finish(&c, err, sizeof err), 0);
+  assert_int_equal(c.lim.mode, PX_LIM_FIXED);
+  assert_int_equal(c.lim.limit, 240); /* 120 requests x cost 2 */
+  assert_int_equal(c.lim.window_us, 60000000);
+  assert_int_equal(c.rate_headers, PX_HDR_DEVPROXY); /* fixed: Dev Proxy's */
+  assert_int_equal(c.reset_epoch, 1);
+  assert_int_equal(c.conc_status, 503);
+  assert_int_equal(c.quota_cfg.period, PX_QUOTA_WINDOW);
+  assert_int_equal(c.quota_cfg.window_ms, 3600000);
+  assert_int_equal(c.quota_cfg.limit, 100);
+  assert_int_equal(polite__px_config_set(&c, "rate-limit-mode", "leaky", NULL,
+                                         err, sizeof err),
+                   -1);
+  assert_non_null(strstr(err, "'leaky'"));
+  assert_non_null(strstr(err, "gcra, fixed, sliding"));
+  assert_int_equal(polite__px_config_set(&c, "concurrency-status", "500",
+                                         NULL, err, sizeof err),
+                   -1);
+  assert_int_equal(polite__px_config_set(&c, "quota-period", "week", NULL, err,
+                                         sizeof err),
+                   -1);
+  assert_non_null(strstr(err, "--quota-period"));
+  assert_int_equal(polite__px_config_set(&c, "warning-threshold", "101", NULL,
+                                         err, sizeof err),
+                   -1);
   polite__px_config_free(&c);
 }
 
@@ -178,6 +240,7 @@ static void errors_file_turns_on_half_failures(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(defaults),
+      cmocka_unit_test(limit_options),
       cmocka_unit_test(names_in_any_case_style),
       cmocka_unit_test(bad_values_name_option_and_value),
       cmocka_unit_test(json_errors_name_file_line_field),

@@ -73,6 +73,14 @@ static void mocks_nth_and_default_method(void **state) {
                    &r.rules[1]);
   assert_null(polite__px_rules_match(&r, "POST", "http://h/u/3", NULL, 0));
   polite__px_rules_free(&r);
+  /* nth 0 loads (as in Dev Proxy) and never matches. */
+  assert_int_equal(
+      parse(&r, PX_RULES_MOCKS,
+            "{\"mocks\":[{\"request\":{\"url\":\"*\",\"nth\":0}}]}", err),
+      0);
+  for (int i = 0; i < 3; i++)
+    assert_null(polite__px_rules_match(&r, "GET", "http://h/x", NULL, 0));
+  polite__px_rules_free(&r);
 }
 
 static void bad_files_name_the_field(void **state) {
@@ -96,7 +104,7 @@ static void bad_files_name_the_field(void **state) {
        "\"statusCode\":429,"
        "\"headers\":[{\"name\":\"A\",\"value\":\"x\\r\\nB: y\"}]}]}]}",
        "errors[0].responses[0].headers[0]"},
-      {PX_RULES_MOCKS, "{\"mocks\":[{\"request\":{\"url\":\"*\",\"nth\":0}}]}",
+      {PX_RULES_MOCKS, "{\"mocks\":[{\"request\":{\"url\":\"*\",\"nth\":-1}}]}",
        "mocks[0].request.nth"},
       {PX_RULES_MOCKS,
        "{\"mocks\":[{\"request\":{\"url\":\"*\",\"method\":5}}]}",

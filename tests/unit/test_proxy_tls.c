@@ -96,11 +96,12 @@ static void renew_changes_the_fingerprint(void **state) {
   polite__px_ca_free(ca);
 }
 
-/* Runs a TLS handshake between a client that trusts only ca_pem and checks
- * `name`, and a server using sctx, over an in-memory BIO pair. Returns the
- * client's verify result (X509_V_OK on success), or -1 when the handshake
- * failed for another reason. */
-static long handshake(SSL_CTX *sctx, const char *ca_pem, const char *name) {
+/* Runs a TLS handshake between a client that trusts only ca_pem, checks
+ * `name` and sends `sni` (NULL: none), and a server using sctx, over an
+ * in-memory BIO pair. Returns the client's verify result (X509_V_OK on
+ * success), or -1 when the handshake failed for another reason. */
+static long handshake_sni(SSL_CTX *sctx, const char *ca_pem, const char *name,
+                          const char *sni) {
   SSL_CTX *cctx = polite__px_tls_client_ctx(ca_pem, 0, NULL, 0);
   assert_non_null(cctx);
   SSL *c = SSL_new(cctx), *s = SSL_new(sctx);
@@ -113,10 +114,10 @@ static long handshake(SSL_CTX *sctx, const char *ca_pem, const char *name) {
   unsigned char ip[16];
   if (inet_pton(AF_INET, name, ip) == 1)
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c), name);
-  else {
-    SSL_set_tlsext_host_name(c, name);
+  else
     SSL_set1_host(c, name);
-  }
+  if (sni)
+    SSL_set_tlsext_host_name(c, sni);
   int cdone = 0, sdone = 0;
   for (int i = 0; i < 50 && !(cdone && sdone); i++) {
     if (!cdone) {
@@ -150,6 +151,13 @@ static long handshake(SSL_CTX *sctx, const char *ca_pem, const char *name) {
   return rc;
 }
 
+/* The usual client: SNI is the name it checks (none for an address). */
+static long handshake(SSL_CTX *sctx, const char *ca_pem, const char *name) {
+  unsigned char ip[16];
+  int is_ip = inet_pton(AF_INET, name, ip) == 1;
+  return handshake_sni(sctx, ca_pem, name, is_ip ? NULL : name);
+}
+
 static void leaves_verify_for_their_host_only(void **state) {
   (void)state;
   char d[300], err[512];
@@ -165,8 +173,15 @@ static void leaves_verify_for_their_host_only(void **state) {
   SSL_CTX *dns = polite__px_ca_ctx_for(ca, "API.Example.com", err, sizeof err);
   assert_non_null(dns);
   assert_int_equal(handshake(dns, pem, "api.example.com"), X509_V_OK);
-  assert_int_equal(handshake(dns, pem, "other.example.com"),
+  assert_int_equal(handshake_sni(dns, pem, "other.example.com", NULL),
                    X509_V_ERR_HOSTNAME_MISMATCH);
+  /* SNI naming another host than the context's: that host's certificate
+   * (and a client checking a name it did not send still fails). */
+  assert_int_equal(
+      handshake_sni(dns, pem, "other.example.com", "x.example.com"),
+      X509_V_ERR_HOSTNAME_MISMATCH);
+  assert_int_equal(handshake(ip, pem, "sni.example.com"), X509_V_OK);
+  assert_int_equal(handshake(dns, pem, "sni2.example.com"), X509_V_OK);
   /* Cached: the same context for the same host, whatever its case. */
   assert_ptr_equal(
       polite__px_ca_ctx_for(ca, "api.example.COM", err, sizeof err), dns);

@@ -7,6 +7,7 @@
 #include "px_http.c"
 #include "px_tls.c"
 #include "px_up_pool.c"
+#include "px_up_dns.c"
 #include "px_upstream.c"
 
 #include <event2/bufferevent.h>
@@ -132,8 +133,17 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
   assert_int_equal(polite__px_ca_open(d, 1, &ca, err, sizeof err), 0);
   server s = {0};
   s.base = event_base_new();
-  s.sctx = polite__px_ca_ctx_for(ca, "127.0.0.1", err, sizeof err);
-  assert_non_null(s.sctx);
+  /* A plain server context from an issued leaf for 127.0.0.1 (not the
+   * CA's own contexts, which would switch certificates on SNI). */
+  char cp[400], kp[400];
+  snprintf(cp, sizeof cp, "%s/leaf.pem", tmpdir);
+  snprintf(kp, sizeof kp, "%s/leaf.key", tmpdir);
+  assert_int_equal(
+      polite__px_ca_issue(ca, "127.0.0.1", cp, kp, err, sizeof err), 0);
+  s.sctx = SSL_CTX_new(TLS_server_method());
+  assert_int_equal(SSL_CTX_use_certificate_chain_file(s.sctx, cp), 1);
+  assert_int_equal(SSL_CTX_use_PrivateKey_file(s.sctx, kp, SSL_FILETYPE_PEM),
+                   1);
   struct sockaddr_in sin = {0};
   sin.sin_family = AF_INET;
   sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -169,6 +179,15 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
   assert_true(r.ok);
   assert_int_equal(s.accepted, 1);
   assert_int_equal(polite__px_up_active(up), 0);
+  /* A new connection (the idle one dropped) resumes the TLS session. */
+  assert_non_null(up->idle);
+  assert_non_null(up->session);
+  conn_close(up->idle);
+  exchange(s.base, up, &r);
+  assert_true(r.ok);
+  assert_int_equal(s.accepted, 2);
+  assert_non_null(up->idle);
+  assert_int_equal(SSL_session_reused(up->idle->ssl), 1);
   polite__px_up_pool_free(pool);
   settle(s.base);
 
@@ -194,20 +213,97 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
   settle(s.base);
 
   evconnlistener_free(l);
+  SSL_CTX_free(s.sctx);
   event_base_free(s.base);
   polite__px_ca_free(ca);
 }
 
-static void pool_reports_unresolvable_hosts(void **state) {
+/* A plain HTTP server for the name tests: the same fixed answer. */
+static void plain_accept(struct evconnlistener *l, evutil_socket_t fd,
+                         struct sockaddr *sa, int len, void *arg) {
+  (void)l;
+  (void)sa;
+  (void)len;
+  server *s = arg;
+  s->accepted++;
+  struct bufferevent *bev =
+      bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+  bufferevent_setcb(bev, srv_read, NULL, srv_event, s);
+  bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+static void pool_resolves_names_without_blocking(void **state) {
   (void)state;
   char err[512] = "";
-  struct event_base *base = event_base_new();
-  px_up_pool *pool = polite__px_up_pool_new(base, NULL, 0);
-  assert_null(polite__px_up_pool_get(pool, 1, "no-such-host.invalid", 443, err,
-                                     sizeof err));
-  assert_non_null(strstr(err, "no-such-host.invalid"));
+  server s = {0};
+  s.base = event_base_new();
+  struct sockaddr_in sin = {0};
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  struct evconnlistener *l = evconnlistener_new_bind(
+      s.base, plain_accept, &s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 16,
+      (struct sockaddr *)&sin, sizeof sin);
+  assert_non_null(l);
+  struct sockaddr_in bound;
+  socklen_t bl = sizeof bound;
+  getsockname(evconnlistener_get_fd(l), (struct sockaddr *)&bound, &bl);
+  int port = ntohs(bound.sin_port);
+  px_up_pool *pool = polite__px_up_pool_new(s.base, NULL, 0);
+  /* localhost comes from the hosts file, through evdns: not resolved until
+   * the first exchange, which waits for it. */
+  px_upstream *up =
+      polite__px_up_pool_get(pool, 0, "localhost", port, err, sizeof err);
+  assert_non_null(up);
+  assert_false(up->resolved);
+  result r;
+  exchange(s.base, up, &r);
+  assert_true(r.ok);
+  assert_int_equal(r.status, 200);
+  assert_true(up->resolved);
+  exchange(s.base, up, &r);
+  assert_true(r.ok);
+  assert_int_equal(s.accepted, 1);
+  assert_ptr_equal(
+      polite__px_up_pool_get(pool, 0, "LOCALHOST", port, err, sizeof err), up);
+  /* Two exchanges queued behind one lookup (a new pool: nothing resolved)
+   * both run, on two connections. */
+  px_up_pool *pool2 = polite__px_up_pool_new(s.base, NULL, 0);
+  px_upstream *fresh =
+      polite__px_up_pool_get(pool2, 0, "localhost", port, err, sizeof err);
+  result r1 = {0}, r2 = {0};
+  r1.base = r2.base = s.base;
+  r1.up = r2.up = fresh;
+  for (int i = 0; i < 2; i++) {
+    struct evbuffer *req = evbuffer_new();
+    evbuffer_add_printf(req, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_int_equal(
+        polite__px_up_send(fresh, req, 0, 1, &handler, i ? &r2 : &r1), 0);
+    evbuffer_free(req);
+  }
+  assert_false(fresh->resolved);
+  for (int i = 0; i < 20 && !(r1.done && r2.done); i++) {
+    struct timeval limit = {1, 0};
+    event_base_loopexit(s.base, &limit);
+    event_base_dispatch(s.base);
+  }
+  assert_true(r1.ok && r2.ok);
+  assert_int_equal(r1.status, 200);
+  assert_int_equal(r2.status, 200);
+  assert_int_equal(s.accepted, 3);
+  polite__px_up_pool_free(pool2);
+  /* A name that does not resolve fails the exchange, saying so. */
+  px_upstream *bad = polite__px_up_pool_get(pool, 1, "no-such-host.invalid",
+                                            443, err, sizeof err);
+  assert_non_null(bad);
+  exchange(s.base, bad, &r);
+  assert_false(r.ok);
+  assert_non_null(strstr(r.err, "cannot resolve the host"));
+  assert_non_null(strstr(r.err, "no-such-host.invalid:443"));
+  assert_int_equal(polite__px_up_active(bad), 0);
   polite__px_up_pool_free(pool);
-  event_base_free(base);
+  settle(s.base);
+  evconnlistener_free(l);
+  event_base_free(s.base);
 }
 
 static int setup(void **state) {
@@ -227,7 +323,7 @@ int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(pool_reaches_a_tls_server_and_reuses),
-      cmocka_unit_test(pool_reports_unresolvable_hosts),
+      cmocka_unit_test(pool_resolves_names_without_blocking),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -120,14 +120,14 @@ static void every_rule_row(void **state) {
   const polite__redact_rule *r = polite__redact_rules(&n);
   assert_true(n >= 30);
   for (size_t i = 0; i < n; i++) {
-    int header = r[i].where == POLITE__RULE_HEADER ||
-                 r[i].where == POLITE__RULE_VALUE;
+    int header =
+        r[i].where == POLITE__RULE_HEADER || r[i].where == POLITE__RULE_VALUE;
     char *got = header ? polite_redact_header(r[i].example)
                        : polite_redact_url(r[i].example);
     assert_non_null(got);
     if (strcmp(got, r[i].redacted) != 0)
-      fail_msg("row %zu (%s): %s gave %s, want %s", i, r[i].text,
-               r[i].example, got, r[i].redacted);
+      fail_msg("row %zu (%s): %s gave %s, want %s", i, r[i].text, r[i].example,
+               got, r[i].redacted);
     /* The secret part of the example never survives. */
     assert_null(strstr(got, "s1"));
     free(got);
@@ -188,6 +188,12 @@ static void hostile_shapes(void **state) {
   expect_url("https://h/?state=a%3D1%26token%3Dsekrit",
              "https://h/?state=a%3D1%26token%3DREDACTED");
   expect_url("https://u:p@s@s@h/x?page=1", "https://u:REDACTED@h/x?page=1");
+  /* '@' and then '/' in a password: the next segment's '@' ends it. */
+  expect_url("https://u:p@ss/w@h/x", "https://u:REDACTED@h/x");
+  /* ... but a path like "/@alice" or a query's '@' is no password. */
+  expect_url("https://u:pw@h/@alice", "https://u:REDACTED@h/@alice");
+  expect_url("https://u:pw@h?mail=a@b", "https://u:REDACTED@h?mail=a@b");
+  expect_url("https://h/x/y@z", "https://h/x/y@z");
   expect_url("redis://:SECRET@h:6379/0", "redis://:REDACTED@h:6379/0");
   /* Not userinfo: '@' in a path, a port, an IPv6 literal. */
   expect_url("http://h/a@b?x=1", "http://h/a@b?x=1");

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# bench/adaptive: clients that are NOT told the limit, side by side against
+# nginx limit_req (RATE r/s, burst 1 nodelay, 429 with Retry-After: 1) in
+# front of a 100 ms upstream, N GETs at 8 concurrent: Python requests +
+# urllib3 Retry with 8 threads, got + Bottleneck (maxConcurrent 8, no
+# minTime), and, with --with-polite, `polite run --concurrency 8` with no
+# --rate (the learned rate; run it once the engine uses lib/ratectl.c:
+# before that it is unpaced and takes minutes). Prints a markdown table.
+# Not a test. Installs got and Bottleneck from the committed lock (npm ci).
+#   bench/adaptive/bench.sh [--with-polite] [POLITE_BINARY] [N] [RATE]
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+RUN=$HERE/../run # upstream.py, analyse.py, py_client.py
+WITH_POLITE=
+[ "${1:-}" = --with-polite ] && { WITH_POLITE=1; shift; }
+POLITE=${1:-$HERE/../../build/polite}
+N=${2:-600}
+RATE=${3:-40}
+CONC=8
+T=$(mktemp -d /tmp/polite-bench-adaptive.XXXXXX)
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
+
+(cd "$HERE" && npm ci --no-audit --no-fund --silent) ||
+  { echo "bench: npm ci failed" >&2; exit 1; }
+
+python3 "$RUN/upstream.py" "$T/up.port" &
+PIDS+=($!)
+for _ in $(seq 100); do [ -s "$T/up.port" ] && break; sleep 0.05; done
+UP=$(cat "$T/up.port")
+
+# nginx on a free port: the limit is per client address, so every client
+# here shares it, one after the other.
+mkdir -p "$T/ng/logs" "$T/ng/tmp"
+for _ in $(seq 20); do
+  PORT=$((20000 + RANDOM % 30000))
+  sed -e "s|@T@|$T|g" -e "s|@UP@|$UP|g" -e "s|@RATE@|$RATE|g" \
+    -e "s|@PORT@|$PORT|g" "$HERE/nginx.conf.in" >"$T/ng/nginx.conf"
+  nginx -p "$T/ng" -c "$T/ng/nginx.conf" -g 'daemon off; master_process off;' \
+    2>"$T/ng/stderr" &
+  pid=$!
+  started=
+  for _ in $(seq 50); do
+    curl -s -o /dev/null "http://127.0.0.1:$PORT/probe" && { started=1; break; }
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -n "$started" ]; then PIDS+=($pid); break; fi
+  kill $pid 2>/dev/null
+  wait $pid 2>/dev/null
+done
+[ -n "${started:-}" ] || { echo "bench: nginx did not start" >&2; cat "$T/ng/stderr" >&2; exit 1; }
+B=http://127.0.0.1:$PORT
+LOG=$T/ng/logs/access.log
+
+urls() { for i in $(seq 1 "$N"); do echo "$B/item/$i?tool=$1"; done; }
+now() { date +%s.%N; }
+# One row: wall time (and its ratio to N / RATE), 429s, requests arriving
+# within the Retry-After of a 429, requests lost, requests sent.
+row() { # tag start end ok name
+  read -r seen n429 early < <(python3 "$RUN/analyse.py" "$LOG" "$1")
+  local wall
+  wall=$(echo "$3 - $2" | bc)
+  printf '| %s | %.1f s | %.2f x | %s | %s | %s | %s |\n' "$5" "$wall" \
+    "$(echo "$wall * $RATE / $N" | bc -l)" "$n429" "$early" "$((N - $4))" "$seen"
+}
+
+echo "N=$N GETs, nginx limit_req ${RATE} r/s burst 1 nodelay (Retry-After: 1 on 429), 100 ms upstream, $CONC concurrent, no client told the limit"
+echo "ideal wall time N/rate = $(echo "scale=1; $N / $RATE" | bc) s"
+echo
+echo "| client | wall time | / (N/rate) | 429s | early | lost | requests sent |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+
+if [ -n "$WITH_POLITE" ]; then
+  sleep 1.1
+  urls polite >"$T/polite.txt"
+  s=$(now)
+  "$POLITE" run --no-progress --concurrency $CONC --max-attempts 5 \
+    "$T/polite.txt" >"$T/polite.out" 2>"$T/polite.err"
+  e=$(now)
+  row polite "$s" "$e" "$(grep -c '"outcome":"ok"' "$T/polite.out")" \
+    "polite run --concurrency $CONC (no --rate)"
+fi
+
+sleep 2
+urls py >"$T/py.txt"
+s=$(now)
+python3 "$RUN/py_client.py" "$T/py.txt" $CONC >"$T/py.out" 2>/dev/null
+e=$(now)
+row py "$s" "$e" "$(grep -c '^200$' "$T/py.out")" \
+  "Python requests + urllib3 Retry(5), $CONC threads"
+
+sleep 2
+urls got >"$T/got.txt"
+s=$(now)
+node "$HERE/got_client.mjs" "$T/got.txt" $CONC >"$T/got.out" 2>"$T/got.err"
+e=$(now)
+row got "$s" "$e" "$(grep -c '^200$' "$T/got.out")" \
+  "got (retry 5) + Bottleneck maxConcurrent $CONC"

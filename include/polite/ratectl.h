@@ -1,0 +1,260 @@
+/* polite ratectl: the learned start rate. Two pure parts (no clock, no I/O,
+ * no allocation; `now` is an argument, in monotonic microseconds):
+ *
+ *  - the header planner, polite_rate_plan_headers: one response's parsed
+ *    rate-limit headers -> a planned rate (or none) and a first start;
+ *  - the controller, polite_ratectl: events (starts, responses) -> the
+ *    current rate, learned from headers when the server sends them and from
+ *    429/503 answers otherwise.
+ *
+ * How the engine drives it (one controller per budget account):
+ *
+ *   polite_ratectl c;
+ *   polite_ratectl_init(&c, &cfg, now_us);
+ *   for each start:     polite_ratectl_on_start(&c, now_us);
+ *   for each response:  polite_headers h (fed as usual);
+ *                       polite_rate_plan p;
+ *                       int has = polite_rate_plan_headers(&h, now_us, &p);
+ *                       polite_ratectl_response r = {now_us, started_us,
+ *                           status, server_wait_us, has ? &p : NULL};
+ *                       polite_ratectl_on_response(&c, &r);
+ *   the rate to pace at:   polite_ratectl_rate(&c, now_us)  (starts/s)
+ *   no start before:       polite_ratectl_hold_until(&c)    (0: none)
+ *
+ * The rate depends on time (it grows between events), so read it when it is
+ * needed, not once per event. server_wait_us is the wait polite_decide
+ * found (its server_wait_ms * 1000), or -1; the engine still pauses the
+ * budget for it as today: the controller only records it so that the time
+ * paused is not mistaken for a slow server.
+ *
+ * How the budget shares it (every participant follows what one learns):
+ *
+ *   after every admission:  polite_budget_shared_rate(b, key, &s);
+ *                           polite_ratectl_on_shared(&c, now_us, &s);
+ *   after every event:      if (polite_ratectl_take_publish(&c, now_us, &s,
+ *                                                          &is_cut)) {
+ *                             polite_budget_publish_rate(b, key, now_us, &s,
+ *                                                        is_cut);
+ *                             polite_ratectl_published(&c, now_us, &s);
+ *                           }
+ *
+ * A budget paces admissions at the shared rate once one was published (capped
+ * by its configured rate when that is > 0), so with a shared rate the engine
+ * does not pace by polite_ratectl_rate itself. For the learned rate the
+ * engine opens the budget with rate_per_s = --max-rate (0 when none): every
+ * participant of a file budget must open it with the same settings. The
+ * first take_publish after init publishes the first estimate, so the budget
+ * is paced from the first admission. A hold_until in the future (the
+ * headers said wait) is for every participant: the engine passes it to
+ * polite_budget_pause_until. A cut always lowers the
+ * shared rate and starts a new generation; a raise is applied only by a
+ * participant that has seen the current generation, so a stale raise never
+ * undoes another participant's cut. The rules and constants are in
+ * docs/decisions.md ("The learned rate").
+ */
+#ifndef POLITE_RATECTL_H
+#define POLITE_RATECTL_H
+
+#include <polite/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- The header planner ---------------------------------------------- */
+
+/* The planner's margin: every interval it derives from a remaining and a
+ * reset is stretched by 1% and 1 ms, so that rounding on either side (a
+ * reset in whole seconds, a clock read a little early) never makes a
+ * client early. At 10/s that is one start every 102 ms (9.8/s). */
+#define POLITE_PLAN_MARGIN_PCT 1
+#define POLITE_PLAN_MARGIN_US 1000
+
+typedef enum {
+  POLITE_PLAN_NONE = 0,       /* the headers say nothing about the rate */
+  POLITE_PLAN_SPREAD = 1,     /* r remaining spread evenly over t seconds */
+  POLITE_PLAN_AVERAGE = 2,    /* the policy's average q/w is the lower bound */
+  POLITE_PLAN_WAIT_RESET = 3, /* r = 0: wait t, then the rate */
+  POLITE_PLAN_WAIT_SERVER = 4 /* Retry-After / retry-after-ms: wait it */
+} polite_plan_reason;
+
+typedef struct {
+  polite_plan_reason reason;
+  /* Starts per second after the wait, margin applied; 0 when no rate was
+   * stated (a wait alone). */
+  double rate_per_s;
+  int64_t interval_us; /* 1e6 / rate_per_s, rounded up; 0 without a rate */
+  /* No start before now_us + wait_us: the first of r starts comes t/r after
+   * the answer (SPREAD, AVERAGE: one interval), r = 0 waits t (WAIT_RESET),
+   * a server wait is waited (WAIT_SERVER; it wins over t). */
+  int64_t wait_us;
+  int64_t not_before_us;   /* now_us + wait_us */
+  polite_rl_source source; /* the pair that decided SPREAD / WAIT_RESET */
+  const char *why;         /* static English sentence */
+} polite_rate_plan;
+
+/* Plans from one response's headers at now_us (monotonic microseconds; the
+ * headers' own now_ms already resolved epochs). From every source's
+ * (remaining r, reset t) pair: r > 0 allows r starts over t, one every t/r;
+ * r = 0 means wait t; the most restrictive pair wins, and the rate never
+ * exceeds the most restrictive policy average q/w. A pair with r > 0 and no
+ * reset is bounded by its window when the source states one (Kong), else it
+ * does not plan. Token pairs only contribute their r = 0 wait. Returns 1 and
+ * fills *out when something was planned, else 0 with out->reason NONE. */
+POLITE_EXTERN int polite_rate_plan_headers(const polite_headers *h,
+                                           int64_t now_us,
+                                           polite_rate_plan *out);
+
+/* Short token for a plan reason ("none", "spread", "average", "reset",
+ * "server"). */
+POLITE_EXTERN const char *polite_plan_reason_name(polite_plan_reason r);
+
+/* ---- The shared rate (what a budget stores) --------------------------- */
+
+typedef struct {
+  double rate_per_s;   /* the account's learned rate; 0: none learned */
+  double limit_per_s;  /* the rate that got through at the last cut */
+  uint64_t generation; /* counts cuts in the account */
+} polite_shared_rate;
+
+/* The budget's publish rule, one function for every backend: a cut
+ * (is_cut) lowers *stored to min(stored, in) (or sets it when none was
+ * learned), takes in's limit and bumps the generation; a raise is applied
+ * only when in->generation equals the stored one and in's rate is higher
+ * (or when nothing is stored).
+ * Returns 1 when *stored changed, else 0. */
+POLITE_EXTERN int polite_shared_rate_merge(polite_shared_rate *stored,
+                                           const polite_shared_rate *in,
+                                           int is_cut);
+
+/* ---- The controller ---------------------------------------------------- */
+
+/* Defaults (docs/decisions.md explains each). */
+#define POLITE_RATECTL_INITIAL_PER_S 4.0 /* first estimate, before answers */
+#define POLITE_RATECTL_MIN_PER_S 0.5     /* floor (AWS's minimum fill rate) */
+
+typedef struct {
+  double initial_per_s; /* first estimate; <= 0: POLITE_RATECTL_INITIAL */
+  double max_per_s;     /* never above (--max-rate); <= 0: no cap */
+  double min_per_s;     /* never below; <= 0: POLITE_RATECTL_MIN */
+  unsigned concurrency; /* slots; caps the rate at concurrency / latency */
+} polite_ratectl_config;
+
+typedef struct {
+  int64_t now_us;         /* when the response arrived */
+  int64_t started_us;     /* when its request started */
+  int status;             /* HTTP status; 0: no response (network error) */
+  int64_t server_wait_us; /* the server's wait, -1 when none */
+  const polite_rate_plan *plan; /* its headers' plan, or NULL */
+} polite_ratectl_response;
+
+typedef enum {
+  POLITE_RC_SLOW_START = 0, /* no limit met yet: doubling every 500 ms */
+  POLITE_RC_PROBE = 1,      /* after a cut: back to the limit, then probing */
+  POLITE_RC_HEADERS = 2     /* the server's headers set the rate */
+} polite_ratectl_phase;
+
+typedef enum {
+  POLITE_CUT_NONE = 0,
+  POLITE_CUT_THROTTLE = 1, /* a 429 or 503 */
+  POLITE_CUT_HEADERS = 2,  /* the headers planned less than the rate */
+  POLITE_CUT_SHARED = 3    /* another participant cut (through the budget) */
+} polite_ratectl_cause;
+
+#define POLITE__RATECTL_RING 128
+
+/* The controller's state: the caller allocates it (no allocation here);
+ * the fields are read-only for callers (stats included). */
+typedef struct {
+  polite_ratectl_config cfg;
+  polite_ratectl_phase phase;
+  /* slow start: rate = ss_base * 2^((now - ss_start) / 500 ms) */
+  double ss_base;
+  int64_t ss_start_us;
+  /* probing: rate = plateau + C * f(now - epoch), see ratectl.c */
+  double limit;   /* what got through at the last cut */
+  double plateau; /* limit less the margin */
+  int64_t epoch_us;
+  int64_t hold_us; /* how long the plateau is held before probing */
+  unsigned steady; /* cuts in a row that found about the same limit */
+  /* headers */
+  double header_rate;
+  int64_t header_until_us;
+  /* pauses and cuts */
+  int64_t hold_until_us;  /* no start before (a wait from headers) */
+  int64_t pause_start_us; /* the last server pause, for the measurement */
+  int64_t pause_end_us;
+  int64_t last_cut_us; /* requests started before it do not cut again */
+  /* measurement: start times of the last answers, and which got through */
+  int64_t ok_us[POLITE__RATECTL_RING];
+  unsigned char ok_flag[POLITE__RATECTL_RING];
+  unsigned ok_head, ok_n;
+  double latency_us; /* EWMA of successful answers' latency; 0: none */
+  /* sharing */
+  uint64_t generation;
+  double published;
+  int64_t published_us;
+  int pending_cut;
+  /* stats, for the summary */
+  double first_rate, lowest, highest;
+  unsigned cuts[4]; /* by polite_ratectl_cause */
+  polite_ratectl_cause last_cause;
+  uint64_t starts, oks, throttles;
+} polite_ratectl;
+
+/* Starts at now_us from cfg (may be NULL: all defaults). */
+POLITE_EXTERN void polite_ratectl_init(polite_ratectl *c,
+                                       const polite_ratectl_config *cfg,
+                                       int64_t now_us);
+
+/* One request started at now_us. */
+POLITE_EXTERN void polite_ratectl_on_start(polite_ratectl *c, int64_t now_us);
+
+/* One response (or network error). A 429 or 503 from a request started
+ * after the last cut cuts the rate below what got through in the last
+ * second of sending (the measured rate), then probing resumes once the
+ * server's wait is over; answers of requests that were already in flight at
+ * the last cut do not cut again. A plan with a rate sets the rate (its
+ * waits become hold_until). Returns the cut made, POLITE_CUT_NONE if any. */
+POLITE_EXTERN polite_ratectl_cause
+polite_ratectl_on_response(polite_ratectl *c, const polite_ratectl_response *r);
+
+/* The rate to start at, now: starts per second, > 0, within
+ * [min, max], and never above concurrency / (mean latency) once a latency
+ * was measured. */
+POLITE_EXTERN double polite_ratectl_rate(const polite_ratectl *c,
+                                         int64_t now_us);
+
+/* No start before this time (a wait the headers asked for: r = 0 or a
+ * Retry-After on a success); 0 when there is none. */
+POLITE_EXTERN int64_t polite_ratectl_hold_until(const polite_ratectl *c);
+
+/* What the budget said at the last admission. A newer generation is
+ * another participant's cut: adopted at once (and counted as
+ * POLITE_CUT_SHARED). The same generation with a higher rate is another
+ * participant's probe: followed. */
+POLITE_EXTERN void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
+                                            const polite_shared_rate *s);
+
+/* 1 when the rate should be published now, with *out and *is_cut filled:
+ * a cut at once, a raise when the rate grew 2% above what was last
+ * published and 100 ms have passed (so a Redis budget sees a few writes a
+ * second at most, never one per admission). */
+POLITE_EXTERN int polite_ratectl_take_publish(polite_ratectl *c, int64_t now_us,
+                                              polite_shared_rate *out,
+                                              int *is_cut);
+
+/* The budget's state after a publish: takes its generation as this
+ * participant's own (so its own cut is not adopted twice) and follows a
+ * lower rate someone else stored meanwhile. */
+POLITE_EXTERN void polite_ratectl_published(polite_ratectl *c, int64_t now_us,
+                                            const polite_shared_rate *stored);
+
+/* "throttle", "headers", "shared" for a cause; "none" for NONE. */
+POLITE_EXTERN const char *polite_ratectl_cause_name(polite_ratectl_cause c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

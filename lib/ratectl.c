@@ -1,0 +1,379 @@
+/* The learned-rate controller: starts and responses in, the start rate out
+ * (pure: no clock, no I/O). The rules are in docs/decisions.md. */
+#include <polite/ratectl.h>
+
+#include <math.h>
+#include <string.h>
+
+#define SS_DOUBLE_US 500000.0 /* slow start doubles every 500 ms */
+#define SS_MAX_US 30000000.0  /* ... for at most 30 s (no overflow) */
+#define SS_FIRST_SHARE 0.25   /* jump to a quarter of concurrency/latency */
+#define SS_CROSSED                                                             \
+  0.7 /* the limit was crossed about one doubling                              \
+         time (0.7 = 2^-0.5) before */
+#define CUBIC_C                                                                \
+  0.01 /* growth scale, in limits per s^3: at a                                \
+          limit of 40/s AWS's 0.4/s^3 */
+#define BETA                                                                   \
+  0.8                     /* first cuts (AWS: 0.7 of what it sent;             \
+                             ours is of what got through) */
+#define BETA_STEADY 0.9   /* once the limit was found twice */
+#define PLATEAU 0.95      /* hold 5% below what got through */
+#define PROBE_LINEAR 0.02 /* probing: +2% of the plateau per second */
+#define PROBE_CUBIC                                                            \
+  0.0002                        /* ... plus 0.02% x s^3 (a raised limit is     \
+                                   found again in seconds, not minutes) */
+#define BAND 0.15               /* "the same limit" within 15% */
+#define HOLD_FIRST_US 1000000   /* plateau before probing, limit unsure */
+#define HOLD_STEADY_US 3000000  /* ... doubling per confirmation */
+#define HOLD_MAX_US 30000000    /* ... up to 30 s */
+#define WINDOW_US 1000000       /* the measured rate's window */
+#define HEADER_FRESH_US 5000000 /* a plan rules this long after its answer */
+#define LATENCY_ALPHA 0.2
+#define PUBLISH_STEP 1.02
+#define PUBLISH_MIN_US 100000
+
+static double dmin(double a, double b) {
+  return a < b ? a : b;
+}
+static double dmax(double a, double b) {
+  return a > b ? a : b;
+}
+static int64_t imax(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+
+void polite_ratectl_init(polite_ratectl *c, const polite_ratectl_config *cfg,
+                         int64_t now_us) {
+  if (c == NULL)
+    return;
+  memset(c, 0, sizeof *c);
+  if (cfg != NULL)
+    c->cfg = *cfg;
+  if (!(c->cfg.initial_per_s > 0))
+    c->cfg.initial_per_s = POLITE_RATECTL_INITIAL_PER_S;
+  if (!(c->cfg.min_per_s > 0))
+    c->cfg.min_per_s = POLITE_RATECTL_MIN_PER_S;
+  if (!(c->cfg.max_per_s > 0))
+    c->cfg.max_per_s = 0;
+  c->phase = POLITE_RC_SLOW_START;
+  c->ss_base = c->cfg.initial_per_s;
+  c->ss_start_us = now_us;
+  c->pause_start_us = c->pause_end_us = now_us;
+  c->last_cut_us = now_us;
+  c->epoch_us = now_us;
+  c->first_rate = polite_ratectl_rate(c, now_us);
+  c->lowest = c->highest = c->first_rate;
+}
+
+/* The probing curve around the plateau, y seconds after the epoch: CUBIC's
+ * concave approach up to it, flat for the hold, then a slow probe above it.
+ * The probe is slow at first because a limiter with a burst tolerance
+ * answers a small excess late (at 2% over 40/s, after about 1.6 s): a fast
+ * probe would be far above the limit before the first 429 says so. */
+static double probe_curve(const polite_ratectl *c, double y) {
+  double hold = (double)c->hold_us / 1e6;
+  if (y < 0)
+    return c->plateau + CUBIC_C * c->limit * y * y * y;
+  if (y < hold)
+    return c->plateau;
+  double x = y - hold;
+  return c->plateau * (1 + PROBE_LINEAR * x + PROBE_CUBIC * x * x * x);
+}
+
+/* The inverse of probe_curve: the y at which it gives rate. */
+static double probe_seek(const polite_ratectl *c, double rate) {
+  if (rate < c->plateau)
+    return -cbrt((c->plateau - rate) / (CUBIC_C * c->limit));
+  double lo = 0, hi = 1;
+  while (probe_curve(c, (double)c->hold_us / 1e6 + hi) < rate && hi < 1e4)
+    hi *= 2;
+  for (int i = 0; i < 40; i++) { /* bisection: the curve is increasing */
+    double mid = (lo + hi) / 2;
+    if (probe_curve(c, (double)c->hold_us / 1e6 + mid) < rate)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return (double)c->hold_us / 1e6 + hi;
+}
+
+/* The rate before the caps. */
+static double raw_rate(const polite_ratectl *c, int64_t now_us) {
+  double r;
+  int fresh = c->header_rate > 0 && now_us < c->header_until_us;
+  if (c->phase == POLITE_RC_SLOW_START) {
+    double dt = dmin(dmax((double)(now_us - c->ss_start_us), 0), SS_MAX_US);
+    r = c->ss_base * exp2(dt / SS_DOUBLE_US);
+  } else if (c->phase == POLITE_RC_HEADERS && !fresh) {
+    /* The headers stopped coming: probe up from their last rate. */
+    double y = (double)(now_us - c->header_until_us) / 1e6;
+    r = c->header_rate * (1 + CUBIC_C * y * y * y);
+  } else if (c->phase == POLITE_RC_HEADERS) {
+    r = c->header_rate;
+  } else {
+    /* Before the server's wait is over the curve stands still. */
+    int64_t t = imax(now_us, c->pause_end_us);
+    r = probe_curve(c, (double)(t - c->epoch_us) / 1e6);
+  }
+  if (fresh)
+    r = dmin(r, c->header_rate);
+  return r;
+}
+
+double polite_ratectl_rate(const polite_ratectl *c, int64_t now_us) {
+  if (c == NULL)
+    return 0;
+  double r = dmax(raw_rate(c, now_us), c->cfg.min_per_s);
+  if (c->cfg.concurrency > 0 && c->latency_us > 0)
+    r = dmin(r, (double)c->cfg.concurrency * 1e6 / c->latency_us);
+  if (c->cfg.max_per_s > 0)
+    r = dmin(r, c->cfg.max_per_s);
+  return r;
+}
+
+int64_t polite_ratectl_hold_until(const polite_ratectl *c) {
+  return c ? c->hold_until_us : 0;
+}
+
+void polite_ratectl_on_start(polite_ratectl *c, int64_t now_us) {
+  if (c == NULL)
+    return;
+  c->starts++;
+  double r = polite_ratectl_rate(c, now_us);
+  c->highest = dmax(c->highest, r);
+}
+
+/* The share of recent requests the server let through: among answers to
+ * requests started in the last second, and after the last server pause
+ * (what came before it says nothing about the limit now). A share, not a
+ * count, so it is the same for every participant of a shared budget, each
+ * of which sees only its own answers. -1 when fewer than 2 answers tell. */
+static double let_through(const polite_ratectl *c, int64_t now_us) {
+  int64_t ws = now_us - WINDOW_US;
+  if (c->pause_end_us <= now_us && c->pause_end_us > ws)
+    ws = c->pause_end_us;
+  unsigned n = 0, ok = 0;
+  for (unsigned i = 0; i < c->ok_n; i++) {
+    unsigned k =
+        (c->ok_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->ok_us[k] < ws)
+      continue; /* answers arrive out of start order */
+    n++;
+    ok += c->ok_flag[k];
+  }
+  return n >= 2 ? (double)ok / n : -1;
+}
+
+/* Starts probing from cut_to towards the plateau once `resume_us` is
+ * reached: at resume the curve gives cut_to. */
+static void aim(polite_ratectl *c, double limit, double cut_to,
+                int64_t resume_us) {
+  c->limit = limit;
+  c->plateau = limit * PLATEAU;
+  double below = c->plateau - cut_to;
+  double y0 = below > 0 ? -cbrt(below / (CUBIC_C * limit)) : 0;
+  c->epoch_us = resume_us - (int64_t)(y0 * 1e6);
+  c->phase = POLITE_RC_PROBE;
+}
+
+static void count_cut(polite_ratectl *c, polite_ratectl_cause why,
+                      int64_t now_us) {
+  c->cuts[why]++;
+  c->last_cause = why;
+  if (why != POLITE_CUT_HEADERS) /* headers never hide a throttle */
+    c->last_cut_us = now_us;
+  c->lowest = dmin(c->lowest, polite_ratectl_rate(c, now_us));
+}
+
+/* A cut below what got through (`got`, the limit estimate). Two cuts in a
+ * row that find about the same limit make the controller steady: a
+ * shallower cut and a longer plateau. */
+static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
+                polite_ratectl_cause why) {
+  /* What got through: the rate the throttled request started at, times the
+   * share the server let through. Leaving slow start the rate had doubled
+   * within the last 500 ms, so the limit was crossed earlier: there the
+   * share is at most SS_CROSSED. */
+  double at = polite_ratectl_rate(c, started_us);
+  double share = let_through(c, now_us);
+  if (share <= 0)
+    share = 1;
+  if (c->phase == POLITE_RC_SLOW_START && share > SS_CROSSED)
+    share = SS_CROSSED; /* whichever of the two says less */
+  double got = at * share;
+  got = dmax(got, c->cfg.min_per_s);
+  if (c->limit > 0 && fabs(got - c->limit) <= BAND * c->limit)
+    c->steady++;
+  else
+    c->steady = 0;
+  double cut_to =
+      dmax(c->cfg.min_per_s, (c->steady ? BETA_STEADY : BETA) * got);
+  int64_t hold = HOLD_FIRST_US;
+  if (c->steady > 0) {
+    unsigned sh = c->steady - 1 < 4 ? c->steady - 1 : 4;
+    hold = HOLD_STEADY_US << sh;
+    if (hold > HOLD_MAX_US)
+      hold = HOLD_MAX_US;
+  }
+  c->hold_us = hold;
+  aim(c, got, cut_to, imax(now_us, c->pause_end_us));
+  c->pending_cut = 1;
+  count_cut(c, why, now_us);
+}
+
+/* A plan with a rate rules while answers keep bringing one; a lower rate
+ * than the current one is a cut the other participants must follow. */
+static polite_ratectl_cause take_plan(polite_ratectl *c, int64_t now_us,
+                                      const polite_rate_plan *p) {
+  polite_ratectl_cause made = POLITE_CUT_NONE;
+  if (p->rate_per_s > 0) {
+    double cur = polite_ratectl_rate(c, now_us);
+    c->header_rate = p->rate_per_s;
+    c->header_until_us = now_us + HEADER_FRESH_US;
+    if (c->phase != POLITE_RC_PROBE)
+      c->phase = POLITE_RC_HEADERS;
+    if (p->rate_per_s < cur / PUBLISH_STEP) {
+      c->pending_cut = 1;
+      c->limit = p->rate_per_s;
+      count_cut(c, POLITE_CUT_HEADERS, now_us);
+      made = POLITE_CUT_HEADERS;
+      c->hold_until_us = imax(c->hold_until_us, p->not_before_us);
+    }
+  }
+  if (p->reason == POLITE_PLAN_WAIT_RESET ||
+      p->reason == POLITE_PLAN_WAIT_SERVER)
+    c->hold_until_us = imax(c->hold_until_us, p->not_before_us);
+  return made;
+}
+
+/* Remembers one answer (its start time and whether it got through) for
+ * let_through, and its latency for the concurrency cap. */
+static void record(polite_ratectl *c, const polite_ratectl_response *r,
+                   int throttled) {
+  c->ok_us[c->ok_head] = r->started_us;
+  c->ok_flag[c->ok_head] = (unsigned char)!throttled;
+  c->ok_head = (c->ok_head + 1) % POLITE__RATECTL_RING;
+  if (c->ok_n < POLITE__RATECTL_RING)
+    c->ok_n++;
+  if (throttled || r->now_us < r->started_us)
+    return;
+  c->oks++;
+  double lat = (double)(r->now_us - r->started_us);
+  if (c->latency_us <= 0 && c->phase == POLITE_RC_SLOW_START &&
+      c->cfg.concurrency > 0 && lat > 0) {
+    /* The first latency says what the slots allow: ramp from a quarter of
+     * it rather than from the blind first estimate. */
+    double jump = SS_FIRST_SHARE * c->cfg.concurrency * 1e6 / lat;
+    if (jump > raw_rate(c, r->now_us)) {
+      c->ss_base = jump;
+      c->ss_start_us = r->now_us;
+    }
+  }
+  c->latency_us = c->latency_us > 0
+                      ? c->latency_us + LATENCY_ALPHA * (lat - c->latency_us)
+                      : lat;
+}
+
+polite_ratectl_cause
+polite_ratectl_on_response(polite_ratectl *c,
+                           const polite_ratectl_response *r) {
+  if (c == NULL || r == NULL)
+    return POLITE_CUT_NONE;
+  int64_t now = r->now_us;
+  int throttled = r->status == 429 || r->status == 503;
+  if (r->status > 0)
+    record(c, r, throttled);
+  polite_ratectl_cause made = POLITE_CUT_NONE;
+  if (r->plan != NULL && !throttled)
+    made = take_plan(c, now, r->plan);
+  if (throttled) {
+    c->throttles++;
+    if (r->server_wait_us >= 0 && now + r->server_wait_us > c->pause_end_us) {
+      if (c->pause_end_us < now)
+        c->pause_start_us = now;
+      c->pause_end_us = now + r->server_wait_us;
+    }
+    if (r->started_us >= c->last_cut_us) {
+      cut(c, now, r->started_us, POLITE_CUT_THROTTLE);
+      made = POLITE_CUT_THROTTLE;
+    }
+  }
+  c->highest = dmax(c->highest, polite_ratectl_rate(c, now));
+  return made;
+}
+
+/* Moves the curve so that it gives `rate` now (another participant probed
+ * higher: follow it rather than publish a lower rate). */
+static void seek(polite_ratectl *c, int64_t now_us, double rate) {
+  if (c->phase == POLITE_RC_SLOW_START) {
+    c->ss_base = rate;
+    c->ss_start_us = now_us;
+  } else if (c->phase == POLITE_RC_PROBE) {
+    double y = probe_seek(c, rate);
+    c->epoch_us = imax(now_us, c->pause_end_us) - (int64_t)(y * 1e6);
+  }
+}
+
+void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
+                              const polite_shared_rate *s) {
+  if (c == NULL || s == NULL || !(s->rate_per_s > 0))
+    return;
+  double cur = polite_ratectl_rate(c, now_us);
+  if (s->generation != c->generation) {
+    /* Another participant's cut: probe from its rate towards its limit. */
+    c->generation = s->generation;
+    double limit = s->limit_per_s > 0 ? s->limit_per_s : s->rate_per_s / BETA;
+    if (c->hold_us == 0)
+      c->hold_us = HOLD_FIRST_US;
+    aim(c, limit, s->rate_per_s, imax(now_us, c->pause_end_us));
+    c->published = s->rate_per_s;
+    c->published_us = now_us;
+    c->pending_cut = 0;
+    if (s->rate_per_s < cur)
+      count_cut(c, POLITE_CUT_SHARED, now_us);
+  } else if (s->rate_per_s > cur * PUBLISH_STEP &&
+             c->phase != POLITE_RC_HEADERS) {
+    seek(c, now_us, s->rate_per_s);
+    c->published = s->rate_per_s;
+  }
+}
+
+int polite_ratectl_take_publish(polite_ratectl *c, int64_t now_us,
+                                polite_shared_rate *out, int *is_cut) {
+  if (c == NULL || out == NULL)
+    return 0;
+  double r = polite_ratectl_rate(c, now_us);
+  int cut_now = c->pending_cut;
+  if (!cut_now &&
+      !(c->published <= 0 || (r > c->published * PUBLISH_STEP &&
+                              now_us - c->published_us >= PUBLISH_MIN_US)))
+    return 0;
+  out->rate_per_s = r;
+  out->limit_per_s = c->limit;
+  out->generation = c->generation;
+  if (is_cut != NULL)
+    *is_cut = cut_now;
+  c->pending_cut = 0;
+  c->published = r;
+  c->published_us = now_us;
+  return 1;
+}
+
+void polite_ratectl_published(polite_ratectl *c, int64_t now_us,
+                              const polite_shared_rate *stored) {
+  if (c == NULL || stored == NULL)
+    return;
+  double r = polite_ratectl_rate(c, now_us);
+  if (stored->generation != c->generation &&
+      stored->rate_per_s >= r / PUBLISH_STEP) {
+    c->generation = stored->generation; /* our own cut */
+    return;
+  }
+  polite_ratectl_on_shared(c, now_us, stored);
+}
+
+const char *polite_ratectl_cause_name(polite_ratectl_cause why) {
+  static const char *const names[] = {"none", "throttle", "headers", "shared"};
+  return (unsigned)why < 4 ? names[why] : "?";
+}

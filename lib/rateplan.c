@@ -1,0 +1,114 @@
+/* The header planner: parsed rate-limit headers -> a planned start rate and
+ * first start (pure), and the shared-rate publish rule every budget uses. */
+#include <polite/ratectl.h>
+
+#include <string.h>
+
+/* Kong's per-window pairs carry no reset: the window bounds it. */
+static const int64_t k_kong_window_s[] = {1,     60,      3600,
+                                          86400, 2592000, 31536000};
+
+/* The reset of source i in ms, or -1 when neither stated nor implied. */
+static int64_t pair_reset_ms(const polite_headers *h, int i) {
+  if (h->pairs[i].reset_ms >= 0)
+    return h->pairs[i].reset_ms;
+  if (i >= POLITE_RL_KONG_SECOND && i <= POLITE_RL_KONG_YEAR)
+    return k_kong_window_s[i - POLITE_RL_KONG_SECOND] * 1000;
+  return -1;
+}
+
+/* An interval of period_us / count, stretched by the margin, rounded up. */
+static int64_t with_margin(double period_us, double count) {
+  double iv = period_us / count * (100.0 + POLITE_PLAN_MARGIN_PCT) / 100.0;
+  if (iv > 9.0e15)
+    iv = 9.0e15;
+  return (int64_t)iv + 1 + POLITE_PLAN_MARGIN_US;
+}
+
+static const char *const k_why[] = {
+    "the headers state no rate",
+    "what remains is spread evenly over the time to its reset",
+    "the policy's average (quota per window) is the lower rate",
+    "nothing remains: wait for the reset",
+    "the server asked to wait (Retry-After wins over the reset)"};
+
+const char *polite_plan_reason_name(polite_plan_reason r) {
+  static const char *const names[] = {"none", "spread", "average", "reset",
+                                      "server"};
+  return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "?";
+}
+
+int polite_rate_plan_headers(const polite_headers *h, int64_t now_us,
+                             polite_rate_plan *out) {
+  if (out == NULL)
+    return 0;
+  memset(out, 0, sizeof *out);
+  out->why = k_why[0];
+  out->not_before_us = now_us;
+  if (h == NULL)
+    return 0;
+  int64_t spread_iv = 0, reset_wait = -1;
+  int spread_src = -1, reset_src = -1;
+  for (int i = 0; i < POLITE_RL_SOURCES; i++) {
+    int64_t r = h->pairs[i].remaining, t = pair_reset_ms(h, i);
+    if (r < 0 || t < 0)
+      continue;
+    if (r == 0) {
+      if (t > reset_wait) {
+        reset_wait = t;
+        reset_src = i;
+      }
+    } else if (t > 0 && i != POLITE_RL_TOKENS) {
+      int64_t iv = with_margin((double)t * 1000.0, (double)r);
+      if (iv > spread_iv) {
+        spread_iv = iv;
+        spread_src = i;
+      }
+    }
+  }
+  int64_t avg_iv = 0;
+  if (h->avg_quota > 0 && h->avg_window_s > 0)
+    avg_iv = with_margin((double)h->avg_window_s * 1e6, (double)h->avg_quota);
+  int64_t iv = spread_iv > avg_iv ? spread_iv : avg_iv;
+  if (iv > 0) {
+    out->interval_us = iv;
+    out->rate_per_s = 1e6 / (double)iv;
+    out->reason =
+        spread_iv >= avg_iv ? POLITE_PLAN_SPREAD : POLITE_PLAN_AVERAGE;
+    out->source =
+        spread_iv >= avg_iv ? (polite_rl_source)spread_src : POLITE_RL_IETF;
+    out->wait_us = iv;
+  }
+  polite_wait_source ws;
+  int64_t server_ms = polite_headers_wait_ms(h, &ws);
+  if (server_ms >= 0 && ws != POLITE_WAIT_RESET) {
+    out->reason = POLITE_PLAN_WAIT_SERVER;
+    out->wait_us = server_ms * 1000;
+  } else if (reset_wait >= 0) {
+    out->reason = POLITE_PLAN_WAIT_RESET;
+    out->source = (polite_rl_source)reset_src;
+    out->wait_us = with_margin((double)reset_wait * 1000.0, 1.0);
+  }
+  out->why = k_why[out->reason];
+  out->not_before_us = now_us + out->wait_us;
+  return out->reason != POLITE_PLAN_NONE;
+}
+
+int polite_shared_rate_merge(polite_shared_rate *stored,
+                             const polite_shared_rate *in, int is_cut) {
+  if (stored == NULL || in == NULL || !(in->rate_per_s > 0))
+    return 0;
+  if (is_cut) {
+    if (stored->rate_per_s <= 0 || in->rate_per_s < stored->rate_per_s)
+      stored->rate_per_s = in->rate_per_s;
+    stored->limit_per_s = in->limit_per_s;
+    stored->generation++;
+    return 1;
+  }
+  /* Nothing learned yet (or cleared): any participant may set it. */
+  if (stored->rate_per_s > 0 && (in->generation != stored->generation ||
+                                 !(in->rate_per_s > stored->rate_per_s)))
+    return 0;
+  stored->rate_per_s = in->rate_per_s;
+  return 1;
+}

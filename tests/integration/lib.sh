@@ -1,0 +1,233 @@
+# tests/integration/lib.sh: the one harness integration scripts source.
+#
+#   . "$(dirname "$0")/lib.sh"
+#
+# Gives: POLITE (the binary), POLITE_SRC, POLITE_BUILD, IT (this directory),
+# TMP (a fresh directory, removed on exit unless KEEP_TMP is set), and
+#   ok DESC / bad DESC        count a pass or a failure (and print it)
+#   check DESC CMD...         passes when CMD succeeds (its stdout hidden)
+#   check_eq DESC GOT WANT    passes when the strings are equal
+#   check_grep DESC RE FILE   passes when FILE has a line matching RE
+#   check_no_grep DESC RE FILE...  passes when no FILE has such a line
+#   free_port                 prints a TCP port free on 127.0.0.1
+#   wait_port PORT [SECONDS]  waits until 127.0.0.1:PORT accepts
+#   bg CMD...                 starts CMD in the background; stopped on exit
+#   on_exit CMD               runs CMD (a string) at exit, before TMP goes
+#   start_pyserver            tests/integration/run/server.py: PY_PORT, PY_REC
+#   start_nginx RATE [UP]     nginx limit_req at RATE (429 + Retry-After: 1)
+#   make_cert DIR NAME        a CA and a 127.0.0.1 server certificate signed
+#                             by it (DIR/ca.pem, DIR/NAME.pem, DIR/NAME.key)
+#   start_nginx_tls DIR       nginx over TLS with DIR's certificate: TLS_PORT
+#   finish                    prints "N passed, N failed"; the script's
+#                             status (exit "$(finish)" is not needed:
+#                             end the script with `finish`)
+# Every server listens on 127.0.0.1 only and is stopped by the exit trap.
+set -u
+IT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+POLITE_SRC=${POLITE_SRC:-$(cd "$IT/../.." && pwd)}
+POLITE_BUILD=${POLITE_BUILD:-$POLITE_SRC/build}
+POLITE=${POLITE:-$POLITE_BUILD/polite}
+# Absolute, so a test may cd (a relative POLITE=build/polite works too).
+case $POLITE in /*) ;; *) POLITE=$PWD/$POLITE ;; esac
+case $POLITE_BUILD in /*) ;; *) POLITE_BUILD=$PWD/$POLITE_BUILD ;; esac
+TMP=$(mktemp -d "/tmp/polite-$(basename "$0" .sh).XXXXXX")
+PIDS=()
+EXIT_HOOKS=()
+pass=0
+fail=0
+
+_lib_cleanup() {
+  local h p
+  for h in "${EXIT_HOOKS[@]:-}"; do
+    [ -n "$h" ] && eval "$h"
+  done
+  for p in "${PIDS[@]:-}"; do
+    [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+  done
+  [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
+}
+trap _lib_cleanup EXIT
+
+on_exit() { EXIT_HOOKS+=("$1"); }
+ok() { pass=$((pass + 1)); [ $# -gt 0 ] && echo "ok - $*"; return 0; }
+bad() { fail=$((fail + 1)); echo "FAIL - $*"; }
+check() {
+  local d=$1
+  shift
+  if "$@" >/dev/null; then ok "$d"; else bad "$d"; fi
+}
+check_eq() {
+  if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: got '$2', want '$3'"; fi
+}
+check_grep() {
+  if grep -qE -- "$2" "$3"; then ok "$1"; else
+    bad "$1: no line matches '$2' in $3:"
+    sed 's/^/#   /' "$3" | head -20
+  fi
+}
+check_no_grep() {
+  local d=$1 re=$2
+  shift 2
+  if grep -qE -- "$re" "$@"; then
+    bad "$d: '$re' found in: $(grep -lE -- "$re" "$@" | tr '\n' ' ')"
+  else ok "$d"; fi
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wait_port() {
+  local port=$1 secs=${2:-10} i
+  for i in $(seq $((secs * 20))); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "nothing listens on 127.0.0.1:$port after ${secs}s" >&2
+  return 1
+}
+bg() {
+  "$@" &
+  PIDS+=($!)
+}
+
+# Starts tests/integration/run/server.py on a free port; sets PY_PORT and
+# PY_REC (its record of requests, one JSON line each).
+start_pyserver() {
+  PY_REC=$TMP/rec.jsonl
+  : >"$PY_REC"
+  rm -f "$TMP/pyport"
+  bg python3 "$IT/run/server.py" "$TMP/pyport" "$PY_REC"
+  for _ in $(seq 100); do
+    [ -s "$TMP/pyport" ] && break
+    sleep 0.05
+  done
+  PY_PORT=$(cat "$TMP/pyport")
+}
+
+# Writes an nginx config for one server block to $1/nginx.conf (the
+# server's body is $3, its listen line $2) and starts nginx with it.
+_nginx_run() {
+  local d=$1 listen=$2 body=$3
+  mkdir -p "$d/logs"
+  cat >"$d/nginx.conf" <<CONF
+worker_processes 1;
+error_log $d/logs/error.log warn;
+pid $d/nginx.pid;
+events { worker_connections 1024; }
+http {
+  access_log $d/logs/access.log;
+  client_body_temp_path $d/cbt;
+  proxy_temp_path $d/pt;
+  fastcgi_temp_path $d/ft;
+  uwsgi_temp_path $d/ut;
+  scgi_temp_path $d/st;
+  $body
+  server {
+    listen $listen;
+    ${NGINX_SERVER:-}
+  }
+}
+CONF
+  nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off; master_process off;' \
+    2>"$d/logs/stderr" &
+  NGINX_PID=$!
+}
+
+# Starts nginx with limit_req at RATE (e.g. 20r/s) and burst 1 on a free
+# port; 429 answers carry Retry-After: 1. Sets NG_PORT. An optional second
+# argument is an upstream "127.0.0.1:PORT" to proxy to.
+start_nginx() {
+  local rate=$1 upstream=${2:-} d=$TMP/nginx
+  mkdir -p "$d/www"
+  echo ok >"$d/www/ok.txt"
+  # A static file, not "return": return runs in the rewrite phase, before
+  # limit_req would see the request.
+  local body="root $d/www; try_files /ok.txt =404;"
+  [ -n "$upstream" ] && body="proxy_pass http://$upstream;"
+  NG_PORT=$(free_port)
+  NGINX_SERVER="
+    location / {
+      limit_req zone=z burst=1 nodelay;
+      limit_req_status 429;
+      error_page 429 = @limited;
+      $body
+    }
+    location @limited {
+      add_header Retry-After 1 always;
+      return 429 \"limited\\n\";
+    }" _nginx_run "$d" "127.0.0.1:$NG_PORT" \
+    "limit_req_zone \$binary_remote_addr zone=z:1m rate=$rate;"
+  if ! wait_port "$NG_PORT" 5; then
+    cat "$d/logs/stderr" >&2
+    return 1
+  fi
+  PIDS+=($NGINX_PID)
+}
+
+# make_cert DIR NAME: a throwaway CA (DIR/ca.pem, DIR/ca.key) and a
+# certificate for 127.0.0.1 and localhost signed by it (DIR/NAME.pem,
+# DIR/NAME.key). Also DIR/capath/ with the CA under its hash (c_rehash),
+# and a client certificate DIR/client.pem, DIR/client.key.
+make_cert() {
+  local d=$1 n=$2
+  mkdir -p "$d/capath"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=polite test CA" \
+    -keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null || return 1
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+    -keyout "$d/$n.key" -out "$d/$n.csr" 2>/dev/null || return 1
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' >"$d/$n.ext"
+  openssl x509 -req -in "$d/$n.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
+    -CAcreateserial -days 2 -extfile "$d/$n.ext" -out "$d/$n.pem" 2>/dev/null || return 1
+  cp "$d/ca.pem" "$d/capath/$(openssl x509 -hash -noout -in "$d/ca.pem").0"
+  # A client certificate from the same CA (DIR/client.pem, DIR/client.key).
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=polite test client" \
+    -keyout "$d/client.key" -out "$d/client.csr" 2>/dev/null || return 1
+  openssl x509 -req -in "$d/client.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
+    -CAcreateserial -days 2 -out "$d/client.pem" 2>/dev/null
+}
+
+# start_nginx_tls DIR: nginx over TLS on a free port with DIR/server.pem
+# (make_cert DIR server first). Serves /ok (200 "ok"), /big (a 200 KiB
+# body, gzip-compressed when asked), /auth (200 when Basic credentials are
+# present, 401 without), /ua (the User-Agent it got), /echo-auth (the
+# Authorization header it got), /proto (HTTP/1.1 or HTTP/2.0) and /mtls
+# (200 only with a client certificate from DIR/ca.pem). Sets TLS_PORT.
+start_nginx_tls() {
+  local d=$1
+  mkdir -p "$d/www"
+  python3 -c 'print("a" * 204800)' >"$d/www/big"
+  echo ok >"$d/www/ok"
+  TLS_PORT=$(free_port)
+  NGINX_SERVER="
+    ssl_certificate $d/server.pem;
+    ssl_certificate_key $d/server.key;
+    ssl_client_certificate $d/ca.pem;
+    ssl_verify_client optional;
+    root $d/www;
+    gzip on; gzip_types *; gzip_min_length 1;
+    location = /ua { default_type text/plain; return 200 \"\$http_user_agent\"; }
+    location = /echo-auth { default_type text/plain; return 200 \"\$http_authorization\"; }
+    location = /proto { default_type text/plain; return 200 \"\$server_protocol\"; }
+    location = /mtls {
+      default_type text/plain;
+      if (\$ssl_client_verify != SUCCESS) { return 403 \"no client certificate\"; }
+      return 200 \"client \$ssl_client_s_dn\";
+    }
+    location = /auth {
+      default_type text/plain;
+      if (\$http_authorization = \"\") { return 401 \"no credentials\"; }
+      return 200 \"authorized\";
+    }
+    location / { default_type text/plain; }" \
+    _nginx_run "$d" "127.0.0.1:$TLS_PORT ssl http2" ""
+  if ! wait_port "$TLS_PORT" 5; then
+    cat "$d/logs/stderr" >&2
+    return 1
+  fi
+  PIDS+=($NGINX_PID)
+}
+
+finish() {
+  echo "$pass passed, $fail failed"
+  [ "$fail" -eq 0 ]
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The judge with real clients (issue 13, item 1): clients sharing a key are not
+blamed for each other, waits count from when the answer leaves (after --latency),
+only 429/503 throttle, early 429s under a rate limit carry the RateLimit headers."""
+import json
+import threading
+import time
+
+import requests
+import urllib3
+from urllib3.util.retry import Retry
+
+from pxtest import Proxy, check, done, write
+
+# --- 1. four urllib3 threads on one URL, each honouring Retry-After ---
+# Injected 429s (Retry-After 1) throttle the URL: the other threads asking
+# meanwhile are refused "during a throttle", never flagged. A fifth client
+# (its own credentials) retries at half the Retry-After: every one of its
+# early retries is caught, and only those.
+px = Proxy("--failure-rate", "35", "--retry-after", "1", "--seed", "11", name="threads")
+url = px.base + "/shared"
+errors = []
+
+
+def good():
+    retry = Retry(total=20, status_forcelist=[429, 503], respect_retry_after_header=True,
+                  backoff_factor=0, allowed_methods=None, raise_on_status=False)
+    http = urllib3.PoolManager(retries=retry)
+    for _ in range(6):
+        r = http.request("GET", url)
+        if r.status != 200:
+            errors.append(r.status)
+
+
+bad_early = []
+
+
+def bad():
+    # After a fresh 429 it comes back at half the Retry-After (truly early);
+    # after its early 429 (the rest of the same wait, rounded up) the second
+    # half lands on time.
+    s = requests.Session()
+    h = {"Authorization": "Bearer impatient"}
+    for _ in range(4):
+        while True:
+            r = s.get(url, headers=h, timeout=10)
+            if r.status_code == 200:
+                break
+            if "early_retry" not in r.text:
+                bad_early.append(1)  # the next one goes at half its wait
+            time.sleep(int(r.headers["Retry-After"]) / 2)
+    s.close()
+
+
+ths = [threading.Thread(target=good) for _ in range(4)] + [threading.Thread(target=bad)]
+for t in ths:
+    t.start()
+for t in ths:
+    t.join()
+rep = px.report()
+check(errors == [], "every good request ended 200 (%s)" % errors)
+good_flags = [e for e in rep["early"] if "auth:" not in e["client"]]
+bad_flags = [e for e in rep["early"] if "auth:" in e["client"]]
+check(good_flags == [], "no urllib3 thread that waited its Retry-After is flagged (%d flagged: %s)"
+      % (len(good_flags), [e["early_ms"] for e in good_flags]))
+check(rep["during_throttle"] > 0,
+      "threads asking during another's throttle are counted apart (%d)" % rep["during_throttle"])
+check(len(bad_flags) == len(bad_early) and bad_flags,
+      "every early retry of the impatient client is caught, and only those (%d flagged, %d sent)"
+      % (len(bad_flags), len(bad_early)))
+check(all(300 <= e["early_ms"] <= 1000 for e in bad_flags),
+      "each about half a second early (%s)" % [e["early_ms"] for e in bad_flags])
+clients = {c["client"]: c for c in rep["clients"]}
+check(set(clients) == {"127.0.0.1", next((c for c in clients if "auth:" in c), "?")},
+      "the report has the clients apart (%s)" % sorted(clients))
+check(clients.get("127.0.0.1", {}).get("early_retries") == 0,
+      "per client: the four threads' address has no early retry")
+check(rep["max_attempts"] <= 21, "max_attempts counts one client's chain (%d)" % rep["max_attempts"])
+px.stop()
+
+# --- 2. --latency: the wait counts from when the answer leaves ---
+px = Proxy("--failure-rate", "100", "--retry-after", "1", "--latency", "300", name="latency")
+s = requests.Session()
+r = s.get(px.base + "/late", timeout=10)
+check(r.status_code == 429 and r.headers.get("Retry-After") == "1", "injected 429 after 300 ms")
+time.sleep(0.95)  # 50 ms early, counted from the answer
+s.get(px.base + "/late", timeout=10)
+r = s.get(px.base + "/ontime", timeout=10)
+time.sleep(1.0)   # exactly on time, counted from the answer
+s.get(px.base + "/ontime", timeout=10)
+rep = px.report()
+early = {e["url"].rsplit("/", 1)[1]: e["early_ms"] for e in rep["early"]}
+check("late" in early and 10 <= early["late"] <= 60,
+      "a client 50 ms early under --latency 300 is caught (%s)" % early)
+check("ontime" not in early, "a client that waited exactly 1 s after the answer is not flagged")
+px.stop()
+
+# --- 3. only 429 and 503 throttle: a mocked 202 with Retry-After is a polling hint ---
+mocks = write("lro.json", json.dumps({"mocks": [
+    {"request": {"url": "*/lro"},
+     "response": {"statusCode": 202, "headers": [{"name": "Retry-After", "value": "10"}]}},
+    {"request": {"url": "*/busy"},
+     "response": {"statusCode": 503, "headers": [{"name": "Retry-After", "value": "@dynamic"}]}},
+    {"request": {"url": "*/never", "nth": 0}, "response": {"statusCode": 418}},
+]}))
+px = Proxy("--mocks-file", mocks, name="lro")
+s = requests.Session()
+r1 = s.get(px.base + "/lro", timeout=10)
+r2 = s.get(px.base + "/lro", timeout=10)
+check(r1.status_code == 202 and r1.headers.get("Retry-After") == "10", "mocked 202 sends its Retry-After")
+check(r2.status_code == 202, "polling again at once is not refused (got %d)" % r2.status_code)
+r = s.get(px.base + "/busy", timeout=10)
+check(r.status_code == 503 and r.headers.get("Retry-After") == "5",
+      "@dynamic defaults to 5 s, as Dev Proxy's retryAfterInSeconds (%s)" % r.headers.get("Retry-After"))
+check(r.headers.get("Server") == "polite-proxy", "the proxy's own answers say Server: polite-proxy")
+r = s.get(px.base + "/busy", timeout=10)
+check(r.status_code == 429 and "early_retry" in r.text, "a mocked 503 with Retry-After does throttle")
+r = s.get(px.base + "/never", timeout=10)
+check(r.status_code == 200, "a mock with nth 0 loads and never matches (got %d)" % r.status_code)
+rep = px.report()
+check(rep["early_retries"] == 1, "only the 503's early retry is flagged (%d)" % rep["early_retries"])
+px.stop()
+
+# --- 4. under a rate limit, the early 429 carries the same RateLimit headers ---
+px = Proxy("--rate-limit", "2/s", name="ratehdr")
+s = requests.Session()
+s.get(px.base + "/a", timeout=10)
+r = s.get(px.base + "/a", timeout=10)
+check(r.status_code == 429 and "rate_limited" in r.text, "over the rate: 429")
+r = s.get(px.base + "/a", timeout=10)
+check(r.status_code == 429 and "early_retry" in r.text, "at once again: an early retry")
+check(r.headers.get("RateLimit-Policy") == '"polite";q=2;w=1' and r.headers.get("RateLimit", "").startswith('"polite";r=0;t='),
+      "the early 429 carries RateLimit-Policy and RateLimit (%s / %s)"
+      % (r.headers.get("RateLimit-Policy"), r.headers.get("RateLimit")))
+check(int(r.headers.get("Retry-After", "0")) >= 1, "Retry-After never 0 while throttled")
+px.stop()
+
+done()

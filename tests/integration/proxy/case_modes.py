@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Limit modes (issue 13 items 2-4, issue 10 item 6). A client that follows the
+planner contract exactly (from RateLimit r and t: r requests spread evenly over t
+seconds, the first t/r after the answer, never faster than q/w; r = 0: wait t) is
+never refused and reaches the limit; Dev Proxy's headers from the warning level;
+the concurrency limit; quotas; polite run against each mode."""
+import json
+import re
+import threading
+import time
+
+import requests
+
+from pxtest import Proxy, check, done, run, write
+
+
+def parse_item(value):
+    """'"polite";r=3;t=1' -> {'r': 3, 't': 1} (draft-10 structured form)."""
+    return {k: int(v) for k, v in re.findall(r";\s*(\w+)=(\d+)", value or "")}
+
+
+def follow(base, seconds):
+    """Follows the contract for `seconds`; returns (ok, refused, rate/s)."""
+    s = requests.Session()
+    ok = refused = 0
+    end = time.monotonic() + seconds
+    start = time.monotonic()
+    while time.monotonic() < end:
+        r = s.get(base + "/c", timeout=10)
+        got = time.monotonic()
+        if r.status_code == 200:
+            ok += 1
+        else:
+            refused += 1
+        pol = parse_item(r.headers.get("RateLimit-Policy"))
+        rl = parse_item(r.headers.get("RateLimit"))
+        if "r" not in rl or "t" not in rl:
+            refused += 1000  # no headers: the contract cannot be followed
+            break
+        if rl["r"] == 0:
+            wait = rl["t"]
+        else:
+            wait = max(rl["t"] / rl["r"], pol["w"] / pol["q"])
+        time.sleep(max(0.0, got + wait - time.monotonic()))
+    return ok, refused, ok / (time.monotonic() - start)
+
+
+# --- 1. the planner contract in each mode at 10/s ---
+# gcra at --burst 1 (nginx limit_req's shape) within 5%; the windows lose a
+# little at each window's start (fixed) or to rounding t to whole seconds
+# (sliding), so within 10%.
+for mode, floor in (("gcra", 9.5), ("fixed", 9.0), ("sliding", 9.0)):
+    px = Proxy("--rate-limit", "10/s", "--rate-limit-mode", mode,
+               "--rate-limit-headers", "ietf", name="contract-" + mode)
+    ok, refused, rate = follow(px.base, 4)
+    check(refused == 0, "%s: a client following RateLimit is never refused (%d refused)" % (mode, refused))
+    check(rate >= floor, "%s: and keeps up with 10/s (%.2f/s, at least %.1f)" % (mode, rate, floor))
+    rep = px.report()
+    check(rep["rate_limited"] == 0 and rep["early_retries"] == 0, "%s: the report agrees" % mode)
+    px.stop()
+
+# --- 2. fixed window with Dev Proxy's headers, from the warning level on ---
+px = Proxy("--rate-limit", "10/min", "--rate-limit-mode", "fixed", "--rate-limit-cost", "2",
+           "--warning-threshold", "50", name="devhdr")
+s = requests.Session()
+seen = []
+for i in range(12):
+    r = s.get(px.base + "/d", timeout=10)
+    seen.append((r.status_code, r.headers.get("RateLimit-Remaining"), r.headers.get("RateLimit-Reset")))
+check(all(x[1] is None for x in seen[:4]), "no headers below the warning level (%s)" % seen[:4])
+check(seen[4][1] == "10" and seen[5][1] == "8",
+      "RateLimit-Remaining in resources once 50%% is used, as Dev Proxy (%s)" % seen[4:6])
+check([c for c, _, _ in seen].count(200) == 10 and seen[10][0] == 429,
+      "10 requests of cost 2 in a 20-unit window, then 429 (%s)" % [c for c, _, _ in seen])
+r = s.get(px.base + "/d", timeout=10)
+check(r.headers.get("RateLimit-Limit") == "20" and 55 <= int(r.headers.get("Retry-After", "0")) <= 60,
+      "the 429 carries Retry-After up to the window's end (%s)" % r.headers.get("Retry-After"))
+px.stop()
+px = Proxy("--rate-limit", "10/min", "--rate-limit-mode", "fixed", "--warning-threshold", "0",
+           "--reset-format", "UtcEpochSeconds", name="epoch")
+r = requests.get(px.base + "/e", timeout=10)
+reset = int(r.headers.get("RateLimit-Reset", "0"))
+check(time.time() + 55 <= reset <= time.time() + 61, "resetFormat UtcEpochSeconds (%d)" % reset)
+px.stop()
+
+# --- 3. concurrency limit: more than 2 in flight -> 503 with Retry-After ---
+px = Proxy("--concurrency-limit", "2", "--concurrency-status", "503", "--latency", "400",
+           name="conc")
+res = []
+ths = [threading.Thread(target=lambda: res.append(requests.get(px.base + "/slow", timeout=10)))
+       for _ in range(5)]
+for t in ths:
+    t.start()
+    time.sleep(0.02)
+for t in ths:
+    t.join()
+codes = sorted(r.status_code for r in res)
+check(codes == [200, 200, 503, 503, 503], "2 in flight pass, 3 get 503 (%s)" % codes)
+check(all(r.headers.get("Retry-After") == "1" for r in res if r.status_code == 503),
+      "each 503 carries Retry-After")
+check(px.report()["concurrency_limited"] == 3, "the report counts them")
+px.stop()
+
+# --- 4. quota per day, renewed at a stated UTC hour; no Retry-After ---
+px = Proxy("--quota", "2", "--quota-period", "day", "--quota-reset-hour", "6", name="quota")
+codes = [requests.get(px.base + "/q", timeout=10) for _ in range(3)]
+last = codes[-1]
+check([r.status_code for r in codes] == [200, 200, 429], "two, then 429")
+check("insufficient_quota" in last.text and "Retry-After" not in last.headers,
+      "insufficient_quota and no Retry-After (%s)" % dict(last.headers))
+check(re.search(r"renews at \d{4}-\d\d-\d\dT06:00:00Z", last.text) is not None,
+      "the body says when it renews (%s)" % last.text)
+px.stop()
+
+# --- 5. polite run: at the right rate no 429, faster gets 429s it honours ---
+rc, out, err = run("run", "--help")
+if rc == 0 and "--rate" in out:
+    for mode in ("gcra", "fixed", "sliding"):
+        px = Proxy("--rate-limit", "10/s", "--rate-limit-mode", mode, name="run-" + mode)
+        urls = write("u-%s.txt" % mode, "".join("%s/r/%d\n" % (px.base, i) for i in range(20)))
+        rc, out, err = run("run", "--rate", "9/s", "--concurrency", "2", "--no-progress", urls)
+        rep = px.report()
+        check(rc == 0 and rep["rate_limited"] == 0,
+              "%s: polite run --rate 9/s under 10/s: no 429 (exit %d, %d limited)"
+              % (mode, rc, rep["rate_limited"]))
+        px.stop()
+        px = Proxy("--rate-limit", "5/s", "--rate-limit-mode", mode, "--rate-limit-scope", "url",
+                   "--retry-after-scope", "url", name="fast-" + mode)
+        urls = write("f-%s.txt" % mode, "".join("%s/same\n" % px.base for i in range(8)))
+        rc, out, err = run("run", "--rate", "20/s", "--concurrency", "1", "--max-attempts", "10",
+                           "--no-progress", urls)
+        rep = px.report()
+        lines = [json.loads(l) for l in out.splitlines() if l.strip()]
+        check(rep["rate_limited"] > 0 and rep["early_retries"] == 0
+              and all(l["outcome"] == "ok" for l in lines),
+              "%s: polite run --rate 20/s over 5/s: 429s (%d), honoured, none early (%d), all ok"
+              % (mode, rep["rate_limited"], rep["early_retries"]))
+        px.stop()
+
+done()
