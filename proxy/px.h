@@ -151,7 +151,7 @@ typedef struct {
   int64_t conc_retry_after_s;
   int64_t quota;  /* -1: none */
   px_quota_cfg quota_cfg; /* limit = quota */
-  int forward_mode;       /* set by --devproxy-config (pxserver: --mode) */
+  int forward_mode;       /* --mode forward, or what a devproxyrc implies */
   char *warning;          /* what a devproxyrc asks that is not simulated */
   px_scope scope; /* Retry-After tracking key */
   int penalty;
@@ -166,10 +166,9 @@ typedef struct {
   /* The server's bounds and mode (set by src/cmd_proxy.c's own options;
    * 0 means the documented default, see px_server.c set_bounds). */
   int64_t max_head, max_headers, max_body, max_connections;
-  int header_timeout_ms, idle_timeout_ms;
-  int forward;       /* --mode forward */
   char **allow_host; /* --allow-host globs (forward mode); owned */
   size_t nallow_host;
+  int header_timeout_ms, idle_timeout_ms;
 } px_config;
 
 void polite__px_config_init(px_config *c);

@@ -149,7 +149,7 @@ static int forward_dest(px_server *s, px_req *r) {
 static int describe(px_server *s, px_req *r) {
   const px_config *c = s->cfg;
   const char *uri = r->target;
-  if (c->forward) {
+  if (c->forward_mode) {
     if (forward_dest(s, r) < 0)
       return -2;
   } else if (strncasecmp(uri, "http://", 7) == 0 ||
@@ -177,7 +177,7 @@ static int describe(px_server *s, px_req *r) {
   r->url = r->raw_url ? polite__px_redact_url(r->raw_url) : NULL;
   if (r->url == NULL)
     return -1;
-  if (!c->forward) {
+  if (!c->forward_mode) {
     r->up = s->up;
     r->prefix = s->up_prefix;
     snprintf(r->authority, sizeof r->authority, "%s", s->up_authority);
@@ -303,7 +303,7 @@ void polite__px_dispatch(px_req *r) {
     return;
   }
   if (strcmp(r->method, "CONNECT") == 0) {
-    if (c->forward) {
+    if (c->forward_mode) {
       on_connect(s, r);
       return;
     }
@@ -340,7 +340,7 @@ void polite__px_dispatch(px_req *r) {
       polite__px_set_header(r, "Access-Control-Allow-Methods", m2);
       if (h2)
         polite__px_set_header(r, "Access-Control-Allow-Headers", h2);
-    } else if (r->act == ACT_OWN && c->forward) {
+    } else if (r->act == ACT_OWN && c->forward_mode) {
       refuse_req(r, 400, "no_destination",
                  "polite proxy: forward mode: send absolute-form requests "
                  "(HTTP_PROXY) or CONNECT (HTTPS_PROXY)");
@@ -689,7 +689,7 @@ int polite__px_run(px_config *c) {
     release(&s);
     return 1;
   }
-  if (c->forward && start_forward(&s) < 0) {
+  if (c->forward_mode && start_forward(&s) < 0) {
     release(&s);
     return 1;
   }
@@ -730,7 +730,7 @@ int polite__px_run(px_config *c) {
       fprintf(stderr, "polite proxy: forwarding to %s://%s%s\n",
               strncasecmp(c->upstream, "https://", 8) == 0 ? "https" : "http",
               s.up_authority, s.up_prefix);
-    else if (c->forward)
+    else if (c->forward_mode)
       fprintf(stderr, "polite proxy: forward mode (HTTP_PROXY/HTTPS_PROXY "
                       "clients)\n");
     else

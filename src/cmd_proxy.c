@@ -25,7 +25,7 @@ typedef struct {
 } server_opt;
 
 static const server_opt server_opts[] = {
-    {"mode", K_MODE, offsetof(px_config, forward), 0},
+    {"mode", K_MODE, offsetof(px_config, forward_mode), 0},
     {"allow-host", K_GLOB, 0, 0},
     {"max-head", K_BYTES, offsetof(px_config, max_head), 64LL << 20},
     {"max-headers", K_COUNT, offsetof(px_config, max_headers), 100000},
@@ -85,9 +85,9 @@ static int server_option(px_config *c, const server_opt *o, const char *value) {
   switch (o->kind) {
   case K_MODE:
     if (strcmp(value, "forward") == 0)
-      c->forward = 1;
+      c->forward_mode = 1;
     else if (strcmp(value, "reverse") == 0 || strcmp(value, "mock") == 0)
-      c->forward = 0;
+      c->forward_mode = 0;
     else
       return cli_usage("proxy",
                        "--mode: expected forward, reverse or mock, got '%s'",
@@ -220,6 +220,7 @@ int cmd_proxy(int argc, char **argv) {
   polite__px_config_init(&c);
   char err[1024];
   int rc = CLI_EXIT_USAGE;
+  const char *mode_value = NULL; /* the last --mode given */
 
   /* --config first, so that flags given on the command line override it. */
   for (int i = 1; i < argc; i++) {
@@ -276,7 +277,10 @@ int cmd_proxy(int argc, char **argv) {
         rc = cli_usage("proxy", "--%s needs a value", name);
         goto out;
       }
-      int urc = server_option(&c, so, eq ? eq + 1 : argv[++i]);
+      const char *v = eq ? eq + 1 : argv[++i];
+      if (so->kind == K_MODE)
+        mode_value = v;
+      int urc = server_option(&c, so, v);
       if (urc != 0) {
         rc = urc;
         goto out;
@@ -306,6 +310,12 @@ int cmd_proxy(int argc, char **argv) {
     rc = CLI_EXIT_USAGE;
     goto out;
   }
+  /* A devproxyrc implies forward mode (Dev Proxy is one); --mode, wherever
+   * it stands on the line, and an --upstream say otherwise. */
+  if (mode_value)
+    server_option(&c, find_server_opt("mode"), mode_value);
+  else if (c.upstream)
+    c.forward_mode = 0;
   rc = polite__px_run(&c) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 out:
   free_server_options(&c);
