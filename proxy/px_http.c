@@ -29,6 +29,33 @@ static int eq_ci(const char *a, size_t n, const char *lit) {
   return strlen(lit) == n && strncasecmp(a, lit, n) == 0;
 }
 
+/* VCHAR, SP, HTAB and obs-text: what a field value may hold (RFC 9110
+ * §5.5). Everything else (NUL, CR, LF, other controls, DEL) is refused. */
+static int value_byte_ok(unsigned char c) {
+  return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+/* The value of the field line l[0..n) whose colon is at l[c], trimmed of
+ * OWS, into *v / *vn. Returns 0 when it holds a byte no field value may
+ * (responses and requests alike). */
+static int field_value(const char *l, size_t n, size_t c, const char **v,
+                       size_t *vn) {
+  const char *p = l + c + 1;
+  size_t m = n - c - 1;
+  while (m && (*p == ' ' || *p == '\t')) {
+    p++;
+    m--;
+  }
+  while (m && (p[m - 1] == ' ' || p[m - 1] == '\t'))
+    m--;
+  for (size_t i = 0; i < m; i++)
+    if (!value_byte_ok((unsigned char)p[i]))
+      return 0;
+  *v = p;
+  *vn = m;
+  return 1;
+}
+
 /* Calls f(token) for each comma-separated token of a list value. */
 static void each_token(void *ctx, const char *v, size_t n,
                        void (*f)(void *, const char *, size_t)) {
@@ -89,17 +116,10 @@ static int header_line(px_http_parser *p, const char *l, size_t n,
   }
   if (c == 0 || c == n)
     return http_fail(p, "header without a name or a colon");
-  const char *v = l + c + 1;
-  size_t vn = n - c - 1;
-  while (vn && (*v == ' ' || *v == '\t')) {
-    v++;
-    vn--;
-  }
-  while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
-    vn--;
-  for (size_t i = 0; i < vn; i++)
-    if ((unsigned char)v[i] < 0x20 && v[i] != '\t')
-      return http_fail(p, "control character in a header value");
+  const char *v;
+  size_t vn;
+  if (!field_value(l, n, c, &v, &vn))
+    return http_fail(p, "control character in a header value");
   if (eq_ci(l, c, "Content-Length")) {
     int64_t len = 0;
     if (vn == 0)
@@ -342,12 +362,6 @@ static int req_fail(px_req_head *h, int status, const char *why) {
   return -1;
 }
 
-/* VCHAR, SP, HTAB and obs-text: what a field value may hold (RFC 9110
- * §5.5). Everything else (NUL, CR, LF, other controls, DEL) is refused. */
-static int value_byte_ok(unsigned char c) {
-  return c == '\t' || (c >= 0x20 && c != 0x7f);
-}
-
 /* "HTTP/1.x". A well-formed version of another major answers 505. */
 static int req_version(px_req_head *h, const char *v, size_t n) {
   if (n != 8 || memcmp(v, "HTTP/", 5) != 0 || v[6] != '.' || v[5] < '0' ||
@@ -493,17 +507,10 @@ static int req_header(px_req_head *h, req_flags *f, const char *l, size_t n,
     return req_fail(h, 400, "empty header name");
   if (c == n)
     return req_fail(h, 400, "header without a colon");
-  const char *v = l + c + 1;
-  size_t vn = n - c - 1;
-  while (vn && (*v == ' ' || *v == '\t')) {
-    v++;
-    vn--;
-  }
-  while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
-    vn--;
-  for (size_t i = 0; i < vn; i++)
-    if (!value_byte_ok((unsigned char)v[i]))
-      return req_fail(h, 400, "control character in a header value");
+  const char *v;
+  size_t vn;
+  if (!field_value(l, n, c, &v, &vn))
+    return req_fail(h, 400, "control character in a header value");
   if (req_special(h, f, l, c, v, vn) < 0)
     return -1;
   if (on_header && on_header(arg, l, c, v, vn) < 0)
