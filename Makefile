@@ -14,15 +14,17 @@ FUZZ_SECONDS ?= 10
 DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
   libcurl4-openssl-dev libjansson-dev libevent-dev libhiredis-dev libsqlite3-dev \
   libcmocka-dev curl jq redis-server nginx-light python3 python3-requests \
-  cppcheck clang-tidy libssl-dev openssl chromium nodejs man-db prometheus libyaml-dev
+  cppcheck clang-tidy libssl-dev openssl chromium nodejs npm man-db prometheus libyaml-dev
 
 .PHONY: all deps build asan fuzz fuzz-build demo lint test test-unit test-asan clean install
 
 all: build
 
 # Installs only what is missing, so a second run is quick and needs no network.
+# A package counts as present when a command of its name is already there
+# (npm ships inside some nodejs builds, which then conflict with Debian's npm).
 deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || command -v $$p >/dev/null || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing: $$missing"; \
 	  SUDO=; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \

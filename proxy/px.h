@@ -159,7 +159,7 @@ typedef struct {
   int64_t quota;          /* -1: none */
   px_quota_cfg quota_cfg; /* limit = quota */
   px_tok_cfg tok;         /* --prompt-token-limit etc.; limits 0: none */
-  int forward_mode;       /* set by --devproxy-config (pxserver: --mode) */
+  int forward_mode;       /* --mode forward, or what a devproxyrc implies */
   char *warning;          /* what a devproxyrc asks that is not simulated */
   px_scope scope;         /* Retry-After tracking key */
   int penalty;
@@ -172,6 +172,12 @@ typedef struct {
   px_rules errors;
   px_rules mocks;
   int64_t errors_mtime_ns, mocks_mtime_ns; /* for polite__px_config_reload */
+  /* The server's bounds and mode (set by src/cmd_proxy.c's own options;
+   * 0 means the documented default, see px_server.c set_bounds). */
+  int64_t max_head, max_headers, max_body, max_connections;
+  char **allow_host; /* --allow-host globs (forward mode); owned */
+  size_t nallow_host;
+  int header_timeout_ms, idle_timeout_ms;
 } px_config;
 
 void polite__px_config_init(px_config *c);

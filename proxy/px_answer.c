@@ -34,9 +34,21 @@ static const char *kind_name(px_kind k) {
   }
 }
 
+static void headers_free(struct evkeyvalq *h) {
+  if (h) {
+    evhttp_clear_headers(h);
+    free(h);
+  }
+}
+
 void polite__px_req_free(px_req *r) {
   if (r->body)
     evbuffer_free(r->body);
+  if (r->reqbody)
+    evbuffer_free(r->reqbody);
+  headers_free(r->in);
+  headers_free(r->out);
+  free(r->target);
   free(r->url);
   free(r->raw_url);
   free(r->key);
@@ -51,7 +63,8 @@ void polite__px_finish(px_req *r) {
   px_server *s = r->s;
   px_record rec = {r->method,    r->url,    r->client,
                    r->client_id, r->status, r->kind};
-  polite__px_stats_record(s->st, &rec);
+  if (!r->unrecorded) /* a CONNECT's 200 is logged, not counted */
+    polite__px_stats_record(s->st, &rec);
   polite__px_release(r);
   polite__px_metrics(s->st)->in_flight--;
   if (s->log) {
@@ -65,12 +78,11 @@ void polite__px_finish(px_req *r) {
   polite__px_req_free(r);
 }
 
-void polite__px_add_cors(struct evhttp_request *req) {
-  struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-  const char *origin = evhttp_find_header(in, "Origin");
+void polite__px_add_cors(px_req *r) {
+  const char *origin = evhttp_find_header(r->in, "Origin");
   if (origin == NULL)
     return;
-  struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+  struct evkeyvalq *out = r->out;
   /* Echo the origin (with Vary) rather than '*', so that credentialed
    * browser requests work too. */
   evhttp_remove_header(out, "Access-Control-Allow-Origin");
@@ -92,8 +104,7 @@ void polite__px_own(px_req *r, int status, const char *ctype, const char *body,
   if (body && len)
     evbuffer_add(r->body, body, len);
   if (ctype)
-    evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
-                      ctype);
+    evhttp_add_header(r->out, "Content-Type", ctype);
   /* The proxy's own answers say so (polite diagnose recognises it). */
   polite__px_set_header(r, "Server", "polite-proxy");
 }
@@ -109,9 +120,8 @@ void polite__px_own_json_error(px_req *r, int status, const char *code,
 }
 
 void polite__px_set_header(px_req *r, const char *name, const char *value) {
-  struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
-  evhttp_remove_header(out, name);
-  evhttp_add_header(out, name, value);
+  evhttp_remove_header(r->out, name);
+  evhttp_add_header(r->out, name, value);
 }
 
 /* Sends an own Retry-After; the wait is remembered when the answer leaves
@@ -136,8 +146,8 @@ void polite__px_answer_left(px_req *r) {
   }
   if (r->tell_wait_ms <= 0)
     return;
-  polite__px_tell(r->s->st, r->key, r->conn, r->client, polite_mono_us() / 1000,
-                  r->tell_wait_ms, r->tell_flags);
+  polite__px_tell(r->s->st, r->key, r->conn_id, r->client,
+                  polite_mono_us() / 1000, r->tell_wait_ms, r->tell_flags);
   r->tell_wait_ms = 0;
 }
 
@@ -254,8 +264,7 @@ void polite__px_own_canned_wait(px_req *r, const px_response *resp,
     }
     if (strcasecmp(h->name, "Content-Type") == 0)
       has_ctype = 1;
-    evhttp_add_header(evhttp_request_get_output_headers(r->req), h->name,
-                      h->value);
+    evhttp_add_header(r->out, h->name, h->value);
   }
   const char *ctype = NULL;
   if (!has_ctype && resp->body_len &&
@@ -328,52 +337,47 @@ void polite__px_upstream_answer(px_req *r, int code, struct evkeyvalq *in) {
   }
 }
 
-/* Reason phrases libevent 2.1 does not know (it says "Client Error"). */
-static const char *reason(int status) {
-  switch (status) {
-  case 429: return "Too Many Requests";
-  case 451: return "Unavailable For Legal Reasons";
-  case 422: return "Unprocessable Content";
-  default: return NULL; /* evhttp's own table */
-  }
+/* Writes the prepared answer to the client. HEAD gets the head only (with
+ * the length the body would have had). */
+static void send_prepared(px_req *r) {
+  int st = r->status;
+  size_t len = r->body ? evbuffer_get_length(r->body) : 0;
+  int no_body =
+      strcmp(r->method, "HEAD") == 0 || st < 200 || st == 204 || st == 304;
+  r->headers_sent = 1;
+  polite__px_conn_head(r, st, NULL, (int64_t)len, no_body, 1);
+  if (r->body)
+    polite__px_conn_body(r, r->body);
+  polite__px_conn_end(r, 1);
 }
 
 void polite__px_send_own(px_req *r) {
-  polite__px_add_cors(r->req);
-  r->headers_sent = 1;
+  polite__px_add_cors(r);
   polite__px_answer_left(r); /* pxlimits hook: waits count from now */
-  evhttp_send_reply(r->req, r->status, reason(r->status), r->body);
+  send_prepared(r);
   polite__px_finish(r);
 }
 
-void polite__px_answer_report(px_server *s, struct evhttp_request *req) {
-  char *text =
-      polite__px_report_json(s->st, s->started_wall_ms, polite_wall_ms());
-  struct evbuffer *b = evbuffer_new();
-  if (text)
-    evbuffer_add(b, text, strlen(text));
-  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                    "application/json");
-  evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control",
-                    "no-store");
-  polite__px_add_cors(req);
-  evhttp_send_reply(req, text ? 200 : 500, NULL, b);
-  evbuffer_free(b);
+/* An endpoint of the proxy itself: sent, not counted, r freed. */
+static void send_endpoint(px_req *r, char *text, const char *ctype) {
+  polite__px_own(r, text ? 200 : 500, ctype, text, text ? strlen(text) : 0);
+  polite__px_set_header(r, "Cache-Control", "no-store");
+  polite__px_add_cors(r);
+  send_prepared(r);
   free(text);
+  polite__px_req_free(r);
 }
 
-void polite__px_answer_metrics(px_server *s, struct evhttp_request *req) {
-  char *text = polite__px_metrics_text(s->st);
-  struct evbuffer *b = evbuffer_new();
-  if (text)
-    evbuffer_add(b, text, strlen(text));
-  struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-  evhttp_add_header(out, "Content-Type", "text/plain; version=0.0.4");
-  evhttp_add_header(out, "Cache-Control", "no-store");
-  evhttp_add_header(out, "Server", "polite-proxy");
-  evhttp_send_reply(req, text ? 200 : 500, NULL, b);
-  evbuffer_free(b);
-  free(text);
+void polite__px_answer_report(px_req *r) {
+  px_server *s = r->s;
+  send_endpoint(
+      r, polite__px_report_json(s->st, s->started_wall_ms, polite_wall_ms()),
+      "application/json");
+}
+
+void polite__px_answer_metrics(px_req *r) {
+  send_endpoint(r, polite__px_metrics_text(r->s->st),
+                "text/plain; version=0.0.4");
 }
 
 /* The default mock: 200 with {"ok":true,"path":PATH} (the query is left

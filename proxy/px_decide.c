@@ -52,8 +52,7 @@ char *polite__px_scope_key(px_server *s, px_req *r, px_scope scope,
 static char *key_for(px_req *r, px_scope scope) {
   if (scope == r->s->cfg->scope)
     return strdup(r->key);
-  return polite__px_scope_key(r->s, r, scope,
-                              evhttp_request_get_input_headers(r->req));
+  return polite__px_scope_key(r->s, r, scope, r->in);
 }
 
 /* The rate limiter of r's scope key, created on first use; NULL without a
@@ -103,12 +102,6 @@ static int conn_alive(void *ctx, const char *conn, int fd) {
   return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) != 0;
 }
 
-static int conn_fd(px_req *r) {
-  struct evhttp_connection *ec = evhttp_request_get_connection(r->req);
-  struct bufferevent *bev = ec ? evhttp_connection_get_bufferevent(ec) : NULL;
-  return bev ? (int)bufferevent_getfd(bev) : -1;
-}
-
 /* Early retry (the client was told and came back too soon) or a request
  * during a throttle (never told): 429 with the remaining wait. Under a
  * rate limit the answer carries the same RateLimit headers as any other
@@ -121,16 +114,17 @@ static int check_judge(px_req *r, int64_t now_us, const char *body,
   const px_config *c = s->cfg;
   px_judgement j;
   polite__px_conn_probe(s->st, conn_alive, NULL);
-  polite__px_judge(s->st, r->key, r->conn, conn_fd(r), r->client, now_us / 1000,
-                   c->penalty, &j);
+  polite__px_judge(s->st, r->key, r->conn_id, polite__px_conn_fd(r), r->client,
+                   now_us / 1000, c->penalty, &j);
   r->client_id = j.client;
   if (j.verdict == PX_JUDGE_OK)
     return 0;
   char msg[200];
   int64_t secs = secs_up(j.remaining_ms * 1000);
   if (j.verdict == PX_JUDGE_EARLY) {
-    polite__px_early_record(s->st, polite_wall_ms(), r->key, r->client, r->conn,
-                            r->method, r->url, j.remaining_ms, j.guessed);
+    polite__px_early_record(s->st, polite_wall_ms(), r->key, r->client,
+                            r->conn_id, r->method, r->url, j.remaining_ms,
+                            j.guessed);
     r->kind = PX_KIND_EARLY;
     snprintf(r->note, sizeof r->note, "early_by=%lldms",
              (long long)j.remaining_ms);
@@ -402,4 +396,10 @@ int polite__px_decide(px_req *r, int64_t now_us, const char *body,
     if (checks[i](r, now_us, body, body_len))
       return 1;
   return 0;
+}
+
+/* A closed connection's pending deadline may pass to the client's next
+ * connection (px_track.c says why). */
+void polite__px_conn_gone(px_server *s, const char *conn_id) {
+  polite__px_conn_closed(s->st, conn_id);
 }

@@ -1,5 +1,5 @@
-/* polite proxy: reverse proxy: request to the upstream, answer streamed back,
- * hop-by-hop headers. */
+/* polite proxy: forwarding: request to the upstream (or the real
+ * destination), answer streamed back, hop-by-hop headers, truncation. */
 #define _GNU_SOURCE
 #include "px_engine.h"
 
@@ -12,7 +12,7 @@
 #include <event2/http_struct.h>
 
 /* Hop-by-hop headers (RFC 9110 §7.6.1) are for one connection only. */
-static int hop_by_hop(const char *name, const char *connection) {
+int polite__px_hop_by_hop(const char *name, const char *connection) {
   static const char *const hop[] = {"Connection",
                                     "Keep-Alive",
                                     "Proxy-Connection",
@@ -49,7 +49,7 @@ static int hop_by_hop(const char *name, const char *connection) {
 static void copy_headers(struct evkeyvalq *from, struct evkeyvalq *to) {
   const char *conn = evhttp_find_header(from, "Connection");
   for (struct evkeyval *h = from->tqh_first; h; h = h->next.tqe_next)
-    if (!hop_by_hop(h->key, conn))
+    if (!polite__px_hop_by_hop(h->key, conn))
       evhttp_add_header(to, h->key, h->value);
 }
 
@@ -67,25 +67,29 @@ static void add_via(struct evkeyvalq *h, const char *proto) {
 static void up_head(void *arg, int code, const char *reason, int minor,
                     struct evkeyvalq *in) {
   px_req *r = arg;
-  struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
-  copy_headers(in, out);
+  copy_headers(in, r->out);
   char proto[16];
   snprintf(proto, sizeof proto, "1.%d", minor);
-  add_via(out, proto);
+  add_via(r->out, proto);
   /* pxlimits hooks: the upstream's Retry-After and latency, then the wait
    * counts from now, as the head leaves. */
   polite__px_upstream_answer(r, code, in);
   polite__px_answer_left(r);
   r->status = code;
   r->headers_sent = 1;
-  evhttp_send_reply_start(r->req, code, reason && reason[0] ? reason : NULL);
+  /* The upstream's parser checked Content-Length (digits, one value) and
+   * dropped it when the body is chunked: it is the body's length here. */
+  const char *cl = evhttp_find_header(in, "Content-Length");
+  int64_t length = cl ? strtoll(cl, NULL, 10) : -1;
+  int no_body = strcmp(r->method, "HEAD") == 0 || code < 200 || code == 204 ||
+                code == 304;
+  polite__px_conn_head(r, code, reason, length, no_body, 0);
 }
 
 static void up_body(void *arg, struct evbuffer *data) {
   px_req *r = arg;
   polite__px_upstream_chunk(r, data); /* pxlimits hook: token usage */
-  if (r->headers_sent && evbuffer_get_length(data) > 0)
-    evhttp_send_reply_chunk(r->req, data);
+  polite__px_conn_body(r, data);
 }
 
 static void up_done(void *arg, int ok) {
@@ -93,16 +97,17 @@ static void up_done(void *arg, int ok) {
   if (!ok && !r->headers_sent) {
     r->kind = PX_KIND_ERROR;
     polite__px_own_json_error(r, 502, "bad_gateway",
-                              polite__px_up_error(r->s->up));
+                              polite__px_up_error(r->up));
     polite__px_send_own(r);
     return;
   }
-  /* After a mid-body failure the client gets what arrived (a short body). */
+  /* A body cut short (an upstream that closed mid-body, or broke off its
+   * chunks) closes the client's connection: it must not look complete. */
   if (!ok)
     r->kind = PX_KIND_ERROR;
   else
     polite__px_upstream_end(r); /* pxlimits hook: token usage */
-  evhttp_send_reply_end(r->req);
+  polite__px_conn_end(r, ok);
   polite__px_finish(r);
 }
 
@@ -110,25 +115,39 @@ static void up_done(void *arg, int ok) {
 #define CLIENT_BUFFER_MAX (4 * 1024 * 1024)
 
 static int up_busy(void *arg) {
-  px_req *r = arg;
-  /* A client that went away has no connection: drain the upstream. */
-  struct evhttp_connection *conn = evhttp_request_get_connection(r->req);
-  struct bufferevent *bev =
-      conn ? evhttp_connection_get_bufferevent(conn) : NULL;
-  return bev &&
-         evbuffer_get_length(bufferevent_get_output(bev)) > CLIENT_BUFFER_MAX;
+  /* A client that went away has no backlog: the upstream is drained. */
+  return polite__px_conn_backlog(arg) > CLIENT_BUFFER_MAX;
 }
 
 static const px_up_handler up_handler = {up_head, up_body, up_done, up_busy};
 
+/* Methods whose requests carry a body, so that an empty one is sent with
+ * Content-Length: 0 (as the client framed it). */
+static int body_method(const char *m) {
+  return !strcmp(m, "POST") || !strcmp(m, "PUT") || !strcmp(m, "PATCH");
+}
+
 void polite__px_forward(px_req *r) {
-  px_server *s = r->s;
-  struct evhttp_request *req = r->req;
+  if (r->up == NULL && r->dest_host[0] && r->s->pool) {
+    /* Forward mode: the destination's pool (resolved on first use). */
+    char err[300];
+    r->up = polite__px_up_pool_get(r->s->pool, r->dest_https, r->dest_host,
+                                   r->dest_port, err, sizeof err);
+    if (r->up == NULL) {
+      char msg[400];
+      snprintf(msg, sizeof msg, "polite proxy: %s", err);
+      for (char *q = msg; *q; q++)
+        if (*q == '"' || *q == '\\')
+          *q = '\'';
+      r->kind = PX_KIND_ERROR;
+      polite__px_own_json_error(r, 502, "bad_gateway", msg);
+      polite__px_send_own(r);
+      return;
+    }
+  }
   r->fwd_us = polite_mono_us(); /* pxlimits hook: upstream latency */
-  enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
   struct evbuffer *out = evbuffer_new();
-  struct evbuffer *body = evhttp_request_get_input_buffer(req);
-  size_t blen = evbuffer_get_length(body);
+  size_t blen = r->reqbody ? evbuffer_get_length(r->reqbody) : 0;
   if (out == NULL) {
     r->kind = PX_KIND_ERROR;
     polite__px_own_json_error(r, 502, "bad_gateway",
@@ -137,14 +156,14 @@ void polite__px_forward(px_req *r) {
     return;
   }
   evbuffer_add_printf(out, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", r->method,
-                      s->up_prefix, r->path, s->up_authority);
-  struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-  const char *conn = evhttp_find_header(in, "Connection");
+                      r->prefix ? r->prefix : "", r->path, r->authority);
+  const char *conn = evhttp_find_header(r->in, "Connection");
   const char *via = NULL;
-  for (struct evkeyval *h = in->tqh_first; h; h = h->next.tqe_next) {
+  for (struct evkeyval *h = r->in->tqh_first; h; h = h->next.tqe_next) {
     /* Expect: 100-continue was answered by our server side; the body is
      * already here, so the upstream is not asked to wait for it. */
-    if (hop_by_hop(h->key, conn) || strcasecmp(h->key, "Host") == 0 ||
+    if (polite__px_hop_by_hop(h->key, conn) ||
+        strcasecmp(h->key, "Host") == 0 ||
         strcasecmp(h->key, "Content-Length") == 0 ||
         strcasecmp(h->key, "Expect") == 0)
       continue;
@@ -155,21 +174,22 @@ void polite__px_forward(px_req *r) {
     evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
   }
   evbuffer_add_printf(out, "Via: %s%s1.%d polite\r\n", via ? via : "",
-                      via ? ", " : "", req->minor);
+                      via ? ", " : "", r->minor);
   /* The body as received (de-chunked by the server side), always with its
-   * length; methods that usually carry a body get one even when empty. */
-  if (blen > 0 || cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT ||
-      cmd == EVHTTP_REQ_PATCH)
+   * length: one framing only reaches the upstream. */
+  if (blen > 0 || body_method(r->method))
     evbuffer_add_printf(out, "Content-Length: %zu\r\n", blen);
   evbuffer_add(out, "\r\n", 2);
-  evbuffer_add_buffer(out, body);
+  if (blen)
+    evbuffer_add_buffer(out, r->reqbody);
   r->status = 0;
   int retryable = polite_method_idempotent(r->method);
-  if (s->up == NULL || polite__px_up_send(s->up, out, cmd == EVHTTP_REQ_HEAD,
-                                          retryable, &up_handler, r) != 0) {
+  if (r->up == NULL ||
+      polite__px_up_send(r->up, out, strcmp(r->method, "HEAD") == 0, retryable,
+                         &up_handler, r) != 0) {
     r->kind = PX_KIND_ERROR;
     polite__px_own_json_error(r, 502, "bad_gateway",
-                              s->up ? polite__px_up_error(s->up)
+                              r->up ? polite__px_up_error(r->up)
                                     : "polite proxy: no upstream");
     polite__px_send_own(r);
   }

@@ -1,5 +1,5 @@
-/* polite proxy: HTTP/1.1 response parser (RFC 9112 framing), pure: no sockets,
- * no allocation. */
+/* polite proxy: HTTP/1.1 parsers (RFC 9112 framing) for responses, request
+ * heads and bodies; pure: no sockets, no allocation. */
 #include "px_http.h"
 
 #include <string.h>
@@ -29,9 +29,36 @@ static int eq_ci(const char *a, size_t n, const char *lit) {
   return strlen(lit) == n && strncasecmp(a, lit, n) == 0;
 }
 
+/* VCHAR, SP, HTAB and obs-text: what a field value may hold (RFC 9110
+ * §5.5). Everything else (NUL, CR, LF, other controls, DEL) is refused. */
+static int value_byte_ok(unsigned char c) {
+  return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+/* The value of the field line l[0..n) whose colon is at l[c], trimmed of
+ * OWS, into *v / *vn. Returns 0 when it holds a byte no field value may
+ * (responses and requests alike). */
+static int field_value(const char *l, size_t n, size_t c, const char **v,
+                       size_t *vn) {
+  const char *p = l + c + 1;
+  size_t m = n - c - 1;
+  while (m && (*p == ' ' || *p == '\t')) {
+    p++;
+    m--;
+  }
+  while (m && (p[m - 1] == ' ' || p[m - 1] == '\t'))
+    m--;
+  for (size_t i = 0; i < m; i++)
+    if (!value_byte_ok((unsigned char)p[i]))
+      return 0;
+  *v = p;
+  *vn = m;
+  return 1;
+}
+
 /* Calls f(token) for each comma-separated token of a list value. */
-static void each_token(px_http_parser *p, const char *v, size_t n,
-                       void (*f)(px_http_parser *, const char *, size_t)) {
+static void each_token(void *ctx, const char *v, size_t n,
+                       void (*f)(void *, const char *, size_t)) {
   size_t i = 0;
   while (i < n) {
     while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
@@ -43,18 +70,20 @@ static void each_token(px_http_parser *p, const char *v, size_t n,
     while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
       e--;
     if (e > s)
-      f(p, v + s, e - s);
+      f(ctx, v + s, e - s);
   }
 }
 
-static void conn_token(px_http_parser *p, const char *t, size_t n) {
+static void conn_token(void *ctx, const char *t, size_t n) {
+  px_http_parser *p = ctx;
   if (eq_ci(t, n, "close"))
     p->conn_close = 1;
   else if (eq_ci(t, n, "keep-alive"))
     p->conn_keep_alive = 1;
 }
 
-static void te_token(px_http_parser *p, const char *t, size_t n) {
+static void te_token(void *ctx, const char *t, size_t n) {
+  px_http_parser *p = ctx;
   /* Only the last coding matters: chunked must be last to frame the body. */
   p->chunked = eq_ci(t, n, "chunked");
 }
@@ -87,17 +116,10 @@ static int header_line(px_http_parser *p, const char *l, size_t n,
   }
   if (c == 0 || c == n)
     return http_fail(p, "header without a name or a colon");
-  const char *v = l + c + 1;
-  size_t vn = n - c - 1;
-  while (vn && (*v == ' ' || *v == '\t')) {
-    v++;
-    vn--;
-  }
-  while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
-    vn--;
-  for (size_t i = 0; i < vn; i++)
-    if ((unsigned char)v[i] < 0x20 && v[i] != '\t')
-      return http_fail(p, "control character in a header value");
+  const char *v;
+  size_t vn;
+  if (!field_value(l, n, c, &v, &vn))
+    return http_fail(p, "control character in a header value");
   if (eq_ci(l, c, "Content-Length")) {
     int64_t len = 0;
     if (vn == 0)
@@ -271,7 +293,11 @@ ssize_t polite__px_http_feed(px_http_parser *p, const char *data, size_t len,
       p->state = PX_HTTP_CHUNK_SIZE;
       break;
     case PX_HTTP_TRAILERS:
-      /* Trailer fields are dropped: the client side is re-chunked. */
+      /* Trailer fields are dropped: the client side is re-chunked. They
+       * count against the head limit, so that endless trailers end. */
+      p->head_bytes += n + 2;
+      if (p->head_bytes > PX_HTTP_HEAD_MAX)
+        return http_fail(p, "trailer section too large");
       if (n == 0)
         p->state = PX_HTTP_DONE;
       break;
@@ -288,4 +314,270 @@ int polite__px_http_eof(px_http_parser *p) {
     return 1;
   }
   return p->state == PX_HTTP_DONE;
+}
+
+void polite__px_http_body_init(px_http_parser *p, int chunked, int64_t length) {
+  polite__px_http_init(p, 0);
+  p->status = 200;
+  if (chunked) {
+    p->chunked = 1;
+    p->state = PX_HTTP_CHUNK_SIZE;
+  } else {
+    p->content_length = length;
+    p->remaining = length;
+    p->state = length > 0 ? PX_HTTP_FIXED : PX_HTTP_DONE;
+  }
+}
+
+/* ---- Request heads ------------------------------------------------------- */
+
+long polite__px_req_head_end(const char *data, size_t len, size_t *scan,
+                             const px_req_limits *lim) {
+  /* The head ends at an LF followed by an empty line (CRLF or a bare LF).
+   * Every byte is looked at once: the search resumes at *scan, which is
+   * left on the last LF whose successors were not all there yet. */
+  size_t i = *scan;
+  while (i < len) {
+    const char *nl = memchr(data + i, '\n', len - i);
+    if (nl == NULL) {
+      i = len;
+      break;
+    }
+    i = (size_t)(nl - data);
+    if (i + 1 >= len || (data[i + 1] == '\r' && i + 2 >= len))
+      break; /* wait for what follows this LF */
+    if (data[i + 1] == '\n')
+      return (long)(i + 2);
+    if (data[i + 1] == '\r' && data[i + 2] == '\n')
+      return (long)(i + 3);
+    i++;
+  }
+  *scan = i;
+  return len > lim->head_max ? -1 : 0;
+}
+
+static int req_fail(px_req_head *h, int status, const char *why) {
+  h->status = status;
+  h->error = why;
+  return -1;
+}
+
+/* "HTTP/1.x". A well-formed version of another major answers 505. */
+static int req_version(px_req_head *h, const char *v, size_t n) {
+  if (n != 8 || memcmp(v, "HTTP/", 5) != 0 || v[6] != '.' || v[5] < '0' ||
+      v[5] > '9' || v[7] < '0' || v[7] > '9')
+    return req_fail(h, 400, "bad HTTP version");
+  if (v[5] != '1')
+    return req_fail(h, 505, "HTTP version not supported");
+  h->minor = v[7] == '0' ? 0 : 1; /* 1.2 and later minors speak 1.1 */
+  return 0;
+}
+
+/* The target's form must fit the method (RFC 9112 §3.2): origin-form
+ * "/...", absolute-form "http(s)://...", authority-form only for CONNECT,
+ * "*" only for OPTIONS. Only visible ASCII: a space means two targets. */
+static int req_target(px_req_head *h, const char *t, size_t n) {
+  if (n == 0)
+    return req_fail(h, 400, "empty request target");
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)t[i] <= 0x20 || (unsigned char)t[i] >= 0x7f)
+      return req_fail(h, 400, "bad byte in the request target");
+  int connect = strcmp(h->method, "CONNECT") == 0;
+  if (connect)
+    return t[0] == '/' || memchr(t, ':', n) == NULL || memchr(t, '/', n)
+               ? req_fail(h, 400, "CONNECT needs host:port")
+               : 0;
+  if (t[0] == '/')
+    return 0;
+  if (n == 1 && t[0] == '*')
+    return strcmp(h->method, "OPTIONS") == 0
+               ? 0
+               : req_fail(h, 400, "'*' target outside OPTIONS");
+  if ((n > 7 && strncasecmp(t, "http://", 7) == 0) ||
+      (n > 8 && strncasecmp(t, "https://", 8) == 0))
+    return 0;
+  return req_fail(h, 400, "bad request target");
+}
+
+static int request_line(px_req_head *h, const char *l, size_t n) {
+  const char *sp1 = memchr(l, ' ', n);
+  if (sp1 == NULL)
+    return req_fail(h, 400, "bad request line");
+  size_t ml = (size_t)(sp1 - l);
+  if (ml == 0 || ml >= sizeof h->method)
+    return req_fail(h, ml ? 501 : 400, "bad method");
+  for (size_t i = 0; i < ml; i++)
+    if (!is_tchar((unsigned char)l[i]))
+      return req_fail(h, 400, "bad method");
+  memcpy(h->method, l, ml);
+  h->method[ml] = '\0';
+  const char *t = sp1 + 1;
+  const char *sp2 = memchr(t, ' ', (size_t)(l + n - t));
+  if (sp2 == NULL)
+    return req_fail(h, 400, "bad request line");
+  const char *ver = sp2 + 1;
+  size_t vn = (size_t)(l + n - ver);
+  if (memchr(ver, ' ', vn))
+    return req_fail(h, 400, "space in the request target");
+  h->target = t;
+  h->target_len = (size_t)(sp2 - t);
+  if (req_version(h, ver, vn) < 0)
+    return -1;
+  return req_target(h, h->target, h->target_len);
+}
+
+/* Flags met while reading the header lines; the framing is decided once
+ * they are all read. */
+typedef struct {
+  int te_seen, cl_seen, host_seen, conn_close, conn_keep_alive, te_bad;
+  int te_unknown, chunked_count;
+} req_flags;
+
+/* Transfer-Encoding tokens: chunked must come once and last. */
+static void req_te_token(void *ctx, const char *t, size_t n) {
+  req_flags *f = ctx;
+  if (f->chunked_count > 0)
+    f->te_bad = 1; /* anything after chunked */
+  if (eq_ci(t, n, "chunked"))
+    f->chunked_count++;
+  else
+    f->te_unknown = 1;
+}
+
+static void req_conn_token(void *ctx, const char *t, size_t n) {
+  req_flags *f = ctx;
+  if (eq_ci(t, n, "close"))
+    f->conn_close = 1;
+  else if (eq_ci(t, n, "keep-alive"))
+    f->conn_keep_alive = 1;
+}
+
+/* The header fields that frame the message or route it. */
+static int req_special(px_req_head *h, req_flags *f, const char *name,
+                       size_t nl, const char *v, size_t vn) {
+  if (eq_ci(name, nl, "Content-Length")) {
+    /* One field with 1*DIGIT: no sign, no list, no second field (even with
+     * the same value: the shapes parsers disagree on are refused). */
+    if (f->cl_seen++)
+      return req_fail(h, 400, "more than one Content-Length");
+    if (vn == 0 || vn > 18)
+      return req_fail(h, 400, "bad Content-Length");
+    int64_t len = 0;
+    for (size_t i = 0; i < vn; i++) {
+      if (v[i] < '0' || v[i] > '9')
+        return req_fail(h, 400, "bad Content-Length");
+      len = len * 10 + (v[i] - '0');
+    }
+    h->content_length = len;
+  } else if (eq_ci(name, nl, "Transfer-Encoding")) {
+    f->te_seen = 1;
+    each_token(f, v, vn, req_te_token);
+  } else if (eq_ci(name, nl, "Host")) {
+    if (f->host_seen++)
+      return req_fail(h, 400, "more than one Host");
+    for (size_t i = 0; i < vn; i++)
+      if (!is_tchar((unsigned char)v[i]) && !strchr(":[]", v[i]))
+        return req_fail(h, 400, "bad Host");
+  } else if (eq_ci(name, nl, "Connection")) {
+    each_token(f, v, vn, req_conn_token);
+  } else if (eq_ci(name, nl, "Expect")) {
+    if (!eq_ci(v, vn, "100-continue"))
+      return req_fail(h, 417, "unsupported expectation");
+    h->expect_continue = 1;
+  }
+  return 0;
+}
+
+static int req_header(px_req_head *h, req_flags *f, const char *l, size_t n,
+                      int (*on_header)(void *, const char *, size_t,
+                                       const char *, size_t),
+                      void *arg) {
+  if (l[0] == ' ' || l[0] == '\t')
+    return req_fail(h, 400, "obsolete line folding");
+  size_t c = 0;
+  while (c < n && l[c] != ':') {
+    if (!is_tchar((unsigned char)l[c]))
+      return req_fail(h, 400,
+                      c < n && (l[c] == ' ' || l[c] == '\t')
+                          ? "whitespace before a header's colon"
+                          : "bad header name");
+    c++;
+  }
+  if (c == 0)
+    return req_fail(h, 400, "empty header name");
+  if (c == n)
+    return req_fail(h, 400, "header without a colon");
+  const char *v;
+  size_t vn;
+  if (!field_value(l, n, c, &v, &vn))
+    return req_fail(h, 400, "control character in a header value");
+  if (req_special(h, f, l, c, v, vn) < 0)
+    return -1;
+  if (on_header && on_header(arg, l, c, v, vn) < 0)
+    return req_fail(h, 500, "header refused");
+  return 0;
+}
+
+/* The framing, once every header line is read (RFC 9112 §6.1-6.3). */
+static int req_framing(px_req_head *h, const req_flags *f) {
+  if (f->te_seen) {
+    if (f->cl_seen)
+      return req_fail(h, 400, "both Content-Length and Transfer-Encoding");
+    if (h->minor == 0)
+      return req_fail(h, 400, "Transfer-Encoding in an HTTP/1.0 request");
+    if (f->te_bad || f->chunked_count > 1 ||
+        (f->chunked_count == 0 && !f->te_unknown))
+      return req_fail(h, 400, "chunked must be the last transfer coding");
+    if (f->te_unknown)
+      return req_fail(h, 501, "transfer coding not implemented");
+    h->chunked = 1;
+  }
+  if (h->minor >= 1 && !f->host_seen)
+    return req_fail(h, 400, "HTTP/1.1 request without Host");
+  h->keepalive =
+      h->minor >= 1 ? !f->conn_close : f->conn_keep_alive && !f->conn_close;
+  return 0;
+}
+
+int polite__px_req_parse(px_req_head *h, const char *data, size_t len,
+                         const px_req_limits *lim,
+                         int (*on_header)(void *, const char *, size_t,
+                                          const char *, size_t),
+                         void *arg) {
+  memset(h, 0, sizeof *h);
+  h->content_length = -1;
+  if (len > lim->head_max)
+    return req_fail(h, 431, "request head too large");
+  req_flags f;
+  memset(&f, 0, sizeof f);
+  size_t off = 0;
+  int first = 1;
+  while (off < len) {
+    const char *l = data + off;
+    const char *nl = memchr(l, '\n', len - off);
+    size_t n = nl ? (size_t)(nl - l) : len - off;
+    off += n + 1;
+    if (n > 0 && l[n - 1] == '\r')
+      n--;
+    if (memchr(l, '\r', n) || memchr(l, '\0', n))
+      return req_fail(h, 400, "stray CR or NUL in the head");
+    if (n == 0) {
+      if (first)
+        return req_fail(h, 400, "empty request line");
+      break; /* the end of the head */
+    }
+    if (first) {
+      if (request_line(h, l, n) < 0)
+        return -1;
+      first = 0;
+      continue;
+    }
+    if (++h->nheaders > lim->headers_max)
+      return req_fail(h, 431, "too many header fields");
+    if (req_header(h, &f, l, n, on_header, arg) < 0)
+      return -1;
+  }
+  if (first)
+    return req_fail(h, 400, "empty request");
+  return req_framing(h, &f);
 }

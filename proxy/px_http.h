@@ -1,5 +1,5 @@
-/* polite proxy: HTTP/1.1 response parser, free of sockets (bytes in, callbacks
- * out). */
+/* polite proxy: HTTP/1.1 parsers, free of sockets (bytes in, callbacks out):
+ * the upstream's responses, the clients' request heads, and message bodies. */
 #ifndef POLITE_PX_HTTP_H
 #define POLITE_PX_HTTP_H
 
@@ -66,5 +66,54 @@ ssize_t polite__px_http_feed(px_http_parser *p, const char *data, size_t len,
 /* The connection closed. Returns 1 when that completes the response (a
  * body delimited by the close, or an already complete one), else 0. */
 int polite__px_http_eof(px_http_parser *p);
+
+/* Starts `p` as a decoder of a request body: `chunked`, else `length` bytes
+ * (0: none). Fed with polite__px_http_feed like a response; on_head and
+ * on_header are not called, trailer fields are dropped. */
+void polite__px_http_body_init(px_http_parser *p, int chunked, int64_t length);
+
+/* ---- Request heads (the client side) ------------------------------------ */
+
+/* Limits on one request head; both are enforced by the functions below. */
+typedef struct {
+  size_t head_max;    /* request line + header lines, bytes */
+  size_t headers_max; /* header lines */
+} px_req_limits;
+
+/* A parsed request head. The framing follows RFC 9112 §6 strictly: every
+ * shape that two parsers could frame differently (request smuggling) is
+ * refused instead of guessed. */
+typedef struct {
+  char method[16];
+  const char *target; /* points into the parsed bytes, not NUL-terminated */
+  size_t target_len;
+  int minor;              /* HTTP/1.minor: 0 or 1 */
+  int64_t content_length; /* -1 when absent */
+  int chunked;            /* Transfer-Encoding: chunked */
+  int keepalive;          /* the connection may carry another request */
+  int expect_continue;    /* Expect: 100-continue */
+  size_t nheaders;
+  int status;        /* when parsing failed: 400, 417, 431, 501 or 505 */
+  const char *error; /* static text saying what was wrong */
+} px_req_head;
+
+/* Finds the end of a request head (the empty line) in data[0..len).
+ * Returns the head's length including the empty line; 0 when it is not
+ * complete yet; -1 when more than lim->head_max bytes hold no end. `*scan`
+ * (0 for a new head) remembers how far the bytes were searched, so that
+ * feeding a head in small pieces costs time linear in its length. */
+long polite__px_req_head_end(const char *data, size_t len, size_t *scan,
+                             const px_req_limits *lim);
+
+/* Parses a complete head of `len` bytes (as found by head_end). Each header
+ * (name and value, value trimmed of OWS) goes to on_header (may be NULL),
+ * which returns 0 or -1 to stop. Returns 0, or -1 with h->status and
+ * h->error set. */
+int polite__px_req_parse(px_req_head *h, const char *data, size_t len,
+                         const px_req_limits *lim,
+                         int (*on_header)(void *arg, const char *name,
+                                          size_t nlen, const char *value,
+                                          size_t vlen),
+                         void *arg);
 
 #endif

@@ -5,10 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* proxy/ is part of the polite binary, not of libpolite: compile it in. */
-#include "../../proxy/px_config.c"
-#include "../../proxy/px_glob.c"
-#include "../../proxy/px_rules.c"
+/* proxy/ is not part of libpolite: CMakeLists.txt links the loaders' sources
+ * (px_config.c, px_glob.c, px_rules.c) into this target. */
+#include "px.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *text = (const char *)data;

@@ -1,11 +1,15 @@
-/* libFuzzer target for the proxy's HTTP/1.1 response parser: no crash, and
- * feeding the same bytes whole or in pieces gives the same head, body and
- * outcome (the parser keeps no hidden copy of partial input). */
+/* libFuzzer target for the proxy's HTTP/1.1 parsers. A first byte below 0x80
+ * fuzzes the response parser: no crash, and feeding the same bytes whole or
+ * in pieces gives the same head, body and outcome (the parser keeps no
+ * hidden copy of partial input). From 0x80 it fuzzes the request side: the
+ * head's end found whole or piece by piece agrees, a head the parser accepts
+ * has one framing only (never Content-Length and chunked), and the body that
+ * follows decodes the same whole or in pieces. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../proxy/px_http.c"
+#include "px_http.h"
 
 typedef struct {
   int status, heads;
@@ -91,9 +95,103 @@ static int run(const uint8_t *data, size_t size, size_t step, int is_head,
   return rc;
 }
 
+static int no_header(void *arg, const char *n, size_t nl, const char *v,
+                     size_t vl) {
+  (void)arg;
+  (void)v;
+  for (size_t i = 0; i < nl; i++)
+    if (n[i] == ':' || n[i] == ' ' || (unsigned char)n[i] < 0x21)
+      abort(); /* names are tokens */
+  for (size_t i = 0; i < vl; i++)
+    if (v[i] == '\r' || v[i] == '\n' || v[i] == '\0')
+      abort(); /* values never carry a line break or NUL onward */
+  return nl == 0 ? (abort(), -1) : 0;
+}
+
+/* Decodes a request body; returns 1 done, 0 incomplete, -1 error. */
+static int run_body(const uint8_t *data, size_t size, size_t step, int chunked,
+                    int64_t length, sink *s) {
+  memset(s, 0, sizeof *s);
+  s->heads = 1;
+  px_http_parser p;
+  polite__px_http_body_init(&p, chunked, length);
+  char *pending = malloc(size + 1);
+  size_t np = 0, off = 0;
+  int rc = 0;
+  while (off < size && p.state != PX_HTTP_DONE) {
+    size_t take = size - off < step ? size - off : step;
+    memcpy(pending + np, data + off, take);
+    np += take;
+    off += take;
+    ssize_t used = polite__px_http_feed(&p, pending, np, &cb, s);
+    if (used < 0) {
+      rc = -1;
+      break;
+    }
+    memmove(pending, pending + used, np - (size_t)used);
+    np -= (size_t)used;
+  }
+  if (rc == 0 && p.state == PX_HTTP_DONE)
+    rc = 1;
+  if (rc == 1 && !chunked && s->body_len != (size_t)length)
+    abort();
+  free(pending);
+  return rc;
+}
+
+static void request_side(const uint8_t *data, size_t size, uint8_t mode) {
+  px_req_limits lim = {256 + (size_t)(mode & 0x3f) * 64, 4 + (mode & 7)};
+  const char *text = (const char *)data;
+  size_t scan = 0;
+  long whole = polite__px_req_head_end(text, size, &scan, &lim);
+  size_t step = (mode >> 3) % 7 + 1;
+  long piece = 0;
+  scan = 0;
+  for (size_t n = step < size ? step : size; n <= size; n += step) {
+    piece = polite__px_req_head_end(text, n, &scan, &lim);
+    if (scan > n)
+      abort();
+    if (piece != 0 || n == size)
+      break;
+    if (n + step > size)
+      n = size - step;
+  }
+  if (piece > 0 && piece != whole)
+    abort(); /* found piece by piece: the same end as found whole */
+  if (whole <= 0)
+    return;
+  px_req_head h;
+  if (polite__px_req_parse(&h, text, (size_t)whole, &lim, no_header, NULL) <
+      0) {
+    if (h.error == NULL ||
+        (h.status != 400 && h.status != 417 && h.status != 431 &&
+         h.status != 501 && h.status != 505))
+      abort();
+    return;
+  }
+  if ((h.chunked && h.content_length >= 0) || h.target_len == 0 ||
+      h.method[0] == '\0' || h.nheaders > lim.headers_max ||
+      (size_t)whole > lim.head_max)
+    abort();
+  if (!h.chunked && h.content_length < 0)
+    return;
+  sink a, b;
+  const uint8_t *body = data + whole;
+  size_t blen = size - (size_t)whole;
+  int ra =
+      run_body(body, blen, blen ? blen : 1, h.chunked, h.content_length, &a);
+  int rb = run_body(body, blen, step, h.chunked, h.content_length, &b);
+  if (ra != rb || a.body_len != b.body_len || a.bsum != b.bsum)
+    abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
+  if (data[0] & 0x80) {
+    request_side(data + 1, size - 1, data[0]);
+    return 0;
+  }
   int is_head = data[0] & 1;
   size_t step = (data[0] >> 1) % 17 + 1;
   sink a, b;

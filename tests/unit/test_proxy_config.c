@@ -9,9 +9,7 @@
 
 #include <cmocka.h>
 
-#include "px_config.c"
-#include "px_glob.c"
-#include "px_rules.c"
+#include "px.h"
 
 static void defaults(void **state) {
   (void)state;

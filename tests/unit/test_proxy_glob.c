@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 /* proxy/ is compiled into the polite binary, not libpolite: include it. */
-#include "px_glob.c"
+#include "px.h"
 
 static void glob_star_and_literals(void **state) {
   (void)state;

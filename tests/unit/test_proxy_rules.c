@@ -9,8 +9,7 @@
 
 #include <cmocka.h>
 
-#include "px_glob.c"
-#include "px_rules.c"
+#include "px.h"
 
 static int parse(px_rules *r, px_rules_kind k, const char *text, char *err) {
   return polite__px_rules_parse(r, k, text, strlen(text), "f.json", NULL, err,

@@ -8,7 +8,7 @@ import time
 
 import requests
 
-from pxtest import Proxy, check, done, path, run
+from pxtest import Proxy, check, done, path, run, upstream
 
 FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "devproxy")
 
@@ -27,12 +27,19 @@ class session:
         return requests.post(url, proxies=self.proxies, **kw)
 
 
+# A devproxyrc implies forward mode: what no mock or failure answers goes to
+# its real destination. The fixtures' hosts (api.contoso.test, ...) exist
+# nowhere, so every proxy here sends that traffic to a local upstream
+# instead (the files themselves run unchanged).
+UP = upstream()
+
+
 def warnings(px):
     return [l for l in px.logtext().splitlines() if "warning" in l]
 
 
 # --- 1. the JSON file as shipped: watch list, rate limiting, mocks, warning ---
-px = Proxy("--devproxy-config", os.path.join(FIX, "devproxyrc.json"), name="rc")
+px = Proxy("--devproxy-config", os.path.join(FIX, "devproxyrc.json"), "--upstream", UP, name="rc")
 w = warnings(px)
 check(len(w) == 1 and w[0].endswith("not simulated: ExecutionSummaryPlugin"),
       "one warning line naming what is not simulated (%s)" % w)
@@ -61,7 +68,7 @@ check(r.status_code == 429, "the window is for every watched URL (%d)" % r.statu
 px.stop()
 
 # --- 2. the errors file, the host as the throttle key ---
-px = Proxy("--devproxy-config", os.path.join(FIX, "devproxyrc.json"), "--seed", "2", name="errs")
+px = Proxy("--devproxy-config", os.path.join(FIX, "devproxyrc.json"), "--upstream", UP, "--seed", "2", name="errs")
 s = session(px)
 got = None
 for i in range(8):
@@ -84,7 +91,7 @@ check(rep["early_retries"] == 1 and rep["during_throttle"] == 1, "the report tel
 px.stop()
 
 # --- 3. the same in YAML ---
-px = Proxy("--devproxy-config", os.path.join(FIX, "devproxyrc.yaml"), name="yaml")
+px = Proxy("--devproxy-config", os.path.join(FIX, "devproxyrc.yaml"), "--upstream", UP, name="yaml")
 w = warnings(px)
 check(len(w) == 1 and w[0].endswith("not simulated: ExecutionSummaryPlugin"), "YAML: the same warning (%s)" % w)
 r = session(px).get("http://api.contoso.test/users", timeout=10)
@@ -92,7 +99,7 @@ check(r.status_code == 200 and "Adele Vance" in r.text, "YAML: the mock answers"
 px.stop()
 
 # --- 4. whenLimitExceeded Custom, own header names, UtcEpochSeconds ---
-px = Proxy("--devproxy-config", os.path.join(FIX, "devproxyrc-custom.json"), name="custom")
+px = Proxy("--devproxy-config", os.path.join(FIX, "devproxyrc-custom.json"), "--upstream", UP, name="custom")
 s = session(px)
 rs = [s.get("http://api.github.test/repos", timeout=10) for _ in range(4)]
 check([r.status_code for r in rs] == [200, 200, 200, 403], "rateLimit 3, then the custom 403 (%s)"
@@ -109,7 +116,7 @@ px.stop()
 # --- 5. errors and mocks files reloaded when they change ---
 d = path("reload")
 shutil.copytree(FIX, d)
-px = Proxy("--devproxy-config", os.path.join(d, "devproxyrc.json"), name="reload")
+px = Proxy("--devproxy-config", os.path.join(d, "devproxyrc.json"), "--upstream", UP, name="reload")
 s = session(px)
 check("Adele" in s.get("http://api.contoso.test/users", timeout=10).text, "before the change")
 mocks = json.load(open(os.path.join(d, "mocks.json")))

@@ -19,8 +19,8 @@ out = subprocess.run(["curl", "-s", "-D", "-", px.base + "/curl"], capture_outpu
 check("200 OK" in out and '"path":"/curl"' in out, "curl gets the default mock")
 
 # --- 2. malformed HTTP: 400, and the proxy keeps serving ---
-for payload in (b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nNo colon here\r\n\r\n",
-                b"GET /x HTTP/7.1\r\n\r\n", b"\x00\x01\x02\xff\r\n\r\n"):
+for payload, want in ((b"GARBAGE\r\n\r\n", b"400"), (b"GET / HTTP/1.1\r\nNo colon here\r\n\r\n", b"400"),
+                      (b"GET /x HTTP/7.1\r\n\r\n", b"505"), (b"\x00\x01\x02\xff\r\n\r\n", b"400")):
     sk = socket.create_connection((px.host, px.port), timeout=5)
     sk.sendall(payload)
     try:
@@ -28,7 +28,8 @@ for payload in (b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nNo colon here\r\n\r\n",
     except socket.timeout:
         data = b""
     sk.close()
-    check(data.startswith(b"HTTP/1.1 400"), "malformed request %r gets 400 (%r)" % (payload[:12], data[:20]))
+    check(data.startswith(b"HTTP/1.1 " + want), "malformed request %r gets %s (%r)"
+          % (payload[:12], want.decode(), data[:20]))
 sk = socket.create_connection((px.host, px.port), timeout=5)
 sk.sendall(b"GET /half HTTP/1.1\r\nHost: x")  # half a request, then gone
 sk.close()

@@ -133,6 +133,27 @@ def upstream():
     return "http://127.0.0.1:" + port
 
 
+def sh(*args):
+    """Runs a helper command (openssl, ...); raises when it fails."""
+    subprocess.run(args, check=True, capture_output=True)
+
+
+def free_port():
+    """A port free on 127.0.0.1 right now (for servers that need one named)."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def track(proc):
+    """Stops proc at exit with the proxies."""
+    _procs.append(proc)
+    return proc
+
+
 def run(*args, input=None):
     """Runs polite with args; returns (exit status, stdout, stderr)."""
     p = subprocess.run([POLITE] + list(args), input=input, capture_output=True, text=True, timeout=30)

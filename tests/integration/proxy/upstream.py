@@ -51,6 +51,7 @@ class H(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def handle_any(self):
+        H.seen = getattr(H, "seen", 0) + 1
         u = urlparse(self.path)
         q = parse_qs(u.query)
         req_body = self.body()
@@ -104,6 +105,25 @@ class H(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             self.send(200, b"flaky ok", "text/plain")
+        elif u.path == "/count":
+            # Requests this upstream has parsed so far (this one included).
+            self.send(200, str(H.seen).encode(), "text/plain")
+        elif u.path == "/cut-chunked":
+            # Two chunks, then the connection drops: no terminating chunk.
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"5\r\nhello\r\n6\r\n world\r\n")
+            self.wfile.flush()
+            self.close_connection = True
+        elif u.path == "/cut-length":
+            # Promises 100 bytes, sends 10, closes.
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b"0123456789")
+            self.wfile.flush()
+            self.close_connection = True
         elif u.path == "/continue":
             self.send(200, b"expect=" + (self.headers.get("Expect") or "none").encode(), "text/plain")
         elif u.path == "/429":
