@@ -356,6 +356,8 @@ void polite__px_answer_report(px_server *s, struct evhttp_request *req) {
                     "application/json");
   evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control",
                     "no-store");
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Server",
+                    "polite-proxy");
   polite__px_add_cors(req);
   evhttp_send_reply(req, text ? 200 : 500, NULL, b);
   evbuffer_free(b);
