@@ -158,6 +158,37 @@ check(rs[3].json().get("error", {}).get("code") == "rate_limit_exceeded" and rs[
 check(px.report().get("tokens_limited") == 1, "the report counts it")
 px.stop()
 
+# The same through an upstream (its answers read as they stream by), on the
+# responses API's usage names.
+import http.server
+
+
+class LLM(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.dumps({"object": "response", "output": [],
+                           "usage": {"input_tokens": 3, "output_tokens": 8}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+llm = http.server.ThreadingHTTPServer(("127.0.0.1", 0), LLM)
+threading.Thread(target=llm.serve_forever, daemon=True).start()
+px = Proxy("--upstream", "http://127.0.0.1:%d" % llm.server_address[1],
+           "--completion-token-limit", "20", name="tokens-up")
+s = requests.Session()
+codes = [s.post(px.base + "/v1/responses", json={"input": "hi"}, timeout=10).status_code for _ in range(4)]
+check(codes == [200, 200, 200, 429],
+      "through the upstream: 20 completion tokens, 8 each, the third overshoots, the fourth is refused (%s)" % codes)
+px.stop()
+llm.shutdown()
+
 # --- 7. polite run: at the right rate no 429, faster gets 429s it honours ---
 rc, out, err = run("run", "--help")
 if rc == 0 and "--rate" in out:
