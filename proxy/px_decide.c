@@ -293,7 +293,7 @@ static int check_tokens(px_req *r, int64_t now_us, const char *body,
       "proxy)\",\"type\":\"tokens\",\"param\":null,\"code\":\"rate_limit_"
       "exceeded\"}}",
       st.spent == PX_TOK_PROMPT ? "prompt" : "completion", (long long)st.limit,
-      (long long)st.limit, (long long)secs);
+      (long long)st.used, (long long)secs);
   polite__px_own(r, 429, "application/json", buf, (size_t)n);
   polite__px_send_retry_after(r, secs, 0);
   return 1;

@@ -153,6 +153,7 @@ check([r.status_code for r in rs] == [200, 200, 200, 429],
 check(rs[1].headers.get("x-ratelimit-remaining-tokens") == "60" and rs[0].headers.get("x-ratelimit-limit-tokens") == "100",
       "x-ratelimit-*-tokens headers (%s)" % dict(rs[1].headers))
 check(rs[3].json().get("error", {}).get("code") == "rate_limit_exceeded" and rs[3].json()["error"]["type"] == "tokens"
+      and "Used 120" in rs[3].text
       and 55 <= int(rs[3].headers.get("Retry-After", "0")) <= 60,
       "OpenAI's TPM body and a Retry-After to the window's end (%s)" % rs[3].text)
 check(px.report().get("tokens_limited") == 1, "the report counts it")
