@@ -187,21 +187,26 @@ static void ietf_headers(px_req *r, const px_lim_state *st) {
   polite__px_set_header(r, "RateLimit", v);
 }
 
-/* OpenAI's x-ratelimit-{limit,remaining,reset}-requests; remaining and
- * reset are the planner contract's r and t (reset as a duration, "1s",
- * "6m0s"), so a client that spreads them is never refused. */
-static void openai_headers(px_req *r, const px_lim_state *st) {
-  char v[48];
-  snprintf(v, sizeof v, "%lld", (long long)st->quota);
-  polite__px_set_header(r, "x-ratelimit-limit-requests", v);
-  snprintf(v, sizeof v, "%lld", (long long)st->remaining);
-  polite__px_set_header(r, "x-ratelimit-remaining-requests", v);
-  long long t = (long long)st->reset_s;
-  if (t >= 60)
-    snprintf(v, sizeof v, "%lldm%llds", t / 60, t % 60);
+void polite__px_openai_headers(px_req *r, const char *what, int64_t limit,
+                               int64_t remaining, int64_t reset_ms) {
+  char name[48], v[48];
+  snprintf(name, sizeof name, "x-ratelimit-limit-%s", what);
+  snprintf(v, sizeof v, "%lld", (long long)limit);
+  polite__px_set_header(r, name, v);
+  snprintf(name, sizeof name, "x-ratelimit-remaining-%s", what);
+  snprintf(v, sizeof v, "%lld", (long long)remaining);
+  polite__px_set_header(r, name, v);
+  /* OpenAI's duration form, rounded up: "20ms", "7s", "1m0s". */
+  long long ms = (long long)(reset_ms > 0 ? reset_ms : 0);
+  long long secs = (ms + 999) / 1000;
+  if (secs >= 60)
+    snprintf(v, sizeof v, "%lldm%llds", secs / 60, secs % 60);
+  else if (ms >= 1000)
+    snprintf(v, sizeof v, "%llds", secs);
   else
-    snprintf(v, sizeof v, "%llds", t);
-  polite__px_set_header(r, "x-ratelimit-reset-requests", v);
+    snprintf(v, sizeof v, "%lldms", ms);
+  snprintf(name, sizeof name, "x-ratelimit-reset-%s", what);
+  polite__px_set_header(r, name, v);
 }
 
 void polite__px_rate_headers(px_req *r, const px_lim_state *st,
@@ -209,8 +214,9 @@ void polite__px_rate_headers(px_req *r, const px_lim_state *st,
   int h = r->s->cfg->rate_headers;
   if (h & PX_HDR_IETF)
     ietf_headers(r, st);
-  if (h & PX_HDR_OPENAI)
-    openai_headers(r, st);
+  if (h & PX_HDR_OPENAI) /* r and t of the contract, as OpenAI names them */
+    polite__px_openai_headers(r, "requests", st->quota, st->remaining,
+                              st->reset_s * 1000);
   if (h & PX_HDR_DEVPROXY)
     devproxy_headers(r, st, wall_ms);
 }

@@ -259,23 +259,6 @@ static px_tok *tokens(px_req *r) {
   return t;
 }
 
-/* x-ratelimit-{limit,remaining,reset}-tokens, OpenAI's. */
-static void token_headers(px_req *r, const px_tok_state *st) {
-  char v[48];
-  snprintf(v, sizeof v, "%lld", (long long)st->limit);
-  polite__px_set_header(r, "x-ratelimit-limit-tokens", v);
-  snprintf(v, sizeof v, "%lld", (long long)st->remaining);
-  polite__px_set_header(r, "x-ratelimit-remaining-tokens", v);
-  long long ms = (long long)((st->reset_us + 999) / 1000);
-  if (ms >= 60000)
-    snprintf(v, sizeof v, "%lldm%llds", ms / 60000, ms / 1000 % 60);
-  else if (ms >= 1000)
-    snprintf(v, sizeof v, "%llds", (ms + 999) / 1000);
-  else
-    snprintf(v, sizeof v, "%lldms", ms);
-  polite__px_set_header(r, "x-ratelimit-reset-tokens", v);
-}
-
 /* Tokens spent in this window: 429 with OpenAI's TPM body and the wait to
  * the window's end. Tokens are charged after the answer (from its usage),
  * so the request that overshoots still passes, as in Dev Proxy. */
@@ -288,7 +271,8 @@ static int check_tokens(px_req *r, int64_t now_us, const char *body,
     return 0;
   px_tok_state st;
   int ok = polite__px_tok_admit(&r->s->cfg->tok, t, now_us, &st);
-  token_headers(r, &st);
+  polite__px_openai_headers(r, "tokens", st.limit, st.remaining,
+                            (st.reset_us + 999) / 1000);
   r->charge_tokens = 1;
   if (ok)
     return 0;
@@ -303,7 +287,7 @@ static int check_tokens(px_req *r, int64_t now_us, const char *body,
       "proxy)\",\"type\":\"tokens\",\"param\":null,\"code\":\"rate_limit_"
       "exceeded\"}}",
       st.spent == PX_TOK_PROMPT ? "prompt" : "completion", (long long)st.limit,
-      (long long)st.limit, (long long)secs);
+      (long long)st.used, (long long)secs);
   polite__px_own(r, 429, "application/json", buf, (size_t)n);
   polite__px_send_retry_after(r, secs, 0);
   return 1;

@@ -164,6 +164,10 @@ void polite__px_send_retry_after(px_req *r, int64_t seconds, int flags);
  * clock, for resetFormat UtcEpochSeconds. */
 void polite__px_rate_headers(px_req *r, const px_lim_state *st,
                              int64_t wall_ms);
+/* OpenAI's x-ratelimit-{limit,remaining,reset}-WHAT ("requests" or
+ * "tokens"), the reset as a duration rounded up ("20ms", "7s", "1m0s"). */
+void polite__px_openai_headers(px_req *r, const char *what, int64_t limit,
+                               int64_t remaining, int64_t reset_ms);
 /* pxlimits hook: the answer's head leaves the proxy now (after any
  * --latency): remembers the wait it told. Own answers and forwarded ones. */
 void polite__px_answer_left(px_req *r);

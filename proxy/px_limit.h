@@ -113,6 +113,7 @@ typedef struct {
   int spent;         /* PX_TOK_* that is spent, 0 when admitted */
   int64_t limit;     /* the limit closest to being spent */
   int64_t remaining; /* its tokens left (>= 0) */
+  int64_t used;      /* its tokens used in the window */
   int64_t reset_us;  /* until the window ends */
 } px_tok_state;
 

@@ -28,6 +28,7 @@ int polite__px_tok_admit(const px_tok_cfg *c, px_tok *t, int64_t now_us,
     out->limit = c->completion_limit;
     out->remaining = c->completion_limit - t->completion;
   }
+  out->used = out->limit - out->remaining;
   if (out->remaining < 0)
     out->remaining = 0;
   if (c->prompt_limit > 0 && t->prompt >= c->prompt_limit) {

@@ -48,6 +48,7 @@ static void overshoot_passes_then_refused_until_reset(void **state) {
   assert_false(polite__px_tok_admit(&cfg, &t, now, &st));
   assert_int_equal(st.spent, PX_TOK_PROMPT);
   assert_int_equal(st.remaining, 0);
+  assert_int_equal(st.used, 120);
   assert_int_equal(st.reset_us, 57 * S);
   /* At the window's end, a new one. */
   assert_true(polite__px_tok_admit(&cfg, &t, 70 * S, &st));

@@ -153,10 +153,42 @@ check([r.status_code for r in rs] == [200, 200, 200, 429],
 check(rs[1].headers.get("x-ratelimit-remaining-tokens") == "60" and rs[0].headers.get("x-ratelimit-limit-tokens") == "100",
       "x-ratelimit-*-tokens headers (%s)" % dict(rs[1].headers))
 check(rs[3].json().get("error", {}).get("code") == "rate_limit_exceeded" and rs[3].json()["error"]["type"] == "tokens"
+      and "Used 120" in rs[3].text
       and 55 <= int(rs[3].headers.get("Retry-After", "0")) <= 60,
       "OpenAI's TPM body and a Retry-After to the window's end (%s)" % rs[3].text)
 check(px.report().get("tokens_limited") == 1, "the report counts it")
 px.stop()
+
+# The same through an upstream (its answers read as they stream by), on the
+# responses API's usage names.
+import http.server
+
+
+class LLM(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.dumps({"object": "response", "output": [],
+                           "usage": {"input_tokens": 3, "output_tokens": 8}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+llm = http.server.ThreadingHTTPServer(("127.0.0.1", 0), LLM)
+threading.Thread(target=llm.serve_forever, daemon=True).start()
+px = Proxy("--upstream", "http://127.0.0.1:%d" % llm.server_address[1],
+           "--completion-token-limit", "20", name="tokens-up")
+s = requests.Session()
+codes = [s.post(px.base + "/v1/responses", json={"input": "hi"}, timeout=10).status_code for _ in range(4)]
+check(codes == [200, 200, 200, 429],
+      "through the upstream: 20 completion tokens, 8 each, the third overshoots, the fourth is refused (%s)" % codes)
+px.stop()
+llm.shutdown()
 
 # --- 7. polite run: at the right rate no 429, faster gets 429s it honours ---
 rc, out, err = run("run", "--help")
