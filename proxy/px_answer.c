@@ -403,7 +403,7 @@ void polite__px_default_mock(px_req *r) {
       esc[o++] = '\\';
       esc[o++] = (char)*p;
     } else if (*p < 0x20) {
-      o += (size_t)sprintf(esc + o, "\\u%04x", *p);
+      o += (size_t)snprintf(esc + o, 7, "\\u%04x", *p);
     } else {
       esc[o++] = (char)*p;
     }
