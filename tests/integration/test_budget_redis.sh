@@ -27,26 +27,7 @@ ok() { echo "ok - $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
 mono_us() { python3 -c 'import time; print(int(time.monotonic() * 1e6))'; }
 
-# Starts redis-server on $port (no persistence: a restart loses the data).
-# Returns non-zero when it did not come up (port taken).
-start_redis() {
-  (cd "$tmp" && exec redis-server --port "$port" --bind 127.0.0.1 --save '' \
-    --appendonly no --dir "$tmp" >>"$tmp/redis.log" 2>&1) &
-  rpid=$!
-  for _ in $(seq 100); do
-    redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && return 0
-    kill -0 "$rpid" 2>/dev/null || return 1
-    sleep 0.05
-  done
-  return 1
-}
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-  port=$((20000 + RANDOM % 40000))
-  start_redis && break
-  kill -9 "$rpid" 2>/dev/null
-  rpid=""
-done
-[ -n "$rpid" ] || { echo "could not start redis-server"; exit 1; }
+. "$(dirname "$0")/budget/redis.sh"
 R="redis://127.0.0.1:$port"
 
 # 1. The contract shared with the file backend (tests/integration/budget/

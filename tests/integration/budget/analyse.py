@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks budget_worker output (tests/tools/budget_worker.c) for the shared
 budget integration tests. Subcommands:
-  rate R BURST N FILE...   exactly N starts; aggregate rate within 2% of R,
+  rate R BURST N FILE...   exactly N starts; aggregate rate at most 2% above R
+                           and at most 10% below it (a loaded machine makes
+                           starts late, never early),
                            computed from the first to the last start as
                            (N - BURST) / span (GCRA lets BURST go at once);
                            no 1-second window holds more than R + BURST.
@@ -51,8 +53,11 @@ def main(argv):
         print(f'{n} starts in {span:.3f} s: {got:.2f}/s (budget {rate:g}/s, '
               f'{100 * (got - rate) / rate:+.2f}%); busiest 1 s window {w} '
               f'(limit {rate * 1 + burst:g})')
-        if abs(got - rate) > 0.02 * rate:
-            print('aggregate rate off by more than 2%')
+        if got > 1.02 * rate:
+            print('aggregate rate more than 2% above the budget')
+            return 1
+        if got < 0.90 * rate:
+            print('aggregate rate more than 10% below the budget')
             return 1
         if w > rate + burst:
             print('a 1-second window holds more than rate x 1 s + burst')

@@ -1,0 +1,28 @@
+# Sourced by the Redis budget tests: a redis-server of the test's own on a
+# free port of 127.0.0.1, in $tmp (which the caller made and removes).
+# Gives start_redis (again on the same $port after a kill: a restart loses
+# the data, as there is no persistence) and sets port and rpid; the caller's
+# exit trap kills $rpid.
+
+# Starts redis-server on $port. Returns non-zero when it did not come up
+# (port taken).
+start_redis() {
+  (cd "$tmp" && exec redis-server --port "$port" --bind 127.0.0.1 --save '' \
+    --appendonly no --dir "$tmp" >>"$tmp/redis.log" 2>&1) &
+  rpid=$!
+  for _ in $(seq 100); do
+    redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && return 0
+    kill -0 "$rpid" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
+rpid=""
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  port=$((20000 + RANDOM % 40000))
+  start_redis && break
+  kill -9 "$rpid" 2>/dev/null
+  rpid=""
+done
+[ -n "$rpid" ] || { echo "could not start redis-server"; exit 1; }
