@@ -440,20 +440,26 @@ static void due_admissions_start_in_one_turn(void **state) {
   sim_free(&x);
 }
 
-/* A server-side limiter of exactly --rate 1000/s --burst 4 (a GCRA on the
- * arrival times, tolerance 3 intervals) judges every start. */
+/* A server-side GCRA on the arrival times (interval T, tolerance tau) in
+ * *tat: ok200, or 429 with Retry-After: 1 counted in *n429. */
+static sim_answer gcra_server(sim *x, int64_t T, int64_t tau, int64_t *tat,
+                              unsigned *n429) {
+  int64_t t = x->now;
+  if (*tat - tau > t) {
+    (*n429)++;
+    return (sim_answer){429, {"Retry-After: 1", NULL}, "slow down", 0};
+  }
+  *tat = (*tat > t ? *tat : t) + T;
+  return ok200(x, 0, 0);
+}
+
+/* A server-side limiter of exactly --rate 1000/s --burst 4 (tolerance 3
+ * intervals) judges every start. */
 static int64_t burst_tat;
 static unsigned burst_429;
 static sim_answer limited_1000_burst_4(sim *x, unsigned req, unsigned attempt) {
   (void)req, (void)attempt;
-  const int64_t T = MS, tau = 3 * MS;
-  int64_t t = x->now;
-  if (burst_tat - tau > t) {
-    burst_429++;
-    return (sim_answer){429, {"Retry-After: 1", NULL}, "slow down", 0};
-  }
-  burst_tat = (burst_tat > t ? burst_tat : t) + T;
-  return ok200(x, req, attempt);
+  return gcra_server(x, MS, 3 * MS, &burst_tat, &burst_429);
 }
 
 /* At --burst N the limiter's tolerance absorbs late wake-ups: every
@@ -491,14 +497,7 @@ static int64_t limiter_tat;
 static unsigned limiter_429;
 static sim_answer limited_20(sim *x, unsigned req, unsigned attempt) {
   (void)req, (void)attempt;
-  const int64_t T = 50 * MS, tau = 50 * MS;
-  int64_t t = x->now;
-  if (limiter_tat - tau > t) {
-    limiter_429++;
-    return (sim_answer){429, {"Retry-After: 1", NULL}, "slow down", 0};
-  }
-  limiter_tat = (limiter_tat > t ? limiter_tat : t) + T;
-  return ok200(x, req, attempt);
+  return gcra_server(x, 50 * MS, 50 * MS, &limiter_tat, &limiter_429);
 }
 
 typedef struct {
