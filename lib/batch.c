@@ -11,12 +11,12 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -537,21 +537,28 @@ static void wait_until(polite_batch *b, int64_t wake) {
   int64_t d = wake - b->now.mono_us;
   if (d <= 0)
     return;
-  if (b->tfd >= 0 && arm_timer(b, wake) == 0) {
-    if (d <= COALESCE_US && polite__sched_in_flight(b->s) > 0) {
-      /* A paced run at 1000/s and more: the next turn is due within a
-       * millisecond, so sleep on the timer alone and service the
-       * transfers' sockets then, in the same wake-up as the next start.
-       * Waking once more per response would double the wake-ups, and the
-       * context switches are most of a paced start's CPU. A response is
-       * seen at most COALESCE_US late, always before the next admission
-       * (the loop reads the transfers first), so a 429 still stops the
-       * next start. */
-      struct pollfd p = {b->tfd, POLLIN, 0};
-      if (poll(&p, 1, (int)(d / 1000) + 1) > 0 && (p.revents & POLLIN))
-        b->armed = 0;
-      return;
+  if (d <= COALESCE_US && polite__sched_in_flight(b->s) > 0) {
+    /* A paced run at 1000/s and more: the next turn is due within a
+     * millisecond, so sleep alone (one system call, no timerfd to set) and
+     * service the transfers' sockets then, in the same wake-up as the next
+     * start. Waking once more per response would double the wake-ups, and
+     * the context switches are most of a paced start's CPU. A response is
+     * seen at most COALESCE_US late, always before the next admission (the
+     * loop reads the transfers first), so a 429 still stops the next
+     * start. The run's timer slack is 1 ns (polite_batch_run). */
+    struct timespec ts;
+    if (b->o.env == NULL || b->o.env->mono_us == NULL) {
+      ts.tv_sec = (time_t)(wake / 1000000);
+      ts.tv_nsec = (long)(wake % 1000000) * 1000;
+      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+    } else {
+      ts.tv_sec = 0;
+      ts.tv_nsec = (long)d * 1000;
+      nanosleep(&ts, NULL);
     }
+    return;
+  }
+  if (b->tfd >= 0 && arm_timer(b, wake) == 0) {
     struct curl_waitfd fd = {b->tfd, CURL_WAIT_POLLIN, 0};
     curl_multi_poll(b->multi, &fd, 1, (int)(d / 1000) + 1, NULL);
     /* Fired: it is set again before the next poll, and setting a timerfd
@@ -570,7 +577,8 @@ static void wait_until(polite_batch *b, int64_t wake) {
   }
 }
 
-int polite_batch_run(polite_batch *b) {
+/* The multi loop of polite_batch_run. */
+static int run_loop(polite_batch *b) {
   read_clocks(b);
   polite__sched_begin(b->s, &b->now);
   int rc;
@@ -603,4 +611,16 @@ int polite_batch_run(polite_batch *b) {
     return rc;
   polite__sched_end(b->s, &b->now);
   return 0;
+}
+
+int polite_batch_run(polite_batch *b) {
+  /* Paced sleeps end on time, not up to the default 50 us later (the
+   * thread's timer slack is restored on return). */
+  int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+  if (slack > 1)
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  int rc = run_loop(b);
+  if (slack > 1)
+    (void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+  return rc;
 }
