@@ -7,8 +7,10 @@
 # none), the start-interval error |gap - 1/rate| p50 and p99 from the
 # summary, and CPU seconds (user + sys) per 1000 requests. Unpaced
 # references: `polite run --rate none` and `curl --parallel` (same
-# concurrency), on SECONDS * 10000 requests. Prints a markdown table. Not a
-# test.
+# concurrency), on SECONDS * 10000 requests. The last column is the floor
+# of the machine at that moment: measured / planned of a bare timerfd +
+# poll loop (timer_floor.c, same T / 2 rule, no HTTP) run just before, at
+# 250/s and above. Prints a markdown table. Not a test.
 #   bench/pacing/run.sh [POLITE_BINARY] [SECONDS]
 # SECONDS (default 2) is the planned length of each paced run; 1/s always
 # runs 20 requests.
@@ -50,6 +52,9 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 
+FLOOR=
+cc -O2 -o "$T/timer_floor" "$HERE/timer_floor.c" 2>/dev/null && FLOOR=$T/timer_floor
+
 urls() { seq "$1" | sed "s|.*|http://127.0.0.1:$PORT/&|"; }
 # cpu CMD...: runs CMD, prints "user+sys" seconds.
 cpu() {
@@ -57,18 +62,22 @@ cpu() {
   awk '{printf "%.3f", $1 + $2}' "$T/time"
 }
 
-echo "| rate | N | wall / floor | measured / planned | interval error p50 | p99 | CPU s / 1000 req |"
-echo "|---:|---:|---:|---:|---:|---:|---:|"
+echo "| rate | N | wall / floor | measured / planned | interval error p50 | p99 | CPU s / 1000 req | bare timer loop |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
 for rate in 1 40 250 1000 5000 10000; do
   n=$((rate * SECS))
   [ "$rate" -eq 1 ] && n=20
   [ "$n" -lt 20 ] && n=20
   urls "$n" >"$T/in"
+  fl=
+  if [ -n "$FLOOR" ] && [ "$rate" -ge 250 ]; then
+    fl=$("$FLOOR" "$rate" "$SECS" | sed 's/.*planned //')
+  fi
   c=$(cpu "$POLITE" run --no-progress -q --rate "$rate/s" --burst 1 \
     --concurrency 16 --max-attempts 1 --summary-json "$T/s.json" "$T/in")
-  jq -r --argjson r "$rate" --argjson n "$n" --argjson c "$c" '
+  jq -r --argjson r "$rate" --argjson n "$n" --argjson c "$c" --arg fl "$fl" '
     def f(d): (. * pow(10; d) | round) / pow(10; d);
-    "| \($r)/s | \($n) | \(.elapsed_ms / 1000 / (($n - 1) / $r) | f(3)) | \(.rate_measured / $r | f(4)) | \(.interval_error_p50_ms | f(3)) ms | \(.interval_error_p99_ms | f(3)) ms | \($c / $n * 1000 | f(3)) |"' \
+    "| \($r)/s | \($n) | \(.elapsed_ms / 1000 / (($n - 1) / $r) | f(3)) | \(.rate_measured / $r | f(4)) | \(.interval_error_p50_ms | f(3)) ms | \(.interval_error_p99_ms | f(3)) ms | \($c / $n * 1000 | f(3)) | \($fl) |"' \
     "$T/s.json"
 done
 
@@ -76,9 +85,9 @@ n=$((SECS * 10000))
 urls "$n" >"$T/in"
 c=$(cpu "$POLITE" run --no-progress -q --rate none --concurrency 16 \
   --max-attempts 1 "$T/in")
-echo "| polite, --rate none | $n | | | | | $(awk -v c="$c" -v n="$n" 'BEGIN{printf "%.3f", c / n * 1000}') |"
+echo "| polite, --rate none | $n | | | | | $(awk -v c="$c" -v n="$n" 'BEGIN{printf "%.3f", c / n * 1000}') | |"
 urls "$n" | sed 's/.*/url = "&"\noutput = \/dev\/null/' >"$T/curl.cfg"
 c=$(cpu curl -s --parallel --parallel-max 16 -K "$T/curl.cfg")
-echo "| curl --parallel, no rate | $n | | | | | $(awk -v c="$c" -v n="$n" 'BEGIN{printf "%.3f", c / n * 1000}') |"
+echo "| curl --parallel, no rate | $n | | | | | $(awk -v c="$c" -v n="$n" 'BEGIN{printf "%.3f", c / n * 1000}') | |"
 echo
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"

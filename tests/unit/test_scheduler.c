@@ -440,6 +440,54 @@ static void due_admissions_start_in_one_turn(void **state) {
   sim_free(&x);
 }
 
+/* A server-side GCRA on the arrival times (interval T, tolerance tau) in
+ * *tat: ok200, or 429 with Retry-After: 1 counted in *n429. */
+static sim_answer gcra_server(sim *x, int64_t T, int64_t tau, int64_t *tat,
+                              unsigned *n429) {
+  int64_t t = x->now;
+  if (*tat - tau > t) {
+    (*n429)++;
+    return (sim_answer){429, {"Retry-After: 1", NULL}, "slow down", 0};
+  }
+  *tat = (*tat > t ? *tat : t) + T;
+  return ok200(x, 0, 0);
+}
+
+/* A server-side limiter of exactly --rate 1000/s --burst 4 (tolerance 3
+ * intervals) judges every start. */
+static int64_t burst_tat;
+static unsigned burst_429;
+static sim_answer limited_1000_burst_4(sim *x, unsigned req, unsigned attempt) {
+  (void)req, (void)attempt;
+  return gcra_server(x, MS, 3 * MS, &burst_tat, &burst_429);
+}
+
+/* At --burst N the limiter's tolerance absorbs late wake-ups: every
+ * wake-up 1.5 intervals late (a lateness --burst 1 loses at every start)
+ * loses no start. The first N start at once, no N + 1 starts fall within
+ * one interval, a server enforcing exactly the same limit never refuses
+ * one (never earlier than the limiter allows), and 2000 starts end when
+ * the plan says plus one lateness. */
+static void late_wakeups_at_burst_n_lose_nothing(void **state) {
+  (void)state;
+  sim x;
+  burst_tat = 0;
+  burst_429 = 0;
+  sim_init(&x, 1000, 4, 0, 2000, limited_1000_burst_4);
+  x.latency_us = 100;
+  x.late_us = 1500;
+  x.o.max_pending = 64;
+  assert_int_equal(sim_run(&x), 1);
+  assert_int_equal(x.n_starts, 2000);
+  assert_int_equal(burst_429, 0);
+  for (unsigned i = 0; i < 4; i++)
+    assert_int_equal(x.starts[i].at_us, T0);
+  for (unsigned i = 0; i + 4 < x.n_starts; i++)
+    assert_true(x.starts[i + 4].at_us - x.starts[i].at_us >= MS);
+  assert_true(x.starts[1999].at_us - T0 <= 1996 * MS + x.late_us);
+  sim_free(&x);
+}
+
 /* ---- the learned rate ------------------------------------------------------
  */
 
@@ -449,14 +497,7 @@ static int64_t limiter_tat;
 static unsigned limiter_429;
 static sim_answer limited_20(sim *x, unsigned req, unsigned attempt) {
   (void)req, (void)attempt;
-  const int64_t T = 50 * MS, tau = 50 * MS;
-  int64_t t = x->now;
-  if (limiter_tat - tau > t) {
-    limiter_429++;
-    return (sim_answer){429, {"Retry-After: 1", NULL}, "slow down", 0};
-  }
-  limiter_tat = (limiter_tat > t ? limiter_tat : t) + T;
-  return ok200(x, req, attempt);
+  return gcra_server(x, 50 * MS, 50 * MS, &limiter_tat, &limiter_429);
 }
 
 typedef struct {
@@ -647,6 +688,7 @@ int main(void) {
       cmocka_unit_test(budget_pause_beyond_max_wait),
       cmocka_unit_test(redirect_location_in_result),
       cmocka_unit_test(late_wakeups_keep_the_schedule),
+      cmocka_unit_test(late_wakeups_at_burst_n_lose_nothing),
       cmocka_unit_test(due_admissions_start_in_one_turn),
       cmocka_unit_test(heap_orders_by_due_then_seq),
       cmocka_unit_test(learned_rate_finds_the_limit),
