@@ -124,8 +124,8 @@ typedef enum {
 #define PX_HDR_OPENAI 4   /* x-ratelimit-{limit,remaining,reset}-requests */
 
 typedef struct {
-  char *listen;   /* "ADDR:PORT" */
-  char *upstream; /* NULL: mock mode */
+  char *listen;          /* "ADDR:PORT" */
+  char *upstream;        /* NULL: mock mode */
   char *upstream_cacert; /* https upstreams: CA file (NULL: system store) */
   int upstream_insecure; /* https upstreams: no certificate verification */
   char **watch;
@@ -172,12 +172,18 @@ typedef struct {
   px_rules errors;
   px_rules mocks;
   int64_t errors_mtime_ns, mocks_mtime_ns; /* for polite__px_config_reload */
-  /* The server's bounds and mode (set by src/cmd_proxy.c's own options;
+  /* The server's bounds and mode (rows of the option table;
    * 0 means the documented default, see px_server.c set_bounds). */
   int64_t max_head, max_headers, max_body, max_connections;
   char **allow_host; /* --allow-host globs (forward mode); owned */
   size_t nallow_host;
   int header_timeout_ms, idle_timeout_ms;
+  int mode_set; /* --mode given: a devproxyrc or --upstream do not decide */
+  /* While options are set (px_config.c): the directory relative paths are
+   * resolved against (a config file's; NULL on the command line), and 1
+   * when --config/--devproxy-config/--preset were already read. */
+  const char *set_dir;
+  int skip_sources;
 } px_config;
 
 void polite__px_config_init(px_config *c);
