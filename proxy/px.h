@@ -58,15 +58,15 @@ typedef enum { PX_RULES_ERRORS = 0, PX_RULES_MOCKS = 1 } px_rules_kind;
  * "FILE: errors[2].responses[0].statusCode: ..." into err. */
 int polite__px_rules_parse(px_rules *out, px_rules_kind kind, const char *text,
                            size_t len, const char *name, const char *dir,
-                           char *err, size_t errlen);
-/* Reads and parses a file; same contract. */
+                           size_t max, char *err, size_t errlen);
+/* Reads path (up to max bytes) and parses it; same contract. */
 int polite__px_rules_load(px_rules *out, px_rules_kind kind, const char *path,
-                          char *err, size_t errlen);
+                          size_t max, char *err, size_t errlen);
 void polite__px_rules_free(px_rules *r);
 /* Reads a file holding one response object ({"statusCode","headers","body"},
  * Dev Proxy's customResponseFile) into out as one rule matching "*". */
-int polite__px_response_load(px_rules *out, const char *path, char *err,
-                             size_t errlen);
+int polite__px_response_load(px_rules *out, const char *path, size_t max,
+                             char *err, size_t errlen);
 
 /* The first rule matching the request (url glob, method, body fragment),
  * honouring `nth` for mocks (every matching mock's counter advances).
@@ -100,8 +100,16 @@ void polite__px_errf(char *err, size_t errlen, const char *fmt, ...)
 /* The directory part of path into dir, or `none` when path has no '/'. */
 void polite__px_dirname(const char *path, char *dir, size_t size,
                         const char *none);
-/* Whole file, NUL-terminated and malloc'ed; NULL with errno on failure. */
-char *polite__px_slurp(const char *path, size_t *len);
+/* The message for a file polite__read_file (lib/http_syntax.h) refused,
+ * from errno: "PATH: larger than the limit of MAX bytes (--max-file-size)"
+ * for EFBIG, else "PATH: cannot read file: <strerror>". */
+void polite__px_file_error(char *err, size_t errlen, const char *path,
+                           size_t max);
+
+/* What --max-file-size is unless set: the errors, mocks, config,
+ * devproxyrc and response files and @file bodies are read up to this many
+ * bytes (issue 15 item 6: --mocks-file /dev/zero read 5 GB). */
+#define PX_FILE_MAX_DEFAULT ((size_t)16 << 20)
 
 /* 1 when the header name carries a secret (Authorization, Cookie, ...). */
 int polite__px_secret_header(const char *name);
@@ -175,6 +183,7 @@ typedef struct {
   /* The server's bounds and mode (rows of the option table;
    * 0 means the documented default, see px_server.c set_bounds). */
   int64_t max_head, max_headers, max_body, max_connections;
+  size_t max_file;   /* --max-file-size: files the proxy reads, in bytes */
   char **allow_host; /* --allow-host globs (forward mode); owned */
   size_t nallow_host;
   int header_timeout_ms, idle_timeout_ms;

@@ -3,6 +3,7 @@
 #include "px.h"
 
 #include "cli.h"
+#include "http_syntax.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -29,6 +30,7 @@ void polite__px_config_init(px_config *c) {
   c->tok.window_us = 60000000; /* Dev Proxy's resetTimeWindowSeconds */
   c->quota = -1;
   c->scope = PX_SCOPE_URL;
+  c->max_file = PX_FILE_MAX_DEFAULT;
 }
 
 void polite__px_config_free(px_config *c) {
@@ -115,6 +117,7 @@ typedef enum {
   O_MAX_CONN,
   O_HEADER_TIMEOUT,
   O_IDLE_TIMEOUT,
+  O_MAX_FILE,
   O_REPORT,
   O_REPORT_MD,
   O_REPORT_HTML,
@@ -249,6 +252,10 @@ const cli_opt polite__px_options[O_COUNT + 1] = {
         "10", "time a client has to send a request head", NULL),
     ROW(O_IDLE_TIMEOUT, "idle-timeout", CLI_CUSTOM, "SECONDS", 0, 86400, "60",
         "idle keep-alive, stalled body or stalled reader", NULL),
+    ROW(O_MAX_FILE, "max-file-size", CLI_SIZE, "BYTES", 1, 1LL << 30, "16M",
+        "largest errors, mocks, config, devproxyrc or response file (and "
+        "@file body) read",
+        NULL),
     ROW(O_REPORT, "report", CLI_CUSTOM, "FILE", 0, 0, NULL,
         "JSON report written on SIGINT/SIGTERM", "Output"),
     ROW(O_REPORT_MD, "report-md", CLI_CUSTOM, "FILE", 0, 0, NULL,
@@ -426,6 +433,7 @@ static int store_number(px_config *c, opt_id id, uint64_t u) {
   case O_MAX_HEADERS: c->max_headers = (int64_t)u; break;
   case O_MAX_BODY: c->max_body = (int64_t)u; break;
   case O_MAX_CONN: c->max_connections = (int64_t)u; break;
+  case O_MAX_FILE: c->max_file = (size_t)u; break;
   default: return -1;
   }
   return 0;
@@ -925,9 +933,9 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
 int polite__px_config_load(px_config *c, const char *path, char *err,
                            size_t errlen) {
   size_t n = 0;
-  char *text = polite__px_slurp(path, &n);
-  if (text == NULL) {
-    polite__px_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+  char *text = NULL;
+  if (polite__read_file(path, c->max_file, &text, &n) != 0) {
+    polite__px_file_error(err, errlen, path, c->max_file);
     return -1;
   }
   char dir[4096];
@@ -947,8 +955,8 @@ static int64_t file_mtime_ns(const char *path) {
 
 /* One rules file: reload when its time changed; keep the old rules when the
  * new text does not load. */
-static int reload_one(const char *path, px_rules_kind kind, px_rules *rules,
-                      int64_t *mtime, FILE *log) {
+static int reload_one(const char *path, px_rules_kind kind, size_t max,
+                      px_rules *rules, int64_t *mtime, FILE *log) {
   if (path == NULL)
     return 0;
   int64_t m = file_mtime_ns(path);
@@ -957,7 +965,7 @@ static int reload_one(const char *path, px_rules_kind kind, px_rules *rules,
   *mtime = m;
   px_rules fresh;
   char err[1024];
-  if (polite__px_rules_load(&fresh, kind, path, err, sizeof err) < 0) {
+  if (polite__px_rules_load(&fresh, kind, path, max, err, sizeof err) < 0) {
     if (log)
       fprintf(log,
               "polite proxy: %s changed but does not load, keeping the "
@@ -973,9 +981,9 @@ static int reload_one(const char *path, px_rules_kind kind, px_rules *rules,
 }
 
 int polite__px_config_reload(px_config *c, FILE *log) {
-  return reload_one(c->errors_file, PX_RULES_ERRORS, &c->errors,
+  return reload_one(c->errors_file, PX_RULES_ERRORS, c->max_file, &c->errors,
                     &c->errors_mtime_ns, log) +
-         reload_one(c->mocks_file, PX_RULES_MOCKS, &c->mocks,
+         reload_one(c->mocks_file, PX_RULES_MOCKS, c->max_file, &c->mocks,
                     &c->mocks_mtime_ns, log);
 }
 
@@ -984,15 +992,17 @@ int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
    * given; without a file the default is 0 (failures are opt-in). */
   if (c->errors_file && !c->failure_rate_set)
     c->failure_rate = 50;
-  if (c->errors_file && polite__px_rules_load(&c->errors, PX_RULES_ERRORS,
-                                              c->errors_file, err, errlen) < 0)
+  if (c->errors_file &&
+      polite__px_rules_load(&c->errors, PX_RULES_ERRORS, c->errors_file,
+                            c->max_file, err, errlen) < 0)
     return -1;
-  if (c->mocks_file && polite__px_rules_load(&c->mocks, PX_RULES_MOCKS,
-                                             c->mocks_file, err, errlen) < 0)
+  if (c->mocks_file &&
+      polite__px_rules_load(&c->mocks, PX_RULES_MOCKS, c->mocks_file,
+                            c->max_file, err, errlen) < 0)
     return -1;
   if (c->limit_response_file &&
-      polite__px_response_load(&c->limit_response, c->limit_response_file, err,
-                               errlen) < 0)
+      polite__px_response_load(&c->limit_response, c->limit_response_file,
+                               c->max_file, err, errlen) < 0)
     return -1;
   c->errors_mtime_ns = c->errors_file ? file_mtime_ns(c->errors_file) : 0;
   c->mocks_mtime_ns = c->mocks_file ? file_mtime_ns(c->mocks_file) : 0;

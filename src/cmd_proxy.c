@@ -23,10 +23,11 @@ const cli_command cli_cmd_proxy = {
 
 int cmd_proxy_ca(int argc, char **argv); /* src/cmd_proxy_ca.c */
 
-/* The option at argv[i] when it is --config, --devproxy-config or
- * --preset ("--name VALUE" or "--name=VALUE"): its row and value; *i moves
- * past the value. Any other option's value is stepped over, so that a value
- * that looks like one of these is not read as it. NULL for others. */
+/* The option at argv[i] when it is --config, --devproxy-config,
+ * --preset or --max-file-size ("--name VALUE" or "--name=VALUE"): its row and
+ * value; *i moves past the value. Any other option's value is stepped over, so
+ * that a value that looks like one of these is not read as it. NULL for others.
+ */
 static const cli_opt *source_option(int argc, char **argv, int *i,
                                     const char **value) {
   const char *a = argv[*i];
@@ -40,7 +41,9 @@ static const cli_opt *source_option(int argc, char **argv, int *i,
   if (!eq && *i + 1 >= argc)
     return NULL; /* cli_parse says it needs a value */
   *value = eq ? eq + 1 : argv[++*i];
-  static const char *const sources[] = {"config", "devproxy-config", "preset"};
+  /* --max-file-size too, so that it bounds the files read here. */
+  static const char *const sources[] = {"config", "devproxy-config", "preset",
+                                        "max-file-size"};
   for (size_t k = 0; k < sizeof sources / sizeof sources[0]; k++)
     if (strcmp(o->name, sources[k]) == 0)
       return o;

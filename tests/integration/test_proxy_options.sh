@@ -57,6 +57,32 @@ check_grep "a repeatable key's bad item is named" "bad2.json:1: field 'allowHost
 "$P" proxy --maxHeaders 5 2>"$TMP/e5"
 check_grep "flags are exact (camelCase is for the file)" "unknown option '--maxHeaders'" "$TMP/e5"
 
+# ---- files are read with a size limit (issue 15 item 6) --------------------
+# --mocks-file /dev/zero read 5 GB in 5 s: now it stops at 16 MiB + 1 byte.
+timeout 10 "$P" proxy --mocks-file /dev/zero 2>"$TMP/z1"
+check "--mocks-file /dev/zero exits 2 at once" [ $? -eq 2 ]
+check_grep "... naming the file and the default limit" "/dev/zero: larger than the limit of 16777216 bytes \(--max-file-size\)" "$TMP/z1"
+timeout 10 "$P" proxy --errors-file /dev/zero 2>"$TMP/z2"
+check_grep "--errors-file /dev/zero too" "/dev/zero: larger than the limit" "$TMP/z2"
+timeout 10 "$P" proxy --config /dev/zero 2>"$TMP/z3"
+check_grep "--config /dev/zero too" "/dev/zero: larger than the limit" "$TMP/z3"
+timeout 10 "$P" proxy --devproxy-config /dev/zero 2>"$TMP/z4"
+check_grep "--devproxy-config /dev/zero too" "/dev/zero: larger than the limit" "$TMP/z4"
+head -c 3000 /dev/zero | tr '\0' ' ' >"$TMP/big.json"
+echo '{"mocks":[]}' >>"$TMP/big.json"
+"$P" proxy --errors-file "$TMP/big.json" --max-file-size=2k 2>"$TMP/z5"
+check_grep "an oversize file names the file and --max-file-size's value" "big.json: larger than the limit of 2048 bytes" "$TMP/z5"
+printf '{"maxFileSize": "2k", "mocksFile": "big.json"}' >"$TMP/mf.json"
+"$P" proxy --config "$TMP/mf.json" 2>"$TMP/z6"
+check_grep "maxFileSize as a config key" "big.json: larger than the limit of 2048 bytes" "$TMP/z6"
+printf '{"mocks":[{"request":{"url":"*"},"response":{"body":"@big.json"}}]}' >"$TMP/m.json"
+"$P" proxy --mocks-file "$TMP/m.json" --max-file-size 2k 2>"$TMP/z7"
+check_grep "an @file body over the limit is named" "body file .*big.json: larger than the limit of 2048" "$TMP/z7"
+# Under the limit the same file loads and is served.
+start_proxy --mocks-file "$TMP/big.json" --max-file-size 4k
+check_eq "under --max-file-size the file loads" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/x")" 200
+stop_proxy
+
 # ---- every row is in --help, the docs page and the man page ----------------
 "$P" help --json proxy | jq -r '.options[].name' >"$TMP/names"
 check "the table has the bounds and the mode" grep -qx max-connections "$TMP/names"
