@@ -188,18 +188,19 @@ typedef struct {
   size_t nallow_host;
   int header_timeout_ms, idle_timeout_ms;
   int mode_set; /* --mode given: a devproxyrc or --upstream do not decide */
-  /* While options are set (px_config.c): the directory relative paths are
-   * resolved against (a config file's; NULL on the command line), and 1
-   * when --config/--devproxy-config/--preset were already read. */
-  const char *set_dir;
+  /* While options are set (px_config.c): 1 when --config/--devproxy-config/
+   * --preset were already read, and the directory relative paths are
+   * resolved against (a config file's; NULL on the command line). */
   int skip_sources;
+  const char *set_dir;
 } px_config;
 
 void polite__px_config_init(px_config *c);
 void polite__px_config_free(px_config *c);
 
-/* Sets option `name` (kebab-case "failure-rate", camelCase "failureRate"
- * or snake_case are all accepted) from its text value. Boolean options take
+/* Sets option `name` (a row of polite__px_options, looked up loosely:
+ * kebab-case "failure-rate", camelCase "failureRate" or snake_case) from
+ * its text value. Boolean options take
  * "true"/"false"/"1"/"0" or NULL (meaning true). `base_dir` (may be NULL)
  * resolves relative file paths (the config file's directory). Returns 0,
  * or -1 with a message naming the option and the value in err; -2 when the
@@ -244,7 +245,8 @@ int polite__px_config_reload(px_config *c, FILE *log);
  */
 
 /* Applies preset `name` (openai, github, graph) to c. -1 with a message
- * listing the names when unknown. */
+ * listing the names when unknown (without "--preset": the option table's
+ * setter adds it). */
 int polite__px_preset_apply(px_config *c, const char *name, char *err,
                             size_t errlen);
 /* --preset list: each preset, what it imitates, and its options. */
