@@ -78,8 +78,11 @@ const char *polite__ci_find(const char *hay, size_t n, const char *needle) {
 }
 
 uint64_t polite__fnv1a(const void *s, size_t n) {
+  return polite__fnv1a_more(UINT64_C(14695981039346656037), s, n);
+}
+
+uint64_t polite__fnv1a_more(uint64_t h, const void *s, size_t n) {
   const unsigned char *p = s;
-  uint64_t h = UINT64_C(14695981039346656037);
   for (size_t i = 0; i < n; i++) {
     h ^= p[i];
     h *= UINT64_C(1099511628211);

@@ -42,6 +42,10 @@ const char *polite__ci_find(const char *hay, size_t n, const char *needle);
  * collision-resistant (never hash attacker keys into a table without a
  * size bound). */
 uint64_t polite__fnv1a(const void *s, size_t n);
+/* Goes on hashing s[0..n) from the state h that an earlier
+ * polite__fnv1a(_more) returned: fnv1a(a + b) == fnv1a_more(fnv1a(a), b).
+ * For salted keys without copying them. */
+uint64_t polite__fnv1a_more(uint64_t h, const void *s, size_t n);
 
 /* ---- Civil dates (proleptic Gregorian, Howard Hinnant's algorithms) ---- */
 

@@ -58,15 +58,15 @@ typedef enum { PX_RULES_ERRORS = 0, PX_RULES_MOCKS = 1 } px_rules_kind;
  * "FILE: errors[2].responses[0].statusCode: ..." into err. */
 int polite__px_rules_parse(px_rules *out, px_rules_kind kind, const char *text,
                            size_t len, const char *name, const char *dir,
-                           char *err, size_t errlen);
-/* Reads and parses a file; same contract. */
+                           size_t max, char *err, size_t errlen);
+/* Reads path (up to max bytes) and parses it; same contract. */
 int polite__px_rules_load(px_rules *out, px_rules_kind kind, const char *path,
-                          char *err, size_t errlen);
+                          size_t max, char *err, size_t errlen);
 void polite__px_rules_free(px_rules *r);
 /* Reads a file holding one response object ({"statusCode","headers","body"},
  * Dev Proxy's customResponseFile) into out as one rule matching "*". */
-int polite__px_response_load(px_rules *out, const char *path, char *err,
-                             size_t errlen);
+int polite__px_response_load(px_rules *out, const char *path, size_t max,
+                             char *err, size_t errlen);
 
 /* The first rule matching the request (url glob, method, body fragment),
  * honouring `nth` for mocks (every matching mock's counter advances).
@@ -100,8 +100,16 @@ void polite__px_errf(char *err, size_t errlen, const char *fmt, ...)
 /* The directory part of path into dir, or `none` when path has no '/'. */
 void polite__px_dirname(const char *path, char *dir, size_t size,
                         const char *none);
-/* Whole file, NUL-terminated and malloc'ed; NULL with errno on failure. */
-char *polite__px_slurp(const char *path, size_t *len);
+/* The message for a file polite__read_file (lib/http_syntax.h) refused,
+ * from errno: "PATH: larger than the limit of MAX bytes (--max-file-size)"
+ * for EFBIG, else "PATH: cannot read file: <strerror>". */
+void polite__px_file_error(char *err, size_t errlen, const char *path,
+                           size_t max);
+
+/* What --max-file-size is unless set: the errors, mocks, config,
+ * devproxyrc and response files and @file bodies are read up to this many
+ * bytes (issue 15 item 6: --mocks-file /dev/zero read 5 GB). */
+#define PX_FILE_MAX_DEFAULT ((size_t)16 << 20)
 
 /* 1 when the header name carries a secret (Authorization, Cookie, ...). */
 int polite__px_secret_header(const char *name);
@@ -124,8 +132,8 @@ typedef enum {
 #define PX_HDR_OPENAI 4   /* x-ratelimit-{limit,remaining,reset}-requests */
 
 typedef struct {
-  char *listen;   /* "ADDR:PORT" */
-  char *upstream; /* NULL: mock mode */
+  char *listen;          /* "ADDR:PORT" */
+  char *upstream;        /* NULL: mock mode */
   char *upstream_cacert; /* https upstreams: CA file (NULL: system store) */
   int upstream_insecure; /* https upstreams: no certificate verification */
   char **watch;
@@ -172,19 +180,27 @@ typedef struct {
   px_rules errors;
   px_rules mocks;
   int64_t errors_mtime_ns, mocks_mtime_ns; /* for polite__px_config_reload */
-  /* The server's bounds and mode (set by src/cmd_proxy.c's own options;
+  /* The server's bounds and mode (rows of the option table;
    * 0 means the documented default, see px_server.c set_bounds). */
   int64_t max_head, max_headers, max_body, max_connections;
+  size_t max_file;   /* --max-file-size: files the proxy reads, in bytes */
   char **allow_host; /* --allow-host globs (forward mode); owned */
   size_t nallow_host;
   int header_timeout_ms, idle_timeout_ms;
+  int mode_set; /* --mode given: a devproxyrc or --upstream do not decide */
+  /* While options are set (px_config.c): 1 when --config/--devproxy-config/
+   * --preset were already read, and the directory relative paths are
+   * resolved against (a config file's; NULL on the command line). */
+  int skip_sources;
+  const char *set_dir;
 } px_config;
 
 void polite__px_config_init(px_config *c);
 void polite__px_config_free(px_config *c);
 
-/* Sets option `name` (kebab-case "failure-rate", camelCase "failureRate"
- * or snake_case are all accepted) from its text value. Boolean options take
+/* Sets option `name` (a row of polite__px_options, looked up loosely:
+ * kebab-case "failure-rate", camelCase "failureRate" or snake_case) from
+ * its text value. Boolean options take
  * "true"/"false"/"1"/"0" or NULL (meaning true). `base_dir` (may be NULL)
  * resolves relative file paths (the config file's directory). Returns 0,
  * or -1 with a message naming the option and the value in err; -2 when the
@@ -229,7 +245,8 @@ int polite__px_config_reload(px_config *c, FILE *log);
  */
 
 /* Applies preset `name` (openai, github, graph) to c. -1 with a message
- * listing the names when unknown. */
+ * listing the names when unknown (without "--preset": the option table's
+ * setter adds it). */
 int polite__px_preset_apply(px_config *c, const char *name, char *err,
                             size_t errlen);
 /* --preset list: each preset, what it imitates, and its options. */

@@ -3,11 +3,12 @@
 #define _GNU_SOURCE
 #include "px_engine.h"
 
+#include "http_syntax.h"
+
 #include <polite/clock.h>
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 static void iso_now(char *buf, size_t size) {
@@ -250,7 +251,7 @@ void polite__px_own_canned_wait(px_req *r, const px_response *resp,
   int throttles = resp->status == 429 || resp->status == 503;
   for (size_t i = 0; i < resp->nheaders; i++) {
     const px_header *h = &resp->headers[i];
-    if (strcasecmp(h->name, "Retry-After") == 0) {
+    if (polite__ci_eq(h->name, strlen(h->name), "Retry-After")) {
       int literal;
       int64_t ms = canned_wait(h->value, dynamic_s, &literal);
       if (!literal) {
@@ -268,7 +269,7 @@ void polite__px_own_canned_wait(px_req *r, const px_response *resp,
       if (!literal)
         continue;
     }
-    if (strcasecmp(h->name, "Content-Type") == 0)
+    if (polite__ci_eq(h->name, strlen(h->name), "Content-Type"))
       has_ctype = 1;
     evhttp_add_header(r->out, h->name, h->value);
   }

@@ -2,6 +2,9 @@
  * file. */
 #include "px.h"
 
+#include "cli.h"
+#include "http_syntax.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
@@ -27,6 +30,7 @@ void polite__px_config_init(px_config *c) {
   c->tok.window_us = 60000000; /* Dev Proxy's resetTimeWindowSeconds */
   c->quota = -1;
   c->scope = PX_SCOPE_URL;
+  c->max_file = PX_FILE_MAX_DEFAULT;
 }
 
 void polite__px_config_free(px_config *c) {
@@ -36,6 +40,9 @@ void polite__px_config_free(px_config *c) {
   for (size_t i = 0; i < c->nwatch; i++)
     free(c->watch[i]);
   free(c->watch);
+  for (size_t i = 0; i < c->nallow_host; i++)
+    free(c->allow_host[i]);
+  free(c->allow_host);
   free(c->errors_file);
   free(c->mocks_file);
   free(c->report);
@@ -54,44 +61,41 @@ void polite__px_config_free(px_config *c) {
   memset(c, 0, sizeof *c);
 }
 
-/* Option names compared without case, dashes or underscores, so that
- * "failure-rate", "failureRate" and "failure_rate" are one option. */
-static void norm(const char *in, char *out, size_t size) {
-  size_t o = 0;
-  for (; *in && o + 1 < size; in++) {
-    if (*in == '-' || *in == '_')
-      continue;
-    out[o++] = (char)tolower((unsigned char)*in);
-  }
-  out[o] = '\0';
-}
+/* ---- The option table -----------------------------------------------------
+ * Every `polite proxy` option is one row (src/cli.h's cli_opt): the command
+ * line (src/cmd_proxy.c through cli_parse), the JSON --config file, presets
+ * and the devproxyrc reader all set options through these rows, and --help,
+ * docs/proxy.md's table and polite-proxy(1) are generated from them. Rows
+ * are indexed by opt_id (designated initializers), so px_set finds a row's
+ * case in one switch; the value's text is parsed there because most proxy
+ * values need more than a cli_kind (paths relative to the config file,
+ * owned strings, N/UNIT windows). Never call cli_free on this table: the
+ * setters own what they store (polite__px_config_free frees it). */
 
 typedef enum {
   O_LISTEN,
   O_UPSTREAM,
   O_UPSTREAM_CACERT,
   O_UPSTREAM_INSECURE,
+  O_MODE,
+  O_ALLOW_HOST,
   O_WATCH,
+  O_CONFIG,
+  O_DEVPROXY,
+  O_PRESET,
   O_FAILURE,
   O_SEED,
   O_RETRY_AFTER,
   O_ERRORS,
   O_MOCKS,
+  O_LATENCY,
   O_RATE,
   O_BURST,
   O_RATE_SCOPE,
-  O_QUOTA,
-  O_SCOPE,
-  O_PENALTY,
-  O_LATENCY,
-  O_REPORT,
-  O_REPORT_MD,
-  O_REPORT_HTML,
-  O_LOG,
-  O_READY,
   O_RATE_MODE,
   O_RATE_COST,
   O_RATE_HEADERS,
+  O_HEADER_NAMES,
   O_WARN,
   O_RESET_FORMAT,
   O_LIMIT_RESPONSE,
@@ -99,77 +103,188 @@ typedef enum {
   O_CONC_SCOPE,
   O_CONC_STATUS,
   O_CONC_RA,
+  O_QUOTA,
   O_QUOTA_PERIOD,
   O_QUOTA_HOUR,
-  O_HEADER_NAMES,
   O_TOK_PROMPT,
   O_TOK_COMPLETION,
-  O_TOK_WINDOW
+  O_TOK_WINDOW,
+  O_SCOPE,
+  O_PENALTY,
+  O_MAX_HEAD,
+  O_MAX_HEADERS,
+  O_MAX_BODY,
+  O_MAX_CONN,
+  O_HEADER_TIMEOUT,
+  O_IDLE_TIMEOUT,
+  O_MAX_FILE,
+  O_REPORT,
+  O_REPORT_MD,
+  O_REPORT_HTML,
+  O_LOG,
+  O_READY,
+  O_COUNT
 } opt_id;
 
-static const struct {
-  const char *name; /* kebab-case, as on the command line */
-  opt_id id;
-  int is_bool;
-} opts[] = {
-    {"listen", O_LISTEN, 0},
-    {"upstream", O_UPSTREAM, 0},
-    {"upstream-cacert", O_UPSTREAM_CACERT, 0},
-    {"upstream-insecure", O_UPSTREAM_INSECURE, 1},
-    {"watch", O_WATCH, 0},
-    {"failure-rate", O_FAILURE, 0},
-    {"seed", O_SEED, 0},
-    {"retry-after", O_RETRY_AFTER, 0},
-    {"errors-file", O_ERRORS, 0},
-    {"mocks-file", O_MOCKS, 0},
-    {"rate-limit", O_RATE, 0},
-    {"burst", O_BURST, 0},
-    {"rate-limit-scope", O_RATE_SCOPE, 0},
-    {"quota", O_QUOTA, 0},
-    {"retry-after-scope", O_SCOPE, 0},
-    {"penalty", O_PENALTY, 1},
-    {"latency", O_LATENCY, 0},
-    {"report", O_REPORT, 0},
-    {"report-md", O_REPORT_MD, 0},
-    {"report-html", O_REPORT_HTML, 0},
-    {"log", O_LOG, 0},
-    {"ready-file", O_READY, 0},
-    {"rate-limit-mode", O_RATE_MODE, 0},
-    {"rate-limit-cost", O_RATE_COST, 0},
-    {"rate-limit-headers", O_RATE_HEADERS, 0},
-    {"warning-threshold", O_WARN, 0},
-    {"reset-format", O_RESET_FORMAT, 0},
-    {"limit-response-file", O_LIMIT_RESPONSE, 0},
-    {"concurrency-limit", O_CONC, 0},
-    {"concurrency-scope", O_CONC_SCOPE, 0},
-    {"concurrency-status", O_CONC_STATUS, 0},
-    {"concurrency-retry-after", O_CONC_RA, 0},
-    {"quota-period", O_QUOTA_PERIOD, 0},
-    {"quota-reset-hour", O_QUOTA_HOUR, 0},
-    {"header-names", O_HEADER_NAMES, 0},
-    {"prompt-token-limit", O_TOK_PROMPT, 0},
-    {"completion-token-limit", O_TOK_COMPLETION, 0},
-    {"token-window", O_TOK_WINDOW, 0},
+static int px_set(void *opts, const cli_opt *o, const char *val, char *err,
+                  size_t errlen);
+
+/* One row: id, name, kind (CLI_FLAG for booleans, CLI_UINT/CLI_SIZE where
+ * min..max is the range px_set checks, else CLI_CUSTOM), the value's
+ * placeholder, range, the default as help shows it, help, group. */
+#define ROW(id, name, kind, arg, lo, hi, def, help, group)                     \
+  [id] = {name, 0,    kind,  arg, lo, hi,     NULL, def,                       \
+          NULL, help, group, 0,   0,  px_set, NULL, 0}
+
+const cli_opt polite__px_options[O_COUNT + 1] = {
+    ROW(O_LISTEN, "listen", CLI_CUSTOM, "ADDR:PORT", 0, 0, "127.0.0.1:8000",
+        "where to listen (port 0: any free port, printed as 'polite proxy: "
+        "listening on ...')",
+        "Where it listens and what it proxies"),
+    ROW(O_UPSTREAM, "upstream", CLI_CUSTOM, "URL", 0, 0, "mock mode",
+        "reverse proxy to this http:// or https:// URL", NULL),
+    ROW(O_UPSTREAM_CACERT, "upstream-cacert", CLI_CUSTOM, "FILE", 0, 0,
+        "the system store", "https upstream: trust the CAs in FILE", NULL),
+    ROW(O_UPSTREAM_INSECURE, "upstream-insecure", CLI_FLAG, NULL, 1, 1, NULL,
+        "https upstream: do not verify its certificate", NULL),
+    ROW(O_MODE, "mode", CLI_CUSTOM, "MODE", 0, 0,
+        "reverse (forward with --devproxy-config)",
+        "forward, reverse or mock; forward: a proxy for HTTP_PROXY/HTTPS_PROXY "
+        "clients, CONNECT to a --watch host decrypted with the local CA, "
+        "others tunnelled",
+        NULL),
+    ROW(O_ALLOW_HOST, "allow-host", CLI_CUSTOM, "GLOB", 0, 0,
+        "any, on a loopback --listen only",
+        "forward mode connects only to these hosts (repeatable)", NULL),
+    ROW(O_WATCH, "watch", CLI_CUSTOM, "GLOB", 0, 0, "all",
+        "URLs to act on (repeatable; '*' wildcard, '!' excludes, first match "
+        "wins)",
+        NULL),
+    ROW(O_CONFIG, "config", CLI_CUSTOM, "FILE", 0, 0, NULL,
+        "a JSON object of these options (keys without case, '-' or '_'); "
+        "flags override it",
+        NULL),
+    ROW(O_DEVPROXY, "devproxy-config", CLI_CUSTOM, "FILE", 0, 0, NULL,
+        "Dev Proxy's devproxyrc.json or .yaml, as it is", NULL),
+    ROW(O_PRESET, "preset", CLI_CUSTOM, "NAME", 0, 0, NULL,
+        "openai, github or graph limits; --preset list shows them", NULL),
+    ROW(O_FAILURE, "failure-rate", CLI_CUSTOM, "PCT", 0, 0,
+        "0, 50 with --errors-file", "fail PCT% (0-100) of watched requests",
+        "Failures and mocks"),
+    ROW(O_SEED, "seed", CLI_CUSTOM, "N", 0, 0, "random",
+        "make --failure-rate and --latency deterministic", NULL),
+    ROW(O_RETRY_AFTER, "retry-after", CLI_UINT, "SECONDS", 0, 86400 * 366, "5",
+        "Retry-After of injected 429s and @dynamic", NULL),
+    ROW(O_ERRORS, "errors-file", CLI_CUSTOM, "FILE", 0, 0, NULL,
+        "Dev Proxy errors file to draw failures from", NULL),
+    ROW(O_MOCKS, "mocks-file", CLI_CUSTOM, "FILE", 0, 0, NULL,
+        "Dev Proxy mocks file (mock mode answers)", NULL),
+    ROW(O_LATENCY, "latency", CLI_CUSTOM, "MIN-MAX", 0, 0, "0",
+        "added latency in ms (uniform; one number: fixed)", NULL),
+    ROW(O_RATE, "rate-limit", CLI_CUSTOM, "N/UNIT", 0, 0, "off",
+        "simulate a rate limit (10/s, 120/min, 1000/h, 5000/day)",
+        "Limits (docs/proxy-limits.md)"),
+    ROW(O_BURST, "burst", CLI_UINT, "N", 1, 1000000, "1",
+        "requests allowed at once under --rate-limit", NULL),
+    ROW(O_RATE_SCOPE, "rate-limit-scope", CLI_CUSTOM, "SCOPE", 0, 0, "global",
+        "global, url, host or client", NULL),
+    ROW(O_RATE_MODE, "rate-limit-mode", CLI_CUSTOM, "MODE", 0, 0, "gcra",
+        "gcra, fixed or sliding", NULL),
+    ROW(O_RATE_COST, "rate-limit-cost", CLI_UINT, "N", 1, 1000000, "1",
+        "units one request costs", NULL),
+    ROW(O_RATE_HEADERS, "rate-limit-headers", CLI_CUSTOM, "KIND", 0, 0,
+        "ietf (devproxy with fixed)", "ietf, devproxy, both, openai or none",
+        NULL),
+    ROW(O_HEADER_NAMES, "header-names", CLI_CUSTOM, "NAMES", 0, 0, "ratelimit",
+        "devproxy headers as RateLimit-* (ratelimit) or X-RateLimit-* "
+        "(x-ratelimit)",
+        NULL),
+    ROW(O_WARN, "warning-threshold", CLI_UINT, "PCT", 0, 100, "80",
+        "devproxy headers from this % of the limit used", NULL),
+    ROW(O_RESET_FORMAT, "reset-format", CLI_CUSTOM, "FORMAT", 0, 0,
+        "seconds-left", "RateLimit-Reset as seconds-left or utc-epoch-seconds",
+        NULL),
+    ROW(O_LIMIT_RESPONSE, "limit-response-file", CLI_CUSTOM, "FILE", 0, 0, NULL,
+        "the response sent when a limit is exceeded (Dev Proxy's "
+        "customResponseFile)",
+        NULL),
+    ROW(O_CONC, "concurrency-limit", CLI_UINT, "N", 0, 1000000, "none",
+        "requests in flight at once per --concurrency-scope key", NULL),
+    ROW(O_CONC_SCOPE, "concurrency-scope", CLI_CUSTOM, "SCOPE", 0, 0, "global",
+        "global, url, host or client", NULL),
+    ROW(O_CONC_STATUS, "concurrency-status", CLI_CUSTOM, "CODE", 0, 0, "429",
+        "status of a request over the concurrency limit: 429, 503 or 403",
+        NULL),
+    ROW(O_CONC_RA, "concurrency-retry-after", CLI_UINT, "SECONDS", 1, 86400,
+        "1", "Retry-After of a request over the concurrency limit", NULL),
+    ROW(O_QUOTA, "quota", CLI_CUSTOM, "N", 0, 0, "none",
+        "requests allowed per --quota-period, then 429 insufficient_quota",
+        NULL),
+    ROW(O_QUOTA_PERIOD, "quota-period", CLI_CUSTOM, "PERIOD", 0, 0, "total",
+        "total, day, or a window such as 30s, 10m, 1h, 2d", NULL),
+    ROW(O_QUOTA_HOUR, "quota-reset-hour", CLI_UINT, "HOUR", 0, 23, "0",
+        "UTC hour a day quota resets at", NULL),
+    ROW(O_TOK_PROMPT, "prompt-token-limit", CLI_UINT, "N", 0,
+        INT64_C(1000000000000), "none",
+        "prompt tokens per --token-window (OpenAI-style upstreams)", NULL),
+    ROW(O_TOK_COMPLETION, "completion-token-limit", CLI_UINT, "N", 0,
+        INT64_C(1000000000000), "none", "completion tokens per --token-window",
+        NULL),
+    ROW(O_TOK_WINDOW, "token-window", CLI_UINT, "SECONDS", 1, 86400 * 366, "60",
+        "the token limits' window", NULL),
+    ROW(O_SCOPE, "retry-after-scope", CLI_CUSTOM, "SCOPE", 0, 0, "url",
+        "what an early retry is judged by: url (method and URL), host or "
+        "client",
+        "Judging clients"),
+    ROW(O_PENALTY, "penalty", CLI_FLAG, NULL, 1, 1, NULL,
+        "an early retry restarts the whole wait", NULL),
+    ROW(O_MAX_HEAD, "max-head", CLI_SIZE, "BYTES", 1, 64LL << 20, "64k",
+        "largest request head (431 above)", "Bounds"),
+    ROW(O_MAX_HEADERS, "max-headers", CLI_UINT, "N", 1, 100000, "100",
+        "most header fields in a request (431 above)", NULL),
+    ROW(O_MAX_BODY, "max-body", CLI_SIZE, "BYTES", 1, 1LL << 40, "16M",
+        "largest request body (413 above)", NULL),
+    ROW(O_MAX_CONN, "max-connections", CLI_UINT, "N", 1, 1000000, "4096",
+        "client connections at once (idle ones are closed first to serve a "
+        "new client)",
+        NULL),
+    ROW(O_HEADER_TIMEOUT, "header-timeout", CLI_CUSTOM, "SECONDS", 0, 86400,
+        "10", "time a client has to send a request head", NULL),
+    ROW(O_IDLE_TIMEOUT, "idle-timeout", CLI_CUSTOM, "SECONDS", 0, 86400, "60",
+        "idle keep-alive, stalled body or stalled reader", NULL),
+    ROW(O_MAX_FILE, "max-file-size", CLI_SIZE, "BYTES", 1, 1LL << 30, "16M",
+        "largest errors, mocks, config, devproxyrc or response file (and "
+        "@file body) read",
+        NULL),
+    ROW(O_REPORT, "report", CLI_CUSTOM, "FILE", 0, 0, NULL,
+        "JSON report written on SIGINT/SIGTERM", "Output"),
+    ROW(O_REPORT_MD, "report-md", CLI_CUSTOM, "FILE", 0, 0, NULL,
+        "Markdown summary written on SIGINT/SIGTERM", NULL),
+    ROW(O_REPORT_HTML, "report-html", CLI_CUSTOM, "FILE", 0, 0, NULL,
+        "HTML report written on SIGINT/SIGTERM", NULL),
+    ROW(O_LOG, "log", CLI_CUSTOM, "FILE", 0, 0, "stderr",
+        "one line per request", NULL),
+    ROW(O_READY, "ready-file", CLI_CUSTOM, "FILE", 0, 0, NULL,
+        "write the bound ADDR:PORT here once listening", NULL),
+    [O_COUNT] = CLI_ROW_END,
 };
 
-static int find_opt(const char *name) {
-  char a[64], b[64];
-  norm(name, a, sizeof a);
-  for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
-    norm(opts[i].name, b, sizeof b);
-    if (strcmp(a, b) == 0)
-      return (int)i;
-  }
-  return -1;
+/* The row of option `name` (any case, '-' and '_' alike), or NULL. */
+static const cli_opt *find_row(const char *name) {
+  return cli_opt_find(polite__px_options, name, strlen(name), 1);
+}
+
+static opt_id row_id(const cli_opt *o) {
+  return (opt_id)(o - polite__px_options);
 }
 
 int polite__px_config_known(const char *name) {
-  return find_opt(name) >= 0;
+  return find_row(name) != NULL;
 }
 
 int polite__px_config_is_bool(const char *name) {
-  int i = find_opt(name);
-  return i >= 0 && opts[i].is_bool;
+  const cli_opt *o = find_row(name);
+  return o && o->kind == CLI_FLAG;
 }
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out) {
@@ -283,8 +398,8 @@ static int *word_target(px_config *c, opt_id id) {
   }
 }
 
-static int set_word(px_config *c, opt_id id, const char *on, const char *value,
-                    char *err, size_t errlen) {
+static int set_word(px_config *c, opt_id id, const char *value, char *err,
+                    size_t errlen) {
   char list[160] = "";
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
     if (words[i].id != id)
@@ -296,40 +411,16 @@ static int set_word(px_config *c, opt_id id, const char *on, const char *value,
     size_t n = strlen(list);
     snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", words[i].word);
   }
-  polite__px_errf(err, errlen, "--%s: expected one of %s, got '%s'", on, list,
-                  value);
+  polite__px_errf(err, errlen, "expected one of %s, got '%s'", list, value);
   return -1;
 }
 
-/* Whole-number options: bounds and where the value goes. */
-static int set_number(px_config *c, opt_id id, const char *on,
-                      const char *value, char *err, size_t errlen) {
-  static const struct {
-    opt_id id;
-    uint64_t lo, hi;
-  } bounds[] = {
-      {O_RATE_COST, 1, 1000000},
-      {O_WARN, 0, 100},
-      {O_CONC, 0, 1000000},
-      {O_CONC_RA, 1, 86400},
-      {O_QUOTA_HOUR, 0, 23},
-      {O_TOK_PROMPT, 0, INT64_C(1000000000000)},
-      {O_TOK_COMPLETION, 0, INT64_C(1000000000000)},
-      {O_TOK_WINDOW, 1, 86400 * 366},
-  };
-  uint64_t u = 0, lo = 0, hi = 0;
-  for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++)
-    if (bounds[i].id == id) {
-      lo = bounds[i].lo;
-      hi = bounds[i].hi;
-    }
-  if (parse_u64(value, hi, &u) < 0 || u < lo) {
-    polite__px_errf(err, errlen,
-                    "--%s: expected a whole number %llu-%llu, got '%s'", on,
-                    (unsigned long long)lo, (unsigned long long)hi, value);
-    return -1;
-  }
+/* Where a whole-number row's value goes (px_set has checked its range,
+ * the row's min..max). */
+static int store_number(px_config *c, opt_id id, uint64_t u) {
   switch (id) {
+  case O_RETRY_AFTER: c->retry_after_s = (int64_t)u; break;
+  case O_BURST: c->burst = (unsigned)u; break;
   case O_RATE_COST: c->rate_cost = (int64_t)u; break;
   case O_WARN: c->warn_pct = (int)u; break;
   case O_CONC: c->concurrency = (int64_t)u; break;
@@ -338,14 +429,44 @@ static int set_number(px_config *c, opt_id id, const char *on,
   case O_TOK_PROMPT: c->tok.prompt_limit = (int64_t)u; break;
   case O_TOK_COMPLETION: c->tok.completion_limit = (int64_t)u; break;
   case O_TOK_WINDOW: c->tok.window_us = (int64_t)u * 1000000; break;
+  case O_MAX_HEAD: c->max_head = (int64_t)u; break;
+  case O_MAX_HEADERS: c->max_headers = (int64_t)u; break;
+  case O_MAX_BODY: c->max_body = (int64_t)u; break;
+  case O_MAX_CONN: c->max_connections = (int64_t)u; break;
+  case O_MAX_FILE: c->max_file = (size_t)u; break;
   default: return -1;
   }
   return 0;
 }
 
+/* Seconds with decimals ("10", "0.5") in (0, max]: milliseconds out. */
+static int parse_seconds(const char *v, long long max, int *out) {
+  char *end;
+  if ((v[0] < '0' || v[0] > '9') && v[0] != '.')
+    return -1;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (errno || *end != '\0' || !(d > 0) || d > (double)max)
+    return -1;
+  *out = (int)(d * 1000 + 0.5);
+  return *out > 0 ? 0 : -1;
+}
+
+/* Appends a copy of v to the list *v_, *n. 0, or -1 out of memory. */
+static int list_add(char ***v_, size_t *n, const char *v) {
+  char **grown = realloc(*v_, (*n + 1) * sizeof *grown);
+  if (grown == NULL)
+    return -1;
+  *v_ = grown;
+  if ((grown[*n] = strdup(v)) == NULL)
+    return -1;
+  (*n)++;
+  return 0;
+}
+
 /* total, day, or a window "N/UNIT"-free duration: 30s, 10m, 1h, 2d. */
-static int set_quota_period(px_config *c, const char *on, const char *value,
-                            char *err, size_t errlen) {
+static int set_quota_period(px_config *c, const char *value, char *err,
+                            size_t errlen) {
   if (strcasecmp(value, "total") == 0) {
     c->quota_cfg.period = PX_QUOTA_TOTAL;
     return 0;
@@ -372,25 +493,27 @@ static int set_quota_period(px_config *c, const char *on, const char *value,
         return 0;
       }
   }
-  polite__px_errf(
-      err, errlen,
-      "--%s: expected total, day or a duration like 30s, 10m, 1h, 2d, "
-      "got '%s'",
-      on, value);
+  polite__px_errf(err, errlen,
+                  "expected total, day or a duration like 30s, 10m, 1h, 2d, "
+                  "got '%s'",
+                  value);
   return -1;
 }
 
-int polite__px_config_set(px_config *c, const char *name, const char *value,
-                          const char *base_dir, char *err, size_t errlen) {
-  int i = find_opt(name);
-  if (i < 0) {
-    polite__px_errf(err, errlen, "unknown option '%s'", name);
-    return -2;
-  }
-  const char *on = opts[i].name;
+/* The rows' one setter (cli_setter): parses val for row o into the
+ * px_config `opts`. A relative path is resolved against c->set_dir (the
+ * config file's directory, NULL on the command line). Messages name neither
+ * the option nor a secret; cli_parse and polite__px_config_set add the
+ * name. */
+static int px_set(void *opts, const cli_opt *o, const char *val, char *err,
+                  size_t errlen) {
+  px_config *c = opts;
+  const char *value = val;
+  const char *base_dir = c->set_dir;
+  opt_id id = row_id(o);
   if (value == NULL) {
-    if (!opts[i].is_bool) {
-      polite__px_errf(err, errlen, "--%s needs a value", on);
+    if (o->kind != CLI_FLAG) {
+      polite__px_errf(err, errlen, "needs a value");
       return -1;
     }
     /* A bare boolean flag means true; with value never NULL below, no case
@@ -399,15 +522,82 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     value = "true";
   }
   uint64_t u;
-  switch (opts[i].id) {
+  if (o->kind == CLI_UINT || o->kind == CLI_SIZE) {
+    unsigned long long v = 0;
+    int bad = o->kind == CLI_SIZE
+                  ? cli_parse_size(value, (unsigned long long)o->max, &v)
+                  : parse_u64(value, (uint64_t)o->max, &u) < 0;
+    if (o->kind == CLI_UINT && !bad)
+      v = u;
+    if (bad || v < (unsigned long long)o->min) {
+      polite__px_errf(err, errlen, "expected %s %lld-%lld, got '%s'",
+                      o->kind == CLI_SIZE ? "a size in bytes (or 64k, 16M)"
+                                          : "a whole number",
+                      o->min, o->max, value);
+      return -1;
+    }
+    return store_number(c, id, v);
+  }
+  switch (id) {
+  case O_COUNT: return -1;
+  case O_MODE:
+    if (strcmp(value, "forward") == 0)
+      c->forward_mode = 1;
+    else if (strcmp(value, "reverse") == 0 || strcmp(value, "mock") == 0)
+      c->forward_mode = 0;
+    else {
+      polite__px_errf(err, errlen,
+                      "expected forward, reverse or mock, got '%s'", value);
+      return -1;
+    }
+    c->mode_set = 1;
+    return 0;
+  case O_ALLOW_HOST:
+    if (value[0] == '\0') {
+      polite__px_errf(err, errlen, "empty pattern");
+      return -1;
+    }
+    return list_add(&c->allow_host, &c->nallow_host, value);
+  case O_HEADER_TIMEOUT:
+  case O_IDLE_TIMEOUT:
+    if (parse_seconds(value, o->max,
+                      id == O_IDLE_TIMEOUT ? &c->idle_timeout_ms
+                                           : &c->header_timeout_ms) < 0) {
+      polite__px_errf(err, errlen,
+                      "expected seconds > 0 (up to %lld), got '%s'", o->max,
+                      value);
+      return -1;
+    }
+    return 0;
+  case O_CONFIG:
+  case O_DEVPROXY:
+  case O_PRESET: {
+    /* The command line reads these first (src/cmd_proxy.c), so that flags
+     * override what they set; its second pass skips them. */
+    if (c->skip_sources)
+      return 0;
+    if (id == O_CONFIG && c->set_dir != NULL) {
+      polite__px_errf(err, errlen, "a config file cannot include another");
+      return -1;
+    }
+    char *p = id == O_PRESET ? strdup(value) : resolve(base_dir, value);
+    if (p == NULL)
+      return -1;
+    const char *saved = c->set_dir;
+    int rc = id == O_PRESET   ? polite__px_preset_apply(c, p, err, errlen)
+             : id == O_CONFIG ? polite__px_config_load(c, p, err, errlen)
+                              : polite__px_devproxy_load(c, p, err, errlen);
+    c->set_dir = saved;
+    free(p);
+    return rc;
+  }
   case O_LISTEN: {
     const char *colon = strrchr(value, ':');
     if (colon == NULL || colon == value ||
         parse_u64(colon + 1, 65535, &u) < 0) {
-      polite__px_errf(
-          err, errlen,
-          "--%s: expected ADDR:PORT (e.g. 127.0.0.1:8000), got '%s'", on,
-          value);
+      polite__px_errf(err, errlen,
+                      "expected ADDR:PORT (e.g. 127.0.0.1:8000), got '%s'",
+                      value);
       return -1;
     }
     return polite__px_strset(&c->listen, value);
@@ -417,8 +607,8 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
           (strncasecmp(value, "https://", 8) == 0 && value[8] != '\0'))) {
       char *shown = polite__px_redact_url(value);
       polite__px_errf(err, errlen,
-                    "--%s: expected an http:// or https:// URL, got '%s'", on,
-                    shown ? shown : "?");
+                      "expected an http:// or https:// URL, got '%s'",
+                      shown ? shown : "?");
       free(shown);
       return -1;
     }
@@ -437,32 +627,23 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     else if (!strcasecmp(value, "false") || !strcmp(value, "0"))
       c->upstream_insecure = 0;
     else {
-      polite__px_errf(err, errlen, "--%s: expected true or false, got '%s'", on,
-                    value);
+      polite__px_errf(err, errlen, "expected true or false, got '%s'", value);
       return -1;
     }
     return 0;
-  case O_WATCH: {
+  case O_WATCH:
     if (value[0] == '\0' || (value[0] == '!' && value[1] == '\0')) {
-      polite__px_errf(err, errlen, "--%s: empty pattern '%s'", on, value);
+      polite__px_errf(err, errlen, "empty pattern '%s'", value);
       return -1;
     }
-    char **nw = realloc(c->watch, (c->nwatch + 1) * sizeof *nw);
-    if (nw == NULL)
-      return -1;
-    c->watch = nw;
-    if ((c->watch[c->nwatch] = strdup(value)) == NULL)
-      return -1;
-    c->nwatch++;
-    return 0;
-  }
+    return list_add(&c->watch, &c->nwatch, value);
   case O_FAILURE: {
     char *end;
     errno = 0;
     double d = strtod(value, &end);
     if (value[0] == '\0' || *end != '\0' || errno || !(d >= 0 && d <= 100)) {
-      polite__px_errf(err, errlen,
-                      "--%s: expected a percentage 0-100, got '%s'", on, value);
+      polite__px_errf(err, errlen, "expected a percentage 0-100, got '%s'",
+                      value);
       return -1;
     }
     c->failure_rate = d;
@@ -471,28 +652,18 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   }
   case O_SEED:
     if (parse_u64(value, UINT64_MAX, &u) < 0) {
-      polite__px_errf(err, errlen, "--%s: expected a whole number, got '%s'",
-                      on, value);
+      polite__px_errf(err, errlen, "expected a whole number, got '%s'", value);
       return -1;
     }
     c->seed = u;
     c->has_seed = 1;
-    return 0;
-  case O_RETRY_AFTER:
-    if (parse_u64(value, 86400 * 366, &u) < 0) {
-      polite__px_errf(err, errlen,
-                      "--%s: expected whole seconds 0-31622400, got '%s'", on,
-                      value);
-      return -1;
-    }
-    c->retry_after_s = (int64_t)u;
     return 0;
   case O_ERRORS:
   case O_MOCKS: {
     char *p = resolve(base_dir, value);
     if (p == NULL)
       return -1;
-    char **dst = opts[i].id == O_ERRORS ? &c->errors_file : &c->mocks_file;
+    char **dst = id == O_ERRORS ? &c->errors_file : &c->mocks_file;
     free(*dst);
     *dst = p;
     return 0;
@@ -507,11 +678,10 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     int64_t n, w;
     if (polite_rate_parse(value, &per_s) != 0 || !(per_s > 0) ||
         parse_rate_window(value, &n, &w) < 0) {
-      polite__px_errf(
-          err, errlen,
-          "--%s: expected N/UNIT with UNIT s, min, h or day (e.g. 10/s, "
-          "120/min), got '%s'",
-          on, value);
+      polite__px_errf(err, errlen,
+                      "expected N/UNIT with UNIT s, min, h or day (e.g. 10/s, "
+                      "120/min), got '%s'",
+                      value);
       return -1;
     }
     c->rate_per_s = per_s;
@@ -519,22 +689,13 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     c->rate_window_s = w;
     return 0;
   }
-  case O_BURST:
-    if (parse_u64(value, 1000000, &u) < 0 || u == 0) {
-      polite__px_errf(err, errlen,
-                      "--%s: expected a whole number >= 1, got '%s'", on,
-                      value);
-      return -1;
-    }
-    c->burst = (unsigned)u;
-    return 0;
   case O_RATE_SCOPE:
   case O_SCOPE: {
-    int glob = opts[i].id == O_RATE_SCOPE;
+    int glob = id == O_RATE_SCOPE;
     px_scope sc;
     if (parse_scope(value, glob, &sc) < 0) {
       polite__px_errf(
-          err, errlen, "--%s: expected %s, got '%s'", on,
+          err, errlen, "expected %s, got '%s'",
           glob ? "global, url, host or client" : "url, host or client", value);
       return -1;
     }
@@ -547,8 +708,7 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   case O_QUOTA:
     if (parse_u64(value, INT64_MAX, &u) < 0) {
       polite__px_errf(err, errlen,
-                      "--%s: expected a whole number of requests, got '%s'", on,
-                      value);
+                      "expected a whole number of requests, got '%s'", value);
       return -1;
     }
     c->quota = (int64_t)u;
@@ -559,8 +719,7 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
     else if (!strcasecmp(value, "false") || !strcmp(value, "0"))
       c->penalty = 0;
     else {
-      polite__px_errf(err, errlen, "--%s: expected true or false, got '%s'", on,
-                      value);
+      polite__px_errf(err, errlen, "expected true or false, got '%s'", value);
       return -1;
     }
     return 0;
@@ -583,23 +742,16 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   bad_latency:
     polite__px_errf(
         err, errlen,
-        "--%s: expected MIN-MAX milliseconds (e.g. 50-200) or one number, "
+        "expected MIN-MAX milliseconds (e.g. 50-200) or one number, "
         "got '%s'",
-        on, value);
+        value);
     return -1;
   }
   case O_RATE_MODE:
   case O_RATE_HEADERS:
   case O_RESET_FORMAT:
-  case O_CONC_STATUS: return set_word(c, opts[i].id, on, value, err, errlen);
-  case O_TOK_PROMPT:
-  case O_TOK_COMPLETION:
-  case O_TOK_WINDOW:
-  case O_RATE_COST:
-  case O_WARN:
-  case O_CONC:
-  case O_CONC_RA:
-  case O_QUOTA_HOUR: return set_number(c, opts[i].id, on, value, err, errlen);
+  case O_CONC_STATUS: return set_word(c, id, value, err, errlen);
+  default: break; /* the whole numbers, above */
   case O_LIMIT_RESPONSE: {
     char *p = resolve(base_dir, value);
     if (p == NULL)
@@ -611,12 +763,11 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   case O_CONC_SCOPE:
     if (parse_scope(value, 1, &c->conc_scope) < 0) {
       polite__px_errf(err, errlen,
-                      "--%s: expected global, url, host or client, got '%s'",
-                      on, value);
+                      "expected global, url, host or client, got '%s'", value);
       return -1;
     }
     return 0;
-  case O_QUOTA_PERIOD: return set_quota_period(c, on, value, err, errlen);
+  case O_QUOTA_PERIOD: return set_quota_period(c, value, err, errlen);
   case O_HEADER_NAMES: {
     /* The names of the devproxy headers: RateLimit-* or X-RateLimit-*. */
     const char *pre = NULL;
@@ -626,8 +777,7 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
       pre = "X-RateLimit";
     if (pre == NULL) {
       polite__px_errf(err, errlen,
-                      "--%s: expected ratelimit or x-ratelimit, got '%s'", on,
-                      value);
+                      "expected ratelimit or x-ratelimit, got '%s'", value);
       return -1;
     }
     char n[40];
@@ -647,6 +797,23 @@ int polite__px_config_set(px_config *c, const char *name, const char *value,
   case O_READY: return polite__px_strset(&c->ready_file, value);
   }
   return -1;
+}
+
+int polite__px_config_set(px_config *c, const char *name, const char *value,
+                          const char *base_dir, char *err, size_t errlen) {
+  const cli_opt *o = find_row(name);
+  if (o == NULL) {
+    polite__px_errf(err, errlen, "unknown option '%s'", name);
+    return -2;
+  }
+  char msg[768];
+  const char *saved = c->set_dir;
+  c->set_dir = base_dir;
+  int rc = px_set(c, o, value, msg, sizeof msg);
+  c->set_dir = saved;
+  if (rc != 0)
+    polite__px_errf(err, errlen, "--%s: %s", o->name, msg);
+  return rc;
 }
 
 const char *polite__px_json_text(json_t *v, int allow_bool, char *buf,
@@ -712,8 +879,8 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
       rc = -1;
       break;
     }
-    int is_watch = find_opt(key) == find_opt("watch");
-    if (json_is_array(v) && is_watch) {
+    opt_id id = row_id(find_row(key));
+    if (json_is_array(v) && (id == O_WATCH || id == O_ALLOW_HOST)) {
       size_t i;
       json_t *item;
       json_array_foreach(v, i, item) {
@@ -766,9 +933,9 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
 int polite__px_config_load(px_config *c, const char *path, char *err,
                            size_t errlen) {
   size_t n = 0;
-  char *text = polite__px_slurp(path, &n);
-  if (text == NULL) {
-    polite__px_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+  char *text = NULL;
+  if (polite__read_file(path, c->max_file, &text, &n) != 0) {
+    polite__px_file_error(err, errlen, path, c->max_file);
     return -1;
   }
   char dir[4096];
@@ -788,8 +955,8 @@ static int64_t file_mtime_ns(const char *path) {
 
 /* One rules file: reload when its time changed; keep the old rules when the
  * new text does not load. */
-static int reload_one(const char *path, px_rules_kind kind, px_rules *rules,
-                      int64_t *mtime, FILE *log) {
+static int reload_one(const char *path, px_rules_kind kind, size_t max,
+                      px_rules *rules, int64_t *mtime, FILE *log) {
   if (path == NULL)
     return 0;
   int64_t m = file_mtime_ns(path);
@@ -798,7 +965,7 @@ static int reload_one(const char *path, px_rules_kind kind, px_rules *rules,
   *mtime = m;
   px_rules fresh;
   char err[1024];
-  if (polite__px_rules_load(&fresh, kind, path, err, sizeof err) < 0) {
+  if (polite__px_rules_load(&fresh, kind, path, max, err, sizeof err) < 0) {
     if (log)
       fprintf(log,
               "polite proxy: %s changed but does not load, keeping the "
@@ -814,9 +981,9 @@ static int reload_one(const char *path, px_rules_kind kind, px_rules *rules,
 }
 
 int polite__px_config_reload(px_config *c, FILE *log) {
-  return reload_one(c->errors_file, PX_RULES_ERRORS, &c->errors,
+  return reload_one(c->errors_file, PX_RULES_ERRORS, c->max_file, &c->errors,
                     &c->errors_mtime_ns, log) +
-         reload_one(c->mocks_file, PX_RULES_MOCKS, &c->mocks,
+         reload_one(c->mocks_file, PX_RULES_MOCKS, c->max_file, &c->mocks,
                     &c->mocks_mtime_ns, log);
 }
 
@@ -825,15 +992,17 @@ int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
    * given; without a file the default is 0 (failures are opt-in). */
   if (c->errors_file && !c->failure_rate_set)
     c->failure_rate = 50;
-  if (c->errors_file && polite__px_rules_load(&c->errors, PX_RULES_ERRORS,
-                                              c->errors_file, err, errlen) < 0)
+  if (c->errors_file &&
+      polite__px_rules_load(&c->errors, PX_RULES_ERRORS, c->errors_file,
+                            c->max_file, err, errlen) < 0)
     return -1;
-  if (c->mocks_file && polite__px_rules_load(&c->mocks, PX_RULES_MOCKS,
-                                             c->mocks_file, err, errlen) < 0)
+  if (c->mocks_file &&
+      polite__px_rules_load(&c->mocks, PX_RULES_MOCKS, c->mocks_file,
+                            c->max_file, err, errlen) < 0)
     return -1;
   if (c->limit_response_file &&
-      polite__px_response_load(&c->limit_response, c->limit_response_file, err,
-                               errlen) < 0)
+      polite__px_response_load(&c->limit_response, c->limit_response_file,
+                               c->max_file, err, errlen) < 0)
     return -1;
   c->errors_mtime_ns = c->errors_file ? file_mtime_ns(c->errors_file) : 0;
   c->mocks_mtime_ns = c->mocks_file ? file_mtime_ns(c->mocks_file) : 0;

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include <sys/queue.h> /* before libevent: its TAILQ macros */
 
+#include "http_syntax.h"
+
 #include "px_conn.h"
 
 #include <polite/clock.h>
@@ -567,9 +569,9 @@ void polite__px_conn_close_all(px_server *s) {
 
 /* Fields the framing below writes itself. */
 static int framing_header(const char *name) {
-  return strcasecmp(name, "Content-Length") == 0 ||
-         strcasecmp(name, "Transfer-Encoding") == 0 ||
-         strcasecmp(name, "Connection") == 0;
+  return polite__ci_eq(name, strlen(name), "Content-Length") ||
+         polite__ci_eq(name, strlen(name), "Transfer-Encoding") ||
+         polite__ci_eq(name, strlen(name), "Connection");
 }
 
 void polite__px_conn_head(px_req *r, int status, const char *reason,

@@ -3,6 +3,8 @@
  * the proxy's options; what is not simulated is collected for one warning. */
 #include "px.h"
 
+#include "http_syntax.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -477,9 +479,9 @@ int polite__px_devproxy_apply(px_config *c, json_t *root, const char *name,
 int polite__px_devproxy_load(px_config *c, const char *path, char *err,
                              size_t errlen) {
   size_t len = 0;
-  char *text = polite__px_slurp(path, &len);
-  if (text == NULL) {
-    polite__px_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+  char *text = NULL;
+  if (polite__read_file(path, c->max_file, &text, &len) != 0) {
+    polite__px_file_error(err, errlen, path, c->max_file);
     return -1;
   }
   size_t pl = strlen(path);

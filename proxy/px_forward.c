@@ -3,11 +3,12 @@
 #define _GNU_SOURCE
 #include "px_engine.h"
 
+#include "http_syntax.h"
+
 #include <polite/clock.h>
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <event2/bufferevent.h>
 #include <event2/http_struct.h>
 
@@ -24,9 +25,9 @@ int polite__px_hop_by_hop(const char *name, const char *connection) {
                                     "Upgrade",
                                     NULL};
   for (int i = 0; hop[i]; i++)
-    if (strcasecmp(name, hop[i]) == 0)
+    if (polite__ci_eq(name, strlen(name), hop[i]))
       return 1;
-  if (strncasecmp(name, "Proxy-", 6) == 0)
+  if (polite__ci_prefix(name, strlen(name), "Proxy-"))
     return 1;
   if (connection) {
     /* Also every header the Connection field names. */
@@ -38,7 +39,7 @@ int polite__px_hop_by_hop(const char *name, const char *connection) {
       const char *e = p;
       while (*e && *e != ',' && *e != ' ' && *e != '\t')
         e++;
-      if ((size_t)(e - p) == n && strncasecmp(p, name, n) == 0)
+      if (polite__ci_eqn(p, (size_t)(e - p), name, n))
         return 1;
       p = e;
     }
@@ -163,11 +164,11 @@ void polite__px_forward(px_req *r) {
     /* Expect: 100-continue was answered by our server side; the body is
      * already here, so the upstream is not asked to wait for it. */
     if (polite__px_hop_by_hop(h->key, conn) ||
-        strcasecmp(h->key, "Host") == 0 ||
-        strcasecmp(h->key, "Content-Length") == 0 ||
-        strcasecmp(h->key, "Expect") == 0)
+        polite__ci_eq(h->key, strlen(h->key), "Host") ||
+        polite__ci_eq(h->key, strlen(h->key), "Content-Length") ||
+        polite__ci_eq(h->key, strlen(h->key), "Expect"))
       continue;
-    if (strcasecmp(h->key, "Via") == 0) {
+    if (polite__ci_eq(h->key, strlen(h->key), "Via")) {
       via = h->value;
       continue;
     }

@@ -2,12 +2,12 @@
  * hashing. */
 #include "px.h"
 
+#include "http_syntax.h"
+
 #include <polite/batch.h>
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* Iterative glob with one backtrack point: `*` matches any run (including
  * '/'), all other characters match themselves ignoring ASCII case. Linear in
@@ -18,7 +18,7 @@ static int glob_ci(const char *p, const char *s) {
     if (*p == '*') {
       star = p++;
       resume = s;
-    } else if (*p && tolower((unsigned char)*p) == tolower((unsigned char)*s)) {
+    } else if (*p && polite__lower(*p) == polite__lower(*s)) {
       p++;
       s++;
     } else if (star) {
@@ -57,22 +57,20 @@ int polite__px_watch_match(char *const *patterns, size_t n, const char *url,
 
 /* Redaction is libpolite's (lib/redact.c), so the proxy and polite run hide
  * the same headers and query parameters. */
-char *polite__px_redact_url(const char *url) { return polite_redact_url(url); }
+char *polite__px_redact_url(const char *url) {
+  return polite_redact_url(url);
+}
 
 int polite__px_secret_header(const char *name) {
   return polite_header_is_secret(name, strlen(name));
 }
 
 void polite__px_hash_hex(uint64_t salt, const char *s, char *out) {
-  uint64_t h = UINT64_C(0xcbf29ce484222325);
-  for (int i = 0; i < 8; i++) {
-    h ^= (salt >> (i * 8)) & 0xff;
-    h *= UINT64_C(0x100000001b3);
-  }
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    h ^= *p;
-    h *= UINT64_C(0x100000001b3);
-  }
+  /* FNV-1a of the salt's 8 bytes (least significant first), then s. */
+  unsigned char sb[8];
+  for (int i = 0; i < 8; i++)
+    sb[i] = (unsigned char)(salt >> (i * 8));
+  uint64_t h = polite__fnv1a_more(polite__fnv1a(sb, sizeof sb), s, strlen(s));
   /* One extra mixing round so that short inputs spread over all digits. */
   h ^= h >> 33;
   h *= UINT64_C(0xff51afd7ed558ccd);

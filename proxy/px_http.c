@@ -2,8 +2,9 @@
  * heads and bodies; pure: no sockets, no allocation. */
 #include "px_http.h"
 
+#include "http_syntax.h"
+
 #include <string.h>
-#include <strings.h>
 
 void polite__px_http_init(px_http_parser *p, int is_head) {
   memset(p, 0, sizeof *p);
@@ -15,18 +16,6 @@ void polite__px_http_init(px_http_parser *p, int is_head) {
 static int http_fail(px_http_parser *p, const char *why) {
   p->error = why;
   return -1;
-}
-
-static int is_tchar(unsigned char c) {
-  /* RFC 9110 token characters. */
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-      (c >= '0' && c <= '9'))
-    return 1;
-  return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static int eq_ci(const char *a, size_t n, const char *lit) {
-  return strlen(lit) == n && strncasecmp(a, lit, n) == 0;
 }
 
 /* VCHAR, SP, HTAB and obs-text: what a field value may hold (RFC 9110
@@ -76,16 +65,16 @@ static void each_token(void *ctx, const char *v, size_t n,
 
 static void conn_token(void *ctx, const char *t, size_t n) {
   px_http_parser *p = ctx;
-  if (eq_ci(t, n, "close"))
+  if (polite__ci_eq(t, n, "close"))
     p->conn_close = 1;
-  else if (eq_ci(t, n, "keep-alive"))
+  else if (polite__ci_eq(t, n, "keep-alive"))
     p->conn_keep_alive = 1;
 }
 
 static void te_token(void *ctx, const char *t, size_t n) {
   px_http_parser *p = ctx;
   /* Only the last coding matters: chunked must be last to frame the body. */
-  p->chunked = eq_ci(t, n, "chunked");
+  p->chunked = polite__ci_eq(t, n, "chunked");
 }
 
 static int status_line(px_http_parser *p, const char *l, size_t n,
@@ -110,7 +99,7 @@ static int header_line(px_http_parser *p, const char *l, size_t n,
     return http_fail(p, "obsolete line folding");
   size_t c = 0;
   while (c < n && l[c] != ':') {
-    if (!is_tchar((unsigned char)l[c]))
+    if (!polite__is_tchar((unsigned char)l[c]))
       return http_fail(p, "bad header name");
     c++;
   }
@@ -120,7 +109,7 @@ static int header_line(px_http_parser *p, const char *l, size_t n,
   size_t vn;
   if (!field_value(l, n, c, &v, &vn))
     return http_fail(p, "control character in a header value");
-  if (eq_ci(l, c, "Content-Length")) {
+  if (polite__ci_eq(l, c, "Content-Length")) {
     int64_t len = 0;
     if (vn == 0)
       return http_fail(p, "empty Content-Length");
@@ -132,10 +121,10 @@ static int header_line(px_http_parser *p, const char *l, size_t n,
     if (p->content_length >= 0 && p->content_length != len)
       return http_fail(p, "conflicting Content-Length values");
     p->content_length = len;
-  } else if (eq_ci(l, c, "Transfer-Encoding")) {
+  } else if (polite__ci_eq(l, c, "Transfer-Encoding")) {
     p->has_te = 1;
     each_token(p, v, vn, te_token);
-  } else if (eq_ci(l, c, "Connection")) {
+  } else if (polite__ci_eq(l, c, "Connection")) {
     each_token(p, v, vn, conn_token);
   }
   if (cb->on_header && cb->on_header(arg, l, c, v, vn) < 0)
@@ -393,8 +382,8 @@ static int req_target(px_req_head *h, const char *t, size_t n) {
     return strcmp(h->method, "OPTIONS") == 0
                ? 0
                : req_fail(h, 400, "'*' target outside OPTIONS");
-  if ((n > 7 && strncasecmp(t, "http://", 7) == 0) ||
-      (n > 8 && strncasecmp(t, "https://", 8) == 0))
+  if ((n > 7 && polite__ci_prefix(t, n, "http://")) ||
+      (n > 8 && polite__ci_prefix(t, n, "https://")))
     return 0;
   return req_fail(h, 400, "bad request target");
 }
@@ -407,7 +396,7 @@ static int request_line(px_req_head *h, const char *l, size_t n) {
   if (ml == 0 || ml >= sizeof h->method)
     return req_fail(h, ml ? 501 : 400, "bad method");
   for (size_t i = 0; i < ml; i++)
-    if (!is_tchar((unsigned char)l[i]))
+    if (!polite__is_tchar((unsigned char)l[i]))
       return req_fail(h, 400, "bad method");
   memcpy(h->method, l, ml);
   h->method[ml] = '\0';
@@ -438,7 +427,7 @@ static void req_te_token(void *ctx, const char *t, size_t n) {
   req_flags *f = ctx;
   if (f->chunked_count > 0)
     f->te_bad = 1; /* anything after chunked */
-  if (eq_ci(t, n, "chunked"))
+  if (polite__ci_eq(t, n, "chunked"))
     f->chunked_count++;
   else
     f->te_unknown = 1;
@@ -446,16 +435,16 @@ static void req_te_token(void *ctx, const char *t, size_t n) {
 
 static void req_conn_token(void *ctx, const char *t, size_t n) {
   req_flags *f = ctx;
-  if (eq_ci(t, n, "close"))
+  if (polite__ci_eq(t, n, "close"))
     f->conn_close = 1;
-  else if (eq_ci(t, n, "keep-alive"))
+  else if (polite__ci_eq(t, n, "keep-alive"))
     f->conn_keep_alive = 1;
 }
 
 /* The header fields that frame the message or route it. */
 static int req_special(px_req_head *h, req_flags *f, const char *name,
                        size_t nl, const char *v, size_t vn) {
-  if (eq_ci(name, nl, "Content-Length")) {
+  if (polite__ci_eq(name, nl, "Content-Length")) {
     /* One field with 1*DIGIT: no sign, no list, no second field (even with
      * the same value: the shapes parsers disagree on are refused). */
     if (f->cl_seen++)
@@ -469,19 +458,19 @@ static int req_special(px_req_head *h, req_flags *f, const char *name,
       len = len * 10 + (v[i] - '0');
     }
     h->content_length = len;
-  } else if (eq_ci(name, nl, "Transfer-Encoding")) {
+  } else if (polite__ci_eq(name, nl, "Transfer-Encoding")) {
     f->te_seen = 1;
     each_token(f, v, vn, req_te_token);
-  } else if (eq_ci(name, nl, "Host")) {
+  } else if (polite__ci_eq(name, nl, "Host")) {
     if (f->host_seen++)
       return req_fail(h, 400, "more than one Host");
     for (size_t i = 0; i < vn; i++)
-      if (!is_tchar((unsigned char)v[i]) && !strchr(":[]", v[i]))
+      if (!polite__is_tchar((unsigned char)v[i]) && !strchr(":[]", v[i]))
         return req_fail(h, 400, "bad Host");
-  } else if (eq_ci(name, nl, "Connection")) {
+  } else if (polite__ci_eq(name, nl, "Connection")) {
     each_token(f, v, vn, req_conn_token);
-  } else if (eq_ci(name, nl, "Expect")) {
-    if (!eq_ci(v, vn, "100-continue"))
+  } else if (polite__ci_eq(name, nl, "Expect")) {
+    if (!polite__ci_eq(v, vn, "100-continue"))
       return req_fail(h, 417, "unsupported expectation");
     h->expect_continue = 1;
   }
@@ -496,7 +485,7 @@ static int req_header(px_req_head *h, req_flags *f, const char *l, size_t n,
     return req_fail(h, 400, "obsolete line folding");
   size_t c = 0;
   while (c < n && l[c] != ':') {
-    if (!is_tchar((unsigned char)l[c]))
+    if (!polite__is_tchar((unsigned char)l[c]))
       return req_fail(h, 400,
                       c < n && (l[c] == ' ' || l[c] == '\t')
                           ? "whitespace before a header's colon"

@@ -74,7 +74,7 @@ int polite__px_preset_apply(px_config *c, const char *name, char *err,
       if (polite__px_config_set(c, presets[i].opts[k].opt,
                                 presets[i].opts[k].value, NULL, msg,
                                 sizeof msg) < 0) {
-        snprintf(err, errlen, "--preset %s: %s", name, msg);
+        snprintf(err, errlen, "%s: %s", name, msg);
         return -1;
       }
     }
@@ -85,7 +85,7 @@ int polite__px_preset_apply(px_config *c, const char *name, char *err,
     size_t n = strlen(list);
     snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", presets[i].name);
   }
-  snprintf(err, errlen, "--preset: expected list, %s, got '%s'", list, name);
+  snprintf(err, errlen, "expected list, %s, got '%s'", list, name);
   return -1;
 }
 

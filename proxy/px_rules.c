@@ -2,6 +2,8 @@
  * match requests). */
 #include "px.h"
 
+#include "http_syntax.h"
+
 #include <jansson.h>
 #include <stdarg.h>
 #include <errno.h>
@@ -58,50 +60,20 @@ void polite__px_dirname(const char *path, char *dir, size_t size,
     snprintf(dir, size, "%s", none);
 }
 
-/* Reads a whole file; returns a malloc'ed buffer (NUL-terminated) and its
- * length, or NULL with errno saying why (open, read or memory). Used for the
- * config, errors and mocks files and "@file" bodies. */
-char *polite__px_slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    if (n + 1 >= cap) {
-      char *nb = realloc(buf, cap *= 2);
-      if (nb == NULL) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = nb;
-    }
-    /* buf cannot be NULL here: the loop condition and the realloc-failure
-       break guard it; cppcheck loses track of that. */
-    // cppcheck-suppress nullPointerArithmeticRedundantCheck
-    size_t r = fread(buf + n, 1, cap - n - 1, f);
-    n += r;
-    if (r == 0)
-      break;
-  }
-  int bad = ferror(f);
-  int saved = errno;
-  fclose(f);
-  if (buf == NULL || bad) {
-    int why = buf == NULL ? ENOMEM : (saved ? saved : EIO);
-    free(buf);
-    errno = why;
-    return NULL;
-  }
-  buf[n] = '\0';
-  *len = n;
-  return buf;
+void polite__px_file_error(char *err, size_t errlen, const char *path,
+                           size_t max) {
+  if (errno == EFBIG)
+    polite__px_errf(err, errlen,
+                    "%s: larger than the limit of %zu bytes (--max-file-size)",
+                    path, max);
+  else
+    polite__px_errf(err, errlen, "%s: cannot read file: %s", path,
+                    strerror(errno));
 }
 
 /* A body: a string is sent as is ("@file" reads the file next to the rules
  * file), any other JSON value is serialized compactly, null/absent is empty. */
-static int parse_body(px_response *r, json_t *body, const char *dir,
+static int parse_body(px_response *r, json_t *body, const char *dir, size_t max,
                       const char *name, const char *where, char *err,
                       size_t errlen) {
   if (body == NULL || json_is_null(body))
@@ -116,10 +88,11 @@ static int parse_body(px_response *r, json_t *body, const char *dir,
       else
         snprintf(path, sizeof path, "%s/%s", dir, s + 1);
       size_t len = 0;
-      r->body = polite__px_slurp(path, &len);
-      if (r->body == NULL) {
-        polite__px_errf(err, errlen, "%s: %s.body: cannot read body file '%s'",
-                        name, where, path);
+      if (polite__read_file(path, max, &r->body, &len) != 0) {
+        char why[600];
+        polite__px_file_error(why, sizeof why, path, max);
+        polite__px_errf(err, errlen, "%s: %s.body: body file %s", name, where,
+                        why);
         return -1;
       }
       r->body_len = len;
@@ -141,8 +114,8 @@ static int parse_body(px_response *r, json_t *body, const char *dir,
 }
 
 static int parse_response(px_response *r, json_t *o, int default_status,
-                          const char *dir, const char *name, const char *where,
-                          char *err, size_t errlen) {
+                          const char *dir, size_t max, const char *name,
+                          const char *where, char *err, size_t errlen) {
   memset(r, 0, sizeof *r);
   if (!json_is_object(o)) {
     polite__px_errf(err, errlen, "%s: %s: expected an object", name, where);
@@ -203,7 +176,7 @@ static int parse_response(px_response *r, json_t *o, int default_status,
       r->nheaders = i + 1;
     }
   }
-  return parse_body(r, json_object_get(o, "body"), dir, name, where, err,
+  return parse_body(r, json_object_get(o, "body"), dir, max, name, where, err,
                     errlen);
 }
 
@@ -261,7 +234,7 @@ static int parse_request(px_rule *u, json_t *o, int mocks, const char *name,
 
 int polite__px_rules_parse(px_rules *out, px_rules_kind kind, const char *text,
                            size_t len, const char *name, const char *dir,
-                           char *err, size_t errlen) {
+                           size_t max, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   json_error_t je;
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -309,8 +282,8 @@ int polite__px_rules_parse(px_rules *out, px_rules_kind kind, const char *text,
       if (r == NULL) {
         /* Dev Proxy allows a mock without a response: 200, empty body. */
         u->responses[0].status = 200;
-      } else if (parse_response(&u->responses[0], r, 200, dir, name, w2, err,
-                                errlen) < 0) {
+      } else if (parse_response(&u->responses[0], r, 200, dir, max, name, w2,
+                                err, errlen) < 0) {
         goto fail;
       }
     } else {
@@ -329,7 +302,7 @@ int polite__px_rules_parse(px_rules *out, px_rules_kind kind, const char *text,
         char w2[96];
         snprintf(w2, sizeof w2, "%s.responses[%zu]", where, j);
         u->nresponses = j + 1;
-        if (parse_response(&u->responses[j], json_array_get(rs, j), 0, dir,
+        if (parse_response(&u->responses[j], json_array_get(rs, j), 0, dir, max,
                            name, w2, err, errlen) < 0)
           goto fail;
       }
@@ -344,18 +317,18 @@ fail:
 }
 
 int polite__px_rules_load(px_rules *out, px_rules_kind kind, const char *path,
-                          char *err, size_t errlen) {
+                          size_t max, char *err, size_t errlen) {
   size_t len = 0;
-  char *text = polite__px_slurp(path, &len);
-  if (text == NULL) {
-    polite__px_errf(err, errlen, "%s: cannot read file: %s", path,
-                    strerror(errno));
+  char *text = NULL;
+  if (polite__read_file(path, max, &text, &len) != 0) {
+    polite__px_file_error(err, errlen, path, max);
     memset(out, 0, sizeof *out);
     return POLITE_EIO;
   }
   char dir[4096];
   polite__px_dirname(path, dir, sizeof dir, ".");
-  int rc = polite__px_rules_parse(out, kind, text, len, path, dir, err, errlen);
+  int rc =
+      polite__px_rules_parse(out, kind, text, len, path, dir, max, err, errlen);
   free(text);
   return rc;
 }
@@ -407,14 +380,13 @@ px_rule *polite__px_rules_match(px_rules *r, const char *method,
 /* A single-response file (Dev Proxy's RateLimitingPlugin customResponseFile:
  * {"statusCode":..,"headers":[..],"body":..}), kept as one rule matching
  * everything. Status 200 when absent, as in Dev Proxy. */
-int polite__px_response_load(px_rules *out, const char *path, char *err,
-                             size_t errlen) {
+int polite__px_response_load(px_rules *out, const char *path, size_t max,
+                             char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   size_t len = 0;
-  char *text = polite__px_slurp(path, &len);
-  if (text == NULL) {
-    polite__px_errf(err, errlen, "%s: cannot read file: %s", path,
-                    strerror(errno));
+  char *text = NULL;
+  if (polite__read_file(path, max, &text, &len) != 0) {
+    polite__px_file_error(err, errlen, path, max);
     return POLITE_EIO;
   }
   json_error_t je;
@@ -437,8 +409,8 @@ int polite__px_response_load(px_rules *out, const char *path, char *err,
   }
   out->n = 1;
   u->nresponses = 1;
-  int rc = parse_response(&u->responses[0], root, 200, dir, path, "response",
-                          err, errlen);
+  int rc = parse_response(&u->responses[0], root, 200, dir, max, path,
+                          "response", err, errlen);
   json_decref(root);
   if (rc < 0) {
     polite__px_rules_free(out);

@@ -3,16 +3,13 @@
  * The report is in px_track_report.c. */
 #include "px_track_int.h"
 
+#include "http_syntax.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 static uint64_t hash_str(const char *s) {
-  uint64_t h = UINT64_C(0xcbf29ce484222325);
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= UINT64_C(0x100000001b3);
-  }
-  return h;
+  return polite__fnv1a(s, strlen(s));
 }
 
 static map_ent *map_find(const map *m, const char *key, uint64_t h) {

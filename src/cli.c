@@ -108,26 +108,30 @@ int cli_header_has_name(const char *h, char *err, size_t errlen) {
 
 /* ---- Matching names ------------------------------------------------------ */
 
-static int loose_char(char c) {
-  if (c == '_')
-    return '-';
-  return tolower((unsigned char)c);
+/* 1 when a (alen bytes) and b (NUL-terminated) are one name to a
+ * configuration file: ASCII case ignored, '-' and '_' skipped, so that
+ * "failure-rate", "failure_rate" and Dev Proxy's "failureRate" are one. */
+static int loose_equal(const char *a, size_t alen, const char *b) {
+  size_t i = 0;
+  for (;;) {
+    while (i < alen && (a[i] == '-' || a[i] == '_'))
+      i++;
+    while (*b == '-' || *b == '_')
+      b++;
+    if (i == alen || *b == '\0')
+      return i == alen && *b == '\0';
+    if (tolower((unsigned char)a[i]) != tolower((unsigned char)*b))
+      return 0;
+    i++;
+    b++;
+  }
 }
 
 const cli_opt *cli_opt_find(const cli_opt *table, const char *name, size_t len,
                             int loose) {
   for (const cli_opt *o = table; o->name; o++) {
-    size_t n = strlen(o->name);
-    if (n != len)
-      continue;
-    size_t i = 0;
-    if (loose)
-      while (i < n && loose_char(o->name[i]) == loose_char(name[i]))
-        i++;
-    else
-      while (i < n && o->name[i] == name[i])
-        i++;
-    if (i == n)
+    if (loose ? loose_equal(name, len, o->name)
+              : strlen(o->name) == len && memcmp(o->name, name, len) == 0)
       return o;
   }
   return NULL;

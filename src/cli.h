@@ -51,7 +51,7 @@ void cli_json_string(FILE *f, const char *s);
  * in docs/ (`polite help --markdown CMD`) and the man pages (`polite help
  * --json CMD` feeds tools/gen_man.py) are generated from it, so a flag is
  * written once. A configuration-file reader uses the same rows through
- * cli_opt_find (names compared without case, '-' and '_' alike) and
+ * cli_opt_find (names compared without case, '-' and '_' skipped) and
  * cli_opt_set. */
 
 typedef enum {
@@ -156,8 +156,8 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *opts,
 void cli_free(const cli_command *cmd, void *opts);
 
 /* The row named `name` (len bytes; no leading dashes). loose: compare
- * without case and with '-' and '_' alike (configuration keys), else
- * exactly. NULL when there is none. */
+ * without case and skipping '-' and '_' (configuration keys: "max-body",
+ * "max_body", "maxBody"), else exactly. NULL when there is none. */
 const cli_opt *cli_opt_find(const cli_opt *table, const char *name, size_t len,
                             int loose);
 
@@ -205,6 +205,11 @@ int cli_parse_size(const char *s, unsigned long long max,
 
 /* The commands with an option table (for `polite help`). */
 extern const cli_command cli_cmd_run, cli_cmd_plan, cli_cmd_delay,
-    cli_cmd_diagnose;
+    cli_cmd_diagnose, cli_cmd_proxy;
+
+/* Every `polite proxy` option, one row each (proxy/px_config.c): the
+ * command line, its --config file, presets and the devproxyrc reader all
+ * set options through these rows. */
+extern const cli_opt polite__px_options[];
 
 #endif

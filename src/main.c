@@ -17,6 +17,7 @@
 #pragma weak cli_cmd_plan
 #pragma weak cli_cmd_delay
 #pragma weak cli_cmd_diagnose
+#pragma weak cli_cmd_proxy
 
 struct command {
   const char *name;
@@ -95,7 +96,7 @@ int main(int argc, char **argv) {
       {"report", cmd_report, "draw an HTML timeline of runs from their logs",
        NULL},
       {"proxy", cmd_proxy, "throttling test proxy that catches early retries",
-       NULL},
+       &cli_cmd_proxy},
       {"budget", cmd_budget, "show or clear a shared budget", NULL},
       {NULL, NULL, NULL, NULL}};
 

@@ -20,7 +20,7 @@ import re
 import subprocess
 import sys
 
-COMMANDS = ["run", "plan", "delay", "diagnose"]
+COMMANDS = ["run", "plan", "delay", "diagnose", "proxy"]
 BEGIN = "<!-- options:begin {} -->"
 END = "<!-- options:end -->"
 

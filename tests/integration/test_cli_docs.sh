@@ -24,7 +24,7 @@ check "regenerating restores the page" [ $? -eq 0 ]
 # ---- man pages: generated, readable with man -l, one entry per option -------
 python3 "$GEN" man "$P" "$POLITE_SRC/docs" "$TMP/man"
 check "the generator writes the man pages" [ $? -eq 0 ]
-for page in polite polite-run polite-plan polite-delay polite-diagnose; do
+for page in polite polite-run polite-plan polite-delay polite-diagnose polite-proxy; do
   f=$TMP/man/$page.1
   check "$page.1 exists" test -s "$f"
   MANWIDTH=100 man -l "$f" >"$TMP/$page.txt" 2>"$TMP/$page.err"
@@ -35,7 +35,7 @@ for page in polite polite-run polite-plan polite-delay polite-diagnose; do
   [ -n "${POLITE_BUILD:-}" ] && [ -f "$POLITE_BUILD/man/$page.1" ] &&
     check "the build's $page.1 is up to date" cmp -s "$f" "$POLITE_BUILD/man/$page.1"
 done
-for cmd in run plan delay diagnose; do
+for cmd in run plan delay diagnose proxy; do
   "$P" help --json "$cmd" | jq -r '.options[].name' >"$TMP/names.$cmd"
   n=$(wc -l <"$TMP/names.$cmd")
   check "$cmd has options in its table ($n)" [ "$n" -gt 0 ]
@@ -50,9 +50,15 @@ for cmd in run plan delay diagnose; do
   check_eq "every $cmd option is in --help" "$missing_help" ""
   check_eq "every $cmd option is in polite-$cmd(1)" "$missing_man" ""
   check_eq "every $cmd option is in docs/$cmd.md" "$missing_md" ""
-  check_grep "polite-$cmd(1) has the docs page's prose" "EXIT STATUS|OUTPUT|UNITS|WHAT|INPUT" "$TMP/polite-$cmd.txt"
+  check_grep "polite-$cmd(1) has the docs page's prose" "EXIT STATUS|OUTPUT|UNITS|WHAT|INPUT|BOUNDS" "$TMP/polite-$cmd.txt"
 done
 check_grep "polite(1) lists the commands" "polite-run\(1\)" "$TMP/polite.txt"
+check_grep "polite-proxy(1) lists polite proxy ca" "polite proxy ca" "$TMP/polite-proxy.txt"
+# The proxy's table can drift too: a changed row of docs/proxy.md is found.
+sed -i 's/| `--max-headers N` | 100 (1..100000) |/| `--max-headers N` | 200 |/' "$TMP/docs/proxy.md"
+python3 "$GEN" docs "$P" "$TMP/docs" --check 2>"$TMP/drift3"
+check "a drifted proxy row is caught" [ $? -eq 1 ]
+check_grep "... naming proxy.md" "proxy.md" "$TMP/drift3"
 
 # ---- installed by cmake --install into share/man/man1 ----------------------
 if [ -f "$POLITE_BUILD/cmake_install.cmake" ]; then

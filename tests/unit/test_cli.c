@@ -146,13 +146,16 @@ static void usage_errors_exit_2(void **state) {
   assert_int_equal(parse(&o, &pos, 2, e), CLI_EXIT_USAGE);
 }
 
-/* A configuration file's keys: "Max_Body" and "MAX-BODY" are --max-body. */
+/* A configuration file's keys: "Max_Body", "MAX-BODY" and the camelCase
+ * "maxBody" (Dev Proxy's style, the proxy's --config) are --max-body. */
 static void loose_names_for_config_files(void **state) {
   (void)state;
   assert_non_null(cli_opt_find(table, "Max_Body", 8, 1));
   assert_non_null(cli_opt_find(table, "MAX-BODY", 8, 1));
   assert_null(cli_opt_find(table, "Max_Body", 8, 0));
-  assert_null(cli_opt_find(table, "maxbody", 7, 1));
+  assert_non_null(cli_opt_find(table, "maxBody", 7, 1));
+  assert_null(cli_opt_find(table, "maxBod", 6, 1));
+  assert_null(cli_opt_find(table, "max-body-", 9, 0));
 }
 
 /* A JSON configuration through the same rows (the proxy's config file). */

@@ -67,6 +67,10 @@ static void fnv(void **state) {
   assert_true(polite__fnv1a("", 0) == UINT64_C(0xcbf29ce484222325));
   assert_true(polite__fnv1a("a", 1) == UINT64_C(0xaf63dc4c8601ec8c));
   assert_true(polite__fnv1a("foobar", 6) == UINT64_C(0x85944171f73967e8));
+  /* Going on from a state is hashing the concatenation (the proxy's salted
+   * client hash). */
+  assert_true(polite__fnv1a_more(polite__fnv1a("foo", 3), "bar", 3) ==
+              UINT64_C(0x85944171f73967e8));
 }
 
 static void civil_dates(void **state) {

@@ -12,8 +12,8 @@
 #include "px.h"
 
 static int parse(px_rules *r, px_rules_kind k, const char *text, char *err) {
-  return polite__px_rules_parse(r, k, text, strlen(text), "f.json", NULL, err,
-                                512);
+  return polite__px_rules_parse(r, k, text, strlen(text), "f.json", NULL,
+                                PX_FILE_MAX_DEFAULT, err, 512);
 }
 
 static void errors_file_parsed(void **state) {
