@@ -149,7 +149,8 @@ typedef struct {
 } polite_ratectl_response;
 
 typedef enum {
-  POLITE_RC_SLOW_START = 0, /* no limit met yet: doubling every 500 ms */
+  POLITE_RC_SLOW_START = 0, /* no limit met yet: doubling every 500 ms
+                               while answers are clean */
   POLITE_RC_PROBE = 1,      /* after a cut: back to the limit, then probing */
   POLITE_RC_HEADERS = 2     /* the server's headers set the rate */
 } polite_ratectl_phase;
@@ -182,13 +183,23 @@ typedef struct {
   int64_t header_until_us;
   /* pauses and cuts */
   int64_t hold_until_us;  /* no start before (a wait from headers) */
-  int64_t pause_start_us; /* the last server pause, for the measurement */
+  int64_t pause_start_us; /* sending resumed before the last cut */
   int64_t pause_end_us;
   int64_t last_cut_us; /* requests started before it do not cut again */
-  /* measurement: start times of the last answers, and which got through */
+  int64_t cut_from_us;  /* the throttled request's start at the last cut */
+  double prev_limit;    /* the limit before the last cut (0: none) */
+  unsigned steady_base; /* steady before the last cut */
+  /* measurement: start times of the last answers, which got through, and
+   * the rate each was started at */
   int64_t ok_us[POLITE__RATECTL_RING];
   unsigned char ok_flag[POLITE__RATECTL_RING];
+  double ok_rate[POLITE__RATECTL_RING];
   unsigned ok_head, ok_n;
+  /* the rate at the last starts, to know what an answer was started at */
+  int64_t st_us[POLITE__RATECTL_RING];
+  double st_rate[POLITE__RATECTL_RING];
+  unsigned st_head, st_n;
+  double clean_rate; /* the rate the last clean answer was started at */
   double latency_us; /* EWMA of successful answers' latency; 0: none */
   /* sharing */
   uint64_t generation;
