@@ -19,15 +19,18 @@
                     got through, measured) */
 #define BETA_STEADY 0.95  /* once the limit was found twice */
 #define PLATEAU 0.95      /* hold 5% below what got through */
+/* ... 10% below when the limit was met in slow start: measured over a
+ * short window that a limiter's burst inflates (burst 1 at 40/s: +7%) */
+#define PLATEAU_SS 0.9
 #define PROBE_LINEAR 0.02 /* probing: +2% of the plateau per second */
 #define PROBE_CUBIC                                                            \
   0.0002                        /* ... plus 0.02% x s^3 (a raised limit is     \
                                    found again in seconds, not minutes) */
 #define BAND 0.15               /* "the same limit" within 15% */
 #define HOLD_FIRST_US 8000000   /* plateau before probing, limit unsure */
-#define HOLD_STEADY_US 3000000  /* ... doubling per confirmation */
 #define HOLD_MAX_US 30000000    /* ... up to 30 s */
-#define WINDOW_US 350000        /* the measured rate's window */
+#define WINDOW_US 1000000       /* the measured rate's window */
+#define WINDOW_SS_US 350000     /* ... in slow start (the rate doubled) */
 /* After a cut, answers of requests already in flight refine the estimate
  * of what got through while the server's pause lasts (a limiter answers a
  * 429 at once, its 200s a handler's time later). */
@@ -190,10 +193,10 @@ static double admitted(const polite_ratectl *c, int64_t from, int64_t to) {
 
 /* Starts probing from cut_to towards the plateau once `resume_us` is
  * reached: at resume the curve gives cut_to. */
-static void aim(polite_ratectl *c, double limit, double cut_to,
-                int64_t resume_us) {
+static void aim(polite_ratectl *c, double limit, double plateau,
+                double cut_to, int64_t resume_us) {
   c->limit = limit;
-  c->plateau = limit * PLATEAU;
+  c->plateau = limit * plateau;
   double below = c->plateau - cut_to;
   double y0 = below > 0 ? -cbrt(below / (CUBIC_C * limit)) : 0;
   c->epoch_us = resume_us - (int64_t)(y0 * 1e6);
@@ -214,7 +217,8 @@ static void count_cut(polite_ratectl *c, polite_ratectl_cause why,
  * before it, up to now). Two cuts in a row that find about the same limit
  * make the controller steady: a shallower cut and a longer plateau. */
 static void aim_measured(polite_ratectl *c, int64_t now_us) {
-  int64_t from = imax(c->cut_from_us - WINDOW_US, c->pause_start_us);
+  int64_t w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
+  int64_t from = imax(c->cut_from_us - w, c->pause_start_us);
   double got = admitted(c, from, now_us);
   if (got <= 0) /* nothing tells yet: the throttled request's rate */
     got = BETA * rate_at_start(c, c->cut_from_us);
@@ -224,22 +228,21 @@ static void aim_measured(polite_ratectl *c, int64_t now_us) {
                         ? c->steady_base + 1
                         : 0;
   c->steady = steady;
-  double cut_to = dmax(c->cfg.min_per_s, (steady ? BETA_STEADY : BETA) * got);
-  int64_t hold = HOLD_FIRST_US;
-  if (steady > 0) {
-    unsigned sh = steady - 1 < 4 ? steady - 1 : 4;
-    hold = HOLD_STEADY_US << sh;
-    if (hold > HOLD_MAX_US)
-      hold = HOLD_MAX_US;
-  }
-  c->hold_us = hold;
-  aim(c, got, cut_to, imax(now_us, c->pause_end_us));
+  double plateau = c->cut_in_ss ? PLATEAU_SS : PLATEAU;
+  double cut_to = dmax(c->cfg.min_per_s,
+                       dmin(plateau, steady ? BETA_STEADY : BETA) * got);
+  /* Each confirmation of the limit doubles the hold: a probe that finds
+   * it again costs a server pause. */
+  int64_t hold = HOLD_FIRST_US << (steady < 2 ? steady : 2);
+  c->hold_us = hold < HOLD_MAX_US ? hold : HOLD_MAX_US;
+  aim(c, got, plateau, cut_to, imax(now_us, c->pause_end_us));
 }
 
 /* A cut at a throttle of a request started at started_us. */
 static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
                 int64_t resumed_us, polite_ratectl_cause why) {
   c->prev_limit = c->phase == POLITE_RC_PROBE ? c->limit : 0;
+  c->cut_in_ss = c->phase == POLITE_RC_SLOW_START;
   c->steady_base = c->steady;
   c->cut_from_us = started_us;
   c->pause_start_us = resumed_us;
@@ -354,7 +357,7 @@ void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
     double limit = s->limit_per_s > 0 ? s->limit_per_s : s->rate_per_s / BETA;
     if (c->hold_us == 0)
       c->hold_us = HOLD_FIRST_US;
-    aim(c, limit, s->rate_per_s, imax(now_us, c->pause_end_us));
+    aim(c, limit, PLATEAU, s->rate_per_s, imax(now_us, c->pause_end_us));
     c->published = s->rate_per_s;
     c->published_us = now_us;
     c->pending_cut = 0;

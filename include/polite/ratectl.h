@@ -189,6 +189,7 @@ typedef struct {
   int64_t cut_from_us;  /* the throttled request's start at the last cut */
   double prev_limit;    /* the limit before the last cut (0: none) */
   unsigned steady_base; /* steady before the last cut */
+  int cut_in_ss;        /* the last cut ended slow start */
   /* measurement: start times of the last answers, which got through, and
    * the rate each was started at */
   int64_t ok_us[POLITE__RATECTL_RING];
