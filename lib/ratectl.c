@@ -152,7 +152,9 @@ void polite_ratectl_on_start(polite_ratectl *c, int64_t now_us) {
   double r = polite_ratectl_rate(c, now_us);
   c->highest = dmax(c->highest, r);
   c->st_us[c->st_head] = now_us;
-  c->st_rate[c->st_head] = r;
+  /* With a shared budget the account is paced at the shared rate, which
+   * another participant may have raised above this one's. */
+  c->st_rate[c->st_head] = dmax(r, c->shared_seen);
   c->st_head = (c->st_head + 1) % POLITE__RATECTL_RING;
   if (c->st_n < POLITE__RATECTL_RING)
     c->st_n++;
@@ -350,6 +352,7 @@ void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
                               const polite_shared_rate *s) {
   if (c == NULL || s == NULL || !(s->rate_per_s > 0))
     return;
+  c->shared_seen = s->rate_per_s;
   double cur = polite_ratectl_rate(c, now_us);
   if (s->generation != c->generation) {
     /* Another participant's cut: probe from its rate towards its limit. */

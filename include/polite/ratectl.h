@@ -200,7 +200,8 @@ typedef struct {
   int64_t st_us[POLITE__RATECTL_RING];
   double st_rate[POLITE__RATECTL_RING];
   unsigned st_head, st_n;
-  double clean_rate; /* the rate the last clean answer was started at */
+  double clean_rate;  /* the rate the last clean answer was started at */
+  double shared_seen; /* the budget's rate at the last admission */
   double latency_us; /* EWMA of successful answers' latency; 0: none */
   /* sharing */
   uint64_t generation;
