@@ -27,7 +27,7 @@
   0.0002                        /* ... plus 0.02% x s^3 (a raised limit is     \
                                    found again in seconds, not minutes) */
 #define BAND 0.15               /* "the same limit" within 15% */
-#define HOLD_FIRST_US 8000000   /* plateau before probing, limit unsure */
+#define HOLD_FIRST_US 12000000  /* plateau before probing, limit unsure */
 #define HOLD_MAX_US 30000000    /* ... up to 30 s */
 #define WINDOW_US 1000000       /* the measured rate's window */
 #define WINDOW_SS_US 350000     /* ... in slow start (the rate doubled) */
