@@ -7,8 +7,9 @@
 #include <math.h>
 
 static sim_answer lat_100ms(sim *x, unsigned req, unsigned attempt) {
-  (void)x, (void)req, (void)attempt;
-  return (sim_answer){200, {NULL}, "ok", 100 * MS};
+  sim_answer a = ok200(x, req, attempt);
+  a.latency_us = 100 * MS;
+  return a;
 }
 
 static sim_answer some_429(sim *x, unsigned req, unsigned attempt) {
@@ -20,6 +21,8 @@ static sim_answer some_429(sim *x, unsigned req, unsigned attempt) {
 static void check_integral(sim *x, unsigned n) {
   assert_int_equal(sim_run(x), 1);
   assert_int_equal(x->n_results, n);
+  assert_int_equal(sim_count(x, POLITE_OUT_OK), n);
+  assert_non_null(sim_find(x, "r0"));
   const polite_batch_stats *st = polite__sched_stats(x->s);
   double lat_s = (double)st->latency_sum_us / 1e6;
   printf("# integral %.3f s, latency sum %.3f s, run %.3f s\n",
