@@ -15,22 +15,23 @@
 #define CUBIC_C                                                                \
   0.01 /* growth scale, in limits per s^3: at a                                \
           limit of 40/s AWS's 0.4/s^3 */
-#define BETA 0.9 /* first cuts (AWS: 0.7 of what it sent; ours is of what
-                    got through, measured) */
-#define BETA_STEADY 0.95  /* once the limit was found twice */
-#define PLATEAU 0.95      /* hold 5% below what got through */
+/* First cuts (AWS: 0.7 of what it sent; ours is of what got through,
+ * measured). */
+#define BETA 0.9
+#define BETA_STEADY 0.95 /* once the limit was found twice */
+#define PLATEAU 0.95     /* hold 5% below what got through */
 /* ... 10% below when the limit was met in slow start: measured over a
  * short window that a limiter's burst inflates (burst 1 at 40/s: +7%) */
 #define PLATEAU_SS 0.9
 #define PROBE_LINEAR 0.02 /* probing: +2% of the plateau per second */
 #define PROBE_CUBIC                                                            \
-  0.0002                        /* ... plus 0.02% x s^3 (a raised limit is     \
-                                   found again in seconds, not minutes) */
-#define BAND 0.15               /* "the same limit" within 15% */
-#define HOLD_FIRST_US 12000000  /* plateau before probing, limit unsure */
-#define HOLD_MAX_US 30000000    /* ... up to 30 s */
-#define WINDOW_US 1000000       /* the measured rate's window */
-#define WINDOW_SS_US 350000     /* ... in slow start (the rate doubled) */
+  0.0002                       /* ... plus 0.02% x s^3 (a raised limit is      \
+                                  found again in seconds, not minutes) */
+#define BAND 0.15              /* "the same limit" within 15% */
+#define HOLD_FIRST_US 12000000 /* plateau before probing, limit unsure */
+#define HOLD_MAX_US 30000000   /* ... up to 30 s */
+#define WINDOW_US 1000000      /* the measured rate's window */
+#define WINDOW_SS_US 350000    /* ... in slow start (the rate doubled) */
 /* After a cut, answers of requests already in flight refine the estimate
  * of what got through while the server's pause lasts (a limiter answers a
  * 429 at once, its 200s a handler's time later). */
@@ -195,8 +196,8 @@ static double admitted(const polite_ratectl *c, int64_t from, int64_t to) {
 
 /* Starts probing from cut_to towards the plateau once `resume_us` is
  * reached: at resume the curve gives cut_to. */
-static void aim(polite_ratectl *c, double limit, double plateau,
-                double cut_to, int64_t resume_us) {
+static void aim(polite_ratectl *c, double limit, double plateau, double cut_to,
+                int64_t resume_us) {
   c->limit = limit;
   c->plateau = limit * plateau;
   double below = c->plateau - cut_to;
@@ -225,14 +226,14 @@ static void aim_measured(polite_ratectl *c, int64_t now_us) {
   if (got <= 0) /* nothing tells yet: the throttled request's rate */
     got = BETA * rate_at_start(c, c->cut_from_us);
   got = dmax(got, c->cfg.min_per_s);
-  unsigned steady = c->prev_limit > 0 &&
-                            fabs(got - c->prev_limit) <= BAND * c->prev_limit
-                        ? c->steady_base + 1
-                        : 0;
+  unsigned steady =
+      c->prev_limit > 0 && fabs(got - c->prev_limit) <= BAND * c->prev_limit
+          ? c->steady_base + 1
+          : 0;
   c->steady = steady;
   double plateau = c->cut_in_ss ? PLATEAU_SS : PLATEAU;
-  double cut_to = dmax(c->cfg.min_per_s,
-                       dmin(plateau, steady ? BETA_STEADY : BETA) * got);
+  double cut_to =
+      dmax(c->cfg.min_per_s, dmin(plateau, steady ? BETA_STEADY : BETA) * got);
   /* Each confirmation of the limit doubles the hold: a probe that finds
    * it again costs a server pause. */
   int64_t hold = HOLD_FIRST_US << (steady < 2 ? steady : 2);

@@ -185,7 +185,7 @@ typedef struct {
   int64_t hold_until_us;  /* no start before (a wait from headers) */
   int64_t pause_start_us; /* sending resumed before the last cut */
   int64_t pause_end_us;
-  int64_t last_cut_us; /* requests started before it do not cut again */
+  int64_t last_cut_us;  /* requests started before it do not cut again */
   int64_t cut_from_us;  /* the throttled request's start at the last cut */
   double prev_limit;    /* the limit before the last cut (0: none) */
   unsigned steady_base; /* steady before the last cut */
@@ -202,7 +202,7 @@ typedef struct {
   unsigned st_head, st_n;
   double clean_rate;  /* the rate the last clean answer was started at */
   double shared_seen; /* the budget's rate at the last admission */
-  double latency_us; /* EWMA of successful answers' latency; 0: none */
+  double latency_us;  /* EWMA of successful answers' latency; 0: none */
   /* sharing */
   uint64_t generation;
   double published;

@@ -379,9 +379,8 @@ static sim_result simulate(const sim_cfg *cfg, int64_t settle_us) {
       } else {
         f->status = polite_gcra_admit(&server, now, 1) == 0 ? 200 : 429;
       }
-      f->done = now + (f->status == 429 && !cfg->slow_reject
-                           ? TICK_US
-                           : cfg->latency_us);
+      f->done = now + (f->status == 429 && !cfg->slow_reject ? TICK_US
+                                                             : cfg->latency_us);
       queued--;
     }
     if (now % (100 * MS) == 0) {
@@ -548,7 +547,8 @@ static void test_ramp_and_shared(void **state) {
   /* No answer yet: no raise (a server that does not answer is not asked
    * faster). */
   polite_ratectl_on_start(&c, 0);
-  assert_true(polite_ratectl_rate(&c, 500 * MS) == POLITE_RATECTL_INITIAL_PER_S);
+  assert_true(polite_ratectl_rate(&c, 500 * MS) ==
+              POLITE_RATECTL_INITIAL_PER_S);
   /* A clean answer allows at most twice the rate it was started at, and
    * the ramp doubles every 500 ms below that. */
   polite_ratectl_response ok = {400 * MS, 0, 200, -1, NULL};
