@@ -224,11 +224,14 @@ POLITE_EXTERN void polite_ratectl_init(polite_ratectl *c,
 POLITE_EXTERN void polite_ratectl_on_start(polite_ratectl *c, int64_t now_us);
 
 /* One response (or network error). A 429 or 503 from a request started
- * after the last cut cuts the rate below what got through in the last
- * second of sending (the measured rate), then probing resumes once the
- * server's wait is over; answers of requests that were already in flight at
- * the last cut do not cut again. A plan with a rate sets the rate (its
- * waits become hold_until). Returns the cut made, POLITE_CUT_NONE if any. */
+ * after the last cut cuts the rate below what got through (the share let
+ * through of the requests started just before it, times the rate they were
+ * started at), then probing resumes once the server's wait is over;
+ * answers of requests that were already in flight at the last cut do not
+ * cut again but refine that estimate while the server's pause lasts. A
+ * clean answer lets the ramp go up to twice the rate its request was
+ * started at. A plan with a rate sets the rate (its waits become
+ * hold_until). Returns the cut made, POLITE_CUT_NONE if any. */
 POLITE_EXTERN polite_ratectl_cause
 polite_ratectl_on_response(polite_ratectl *c, const polite_ratectl_response *r);
 
