@@ -75,24 +75,33 @@ echo
 echo "| client | wall time | / (N/rate) | 429s | early | lost | requests sent |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
 
-# polite's rows: P processes sharing a file: budget (P = 1: no budget), each
-# with a share of the URLs; the row counts what all of them sent.
-polite_row() { # tag procs name
-  local tag=$1 procs=$2 i s e ok=0 bud=() pids=()
-  urls "$tag" >"$T/$tag.txt"
-  [ "$procs" -gt 1 ] && bud=(--budget "file:$T/$tag.budget")
-  split -n "r/$procs" -d "$T/$tag.txt" "$T/$tag.part."
+# Runs `polite run` (no --rate) on $T/TAG.txt split over PROCS processes
+# sharing a file: budget (1: no budget); sets S and E (start and end), OK
+# (requests ok) and N429 (answers 429) over all of them.
+run_parts() { # tag procs
+  local f bud=() pids=()
+  [ "$2" -gt 1 ] && bud=(--budget "file:$T/$1.budget")
+  split -n "r/$2" -d "$T/$1.txt" "$T/$1.part."
   sleep 1.1
-  s=$(now)
-  for f in "$T/$tag.part."*; do
+  S=$(now)
+  for f in "$T/$1.part."??; do
     "$POLITE" run --no-progress --concurrency $CONC --max-attempts 5 "${bud[@]}" \
       --summary-json "$f.json" "$f" >"$f.out" 2>"$f.err" &
     pids+=($!)
   done
   wait "${pids[@]}" # not the servers
-  e=$(now)
-  for f in "$T/$tag.part."*.out; do ok=$((ok + $(grep -c '"outcome":"ok"' "$f"))); done
-  row "$tag" "$s" "$e" "$ok" "$3"
+  E=$(now)
+  OK=0 N429=0
+  for f in "$T/$1.part."??; do
+    OK=$((OK + $(grep -c '"outcome":"ok"' "$f.out")))
+    N429=$((N429 + $(jq .status_429 "$f.json")))
+  done
+}
+
+polite_row() { # tag procs name
+  urls "$1" >"$T/$1.txt"
+  run_parts "$1" "$2"
+  row "$1" "$S" "$E" "$OK" "$3"
 }
 
 if [ -n "$WITH_POLITE" ]; then
@@ -127,7 +136,7 @@ fi
 PX=$!
 PIDS+=($PX)
 for _ in $(seq 100); do [ -s "$T/px.addr" ] && break; sleep 0.05; done
-HN=$((HRATE * 30))
+HN=$((HRATE * ${HSEC:-30})) # HSEC s at the limit
 echo
 echo "N=$HN GETs, polite proxy --rate-limit $HRATE/s --burst 1 (IETF RateLimit headers), 100 ms upstream; ideal N/(q/w) = $((HN / HRATE)) s"
 echo
@@ -135,29 +144,13 @@ echo "| client | wall time | / (N/(q/w)) | 429s | early | lost |"
 echo "|---|---:|---:|---:|---:|---:|"
 early_now() { curl -s "http://$(cat "$T/px.addr")/__polite/report" | jq .early_retries; }
 hrow() { # procs name
-  local i s e ok=0 n429=0 bud=() pids=() e0
+  local i e0 wall
   e0=$(early_now)
   for i in $(seq 1 "$HN"); do echo "http://$(cat "$T/px.addr")/item/$i?tool=h$1"; done >"$T/h$1.txt"
-  [ "$1" -gt 1 ] && bud=(--budget "file:$T/h$1.budget")
-  split -n "r/$1" -d "$T/h$1.txt" "$T/h$1.part."
-  sleep 1.1
-  s=$(now)
-  for f in "$T/h$1.part."*; do
-    "$POLITE" run --no-progress --concurrency $CONC --max-attempts 5 "${bud[@]}" \
-      --summary-json "$f.json" "$f" >"$f.out" 2>"$f.err" &
-    pids+=($!)
-  done
-  wait "${pids[@]}" # not the servers
-  e=$(now)
-  for f in "$T/h$1.part."*; do
-    case $f in *.out|*.err|*.json) continue ;; esac
-    ok=$((ok + $(grep -c '"outcome":"ok"' "$f.out")))
-    n429=$((n429 + $(jq .status_429 "$f.json")))
-  done
-  local wall
-  wall=$(echo "$e - $s" | bc)
+  run_parts "h$1" "$1"
+  wall=$(echo "$E - $S" | bc)
   printf '| %s | %.1f s | %.2f x | %s | %s | %s |\n' "$2" "$wall" \
-    "$(echo "$wall * $HRATE / $HN" | bc -l)" "$n429" "$(($(early_now) - e0))" "$((HN - ok))"
+    "$(echo "$wall * $HRATE / $HN" | bc -l)" "$N429" "$(($(early_now) - e0))" "$((HN - OK))"
 }
 hrow 1 "polite run --concurrency $CONC (no --rate)"
 hrow 2 "2 x polite run --concurrency $CONC, file: budget"
