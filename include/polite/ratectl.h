@@ -149,7 +149,7 @@ typedef struct {
 } polite_ratectl_response;
 
 typedef enum {
-  POLITE_RC_SLOW_START = 0, /* no limit met yet: doubling every 500 ms
+  POLITE_RC_SLOW_START = 0, /* no limit met yet: doubling every 250 ms
                                while answers are clean */
   POLITE_RC_PROBE = 1,      /* after a cut: back to the limit, then probing */
   POLITE_RC_HEADERS = 2     /* the server's headers set the rate */
@@ -169,7 +169,8 @@ typedef enum {
 typedef struct {
   polite_ratectl_config cfg;
   polite_ratectl_phase phase;
-  /* slow start: rate = ss_base * 2^((now - ss_start) / 500 ms) */
+  /* slow start: rate = ss_base * 2^((now - ss_start) / 250 ms), at most
+   * 2 x clean_rate */
   double ss_base;
   int64_t ss_start_us;
   /* probing: rate = plateau + C * f(now - epoch), see ratectl.c */
