@@ -223,7 +223,9 @@ static void aim_measured(polite_ratectl *c, int64_t now_us) {
   int64_t w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
   int64_t from = imax(c->cut_from_us - w, c->pause_start_us);
   double got = admitted(c, from, now_us);
-  if (got <= 0) /* nothing tells yet: the throttled request's rate */
+  if (c->cut_in_headers) /* the server's own statement of its limit */
+    got = c->header_rate;
+  else if (got <= 0) /* nothing tells yet: the throttled request's rate */
     got = BETA * rate_at_start(c, c->cut_from_us);
   got = dmax(got, c->cfg.min_per_s);
   unsigned steady =
@@ -232,8 +234,8 @@ static void aim_measured(polite_ratectl *c, int64_t now_us) {
           : 0;
   c->steady = steady;
   double plateau = c->cut_in_ss ? PLATEAU_SS : PLATEAU;
-  double cut_to =
-      dmax(c->cfg.min_per_s, dmin(plateau, steady ? BETA_STEADY : BETA) * got);
+  double beta = steady || c->cut_in_headers ? BETA_STEADY : BETA;
+  double cut_to = dmax(c->cfg.min_per_s, dmin(plateau, beta) * got);
   /* Each confirmation of the limit doubles the hold: a probe that finds
    * it again costs a server pause. */
   int64_t hold = HOLD_FIRST_US << (steady < 2 ? steady : 2);
@@ -246,6 +248,11 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
                 int64_t resumed_us, polite_ratectl_cause why) {
   c->prev_limit = c->phase == POLITE_RC_PROBE ? c->limit : 0;
   c->cut_in_ss = c->phase == POLITE_RC_SLOW_START;
+  /* A 429 while fresh headers plan the rate is a start that reached the
+   * server a little early (transport jitter against a limiter with no
+   * tolerance), not a wrong plan: hold 5% below the planned rate. */
+  c->cut_in_headers = c->phase == POLITE_RC_HEADERS && c->header_rate > 0 &&
+                      now_us < c->header_until_us;
   c->steady_base = c->steady;
   c->cut_from_us = started_us;
   c->pause_start_us = resumed_us;

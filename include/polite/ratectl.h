@@ -191,6 +191,7 @@ typedef struct {
   double prev_limit;    /* the limit before the last cut (0: none) */
   unsigned steady_base; /* steady before the last cut */
   int cut_in_ss;        /* the last cut ended slow start */
+  int cut_in_headers;   /* ... came while fresh headers planned the rate */
   /* measurement: start times of the last answers, which got through, and
    * the rate each was started at */
   int64_t ok_us[POLITE__RATECTL_RING];
