@@ -5,29 +5,37 @@
 #include <math.h>
 #include <string.h>
 
-#define SS_DOUBLE_US 500000.0 /* slow start doubles every 500 ms */
+#define SS_DOUBLE_US 250000.0 /* slow start doubles every 250 ms */
 #define SS_MAX_US 30000000.0  /* ... for at most 30 s (no overflow) */
-#define SS_FIRST_SHARE 0.25   /* jump to a quarter of concurrency/latency */
-#define SS_CROSSED                                                             \
-  0.7 /* the limit was crossed about one doubling                              \
-         time (0.7 = 2^-0.5) before */
+/* No answer raises the rate by more than this: the rate is at most
+ * SS_GAIN x the rate the latest clean answer was started at, so before the
+ * first answer it stays at the first estimate, and a slow server slows the
+ * ramp (doubling only as fast as clean answers come back). */
+#define SS_GAIN 2.0
 #define CUBIC_C                                                                \
   0.01 /* growth scale, in limits per s^3: at a                                \
           limit of 40/s AWS's 0.4/s^3 */
-#define BETA                                                                   \
-  0.8                     /* first cuts (AWS: 0.7 of what it sent;             \
-                             ours is of what got through) */
-#define BETA_STEADY 0.9   /* once the limit was found twice */
-#define PLATEAU 0.95      /* hold 5% below what got through */
+/* First cuts (AWS: 0.7 of what it sent; ours is of what got through,
+ * measured). */
+#define BETA 0.9
+#define BETA_STEADY 0.95 /* once the limit was found twice */
+#define PLATEAU 0.95     /* hold 5% below what got through */
+/* ... 10% below when the limit was met in slow start: measured over a
+ * short window that a limiter's burst inflates (burst 1 at 40/s: +7%) */
+#define PLATEAU_SS 0.9
 #define PROBE_LINEAR 0.02 /* probing: +2% of the plateau per second */
 #define PROBE_CUBIC                                                            \
-  0.0002                        /* ... plus 0.02% x s^3 (a raised limit is     \
-                                   found again in seconds, not minutes) */
-#define BAND 0.15               /* "the same limit" within 15% */
-#define HOLD_FIRST_US 1000000   /* plateau before probing, limit unsure */
-#define HOLD_STEADY_US 3000000  /* ... doubling per confirmation */
-#define HOLD_MAX_US 30000000    /* ... up to 30 s */
-#define WINDOW_US 1000000       /* the measured rate's window */
+  0.0002                       /* ... plus 0.02% x s^3 (a raised limit is      \
+                                  found again in seconds, not minutes) */
+#define BAND 0.15              /* "the same limit" within 15% */
+#define HOLD_FIRST_US 12000000 /* plateau before probing, limit unsure */
+#define HOLD_MAX_US 30000000   /* ... up to 30 s */
+#define WINDOW_US 1000000      /* the measured rate's window */
+#define WINDOW_SS_US 350000    /* ... in slow start (the rate doubled) */
+/* After a cut, answers of requests already in flight refine the estimate
+ * of what got through while the server's pause lasts (a limiter answers a
+ * 429 at once, its 200s a handler's time later). */
+#define REFINE_US 500000
 #define HEADER_FRESH_US 5000000 /* a plan rules this long after its answer */
 #define LATENCY_ALPHA 0.2
 #define PUBLISH_STEP 1.02
@@ -58,6 +66,7 @@ void polite_ratectl_init(polite_ratectl *c, const polite_ratectl_config *cfg,
     c->cfg.max_per_s = 0;
   c->phase = POLITE_RC_SLOW_START;
   c->ss_base = c->cfg.initial_per_s;
+  c->clean_rate = c->cfg.initial_per_s / SS_GAIN;
   c->ss_start_us = now_us;
   c->pause_start_us = c->pause_end_us = now_us;
   c->last_cut_us = now_us;
@@ -105,6 +114,7 @@ static double raw_rate(const polite_ratectl *c, int64_t now_us) {
   if (c->phase == POLITE_RC_SLOW_START) {
     double dt = dmin(dmax((double)(now_us - c->ss_start_us), 0), SS_MAX_US);
     r = c->ss_base * exp2(dt / SS_DOUBLE_US);
+    r = dmin(r, SS_GAIN * c->clean_rate);
   } else if (c->phase == POLITE_RC_HEADERS && !fresh) {
     /* The headers stopped coming: probe up from their last rate. */
     double y = (double)(now_us - c->header_until_us) / 1e6;
@@ -142,35 +152,54 @@ void polite_ratectl_on_start(polite_ratectl *c, int64_t now_us) {
   c->starts++;
   double r = polite_ratectl_rate(c, now_us);
   c->highest = dmax(c->highest, r);
+  c->st_us[c->st_head] = now_us;
+  /* With a shared budget the account is paced at the shared rate, which
+   * another participant may have raised above this one's. */
+  c->st_rate[c->st_head] = dmax(r, c->shared_seen);
+  c->st_head = (c->st_head + 1) % POLITE__RATECTL_RING;
+  if (c->st_n < POLITE__RATECTL_RING)
+    c->st_n++;
 }
 
-/* The share of recent requests the server let through: among answers to
- * requests started in the last second, and after the last server pause
- * (what came before it says nothing about the limit now). A share, not a
- * count, so it is the same for every participant of a shared budget, each
- * of which sees only its own answers. -1 when fewer than 2 answers tell. */
-static double let_through(const polite_ratectl *c, int64_t now_us) {
-  int64_t ws = now_us - WINDOW_US;
-  if (c->pause_end_us <= now_us && c->pause_end_us > ws)
-    ws = c->pause_end_us;
+/* The rate a request started at `at` was started at: the latest start
+ * at or before it (the engine passes the same instant to both calls);
+ * the current rate when it is older than the ring. */
+static double rate_at_start(const polite_ratectl *c, int64_t at) {
+  for (unsigned i = 0; i < c->st_n; i++) {
+    unsigned k =
+        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->st_us[k] <= at)
+      return c->st_rate[k];
+  }
+  return polite_ratectl_rate(c, at);
+}
+
+/* What got through of the requests started in [from, to]: the share the
+ * server let through times the mean rate they were started at. A share
+ * and a paced rate, not a count, so it is the same for every participant
+ * of a shared budget, each of which sees only its own answers. -1 when
+ * fewer than 2 answers tell. */
+static double admitted(const polite_ratectl *c, int64_t from, int64_t to) {
   unsigned n = 0, ok = 0;
+  double sum = 0;
   for (unsigned i = 0; i < c->ok_n; i++) {
     unsigned k =
         (c->ok_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
-    if (c->ok_us[k] < ws)
+    if (c->ok_us[k] < from || c->ok_us[k] > to)
       continue; /* answers arrive out of start order */
     n++;
     ok += c->ok_flag[k];
+    sum += c->ok_rate[k];
   }
-  return n >= 2 ? (double)ok / n : -1;
+  return n >= 2 ? (double)ok / n * (sum / n) : -1;
 }
 
 /* Starts probing from cut_to towards the plateau once `resume_us` is
  * reached: at resume the curve gives cut_to. */
-static void aim(polite_ratectl *c, double limit, double cut_to,
+static void aim(polite_ratectl *c, double limit, double plateau, double cut_to,
                 int64_t resume_us) {
   c->limit = limit;
-  c->plateau = limit * PLATEAU;
+  c->plateau = limit * plateau;
   double below = c->plateau - cut_to;
   double y0 = below > 0 ? -cbrt(below / (CUBIC_C * limit)) : 0;
   c->epoch_us = resume_us - (int64_t)(y0 * 1e6);
@@ -186,38 +215,48 @@ static void count_cut(polite_ratectl *c, polite_ratectl_cause why,
   c->lowest = dmin(c->lowest, polite_ratectl_rate(c, now_us));
 }
 
-/* A cut below what got through (`got`, the limit estimate). Two cuts in a
- * row that find about the same limit make the controller steady: a
- * shallower cut and a longer plateau. */
-static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
-                polite_ratectl_cause why) {
-  /* What got through: the rate the throttled request started at, times the
-   * share the server let through. Leaving slow start the rate had doubled
-   * within the last 500 ms, so the limit was crossed earlier: there the
-   * share is at most SS_CROSSED. */
-  double at = polite_ratectl_rate(c, started_us);
-  double share = let_through(c, now_us);
-  if (share <= 0)
-    share = 1;
-  if (c->phase == POLITE_RC_SLOW_START && share > SS_CROSSED)
-    share = SS_CROSSED; /* whichever of the two says less */
-  double got = at * share;
+/* Aims below what got through of the requests started around the last
+ * cut's throttled one (from the previous pause's end, at most WINDOW_US
+ * before it, up to now). Two cuts in a row that find about the same limit
+ * make the controller steady: a shallower cut and a longer plateau. */
+static void aim_measured(polite_ratectl *c, int64_t now_us) {
+  int64_t w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
+  int64_t from = imax(c->cut_from_us - w, c->pause_start_us);
+  double got = admitted(c, from, now_us);
+  if (c->cut_in_headers) /* the server's own statement of its limit */
+    got = c->header_rate;
+  else if (got <= 0) /* nothing tells yet: the throttled request's rate */
+    got = BETA * rate_at_start(c, c->cut_from_us);
   got = dmax(got, c->cfg.min_per_s);
-  if (c->limit > 0 && fabs(got - c->limit) <= BAND * c->limit)
-    c->steady++;
-  else
-    c->steady = 0;
-  double cut_to =
-      dmax(c->cfg.min_per_s, (c->steady ? BETA_STEADY : BETA) * got);
-  int64_t hold = HOLD_FIRST_US;
-  if (c->steady > 0) {
-    unsigned sh = c->steady - 1 < 4 ? c->steady - 1 : 4;
-    hold = HOLD_STEADY_US << sh;
-    if (hold > HOLD_MAX_US)
-      hold = HOLD_MAX_US;
-  }
-  c->hold_us = hold;
-  aim(c, got, cut_to, imax(now_us, c->pause_end_us));
+  unsigned steady =
+      c->prev_limit > 0 && fabs(got - c->prev_limit) <= BAND * c->prev_limit
+          ? c->steady_base + 1
+          : 0;
+  c->steady = steady;
+  double plateau = c->cut_in_ss ? PLATEAU_SS : PLATEAU;
+  double beta = steady || c->cut_in_headers ? BETA_STEADY : BETA;
+  double cut_to = dmax(c->cfg.min_per_s, dmin(plateau, beta) * got);
+  /* Each confirmation of the limit doubles the hold: a probe that finds
+   * it again costs a server pause. */
+  int64_t hold = HOLD_FIRST_US << (steady < 2 ? steady : 2);
+  c->hold_us = hold < HOLD_MAX_US ? hold : HOLD_MAX_US;
+  aim(c, got, plateau, cut_to, imax(now_us, c->pause_end_us));
+}
+
+/* A cut at a throttle of a request started at started_us. */
+static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
+                int64_t resumed_us, polite_ratectl_cause why) {
+  c->prev_limit = c->phase == POLITE_RC_PROBE ? c->limit : 0;
+  c->cut_in_ss = c->phase == POLITE_RC_SLOW_START;
+  /* A 429 while fresh headers plan the rate is a start that reached the
+   * server a little early (transport jitter against a limiter with no
+   * tolerance), not a wrong plan: hold 5% below the planned rate. */
+  c->cut_in_headers = c->phase == POLITE_RC_HEADERS && c->header_rate > 0 &&
+                      now_us < c->header_until_us;
+  c->steady_base = c->steady;
+  c->cut_from_us = started_us;
+  c->pause_start_us = resumed_us;
+  aim_measured(c, now_us);
   c->pending_cut = 1;
   count_cut(c, why, now_us);
 }
@@ -256,20 +295,13 @@ static void record(polite_ratectl *c, const polite_ratectl_response *r,
   c->ok_head = (c->ok_head + 1) % POLITE__RATECTL_RING;
   if (c->ok_n < POLITE__RATECTL_RING)
     c->ok_n++;
+  double at = rate_at_start(c, r->started_us);
+  c->ok_rate[c->ok_head == 0 ? POLITE__RATECTL_RING - 1 : c->ok_head - 1] = at;
   if (throttled || r->now_us < r->started_us)
     return;
   c->oks++;
+  c->clean_rate = dmax(c->clean_rate, at);
   double lat = (double)(r->now_us - r->started_us);
-  if (c->latency_us <= 0 && c->phase == POLITE_RC_SLOW_START &&
-      c->cfg.concurrency > 0 && lat > 0) {
-    /* The first latency says what the slots allow: ramp from a quarter of
-     * it rather than from the blind first estimate. */
-    double jump = SS_FIRST_SHARE * c->cfg.concurrency * 1e6 / lat;
-    if (jump > raw_rate(c, r->now_us)) {
-      c->ss_base = jump;
-      c->ss_start_us = r->now_us;
-    }
-  }
   c->latency_us = c->latency_us > 0
                       ? c->latency_us + LATENCY_ALPHA * (lat - c->latency_us)
                       : lat;
@@ -289,15 +321,24 @@ polite_ratectl_on_response(polite_ratectl *c,
     made = take_plan(c, now, r->plan);
   if (throttled) {
     c->throttles++;
-    if (r->server_wait_us >= 0 && now + r->server_wait_us > c->pause_end_us) {
-      if (c->pause_end_us < now)
-        c->pause_start_us = now;
+    int64_t resumed = c->pause_end_us;
+    if (r->server_wait_us >= 0 && now + r->server_wait_us > c->pause_end_us)
       c->pause_end_us = now + r->server_wait_us;
-    }
     if (r->started_us >= c->last_cut_us) {
-      cut(c, now, r->started_us, POLITE_CUT_THROTTLE);
+      cut(c, now, r->started_us, resumed, POLITE_CUT_THROTTLE);
       made = POLITE_CUT_THROTTLE;
     }
+  }
+  if (made == POLITE_CUT_NONE && c->phase == POLITE_RC_PROBE &&
+      c->last_cause == POLITE_CUT_THROTTLE && r->status > 0 &&
+      r->started_us < c->last_cut_us &&
+      now <= imax(c->pause_end_us, c->last_cut_us + REFINE_US)) {
+    /* An answer of a request in flight at the cut: what got through is
+     * better known now. A lower estimate is published as a cut. */
+    double before = polite_ratectl_rate(c, now);
+    aim_measured(c, now);
+    if (polite_ratectl_rate(c, now) < before / PUBLISH_STEP)
+      c->pending_cut = 1;
   }
   c->highest = dmax(c->highest, polite_ratectl_rate(c, now));
   return made;
@@ -319,6 +360,7 @@ void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
                               const polite_shared_rate *s) {
   if (c == NULL || s == NULL || !(s->rate_per_s > 0))
     return;
+  c->shared_seen = s->rate_per_s;
   double cur = polite_ratectl_rate(c, now_us);
   if (s->generation != c->generation) {
     /* Another participant's cut: probe from its rate towards its limit. */
@@ -326,7 +368,7 @@ void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
     double limit = s->limit_per_s > 0 ? s->limit_per_s : s->rate_per_s / BETA;
     if (c->hold_us == 0)
       c->hold_us = HOLD_FIRST_US;
-    aim(c, limit, s->rate_per_s, imax(now_us, c->pause_end_us));
+    aim(c, limit, PLATEAU, s->rate_per_s, imax(now_us, c->pause_end_us));
     c->published = s->rate_per_s;
     c->published_us = now_us;
     c->pending_cut = 0;

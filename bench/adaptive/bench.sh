@@ -4,24 +4,28 @@
 # front of a 100 ms upstream, N GETs at 8 concurrent: Python requests +
 # urllib3 Retry with 8 threads, got + Bottleneck (maxConcurrent 8, no
 # minTime), and, with --with-polite, `polite run --concurrency 8` with no
-# --rate (the learned rate; run it once the engine uses lib/ratectl.c:
-# before that it is unpaced and takes minutes). Prints a markdown table.
+# --rate (the learned rate), the same split over two processes sharing a
+# file: budget, and polite against a server that states its limit in
+# headers (`polite proxy --rate-limit HRATE/s --burst 1`, IETF RateLimit
+# fields, in front of the same 100 ms upstream). Prints a markdown table.
 # Not a test. Installs got and Bottleneck from the committed lock (npm ci).
-#   bench/adaptive/bench.sh [--with-polite] [POLITE_BINARY] [N] [RATE]
+#   bench/adaptive/bench.sh [--with-polite|--only-polite] [POLITE_BINARY] [N] [RATE] [HRATE]
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 RUN=$HERE/../run # upstream.py, analyse.py, py_client.py
-WITH_POLITE=
+WITH_POLITE= PEERS=1
 [ "${1:-}" = --with-polite ] && { WITH_POLITE=1; shift; }
+[ "${1:-}" = --only-polite ] && { WITH_POLITE=1; PEERS=; shift; }
 POLITE=${1:-$HERE/../../build/polite}
 N=${2:-600}
 RATE=${3:-40}
+HRATE=${4:-10}
 CONC=8
 T=$(mktemp -d /tmp/polite-bench-adaptive.XXXXXX)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
 
-(cd "$HERE" && npm ci --no-audit --no-fund --silent) ||
+[ -z "$PEERS" ] || (cd "$HERE" && npm ci --no-audit --no-fund --silent) ||
   { echo "bench: npm ci failed" >&2; exit 1; }
 
 python3 "$RUN/upstream.py" "$T/up.port" &
@@ -71,17 +75,41 @@ echo
 echo "| client | wall time | / (N/rate) | 429s | early | lost | requests sent |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
 
-if [ -n "$WITH_POLITE" ]; then
+# Runs `polite run` (no --rate) on $T/TAG.txt split over PROCS processes
+# sharing a file: budget (1: no budget); sets S and E (start and end), OK
+# (requests ok) and N429 (answers 429) over all of them.
+run_parts() { # tag procs
+  local f bud=() pids=()
+  [ "$2" -gt 1 ] && bud=(--budget "file:$T/$1.budget")
+  split -n "r/$2" -d "$T/$1.txt" "$T/$1.part."
   sleep 1.1
-  urls polite >"$T/polite.txt"
-  s=$(now)
-  "$POLITE" run --no-progress --concurrency $CONC --max-attempts 5 \
-    "$T/polite.txt" >"$T/polite.out" 2>"$T/polite.err"
-  e=$(now)
-  row polite "$s" "$e" "$(grep -c '"outcome":"ok"' "$T/polite.out")" \
-    "polite run --concurrency $CONC (no --rate)"
+  S=$(now)
+  for f in "$T/$1.part."??; do
+    "$POLITE" run --no-progress --concurrency $CONC --max-attempts 5 "${bud[@]}" \
+      --summary-json "$f.json" "$f" >"$f.out" 2>"$f.err" &
+    pids+=($!)
+  done
+  wait "${pids[@]}" # not the servers
+  E=$(now)
+  OK=0 N429=0
+  for f in "$T/$1.part."??; do
+    OK=$((OK + $(grep -c '"outcome":"ok"' "$f.out")))
+    N429=$((N429 + $(jq .status_429 "$f.json")))
+  done
+}
+
+polite_row() { # tag procs name
+  urls "$1" >"$T/$1.txt"
+  run_parts "$1" "$2"
+  row "$1" "$S" "$E" "$OK" "$3"
+}
+
+if [ -n "$WITH_POLITE" ]; then
+  polite_row polite 1 "polite run --concurrency $CONC (no --rate)"
+  polite_row polite2 2 "2 x polite run --concurrency $CONC, file: budget (no --rate)"
 fi
 
+if [ -n "$PEERS" ]; then
 sleep 2
 urls py >"$T/py.txt"
 s=$(now)
@@ -97,3 +125,32 @@ node "$HERE/got_client.mjs" "$T/got.txt" $CONC >"$T/got.out" 2>"$T/got.err"
 e=$(now)
 row got "$s" "$e" "$(grep -c '^200$' "$T/got.out")" \
   "got (retry 5) + Bottleneck maxConcurrent $CONC"
+fi
+
+[ -n "$WITH_POLITE" ] || exit 0
+# A server that states its limit: polite proxy (GCRA, burst 1, IETF
+# RateLimit / RateLimit-Policy on every answer) in front of the upstream.
+"$POLITE" proxy --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$UP" \
+  --rate-limit "$HRATE/s" --burst 1 --ready-file "$T/px.addr" \
+  --report "$T/px.json" >"$T/px.log" 2>&1 &
+PX=$!
+PIDS+=($PX)
+for _ in $(seq 100); do [ -s "$T/px.addr" ] && break; sleep 0.05; done
+HN=$((HRATE * ${HSEC:-30})) # HSEC s at the limit
+echo
+echo "N=$HN GETs, polite proxy --rate-limit $HRATE/s --burst 1 (IETF RateLimit headers), 100 ms upstream; ideal N/(q/w) = $((HN / HRATE)) s"
+echo
+echo "| client | wall time | / (N/(q/w)) | 429s | early | lost |"
+echo "|---|---:|---:|---:|---:|---:|"
+early_now() { curl -s "http://$(cat "$T/px.addr")/__polite/report" | jq .early_retries; }
+hrow() { # procs name
+  local i e0 wall
+  e0=$(early_now)
+  for i in $(seq 1 "$HN"); do echo "http://$(cat "$T/px.addr")/item/$i?tool=h$1"; done >"$T/h$1.txt"
+  run_parts "h$1" "$1"
+  wall=$(echo "$E - $S" | bc)
+  printf '| %s | %.1f s | %.2f x | %s | %s | %s |\n' "$2" "$wall" \
+    "$(echo "$wall * $HRATE / $HN" | bc -l)" "$N429" "$(($(early_now) - e0))" "$((HN - OK))"
+}
+hrow 1 "polite run --concurrency $CONC (no --rate)"
+hrow 2 "2 x polite run --concurrency $CONC, file: budget"

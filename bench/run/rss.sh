@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run/rss.sh: peak RSS of `polite run` for growing inputs (10k, 100k,
 # 1M lines) against a local nginx serving a static file with no limit, so
-# the input streams as fast as the engine goes. Not a test.
+# the input streams as fast as the engine goes (--rate none: unpaced, as
+# before the learned rate became the default). Not a test.
 #   bench/run/rss.sh [POLITE_BINARY] [SIZES...]
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -53,7 +54,7 @@ echo "|---:|---:|---:|---:|"
 for n in $SIZES; do
   awk -v n="$n" -v p="$PORT" 'BEGIN { for (i = 1; i <= n; i++) printf "http://127.0.0.1:%d/item/%d\n", p, i }' >"$T/in.txt"
   s=$(date +%s.%N)
-  /usr/bin/time -f "%M" -o "$T/rss" "$POLITE" run -q --no-progress --concurrency 16 \
+  /usr/bin/time -f "%M" -o "$T/rss" "$POLITE" run -q --no-progress --rate none --concurrency 16 \
     --max-attempts 1 --out /dev/null "$T/in.txt"
   e=$(date +%s.%N)
   w=$(echo "$e - $s" | bc)

@@ -149,7 +149,8 @@ typedef struct {
 } polite_ratectl_response;
 
 typedef enum {
-  POLITE_RC_SLOW_START = 0, /* no limit met yet: doubling every 500 ms */
+  POLITE_RC_SLOW_START = 0, /* no limit met yet: doubling every 250 ms
+                               while answers are clean */
   POLITE_RC_PROBE = 1,      /* after a cut: back to the limit, then probing */
   POLITE_RC_HEADERS = 2     /* the server's headers set the rate */
 } polite_ratectl_phase;
@@ -168,7 +169,8 @@ typedef enum {
 typedef struct {
   polite_ratectl_config cfg;
   polite_ratectl_phase phase;
-  /* slow start: rate = ss_base * 2^((now - ss_start) / 500 ms) */
+  /* slow start: rate = ss_base * 2^((now - ss_start) / 250 ms), at most
+   * 2 x clean_rate */
   double ss_base;
   int64_t ss_start_us;
   /* probing: rate = plateau + C * f(now - epoch), see ratectl.c */
@@ -182,14 +184,27 @@ typedef struct {
   int64_t header_until_us;
   /* pauses and cuts */
   int64_t hold_until_us;  /* no start before (a wait from headers) */
-  int64_t pause_start_us; /* the last server pause, for the measurement */
+  int64_t pause_start_us; /* sending resumed before the last cut */
   int64_t pause_end_us;
-  int64_t last_cut_us; /* requests started before it do not cut again */
-  /* measurement: start times of the last answers, and which got through */
+  int64_t last_cut_us;  /* requests started before it do not cut again */
+  int64_t cut_from_us;  /* the throttled request's start at the last cut */
+  double prev_limit;    /* the limit before the last cut (0: none) */
+  unsigned steady_base; /* steady before the last cut */
+  int cut_in_ss;        /* the last cut ended slow start */
+  int cut_in_headers;   /* ... came while fresh headers planned the rate */
+  /* measurement: start times of the last answers, which got through, and
+   * the rate each was started at */
   int64_t ok_us[POLITE__RATECTL_RING];
   unsigned char ok_flag[POLITE__RATECTL_RING];
+  double ok_rate[POLITE__RATECTL_RING];
   unsigned ok_head, ok_n;
-  double latency_us; /* EWMA of successful answers' latency; 0: none */
+  /* the rate at the last starts, to know what an answer was started at */
+  int64_t st_us[POLITE__RATECTL_RING];
+  double st_rate[POLITE__RATECTL_RING];
+  unsigned st_head, st_n;
+  double clean_rate;  /* the rate the last clean answer was started at */
+  double shared_seen; /* the budget's rate at the last admission */
+  double latency_us;  /* EWMA of successful answers' latency; 0: none */
   /* sharing */
   uint64_t generation;
   double published;
@@ -211,11 +226,14 @@ POLITE_EXTERN void polite_ratectl_init(polite_ratectl *c,
 POLITE_EXTERN void polite_ratectl_on_start(polite_ratectl *c, int64_t now_us);
 
 /* One response (or network error). A 429 or 503 from a request started
- * after the last cut cuts the rate below what got through in the last
- * second of sending (the measured rate), then probing resumes once the
- * server's wait is over; answers of requests that were already in flight at
- * the last cut do not cut again. A plan with a rate sets the rate (its
- * waits become hold_until). Returns the cut made, POLITE_CUT_NONE if any. */
+ * after the last cut cuts the rate below what got through (the share let
+ * through of the requests started just before it, times the rate they were
+ * started at), then probing resumes once the server's wait is over;
+ * answers of requests that were already in flight at the last cut do not
+ * cut again but refine that estimate while the server's pause lasts. A
+ * clean answer lets the ramp go up to twice the rate its request was
+ * started at. A plan with a rate sets the rate (its waits become
+ * hold_until). Returns the cut made, POLITE_CUT_NONE if any. */
 POLITE_EXTERN polite_ratectl_cause
 polite_ratectl_on_response(polite_ratectl *c, const polite_ratectl_response *r);
 
