@@ -1,7 +1,7 @@
 # Shortcuts for the README's two commands; the real build is CMake + ctest.
 #   make demo   install what is missing, build, run the built-in demo
 #   make test   install what is missing, build, run every test (plain + ASan/UBSan + fuzz smoke + lint)
-#   make lint   banned functions (scripts/checksrc.sh), cppcheck, clang-tidy (.clang-tidy)
+#   make lint   cppcheck, clang-tidy (.clang-tidy), banned functions (scripts/checksrc.sh), clang-format
 #               over lib/ src/ proxy/; fails on any finding
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -79,6 +79,9 @@ lint: deps
 	if [ $$rc -ne 0 ]; then echo "clang-tidy: findings above (exit $$rc)"; exit 1; fi; \
 	echo "clang-tidy: clean ($(words $(LINT_SOURCES)) files)"
 	scripts/checksrc.sh lib src proxy
+	@files=$$(git ls-files '*.c' '*.h' 2>/dev/null || find lib src proxy include tests examples bench -name '*.[ch]'); \
+	clang-format --dry-run --Werror $$files || { echo "clang-format: run 'clang-format -i' on the files above"; exit 1; }; \
+	echo "clang-format: clean ($$(echo $$files | wc -w) files)"
 
 demo: build
 	@bash tests/demo.sh $(BUILD)/polite

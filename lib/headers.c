@@ -123,7 +123,6 @@ static int parse_reset_ms(const char *s, size_t len, int64_t now_ms,
   return polite_go_duration_ms(s, len, out) == 0;
 }
 
-
 static int digits_at(const char *s, size_t len, size_t at, int n, int *out) {
   int v = 0;
   if (at + (size_t)n > len)
@@ -296,7 +295,6 @@ static int is_key_char(char c) {
   return (c >= 'a' && c <= 'z') || is_digit(c) || c == '_' || c == '-' ||
          c == '.' || c == '*';
 }
-
 
 /* RFC 8941 token characters after the first: tchar plus ':' and '/'. */
 static int is_token_char(char c) {

@@ -92,12 +92,12 @@ typedef struct {
   int unrecorded; /* logged, not counted in the report (a CONNECT's 200) */
   char note[96];
   /* pxlimits: the judge and the limits (filled by describe and decide). */
-  char conn_id[80];     /* client connection "ADDR:PORT" */
-  uint64_t client_id;   /* logical client (retry chains) */
-  int64_t tell_wait_ms; /* a wait to remember when the answer leaves */
-  int tell_flags;       /* PX_TELL_* for it */
-  char *conc_key;       /* holds a concurrency slot on this key */
-  int64_t fwd_us;       /* when it was sent to the upstream */
+  char conn_id[80];       /* client connection "ADDR:PORT" */
+  uint64_t client_id;     /* logical client (retry chains) */
+  int64_t tell_wait_ms;   /* a wait to remember when the answer leaves */
+  int tell_flags;         /* PX_TELL_* for it */
+  char *conc_key;         /* holds a concurrency slot on this key */
+  int64_t fwd_us;         /* when it was sent to the upstream */
   int charge_tokens;      /* count the answer's usage in the token window */
   struct evbuffer *usage; /* the upstream answer's first bytes, for usage */
 } px_req;

@@ -47,8 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     px_rules r;
     err[0] = '\0';
     rc = polite__px_rules_parse(&r, k ? PX_RULES_MOCKS : PX_RULES_ERRORS, text,
-                                size, "fuzz.json", NULL, PX_FILE_MAX_DEFAULT, err,
-                                sizeof err);
+                                size, "fuzz.json", NULL, PX_FILE_MAX_DEFAULT,
+                                err, sizeof err);
     if (rc != 0) {
       if (err[0] == '\0' || r.n != 0)
         abort();

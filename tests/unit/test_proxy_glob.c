@@ -85,7 +85,8 @@ static void redact_secret_query_params(void **state) {
        "secret=REDACTED"},
       {"http://h/p?token", "http://h/p?token"}, /* no value, nothing to hide */
       {"http://h/p?key=&q=2", "http://h/p?key=REDACTED&q=2"},
-      {"http://h/p?code=1#frag", "http://h/p?code=REDACTED"}, /* OAuth codes are secret */
+      {"http://h/p?code=1#frag",
+       "http://h/p?code=REDACTED"}, /* OAuth codes are secret */
       {"http://h/p?auth=zz#t=1", "http://h/p?auth=REDACTED"},
       {"http://user:pw@h:1/p?k=1", "http://user:REDACTED@h:1/p?k=1"},
       {"http://tok@h/p", "http://REDACTED@h/p"},

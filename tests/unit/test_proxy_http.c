@@ -284,7 +284,6 @@ static void head_size_is_bounded(void **state) {
   free(t);
 }
 
-
 /* ---- Request heads ------------------------------------------------------- */
 
 static const px_req_limits lim = {64 * 1024, 100};
@@ -295,9 +294,8 @@ static int req_status(const char *text, px_req_head *h) {
   size_t len = strlen(text);
   long end = polite__px_req_head_end(text, len, &scan, &lim);
   assert_int_equal(end, (long)len); /* every case is one whole head */
-  return polite__px_req_parse(h, text, len, &lim, NULL, NULL) == 0
-             ? 0
-             : h->status;
+  return polite__px_req_parse(h, text, len, &lim, NULL, NULL) == 0 ? 0
+                                                                   : h->status;
 }
 
 /* Each row: a request head and what the proxy must answer (0: accepted).
@@ -377,8 +375,8 @@ static void request_heads(void **state) {
     px_req_head h;
     int st = req_status(req_cases[i].head, &h);
     if (st != req_cases[i].status)
-      fail_msg("case %zu (%s): got %d (%s), want %d", i, req_cases[i].head,
-               st, h.error ? h.error : "-", req_cases[i].status);
+      fail_msg("case %zu (%s): got %d (%s), want %d", i, req_cases[i].head, st,
+               h.error ? h.error : "-", req_cases[i].status);
   }
 }
 
@@ -425,9 +423,8 @@ static void request_head_end_is_incremental(void **state) {
   assert_int_equal(end, (long)want);
   /* Bare LF ends too. */
   scan = 0;
-  assert_int_equal(polite__px_req_head_end("GET / HTTP/1.0\n\n", 16, &scan,
-                                           &lim),
-                   16);
+  assert_int_equal(
+      polite__px_req_head_end("GET / HTTP/1.0\n\n", 16, &scan, &lim), 16);
   /* Over the limit with no end: -1; just under: 0. */
   px_req_limits small = {32, 10};
   char big[64];
@@ -438,9 +435,8 @@ static void request_head_end_is_incremental(void **state) {
   /* A complete head over the limit is refused by the parser (431). */
   px_req_head h;
   const char *head = "GET / HTTP/1.1\r\nHost: a\r\nX-Long: aaaaaaaaaa\r\n\r\n";
-  assert_int_equal(polite__px_req_parse(&h, head, strlen(head), &small, NULL,
-                                        NULL),
-                   -1);
+  assert_int_equal(
+      polite__px_req_parse(&h, head, strlen(head), &small, NULL, NULL), -1);
   assert_int_equal(h.status, 431);
 }
 
@@ -451,14 +447,12 @@ static void request_header_count_is_bounded(void **state) {
     snprintf(head + strlen(head), sizeof head - strlen(head), "X%d: v\r\n", i);
   strcat(head, "\r\n");
   px_req_head h;
-  assert_int_equal(polite__px_req_parse(&h, head, strlen(head), &lim, NULL,
-                                        NULL),
-                   -1);
+  assert_int_equal(
+      polite__px_req_parse(&h, head, strlen(head), &lim, NULL, NULL), -1);
   assert_int_equal(h.status, 431); /* 101 fields > 100 */
   px_req_limits more = {64 * 1024, 101};
-  assert_int_equal(polite__px_req_parse(&h, head, strlen(head), &more, NULL,
-                                        NULL),
-                   0);
+  assert_int_equal(
+      polite__px_req_parse(&h, head, strlen(head), &more, NULL, NULL), 0);
 }
 
 /* Request bodies through the body decoder: chunked de-chunked, trailers
