@@ -5,12 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* proxy/ is part of the polite binary, not of libpolite: compile it in. */
-#include "../../proxy/px_config.c"
-#include "../../proxy/px_devproxy.c"
-#include "../../proxy/px_devproxy_yaml.c"
-#include "../../proxy/px_glob.c"
-#include "../../proxy/px_rules.c"
+/* proxy/ is not part of libpolite: CMakeLists.txt links the loaders' sources
+ * (as for fuzz_proxy_config) into this target. */
+#include "px.h"
+
+#include <jansson.h>
 
 static void apply(json_t *root) {
   px_config c;
