@@ -36,22 +36,13 @@ UP=$(cat "$T/up.port")
 # nginx on a free port: the limit is per client address, so every client
 # here shares it, one after the other.
 mkdir -p "$T/ng/logs" "$T/ng/tmp"
+. "$RUN/nginx.sh"
 for _ in $(seq 20); do
   PORT=$((20000 + RANDOM % 30000))
   sed -e "s|@T@|$T|g" -e "s|@UP@|$UP|g" -e "s|@RATE@|$RATE|g" \
     -e "s|@PORT@|$PORT|g" "$HERE/nginx.conf.in" >"$T/ng/nginx.conf"
-  nginx -p "$T/ng" -c "$T/ng/nginx.conf" -g 'daemon off; master_process off;' \
-    2>"$T/ng/stderr" &
-  pid=$!
   started=
-  for _ in $(seq 50); do
-    curl -s -o /dev/null "http://127.0.0.1:$PORT/probe" && { started=1; break; }
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.1
-  done
-  if [ -n "$started" ]; then PIDS+=($pid); break; fi
-  kill $pid 2>/dev/null
-  wait $pid 2>/dev/null
+  bench_nginx_start && { started=1; break; }
 done
 [ -n "${started:-}" ] || { echo "bench: nginx did not start" >&2; cat "$T/ng/stderr" >&2; exit 1; }
 B=http://127.0.0.1:$PORT

@@ -20,6 +20,7 @@ for _ in $(seq 100); do [ -s "$T/up.port" ] && break; sleep 0.05; done
 UP=$(cat "$T/up.port")
 
 mkdir -p "$T/ng/logs" "$T/ng/tmp"
+. "$HERE/nginx.sh"
 for _ in $(seq 20); do
   PORT=$((20000 + RANDOM % 30000))
   cat >"$T/ng/nginx.conf" <<CONF
@@ -54,17 +55,8 @@ http {
   }
 }
 CONF
-  nginx -p "$T/ng" -c "$T/ng/nginx.conf" -g 'daemon off; master_process off;' 2>"$T/ng/stderr" &
-  pid=$!
   started=
-  for _ in $(seq 50); do
-    curl -s -o /dev/null "http://127.0.0.1:$PORT/probe" && { started=1; break; }
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.1
-  done
-  if [ -n "$started" ]; then PIDS+=($pid); break; fi
-  kill $pid 2>/dev/null
-  wait $pid 2>/dev/null
+  bench_nginx_start && { started=1; break; }
 done
 [ -n "${started:-}" ] || { echo "bench: nginx did not start:" >&2; cat "$T/ng/stderr" "$T/ng/logs/error.log" >&2; exit 1; }
 B=http://127.0.0.1:$PORT

@@ -1,0 +1,21 @@
+# Sourced by the bench scripts (bench/run, bench/adaptive): starts nginx
+# with $T/ng/nginx.conf in the foreground, without a master process, and
+# waits until http://127.0.0.1:$PORT/probe answers. Returns 0 with its pid
+# added to PIDS, or 1 (nginx stopped again) when it did not come up, e.g.
+# because $PORT was taken: the caller picks another port and retries.
+bench_nginx_start() {
+  nginx -p "$T/ng" -c "$T/ng/nginx.conf" -g 'daemon off; master_process off;' \
+    2>"$T/ng/stderr" &
+  local pid=$!
+  for _ in $(seq 50); do
+    if curl -s -o /dev/null "http://127.0.0.1:$PORT/probe"; then
+      PIDS+=("$pid")
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return 1
+}
