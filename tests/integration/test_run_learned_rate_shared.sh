@@ -38,7 +38,11 @@ echo "# nginx 20 r/s, 2 processes: $n429 429s, wall $wall ms (N/limit $((N * 50)
 check "nginx: both processes exit 0" [ "$rc" -eq 0 ]
 check_eq "nginx: $N ok" "$(oks ng)" "$N"
 check "nginx: at most 5% answered 429" [ "$n429" -le $((N / 20)) ]
-check "nginx: wall below 1.6 x N / limit" [ "$wall" -lt $((N * 50 * 16 / 10)) ]
+# The wall bound only catches a learned rate that never found the limit (a
+# ramp stuck at its 4/s start is 5 x): alone this runs at 1.3-1.4 x, but
+# under the suite's -j2 load it was seen at 2.0 x. The speed target itself is
+# measured in bench/adaptive; the 429 bound above is the sharp check.
+check "nginx: wall below 3 x N / limit" [ "$wall" -lt $((N * 50 * 3)) ]
 check "nginx: a cut by one was followed by the other (budget cut)" \
   [ "$(sum_json '.rate_learned.cuts.budget' ng)" -ge 1 ]
 
