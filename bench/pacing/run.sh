@@ -12,6 +12,7 @@
 # poll loop (timer_floor.c, same T / 2 rule, no HTTP) run just before, at
 # 250/s and above. Prints a markdown table. Not a test.
 #   bench/pacing/run.sh [POLITE_BINARY] [SECONDS]
+# RATES (environment, default "1 40 250 1000 5000 10000") picks the rates.
 # SECONDS (default 2) is the planned length of each paced run; 1/s always
 # runs 20 requests.
 set -u
@@ -64,7 +65,7 @@ cpu() {
 
 echo "| rate | N | wall / floor | measured / planned | interval error p50 | p99 | CPU s / 1000 req | bare timer loop |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
-for rate in 1 40 250 1000 5000 10000; do
+for rate in ${RATES:-1 40 250 1000 5000 10000}; do
   n=$((rate * SECS))
   [ "$rate" -eq 1 ] && n=20
   [ "$n" -lt 20 ] && n=20

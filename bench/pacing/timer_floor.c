@@ -2,7 +2,8 @@
  * machine right now, as the floor for `polite run`'s numbers. It sleeps on
  * an absolute CLOCK_MONOTONIC timerfd in poll() once per planned start at
  * RATE/s for SECONDS, with the rule polite's scheduler applies at --burst 1
- * (a wake-up at most T / 2 late keeps the schedule, a later one is lost),
+ * (a wake-up at most T / 2 late keeps the schedule, a later one loses what
+ * it is late beyond T / 2),
  * and prints the lateness p50/p99/max and the measured / planned rate.
  *   timer_floor RATE [SECONDS]
  * Not a test: the lateness is the kernel's and the other processes'. */
@@ -56,7 +57,8 @@ int main(int argc, char **argv) {
     if (i == 0)
       first = t;
     last = t;
-    p = late[i] > T / 2 ? t + T : p + T; /* the start: t, or on schedule */
+    /* the start: on schedule, or T / 2 before the late wake-up */
+    p = late[i] > T / 2 ? t - T / 2 + T : p + T;
   }
   double measured = (double)(n - 1) * 1e6 / (double)(last - first);
   qsort(late, n, sizeof *late, by_value);
