@@ -57,14 +57,30 @@ FLOOR=
 cc -O2 -o "$T/timer_floor" "$HERE/timer_floor.c" 2>/dev/null && FLOOR=$T/timer_floor
 
 urls() { seq "$1" | sed "s|.*|http://127.0.0.1:$PORT/&|"; }
-# cpu CMD...: runs CMD, prints "user+sys" seconds.
+# cpu CMD...: runs CMD, prints "user+sys" seconds (getrusage, tick-sampled)
+# and, when `perf stat` works here, a second figure: the task-clock in
+# seconds (the scheduler's exact on-CPU time, which tick sampling misreads
+# for a process that runs in short bursts between sleeps); else "-".
+PERF=
+perf stat -x, -e task-clock -o /dev/null true 2>/dev/null && PERF=1
 cpu() {
-  /usr/bin/time -f "%U %S" -o "$T/time" "$@" >/dev/null 2>"$T/stderr"
+  if [ -n "$PERF" ]; then
+    perf stat -x, -e task-clock -o "$T/perf" \
+      /usr/bin/time -f "%U %S" -o "$T/time" "$@" >/dev/null 2>"$T/stderr"
+  else
+    /usr/bin/time -f "%U %S" -o "$T/time" "$@" >/dev/null 2>"$T/stderr"
+    echo "-,msec,task-clock" >"$T/perf"
+  fi
   awk '{printf "%.3f", $1 + $2}' "$T/time"
+  awk -F, '$3 == "task-clock" { if ($1 == "-") printf " -"; else printf " %.3f", $1 / 1000 }' "$T/perf"
+}
+# per1000 "USER_SYS TASK" N: both figures per 1000 requests.
+per1000() {
+  echo "$1" | awk -v n="$2" '{ printf "%.3f", $1 / n * 1000; if ($2 == "-") printf " | -"; else printf " | %.3f", $2 / n * 1000 }'
 }
 
-echo "| rate | N | wall / floor | measured / planned | interval error p50 | p99 | CPU s / 1000 req | bare timer loop |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| rate | N | wall / floor | measured / planned | interval error p50 | p99 | CPU s / 1000 req (time) | (perf task-clock) | bare timer loop |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for rate in ${RATES:-1 40 250 1000 5000 10000}; do
   n=$((rate * SECS))
   [ "$rate" -eq 1 ] && n=20
@@ -76,9 +92,10 @@ for rate in ${RATES:-1 40 250 1000 5000 10000}; do
   fi
   c=$(cpu "$POLITE" run --no-progress -q --rate "$rate/s" --burst 1 \
     --concurrency 16 --max-attempts 1 --summary-json "$T/s.json" "$T/in")
-  jq -r --argjson r "$rate" --argjson n "$n" --argjson c "$c" --arg fl "$fl" '
+  c=$(per1000 "$c" "$n")
+  jq -r --argjson r "$rate" --argjson n "$n" --arg c "$c" --arg fl "$fl" '
     def f(d): (. * pow(10; d) | round) / pow(10; d);
-    "| \($r)/s | \($n) | \(.elapsed_ms / 1000 / (($n - 1) / $r) | f(3)) | \(.rate_measured / $r | f(4)) | \(.interval_error_p50_ms | f(3)) ms | \(.interval_error_p99_ms | f(3)) ms | \($c / $n * 1000 | f(3)) | \($fl) |"' \
+    "| \($r)/s | \($n) | \(.elapsed_ms / 1000 / (($n - 1) / $r) | f(3)) | \(.rate_measured / $r | f(4)) | \(.interval_error_p50_ms | f(3)) ms | \(.interval_error_p99_ms | f(3)) ms | \($c) | \($fl) |"' \
     "$T/s.json"
 done
 
@@ -86,9 +103,9 @@ n=$((SECS * 10000))
 urls "$n" >"$T/in"
 c=$(cpu "$POLITE" run --no-progress -q --rate none --concurrency 16 \
   --max-attempts 1 "$T/in")
-echo "| polite, --rate none | $n | | | | | $(awk -v c="$c" -v n="$n" 'BEGIN{printf "%.3f", c / n * 1000}') | |"
+echo "| polite, --rate none | $n | | | | | $(per1000 "$c" "$n") | |"
 urls "$n" | sed 's/.*/url = "&"\noutput = \/dev\/null/' >"$T/curl.cfg"
 c=$(cpu curl -s --parallel --parallel-max 16 -K "$T/curl.cfg")
-echo "| curl --parallel, no rate | $n | | | | | $(awk -v c="$c" -v n="$n" 'BEGIN{printf "%.3f", c / n * 1000}') | |"
+echo "| curl --parallel, no rate | $n | | | | | $(per1000 "$c" "$n") | |"
 echo
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
