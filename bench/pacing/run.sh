@@ -10,7 +10,8 @@
 # concurrency), on SECONDS * 10000 requests. The last column is the floor
 # of the machine at that moment: measured / planned of a bare timerfd +
 # poll loop (timer_floor.c, same T / 2 rule, no HTTP) run just before, at
-# 250/s and above. Prints a markdown table. Not a test.
+# 250/s and above, and its CPU per 1000 wake-ups (the cost of sleeping once
+# per start, which no pacer at --burst 1 avoids without a busy loop). Prints a markdown table. Not a test.
 #   bench/pacing/run.sh [POLITE_BINARY] [SECONDS]
 # RATES (environment, default "1 40 250 1000 5000 10000") picks the rates.
 # SECONDS (default 2) is the planned length of each paced run; 1/s always
@@ -66,9 +67,9 @@ perf stat -x, -e task-clock -o /dev/null true 2>/dev/null && PERF=1
 cpu() {
   if [ -n "$PERF" ]; then
     perf stat -x, -e task-clock -o "$T/perf" \
-      /usr/bin/time -f "%U %S" -o "$T/time" "$@" >/dev/null 2>"$T/stderr"
+      /usr/bin/time -f "%U %S" -o "$T/time" "$@" >"${CPU_OUT:-/dev/null}" 2>"$T/stderr"
   else
-    /usr/bin/time -f "%U %S" -o "$T/time" "$@" >/dev/null 2>"$T/stderr"
+    /usr/bin/time -f "%U %S" -o "$T/time" "$@" >"${CPU_OUT:-/dev/null}" 2>"$T/stderr"
     echo "-,msec,task-clock" >"$T/perf"
   fi
   awk '{printf "%.3f", $1 + $2}' "$T/time"
@@ -88,7 +89,8 @@ for rate in ${RATES:-1 40 250 1000 5000 10000}; do
   urls "$n" >"$T/in"
   fl=
   if [ -n "$FLOOR" ] && [ "$rate" -ge 250 ]; then
-    fl=$("$FLOOR" "$rate" "$SECS" | sed 's/.*planned //')
+    fc=$(per1000 "$(CPU_OUT=$T/floor.out cpu "$FLOOR" "$rate" "$SECS")" "$((rate * SECS))")
+    fl="$(sed 's/.*planned //' "$T/floor.out"), CPU ${fc##* }"
   fi
   c=$(cpu "$POLITE" run --no-progress -q --rate "$rate/s" --burst 1 \
     --concurrency 16 --max-attempts 1 --summary-json "$T/s.json" "$T/in")
