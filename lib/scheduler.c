@@ -35,6 +35,12 @@ polite__sched *polite__sched_new(const polite_batch_options *o,
                "batch options need next, on_result and max_attempts >= 1");
     return NULL;
   }
+  if (o->max_host_rates > POLITE_BATCH_MAX_HOST_RATES_LIMIT) {
+    if (err)
+      snprintf(err, errlen, "max_host_rates %u is above the limit of %u",
+               o->max_host_rates, POLITE_BATCH_MAX_HOST_RATES_LIMIT);
+    return NULL;
+  }
   polite__sched *s = calloc(1, sizeof *s);
   if (s == NULL)
     return NULL;
@@ -91,6 +97,7 @@ void polite__sched_free(polite__sched *s) {
     free(r->key);
     free(r);
   }
+  polite__sched_rate_free(s);
   free(s->intervals);
   free(s);
 }
@@ -417,8 +424,9 @@ static job *read_one(polite__sched *s, int64_t now) {
  * theoretical arrival time, no two starts are ever closer than T / 2, and a
  * start later than that is late for good (no catch-up burst). With one
  * account per host there is no single plan, so the real time is used. */
-static int64_t admission_time(const polite__sched *s, int64_t now) {
-  double rate = polite__sched_rate_now(s);
+static int64_t admission_time(const polite__sched *s, const job *j,
+                              int64_t now) {
+  double rate = polite__sched_rate_now(s, j);
   if (s->o.scope_host || !(rate > 0) || s->planned_us > now)
     return now;
   double half = 0.5e6 / rate;
@@ -473,8 +481,8 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   /* The learned rate first (it charges nothing until committed), then
    * the budget. */
   polite_gcra next;
-  int64_t at = admission_time(s, t);
-  int64_t w = polite__sched_rate_check(s, at, cost, &next, now->wall_ms);
+  int64_t at = admission_time(s, j, t);
+  int64_t w = polite__sched_rate_check(s, j, at, cost, &next, now);
   int rc = POLITE_BUDGET_WAIT_RATE;
   /* The learned rate holds for what the server's headers asked (r = 0
    * until a reset): max-wait bounds that wait too. */
@@ -484,7 +492,7 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   if (w == 0) {
     rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, &w);
     if (rc >= 0)
-      polite__sched_rate_admitted(s, now);
+      polite__sched_rate_admitted(s, j, now);
   }
   if (rc < 0) {
     snprintf(s->errstr, sizeof s->errstr, "the budget failed: %s",
@@ -493,8 +501,8 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     return ADM_FATAL;
   }
   if (rc == POLITE_BUDGET_ADMITTED) {
-    polite__sched_rate_commit(s, &next);
-    double rate = polite__sched_rate_now(s);
+    polite__sched_rate_commit(s, j, &next);
+    double rate = polite__sched_rate_now(s, j);
     if (rate > 0)
       s->planned_us = at + (int64_t)(1e6 * cost / rate);
     start_attempt(s, j, now);
