@@ -456,9 +456,10 @@ static int end_too_long(polite__sched *s, job *j, const char *what,
 
 /* Tries to start j (taken out of the waiting set) at now. BLOCKED: j is
  * not admitted yet and *wake is lowered to when to ask again (NO_TIME: a
- * release will tell). */
+ * release will tell); *due is set to that time when the wait is a rate or
+ * a pause (it is known), and left alone for a slot. */
 static int admit(polite__sched *s, job *j, const polite__now *now,
-                 int64_t *wake) {
+                 int64_t *wake, int64_t *due_out) {
   int64_t t = now->mono_us;
   /* Less than a millisecond before the deadline, an attempt cannot finish
    * in time: end it without spending the budget. */
@@ -533,6 +534,7 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     return ADM_ENDED;
   }
   s->planned_us = due;
+  *due_out = due;
   if (due < *wake)
     *wake = due;
   return ADM_BLOCKED;
@@ -542,9 +544,14 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
  * waiting set has nothing due; lowers *wake to the next time something
  * becomes due. With one account, the first blocked request blocks all
  * (they share the same budget); with one per host, up to HOST_LOOKAHEAD
- * blocked requests are skipped and put back in their places. */
+ * blocked requests are skipped and put back: those waiting for a rate or a
+ * pause at the time it ends, so that a slow host's backlog leaves the top
+ * of the waiting set to the other hosts (put back at now, more than
+ * HOST_LOOKAHEAD of them hid every other host's requests), the others in
+ * their places. */
 static void schedule(polite__sched *s, const polite__now *now, int64_t *wake) {
   job *blocked[HOST_LOOKAHEAD + 1];
+  int64_t bdue[HOST_LOOKAHEAD + 1];
   unsigned nb = 0;
   unsigned lookahead = s->o.scope_host ? HOST_LOOKAHEAD : 0;
   int64_t t = now->mono_us;
@@ -559,15 +566,17 @@ static void schedule(polite__sched *s, const polite__now *now, int64_t *wake) {
     } else {
       j = polite__heap_pop(&s->waiting);
     }
-    int a = admit(s, j, now, wake);
+    int64_t due = t;
+    int a = admit(s, j, now, wake, &due);
     if (a != ADM_BLOCKED)
       continue;
+    bdue[nb] = s->o.scope_host && due > t ? due : t;
     blocked[nb++] = j;
     if (nb > lookahead)
       break;
   }
   for (unsigned i = 0; i < nb; i++)
-    if (polite__sched_wait_push(s, blocked[i], t) != 0)
+    if (polite__sched_wait_push(s, blocked[i], bdue[i]) != 0)
       polite__sched_finish(s, blocked[i], POLITE_OUT_CANCELLED,
                            blocked[i]->status, s->errstr, t, NULL, NULL);
   const polite__heap_entry *top = polite__heap_top(&s->waiting);
