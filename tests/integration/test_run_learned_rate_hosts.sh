@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# One learned rate per host with --budget-scope host, end to end: one nginx
+# with two servers on 127.0.0.1 (two ports: two host accounts), one behind
+# limit_req at 5 r/s (burst 1, 429 with Retry-After: 1), one unlimited; two
+# `polite run` processes (no --rate) share a file: budget. The limited
+# host's 429s cut its own rate only: the unlimited host's requests are done
+# in a few seconds (with one rate for both they were paced at the limited
+# host's rate), and the budget holds each host's rate under its key, learned
+# by both processes together.
+. "$(dirname "$0")/lib.sh"
+P=$POLITE
+
+d=$TMP/nginx
+mkdir -p "$d/www"
+echo ok >"$d/www/ok.txt"
+SLOW=$(free_port)
+FAST=$(free_port)
+# A static file, not "return": return runs before limit_req would see it.
+NGINX_SERVER="
+    location / {
+      limit_req zone=z burst=1 nodelay;
+      limit_req_status 429;
+      error_page 429 = @limited;
+      root $d/www; try_files /ok.txt =404;
+    }
+    location @limited {
+      add_header Retry-After 1 always;
+      return 429 \"limited\\n\";
+    }" _nginx_run "$d" "127.0.0.1:$SLOW" \
+  "limit_req_zone \$binary_remote_addr zone=z:1m rate=5r/s;
+  server {
+    listen 127.0.0.1:$FAST;
+    location / { root $d/www; try_files /ok.txt =404; }
+  }"
+PIDS+=($NGINX_PID)
+if ! wait_port "$SLOW" 5 || ! wait_port "$FAST" 5; then
+  cat "$d/logs/stderr" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+# 30 requests to the slow host, 300 to the fast one, mixed (one in 11).
+for i in $(seq 0 329); do
+  if [ $((i % 11)) -eq 0 ]; then
+    echo "http://127.0.0.1:$SLOW/s/$i"
+  else
+    echo "http://127.0.0.1:$FAST/f/$i"
+  fi
+done >"$TMP/in.txt"
+split -n r/2 -d "$TMP/in.txt" "$TMP/part."
+pids=()
+for f in "$TMP"/part.0[01]; do
+  "$P" run --no-progress --concurrency 4 --max-attempts 10 --budget-scope host \
+    --budget "file:$TMP/budget" --log "$f.log" --summary-json "$f.json" "$f" \
+    >"$f.out" 2>"$f.err" &
+  pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=1; done
+check "both processes exit 0" [ "$rc" -eq 0 ]
+check_eq "330 ok" "$(cat "$TMP"/part.0[01].out | jq -r 'select(.outcome=="ok")|.id' | wc -l)" 330
+
+# Attempts only (lines without an "event" key), both processes.
+attempts() { cat "$TMP"/part.0[01].log | jq -c "select(has(\"event\") | not) | $1"; }
+t0=$(attempts '.start_ms' | sort -n | head -1)
+fast_end=$(attempts "select(.url | contains(\":$FAST/\")) | .end_ms" | sort -n | tail -1)
+slow_end=$(attempts "select(.url | contains(\":$SLOW/\")) | .end_ms" | sort -n | tail -1)
+n429_fast=$(attempts "select(.status == 429 and (.url | contains(\":$FAST/\")))" | wc -l)
+n429=$(attempts 'select(.status == 429)' | wc -l)
+echo "# fast host done after $((fast_end - t0)) ms, slow host after $((slow_end - t0)) ms (30 at 5/s: 6000 ms); $n429 429s"
+check_eq "no 429 from the fast host" "$n429_fast" 0
+check "at most 8 429s from the slow host (of 30)" [ "$n429" -le 8 ]
+# At 4/s doubling every 250 ms the fast host's 300 take about 2 s; paced at
+# the slow host's ~5/s they would take 30 s.
+check "the fast host is done within 8 s" [ $((fast_end - t0)) -lt 8000 ]
+check "the fast host is done well before the slow one" \
+  [ $((fast_end - t0)) -lt $(((slow_end - t0) * 2 / 3)) ]
+
+# The rate lines and the summaries name the host.
+rates() { cat "$TMP"/part.0[01].log | jq -c "select(.event == \"rate\") | $1"; }
+check_eq "every rate line names a host" "$(rates 'select(has("host") | not)' | wc -l)" 0
+check "throttle cuts belong to the slow host only" [ \
+  "$(rates "select(.reason == \"throttle\" and .host != \"127.0.0.1:$SLOW\")" | wc -l)" -eq 0 -a \
+  "$(rates "select(.reason == \"throttle\")" | wc -l)" -ge 1 ]
+check "the summary has both hosts' rates" jq -e --arg s "127.0.0.1:$SLOW" --arg f "127.0.0.1:$FAST" \
+  '[.rate_learned.hosts[].host] | (index($s) != null and index($f) != null)' "$TMP/part.00.json"
+check "the fast host's rate grew past 20/s" jq -e --arg f "127.0.0.1:$FAST" \
+  '.rate_learned.hosts[] | select(.host == $f) | .highest_per_s > 20' "$TMP/part.00.json"
+
+# The budget keeps each host's rate under its key, learned together.
+"$P" budget show --json --key "127.0.0.1:$SLOW" "file:$TMP/budget" >"$TMP/slow.json"
+"$P" budget show --json --key "127.0.0.1:$FAST" "file:$TMP/budget" >"$TMP/fast.json"
+echo "# budget: slow $(jq -c '{rate_per_s, generation}' "$TMP/slow.json"), fast $(jq -c '{rate_per_s, generation}' "$TMP/fast.json")"
+check "the slow host's shared rate was cut near its limit" \
+  jq -e '.rate_per_s > 0 and .rate_per_s < 8 and .generation >= 1' "$TMP/slow.json"
+check "the fast host's shared rate was never cut" \
+  jq -e '.rate_per_s > 20 and .generation == 0' "$TMP/fast.json"
+check "both processes followed the slow host's rate through the budget" [ \
+  "$(jq -s --arg s "127.0.0.1:$SLOW" 'map(.rate_learned.hosts[] | select(.host == $s) | .cuts.throttle + .cuts.budget) | map(select(. >= 1)) | length' "$TMP"/part.0[01].json)" -eq 2 ]
+finish
