@@ -427,6 +427,19 @@ double run_progress_eta(const run_progress *p, const polite_batch_stats *s) {
   return pause_s + left / rate;
 }
 
+/* " (learned LO-HI/s, N hosts)": the range of the hosts' current rates. */
+static void add_host_range(char *buf, size_t size, size_t *n,
+                           const polite_batch_stats *s) {
+  double lo = s->host_rates[0].final_per_s, hi = lo;
+  for (size_t i = 1; i < s->n_host_rates; i++) {
+    double r = s->host_rates[i].final_per_s;
+    lo = r < lo ? r : lo;
+    hi = r > hi ? r : hi;
+  }
+  add(buf, size, n, " (learned %.*f-%.*f/s, %zu hosts)", lo < 10 ? 2 : 1, lo,
+      hi < 10 ? 2 : 1, hi, s->n_host_rates);
+}
+
 size_t run_progress_format(char *buf, size_t size, const run_progress *p,
                            const polite_batch_stats *s) {
   size_t n = 0;
@@ -455,6 +468,8 @@ size_t run_progress_format(char *buf, size_t size, const run_progress *p,
   if (p->planned_rate > 0)
     add(buf, size, &n, " (plan %.*f/s)", p->planned_rate < 10 ? 2 : 1,
         p->planned_rate);
+  else if (s->n_host_rates > 1) /* scope host: one rate per host */
+    add_host_range(buf, size, &n, s);
   else if (s->rate_learned)
     add(buf, size, &n, " (learned %.*f/s)", s->rate_final_per_s < 10 ? 2 : 1,
         s->rate_final_per_s);

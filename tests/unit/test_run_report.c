@@ -148,6 +148,10 @@ static void learned_rate_per_host(void **state) {
   assert_non_null(strstr(t, "    fast.test:80: 4.00/s first, 60.00/s final"));
   assert_null(strstr(t, "more hosts"));
   free(t);
+  run_progress pr = {1, 0, 0, -1, 0};
+  char line[320];
+  run_progress_format(line, sizeof line, &pr, &s);
+  assert_non_null(strstr(line, " (learned 4.50-60.0/s, 2 hosts)"));
   s.n_host_rates = 12; /* the text lists 10 */
   t = summary(&s, &p);
   assert_non_null(strstr(t, "    other hosts (*): 4.00/s first"));
