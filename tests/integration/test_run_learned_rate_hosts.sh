@@ -10,34 +10,12 @@
 . "$(dirname "$0")/lib.sh"
 P=$POLITE
 
-d=$TMP/nginx
-mkdir -p "$d/www"
-echo ok >"$d/www/ok.txt"
-SLOW=$(free_port)
 FAST=$(free_port)
-# A static file, not "return": return runs before limit_req would see it.
-NGINX_SERVER="
-    location / {
-      limit_req zone=z burst=1 nodelay;
-      limit_req_status 429;
-      error_page 429 = @limited;
-      root $d/www; try_files /ok.txt =404;
-    }
-    location @limited {
-      add_header Retry-After 1 always;
-      return 429 \"limited\\n\";
-    }" _nginx_run "$d" "127.0.0.1:$SLOW" \
-  "limit_req_zone \$binary_remote_addr zone=z:1m rate=5r/s;
-  server {
+start_nginx 5r/s "" "server {
     listen 127.0.0.1:$FAST;
-    location / { root $d/www; try_files /ok.txt =404; }
-  }"
-PIDS+=($NGINX_PID)
-if ! wait_port "$SLOW" 5 || ! wait_port "$FAST" 5; then
-  cat "$d/logs/stderr" >&2
-  echo "0 passed, 1 failed"
-  exit 1
-fi
+    location / { root $TMP/nginx/www; try_files /ok.txt =404; }
+  }" && wait_port "$FAST" 5 || { echo "0 passed, 1 failed"; exit 1; }
+SLOW=$NG_PORT
 
 # 30 requests to the slow host, 300 to the fast one, mixed (one in 11).
 for i in $(seq 0 329); do
