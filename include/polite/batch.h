@@ -220,9 +220,10 @@ typedef struct {
 } polite_host_rate;
 
 /* Learned rates kept per host by default (polite_batch_options
- * .max_host_rates), and the most that may be asked for. */
+ * .max_host_rates), and the most that may be asked for: a controller is
+ * about 4 KB, and a new request's host is looked up among them in turn. */
 #define POLITE_BATCH_MAX_HOST_RATES 64u
-#define POLITE_BATCH_MAX_HOST_RATES_LIMIT 65536u
+#define POLITE_BATCH_MAX_HOST_RATES_LIMIT 4096u
 
 /* Counters the engine keeps while it runs (read with polite_batch_stats). */
 typedef struct {
