@@ -53,11 +53,11 @@ run_case() { # uri tag
   echo "# $tag: fast host done after $((fast_end - t0)) ms, slow host after $((slow_end - t0)) ms (30 at 5/s: 6000 ms); $n429 429s"
   check_eq "$tag: no 429 from the fast host" "$n429_fast" 0
   check "$tag: at most 8 429s from the slow host (of 30)" [ "$n429" -le 8 ]
-  # At 4/s doubling every 250 ms the fast host's 300 take about 2 s; paced at
-  # the slow host's ~5/s they would take 30 s.
+  # At 4/s doubling every 250 ms the fast host's 300 take about 2 s alone;
+  # paced at the slow host's ~5/s they would take a minute. (main's one
+  # rate for both took 3.7 s here: the wall is a sanity bound, the 429s,
+  # the host fields and the budget's keys below are the sharp checks.)
   check "$tag: the fast host is done within 8 s" [ $((fast_end - t0)) -lt 8000 ]
-  check "$tag: the fast host is done well before the slow one" \
-    [ $((fast_end - t0)) -lt $(((slow_end - t0) * 2 / 3)) ]
 
   # The rate lines and the summaries name the host.
   rates() { cat "$TMP/$tag".part.0[01].log | jq -c "select(.event == \"rate\") | $1"; }
