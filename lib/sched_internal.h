@@ -22,6 +22,24 @@ typedef struct refusal {
   int64_t wait_ms;
 } refusal;
 
+/* The learned rate of one account (lib/sched_rate.c): its controller, the
+ * engine's own limiter at its rate (used when the budget does not pace at
+ * the shared rate), and what on_rate last reported for it. */
+typedef struct polite__rate_acct {
+  char *key;  /* the host; NULL: the default account (with scope_host, the
+                 hosts beyond max_host_rates) */
+  int begun;  /* initialised and its first estimate reported */
+  int shared; /* the budget paces the account at the shared rate (else
+                 pace) */
+  int at_max;
+  int stat;                       /* index in host_stats; -1: none */
+  polite_shared_rate shared_rate; /* the budget's, at the last admission */
+  double pace_rate;
+  double reported_rate;
+  polite_gcra pace;
+  polite_ratectl rc;
+} polite__rate_acct;
+
 struct polite__sched {
   polite_batch_options o;
   polite__sched_io io;
@@ -48,16 +66,16 @@ struct polite__sched {
   polite_batch_stats st;
   int64_t *intervals;
   polite_throttle_count throttled[POLITE_BATCH_MAX_THROTTLED];
-  /* The learned rate (rate_mode AUTO): the controller, the engine's own
-   * limiter at its rate, and what on_rate last reported. */
+  /* The learned rate (rate_mode AUTO): the default account's, and with
+   * scope_host one per host (allocated at the host's first admission, at
+   * most max_hosts; `rate` then serves the hosts beyond), with their stats
+   * (host_stats, n_host_stats of cap_host_stats). */
   int rate_on;
-  int rate_shared; /* the budget paces at the shared rate (else pace) */
-  polite_shared_rate shared; /* the budget's, at the last admission */
-  polite_ratectl rc;
-  polite_gcra pace;
-  double pace_rate;
-  double reported_rate;
-  int at_max;
+  polite__rate_acct rate;
+  polite__rate_acct **hosts;
+  unsigned n_hosts, cap_hosts, max_hosts;
+  polite_host_rate *host_stats;
+  unsigned n_host_stats, cap_host_stats;
 };
 
 /* scheduler.c */
@@ -90,19 +108,25 @@ void polite__sched_end_refused(polite__sched *s, job *j, const refusal *r,
 /* sched_rate.c: the seam for a rate controller. */
 /* Starts the learned rate at now (rate_mode AUTO; else nothing). */
 void polite__sched_rate_begin(polite__sched *s, const polite__now *now);
-/* The learned rate's admission of cost units at `at`: 0 with the limiter's
- * next state in *next (commit it with polite__sched_rate_commit once the
- * budget admitted too), or the wait in microseconds. Always 0 when the
- * rate is not learned. */
-int64_t polite__sched_rate_check(polite__sched *s, int64_t at, unsigned cost,
-                                 polite_gcra *next, int64_t wall_ms);
-void polite__sched_rate_commit(polite__sched *s, const polite_gcra *next);
-/* The start rate the engine plans at now (learned or the budget's); 0 when
- * none. */
-double polite__sched_rate_now(const polite__sched *s);
-/* After each admission the budget answered: follows the shared rate (a cut
- * by another participant) and publishes this one's when it is due. */
-void polite__sched_rate_admitted(polite__sched *s, const polite__now *now);
+/* Frees the host accounts' learned rates (polite__sched_free). */
+void polite__sched_rate_free(polite__sched *s);
+/* The learned rate's admission of j (cost units) at `at`, by the learned
+ * rate of j's account: 0 with the limiter's next state in *next (commit it
+ * with polite__sched_rate_commit once the budget admitted too), or the
+ * wait in microseconds. Always 0 when the rate is not learned. */
+int64_t polite__sched_rate_check(polite__sched *s, job *j, int64_t at,
+                                 unsigned cost, polite_gcra *next,
+                                 const polite__now *now);
+void polite__sched_rate_commit(polite__sched *s, const job *j,
+                               const polite_gcra *next);
+/* The start rate the engine plans for j's account (learned or the
+ * budget's); 0 when none. */
+double polite__sched_rate_now(const polite__sched *s, const job *j);
+/* After each admission of j the budget answered: follows the shared rate
+ * of its account (a cut by another participant) and publishes this one's
+ * when it is due. */
+void polite__sched_rate_admitted(polite__sched *s, const job *j,
+                                 const polite__now *now);
 /* Called once per attempt start, after admission, before the transport
  * sends anything. */
 void polite__sched_observe_start(polite__sched *s, const job *j,

@@ -1,147 +1,314 @@
 /* polite scheduler: the seam for a rate controller, and the learned rate
  * wired through it. Every attempt start and every response of the run pass
  * through polite__sched_observe_start / _response; with rate_mode AUTO they
- * feed the pure controller of polite/ratectl.h. Its rate lives in the
- * budget (polite_budget_publish_rate), which paces every participant at it
- * and hands each one the others' cuts (polite_budget_shared_rate), so a
- * throttle seen by one worker slows all. Without a budget, or with one
- * account per host, the engine paces at it with its own GCRA. */
+ * feed the pure controller of polite/ratectl.h of the request's account.
+ * Its rate lives in the budget (polite_budget_publish_rate under the
+ * account's key), which paces every participant at it and hands each one
+ * the others' cuts (polite_budget_shared_rate), so a throttle seen by one
+ * worker slows all. With one account per host (scope_host) each host has a
+ * controller of its own, created at its first admission; beyond
+ * max_host_rates hosts the rest share the default account's controller,
+ * which has no one key to share it under, so the engine paces them at it
+ * with its own GCRA, as it does every account without a budget. */
 #include "sched_internal.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A probe is reported once the rate grew this much since the last report
  * (so the log gets a few lines per doubling, not one per admission). */
 #define PROBE_REPORT_STEP 1.10
+/* The host reported for the hosts beyond max_host_rates. */
+#define OTHER_HOSTS "*"
 
-/* Reports a rate change to on_rate and keeps the stats. */
-static void report(polite__sched *s, double rate, const char *reason,
+typedef polite__rate_acct acct;
+
+/* One series of rates (the run's or a host's): first, final, lowest and
+ * highest. */
+static void track(double *first, double *final, double *lowest, double *highest,
+                  double rate) {
+  if (*first == 0)
+    *first = *lowest = *highest = rate;
+  *final = rate;
+  if (rate < *lowest)
+    *lowest = rate;
+  if (rate > *highest)
+    *highest = rate;
+}
+
+/* Counts a cut by its cause in the run's stats and in h (may be NULL). */
+static void count_cut(polite_batch_stats *st, polite_host_rate *h,
+                      polite_ratectl_cause cause) {
+  uint64_t *run[] = {NULL, &st->rate_cuts_throttle, &st->rate_cuts_headers,
+                     &st->rate_cuts_budget};
+  uint64_t *host[] = {NULL, h ? &h->cuts_throttle : NULL,
+                      h ? &h->cuts_headers : NULL, h ? &h->cuts_budget : NULL};
+  if ((unsigned)cause >= sizeof run / sizeof run[0] || run[cause] == NULL)
+    return;
+  (*run[cause])++;
+  if (host[cause])
+    (*host[cause])++;
+}
+
+/* Reports a rate change of a to on_rate and keeps the stats (cut: the cut
+ * it is, POLITE_CUT_NONE for other changes). */
+static void report(polite__sched *s, acct *a, double rate,
+                   polite_ratectl_cause cut, const char *reason,
                    const char *detail, int64_t wall_ms) {
   polite_batch_stats *st = &s->st;
-  st->rate_final_per_s = rate;
-  if (rate < st->rate_lowest_per_s)
-    st->rate_lowest_per_s = rate;
-  if (rate > st->rate_highest_per_s)
-    st->rate_highest_per_s = rate;
-  double prev = s->reported_rate;
-  s->reported_rate = rate;
+  track(&st->rate_first_per_s, &st->rate_final_per_s, &st->rate_lowest_per_s,
+        &st->rate_highest_per_s, rate);
+  polite_host_rate *h = a->stat >= 0 ? &s->host_stats[a->stat] : NULL;
+  if (h)
+    track(&h->first_per_s, &h->final_per_s, &h->lowest_per_s, &h->highest_per_s,
+          rate);
+  count_cut(st, h, cut);
+  double prev = a->reported_rate;
+  a->reported_rate = rate;
   if (s->o.on_rate) {
-    polite_rate_change c = {wall_ms, rate, prev, reason, detail};
+    polite_rate_change c = {wall_ms, rate,   prev,
+                            reason,  detail, h ? h->host : NULL};
     s->o.on_rate(s->o.ud, &c);
   }
 }
 
-void polite__sched_rate_begin(polite__sched *s, const polite__now *now) {
-  s->rate_on = s->o.rate_mode == POLITE_RATE_AUTO;
-  if (!s->rate_on)
-    return;
-  polite_ratectl_config cfg = {0, s->o.max_rate_per_s, 0,
-                               s->o.budget ? s->o.budget->cfg.concurrency : 0};
-  polite_ratectl_init(&s->rc, &cfg, now->mono_us);
-  s->rate_shared = s->o.budget != NULL && !s->o.scope_host;
-  double r = polite_ratectl_rate(&s->rc, now->mono_us);
-  polite_gcra_init(&s->pace, r, 1);
-  s->pace_rate = r;
-  s->st.rate_learned = 1;
-  s->st.rate_first_per_s = s->st.rate_lowest_per_s = r;
-  s->st.rate_highest_per_s = r;
-  s->reported_rate = -1;
-  report(s, r, "start", "a first estimate, raised until the server objects",
-         now->wall_ms);
-  /* Another participant may have learned the rate already. */
-  polite__sched_rate_admitted(s, now);
-}
-
-/* Publishes the controller's rate to the budget when it is due (a cut at
- * once, a raise at most every 100 ms). */
-static void publish(polite__sched *s, int64_t now) {
+/* Publishes a's rate to the budget when it is due (a cut at once, a raise
+ * at most every 100 ms). */
+static void publish(polite__sched *s, acct *a, int64_t now) {
   polite_shared_rate r;
   int is_cut = 0;
-  if (!s->rate_shared || !polite_ratectl_take_publish(&s->rc, now, &r, &is_cut))
+  if (!a->shared || !polite_ratectl_take_publish(&a->rc, now, &r, &is_cut))
     return;
-  if (polite_budget_publish_rate(s->o.budget, NULL, now, &r, is_cut) >= 0) {
-    polite_ratectl_published(&s->rc, now, &r);
-    s->shared = r;
+  if (polite_budget_publish_rate(s->o.budget, a->key, now, &r, is_cut) >= 0) {
+    polite_ratectl_published(&a->rc, now, &r);
+    a->shared_rate = r;
   }
 }
 
-void polite__sched_rate_admitted(polite__sched *s, const polite__now *now) {
-  if (!s->rate_on || !s->rate_shared)
+/* Follows the budget's shared rate of a's key (another participant's cut
+ * or raise), then publishes a's when due. */
+static void admitted(polite__sched *s, acct *a, const polite__now *now) {
+  if (!a->shared)
     return;
-  polite_shared_rate r;
+  polite_shared_rate r = {0, 0, 0};
   int64_t t = now->mono_us;
-  if (polite_budget_shared_rate(s->o.budget, NULL, &r) == 0) {
-    unsigned cuts = s->rc.cuts[POLITE_CUT_SHARED];
-    uint64_t gen = s->rc.generation;
-    polite_ratectl_on_shared(&s->rc, t, &r);
-    s->shared = r;
-    if (s->rc.cuts[POLITE_CUT_SHARED] != cuts) {
-      s->st.rate_cuts_budget++;
-      report(s, polite_ratectl_rate(&s->rc, t), "budget",
+  if (polite_budget_shared_rate(s->o.budget, a->key, &r) == 0) {
+    unsigned cuts = a->rc.cuts[POLITE_CUT_SHARED];
+    uint64_t gen = a->rc.generation;
+    polite_ratectl_on_shared(&a->rc, t, &r);
+    a->shared_rate = r;
+    if (a->rc.cuts[POLITE_CUT_SHARED] != cuts)
+      report(s, a, polite_ratectl_rate(&a->rc, t), POLITE_CUT_SHARED, "budget",
              "another participant of the budget cut the rate", now->wall_ms);
-    } else if (s->rc.generation != gen) {
-      report(s, polite_ratectl_rate(&s->rc, t), "budget",
+    else if (a->rc.generation != gen)
+      report(s, a, polite_ratectl_rate(&a->rc, t), POLITE_CUT_NONE, "budget",
              "adopted the rate another participant of the budget learned",
              now->wall_ms);
-    }
   }
-  publish(s, t);
+  publish(s, a, t);
 }
 
-/* Moves the engine's limiter to rate r, keeping the last start where it
- * was: the next start is due one new interval after it. */
-static void retune(polite__sched *s, double r) {
+/* Starts a's controller at now: its first estimate, its pacing, and what
+ * the budget already holds under its key (another participant may have
+ * learned the rate). The hosts beyond the bound (a is the default account
+ * with scope_host) have no one key to share their rate under. */
+static void acct_begin(polite__sched *s, acct *a, const polite__now *now,
+                       const char *detail) {
+  polite_ratectl_config cfg = {0, s->o.max_rate_per_s, 0,
+                               s->o.budget ? s->o.budget->cfg.concurrency : 0};
+  polite_ratectl_init(&a->rc, &cfg, now->mono_us);
+  a->shared = s->o.budget != NULL && (a->key != NULL || !s->o.scope_host);
+  double r = polite_ratectl_rate(&a->rc, now->mono_us);
+  polite_gcra_init(&a->pace, r, 1);
+  a->pace_rate = r;
+  a->reported_rate = -1;
+  a->begun = 1;
+  report(s, a, r, POLITE_CUT_NONE, "start", detail, now->wall_ms);
+  admitted(s, a, now);
+}
+
+void polite__sched_rate_begin(polite__sched *s, const polite__now *now) {
+  s->rate_on = s->o.rate_mode == POLITE_RATE_AUTO;
+  s->rate.stat = -1;
+  if (!s->rate_on)
+    return;
+  s->st.rate_learned = 1;
+  s->max_hosts =
+      s->o.max_host_rates ? s->o.max_host_rates : POLITE_BATCH_MAX_HOST_RATES;
+  if (!s->o.scope_host)
+    acct_begin(s, &s->rate, now,
+               "a first estimate, raised until the server objects");
+}
+
+void polite__sched_rate_free(polite__sched *s) {
+  for (unsigned i = 0; i < s->n_hosts; i++) {
+    free(s->hosts[i]->key);
+    free(s->hosts[i]);
+  }
+  free(s->hosts);
+  free(s->host_stats);
+}
+
+/* Grows *arr (of *cap elements of size sz) to hold n + 1, doubling up to
+ * max. Returns 0, or -1 when out of memory or at max. */
+static int grow(void **arr, unsigned *cap, unsigned n, unsigned max,
+                size_t sz) {
+  if (n < *cap)
+    return 0;
+  if (n >= max)
+    return -1;
+  unsigned c = *cap ? 2 * *cap : 8;
+  if (c > max)
+    c = max;
+  void *p = realloc(*arr, c * sz);
+  if (p == NULL)
+    return -1;
+  *arr = p;
+  *cap = c;
+  return 0;
+}
+
+/* A new stats entry for host (borrowed; it outlives the stats): its index,
+ * or -1 when out of memory. */
+static int add_stat(polite__sched *s, const char *host) {
+  void *arr = s->host_stats;
+  if (grow(&arr, &s->cap_host_stats, s->n_host_stats, s->max_hosts + 1,
+           sizeof *s->host_stats) != 0)
+    return -1;
+  s->host_stats = arr;
+  polite_host_rate *h = &s->host_stats[s->n_host_stats];
+  memset(h, 0, sizeof *h);
+  h->host = host;
+  s->st.host_rates = s->host_stats;
+  s->st.n_host_rates = s->n_host_stats + 1;
+  return (int)s->n_host_stats++;
+}
+
+/* The account of host key, created (and begun at now) at its first use:
+ * NULL beyond max_hosts hosts or when out of memory. */
+static acct *host_acct(polite__sched *s, const char *key,
+                       const polite__now *now) {
+  for (unsigned i = 0; i < s->n_hosts; i++)
+    if (strcmp(s->hosts[i]->key, key) == 0)
+      return s->hosts[i];
+  void *arr = s->hosts;
+  if (grow(&arr, &s->cap_hosts, s->n_hosts, s->max_hosts, sizeof(acct *)))
+    return NULL;
+  s->hosts = arr;
+  acct *a = calloc(1, sizeof *a);
+  if (a == NULL || (a->key = strdup(key)) == NULL) {
+    free(a);
+    return NULL;
+  }
+  s->hosts[s->n_hosts++] = a;
+  a->stat = add_stat(s, a->key);
+  acct_begin(s, a, now,
+             "a first estimate for this host, raised until it objects");
+  return a;
+}
+
+/* The account of j's learned rate, found at its first admission (now) and
+ * kept in j: the default account with one account for the run; with
+ * scope_host its host's, or the default one shared by the hosts beyond
+ * max_hosts (begun at the first such host, with a note in the log). */
+static acct *acct_of(polite__sched *s, job *j, const polite__now *now) {
+  if (j->rate)
+    return j->rate;
+  acct *a = s->o.scope_host && j->key ? host_acct(s, j->key, now) : NULL;
+  if (a == NULL) {
+    a = &s->rate;
+    if (!a->begun) {
+      a->stat = add_stat(s, OTHER_HOSTS);
+      char msg[120];
+      snprintf(msg, sizeof msg,
+               "more than %u hosts: the hosts beyond them share one learned "
+               "rate",
+               s->max_hosts);
+      acct_begin(s, a, now, msg);
+    }
+  }
+  j->rate = a;
+  return a;
+}
+
+/* j's account once it was admitted (acct_of ran in its rate check). */
+static acct *acct_seen(polite__sched *s, const job *j) {
+  return j->rate ? j->rate : &s->rate;
+}
+
+void polite__sched_rate_admitted(polite__sched *s, const job *j,
+                                 const polite__now *now) {
+  if (s->rate_on)
+    admitted(s, acct_seen(s, j), now);
+}
+
+/* Moves a's limiter to rate r, keeping the last start where it was: the
+ * next start is due one new interval after it. */
+static void retune(acct *a, double r) {
   polite_gcra g;
   if (polite_gcra_init(&g, r, 1) != 0)
     return;
-  if (s->pace.tat_ns != 0) {
-    g.tat_ns = s->pace.tat_ns - s->pace.interval_ns + g.interval_ns;
+  if (a->pace.tat_ns != 0) {
+    g.tat_ns = a->pace.tat_ns - a->pace.interval_ns + g.interval_ns;
     g.tat_us = (g.tat_ns + 999) / 1000;
   }
-  s->pace = g;
-  s->pace_rate = r;
+  a->pace = g;
+  a->pace_rate = r;
 }
 
-int64_t polite__sched_rate_check(polite__sched *s, int64_t at, unsigned cost,
-                                 polite_gcra *next, int64_t wall_ms) {
+/* Keeps a's own limiter at rate r when the budget does not pace it. */
+static void follow(acct *a, double r) {
+  if (!a->shared && fabs(r - a->pace_rate) > a->pace_rate * 1e-3)
+    retune(a, r);
+}
+
+int64_t polite__sched_rate_check(polite__sched *s, job *j, int64_t at,
+                                 unsigned cost, polite_gcra *next,
+                                 const polite__now *now) {
   if (!s->rate_on)
     return 0;
-  int64_t hold = polite_ratectl_hold_until(&s->rc);
+  acct *a = acct_of(s, j, now);
+  int64_t hold = polite_ratectl_hold_until(&a->rc);
   if (hold > at)
     return hold - at;
-  double r = polite_ratectl_rate(&s->rc, at);
-  if (!s->rate_shared && fabs(r - s->pace_rate) > s->pace_rate * 1e-3)
-    retune(s, r);
+  double r = polite_ratectl_rate(&a->rc, at);
+  follow(a, r);
   double cap = s->o.max_rate_per_s;
   if (cap > 0 && r >= cap * 0.999) {
-    if (!s->at_max)
-      report(s, r, "max_rate", "capped by the largest rate allowed", wall_ms);
-    s->at_max = 1;
+    if (!a->at_max)
+      report(s, a, r, POLITE_CUT_NONE, "max_rate",
+             "capped by the largest rate allowed", now->wall_ms);
+    a->at_max = 1;
   } else {
-    s->at_max = 0;
-    if (r >= s->reported_rate * PROBE_REPORT_STEP)
-      report(s, r, "probe", "no throttling seen: probing a higher rate",
-             wall_ms);
+    a->at_max = 0;
+    if (r >= a->reported_rate * PROBE_REPORT_STEP)
+      report(s, a, r, POLITE_CUT_NONE, "probe",
+             "no throttling seen: probing a higher rate", now->wall_ms);
   }
-  if (s->rate_shared)
+  if (a->shared)
     return 0; /* the budget paces at the shared rate */
-  *next = s->pace;
+  *next = a->pace;
   return polite_gcra_admit(next, at, cost);
 }
 
-void polite__sched_rate_commit(polite__sched *s, const polite_gcra *next) {
-  if (s->rate_on && !s->rate_shared)
-    s->pace = *next;
+void polite__sched_rate_commit(polite__sched *s, const job *j,
+                               const polite_gcra *next) {
+  if (!s->rate_on)
+    return;
+  acct *a = acct_seen(s, j);
+  if (!a->shared)
+    a->pace = *next;
 }
 
-double polite__sched_rate_now(const polite__sched *s) {
+double polite__sched_rate_now(const polite__sched *s, const job *j) {
   const polite_budget *b = s->o.budget;
   double fixed = b && b->cfg.rate_per_s > 0 ? b->cfg.rate_per_s : 0;
   if (!s->rate_on)
     return fixed;
-  double learned = s->rate_shared ? s->shared.rate_per_s : s->pace_rate;
+  const acct *a = j && j->rate ? j->rate : &s->rate;
+  double learned = a->shared ? a->shared_rate.rate_per_s : a->pace_rate;
   if (!(learned > 0))
     return fixed;
   return fixed > 0 && fixed < learned ? fixed : learned;
@@ -149,11 +316,11 @@ double polite__sched_rate_now(const polite__sched *s) {
 
 void polite__sched_observe_start(polite__sched *s, const job *j,
                                  const polite__now *now) {
-  (void)j;
   if (!s->rate_on)
     return;
-  polite_ratectl_on_start(&s->rc, now->mono_us);
-  publish(s, now->mono_us);
+  acct *a = acct_seen(s, j);
+  polite_ratectl_on_start(&a->rc, now->mono_us);
+  publish(s, a, now->mono_us);
 }
 
 void polite__sched_observe_response(polite__sched *s, const job *j,
@@ -164,6 +331,7 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
   (void)latency_us;
   if (!s->rate_on)
     return;
+  acct *a = acct_seen(s, j);
   int64_t t = now->mono_us;
   polite_rate_plan plan;
   int has =
@@ -172,25 +340,22 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
       t, j->attempt_start_us, r->status,
       d->server_wait_ms >= 0 ? d->server_wait_ms * 1000 : -1,
       has ? &plan : NULL};
-  polite_ratectl_cause cut = polite_ratectl_on_response(&s->rc, &in);
-  double rate = polite_ratectl_rate(&s->rc, t);
+  polite_ratectl_cause cut = polite_ratectl_on_response(&a->rc, &in);
+  double rate = polite_ratectl_rate(&a->rc, t);
   if (cut == POLITE_CUT_THROTTLE) {
-    s->st.rate_cuts_throttle++;
     char msg[96];
     snprintf(msg, sizeof msg,
              "a %d answer: cut below the rate that got "
              "through",
              r->status);
-    report(s, rate, "throttle", msg, now->wall_ms);
+    report(s, a, rate, cut, "throttle", msg, now->wall_ms);
   } else if (cut == POLITE_CUT_HEADERS) {
-    s->st.rate_cuts_headers++;
-    report(s, rate, "headers", has ? plan.why : "the server's headers",
+    report(s, a, rate, cut, "headers", has ? plan.why : "the server's headers",
            now->wall_ms);
   } else if (has && plan.rate_per_s > 0 &&
-             fabs(rate - s->reported_rate) > s->reported_rate * 0.02) {
-    report(s, rate, "headers", plan.why, now->wall_ms);
+             fabs(rate - a->reported_rate) > a->reported_rate * 0.02) {
+    report(s, a, rate, POLITE_CUT_NONE, "headers", plan.why, now->wall_ms);
   }
-  if (!s->rate_shared && fabs(rate - s->pace_rate) > s->pace_rate * 1e-3)
-    retune(s, rate);
-  publish(s, t);
+  follow(a, rate);
+  publish(s, a, t);
 }

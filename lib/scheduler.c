@@ -35,6 +35,12 @@ polite__sched *polite__sched_new(const polite_batch_options *o,
                "batch options need next, on_result and max_attempts >= 1");
     return NULL;
   }
+  if (o->max_host_rates > POLITE_BATCH_MAX_HOST_RATES_LIMIT) {
+    if (err)
+      snprintf(err, errlen, "max_host_rates %u is above the limit of %u",
+               o->max_host_rates, POLITE_BATCH_MAX_HOST_RATES_LIMIT);
+    return NULL;
+  }
   polite__sched *s = calloc(1, sizeof *s);
   if (s == NULL)
     return NULL;
@@ -91,6 +97,7 @@ void polite__sched_free(polite__sched *s) {
     free(r->key);
     free(r);
   }
+  polite__sched_rate_free(s);
   free(s->intervals);
   free(s);
 }
@@ -421,8 +428,9 @@ static job *read_one(polite__sched *s, int64_t now) {
  * are ever closer than T / 2 at burst 1, and there is no catch-up burst.
  * With one account per host there is no single plan, so the real time is
  * used. */
-static int64_t admission_time(const polite__sched *s, int64_t now) {
-  double rate = polite__sched_rate_now(s);
+static int64_t admission_time(const polite__sched *s, const job *j,
+                              int64_t now) {
+  double rate = polite__sched_rate_now(s, j);
   if (s->o.scope_host || !(rate > 0) || s->planned_us > now)
     return now;
   double half = 0.5e6 / rate;
@@ -452,9 +460,10 @@ static int end_too_long(polite__sched *s, job *j, const char *what,
 
 /* Tries to start j (taken out of the waiting set) at now. BLOCKED: j is
  * not admitted yet and *wake is lowered to when to ask again (NO_TIME: a
- * release will tell). */
+ * release will tell); *due is set to that time when the wait is a rate or
+ * a pause (it is known), and left alone for a slot. */
 static int admit(polite__sched *s, job *j, const polite__now *now,
-                 int64_t *wake) {
+                 int64_t *wake, int64_t *due_out) {
   int64_t t = now->mono_us;
   /* Less than a millisecond before the deadline, an attempt cannot finish
    * in time: end it without spending the budget. */
@@ -477,8 +486,8 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   /* The learned rate first (it charges nothing until committed), then
    * the budget. */
   polite_gcra next;
-  int64_t at = admission_time(s, t);
-  int64_t w = polite__sched_rate_check(s, at, cost, &next, now->wall_ms);
+  int64_t at = admission_time(s, j, t);
+  int64_t w = polite__sched_rate_check(s, j, at, cost, &next, now);
   int rc = POLITE_BUDGET_WAIT_RATE;
   /* The learned rate holds for what the server's headers asked (r = 0
    * until a reset): max-wait bounds that wait too. */
@@ -488,7 +497,7 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   if (w == 0) {
     rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, &w);
     if (rc >= 0)
-      polite__sched_rate_admitted(s, now);
+      polite__sched_rate_admitted(s, j, now);
   }
   if (rc < 0) {
     snprintf(s->errstr, sizeof s->errstr, "the budget failed: %s",
@@ -497,8 +506,8 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     return ADM_FATAL;
   }
   if (rc == POLITE_BUDGET_ADMITTED) {
-    polite__sched_rate_commit(s, &next);
-    double rate = polite__sched_rate_now(s);
+    polite__sched_rate_commit(s, j, &next);
+    double rate = polite__sched_rate_now(s, j);
     if (rate > 0)
       s->planned_us = at + (int64_t)(1e6 * cost / rate);
     start_attempt(s, j, now);
@@ -529,6 +538,7 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     return ADM_ENDED;
   }
   s->planned_us = due;
+  *due_out = due;
   if (due < *wake)
     *wake = due;
   return ADM_BLOCKED;
@@ -538,9 +548,14 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
  * waiting set has nothing due; lowers *wake to the next time something
  * becomes due. With one account, the first blocked request blocks all
  * (they share the same budget); with one per host, up to HOST_LOOKAHEAD
- * blocked requests are skipped and put back in their places. */
+ * blocked requests are skipped and put back: those waiting for a rate or a
+ * pause at the time it ends, so that a slow host's backlog leaves the top
+ * of the waiting set to the other hosts (put back at now, more than
+ * HOST_LOOKAHEAD of them hid every other host's requests), the others in
+ * their places. */
 static void schedule(polite__sched *s, const polite__now *now, int64_t *wake) {
   job *blocked[HOST_LOOKAHEAD + 1];
+  int64_t bdue[HOST_LOOKAHEAD + 1];
   unsigned nb = 0;
   unsigned lookahead = s->o.scope_host ? HOST_LOOKAHEAD : 0;
   int64_t t = now->mono_us;
@@ -555,15 +570,17 @@ static void schedule(polite__sched *s, const polite__now *now, int64_t *wake) {
     } else {
       j = polite__heap_pop(&s->waiting);
     }
-    int a = admit(s, j, now, wake);
+    int64_t due = t;
+    int a = admit(s, j, now, wake, &due);
     if (a != ADM_BLOCKED)
       continue;
+    bdue[nb] = s->o.scope_host && due > t ? due : t;
     blocked[nb++] = j;
     if (nb > lookahead)
       break;
   }
   for (unsigned i = 0; i < nb; i++)
-    if (polite__sched_wait_push(s, blocked[i], t) != 0)
+    if (polite__sched_wait_push(s, blocked[i], bdue[i]) != 0)
       polite__sched_finish(s, blocked[i], POLITE_OUT_CANCELLED,
                            blocked[i]->status, s->errstr, t, NULL, NULL);
   const polite__heap_entry *top = polite__heap_top(&s->waiting);

@@ -35,6 +35,8 @@ typedef struct polite__job {
   void *io;              /* the transport's state for this attempt */
 
   char *key; /* budget account (host with scope_host) or NULL */
+  struct polite__rate_acct *rate; /* its learned rate (sched_rate.c); NULL
+                                     until its first admission */
   uint64_t seq;
   char idem[40]; /* auto idempotency key */
   int has_key;

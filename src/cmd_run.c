@@ -154,7 +154,8 @@ static const cli_opt run_table[] = {
      NULL, CLI_AT(R, budget_uri), NULL, NULL, 0},
     {"budget-scope", 0, CLI_ENUM, "run|host", 0, 0, "run", NULL, NULL,
      "run: one account for the whole batch; host: one account per URL "
-     "authority, each with the same rate, burst and concurrency",
+     "authority, each with the same rate, burst and concurrency, and each "
+     "with its own learned rate",
      NULL, CLI_AT(R, bo.scope_host), NULL, "run|host", 0},
     {"max-attempts", 0, CLI_UINT, "N", 1, 100, "5", NULL, NULL,
      "network attempts per request, first included: polite never sends more",

@@ -12,6 +12,9 @@
 #include <string.h>
 #include <time.h>
 
+/* Hosts whose learned rate the text summary lists (scope host). */
+#define SUMMARY_HOSTS 10
+
 /* Derived numbers shared by the text and JSON summaries. */
 typedef struct {
   uint64_t failures;
@@ -152,6 +155,48 @@ static void print_rate_lines(FILE *f, const polite_batch_stats *s,
     fprintf(f, "Little's law: not measured (no start rate)\n");
 }
 
+/* The run's learned rate as one series (its host NULL). */
+static polite_host_rate run_learned(const polite_batch_stats *s) {
+  polite_host_rate r = {NULL,
+                        s->rate_first_per_s,
+                        s->rate_final_per_s,
+                        s->rate_lowest_per_s,
+                        s->rate_highest_per_s,
+                        s->rate_cuts_throttle,
+                        s->rate_cuts_headers,
+                        s->rate_cuts_budget};
+  return r;
+}
+
+/* One line of a learned-rate series, after `label`. */
+static void print_series(FILE *f, const char *label,
+                         const polite_host_rate *r) {
+  fprintf(f,
+          "%s%.2f/s first, %.2f/s final (lowest %.2f/s, highest %.2f/s); "
+          "cuts: %llu by 429/503, %llu by headers, %llu through the budget\n",
+          label, r->first_per_s, r->final_per_s, r->lowest_per_s,
+          r->highest_per_s, (unsigned long long)r->cuts_throttle,
+          (unsigned long long)r->cuts_headers,
+          (unsigned long long)r->cuts_budget);
+}
+
+/* The learned-rate lines of the summary: the run's, then (scope host) the
+ * first SUMMARY_HOSTS hosts' (all of them are in --summary-json). */
+static void print_learned(FILE *f, const polite_batch_stats *s) {
+  polite_host_rate run = run_learned(s);
+  print_series(f, "  learned rate: ", &run);
+  for (size_t i = 0; i < s->n_host_rates && i < SUMMARY_HOSTS; i++) {
+    const polite_host_rate *h = &s->host_rates[i];
+    char label[320];
+    snprintf(label, sizeof label, "    %s: ",
+             strcmp(h->host, "*") == 0 ? "other hosts (*)" : h->host);
+    print_series(f, label, h);
+  }
+  if (s->n_host_rates > SUMMARY_HOSTS)
+    fprintf(f, "    ... %zu more hosts in --summary-json\n",
+            s->n_host_rates - SUMMARY_HOSTS);
+}
+
 void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p) {
   derived d;
   derive(s, p, &d);
@@ -186,14 +231,7 @@ void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p) {
   }
   print_rate_lines(f, s, p, &d);
   if (s->rate_learned)
-    fprintf(f,
-            "  learned rate: %.2f/s first, %.2f/s final (lowest %.2f/s, "
-            "highest %.2f/s); cuts: %llu by 429/503, %llu by headers, %llu "
-            "through the budget\n",
-            s->rate_first_per_s, s->rate_final_per_s, s->rate_lowest_per_s,
-            s->rate_highest_per_s, (unsigned long long)s->rate_cuts_throttle,
-            (unsigned long long)s->rate_cuts_headers,
-            (unsigned long long)s->rate_cuts_budget);
+    print_learned(f, s);
   if (p->first > 0) {
     fprintf(f,
             "  trial (--first %llu): start interval mean %.1f ms (p50 "
@@ -222,6 +260,25 @@ void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p) {
                "not help\n");
   if (s->cancelled)
     fprintf(f, "  interrupted: requests not finished are 'cancelled'\n");
+}
+
+/* A learned-rate series as JSON ("host" first when it has one). */
+static json_t *series_json(const polite_host_rate *r) {
+  json_t *o = json_object();
+  if (r->host)
+    json_object_set_new(o, "host", json_string(r->host));
+  json_object_set_new(o, "first_per_s", json_real(r->first_per_s));
+  json_object_set_new(o, "final_per_s", json_real(r->final_per_s));
+  json_object_set_new(o, "lowest_per_s", json_real(r->lowest_per_s));
+  json_object_set_new(o, "highest_per_s", json_real(r->highest_per_s));
+  json_t *cuts = json_object();
+  json_object_set_new(cuts, "throttle",
+                      json_integer((json_int_t)r->cuts_throttle));
+  json_object_set_new(cuts, "headers",
+                      json_integer((json_int_t)r->cuts_headers));
+  json_object_set_new(cuts, "budget", json_integer((json_int_t)r->cuts_budget));
+  json_object_set_new(o, "cuts", cuts);
+  return o;
 }
 
 int run_summary_json(const char *path, const polite_batch_stats *s,
@@ -269,19 +326,14 @@ int run_summary_json(const char *path, const polite_batch_stats *s,
                                          : json_null());
   json_t *lr = json_null();
   if (s->rate_learned) {
-    lr = json_object();
-    json_object_set_new(lr, "first_per_s", json_real(s->rate_first_per_s));
-    json_object_set_new(lr, "final_per_s", json_real(s->rate_final_per_s));
-    json_object_set_new(lr, "lowest_per_s", json_real(s->rate_lowest_per_s));
-    json_object_set_new(lr, "highest_per_s", json_real(s->rate_highest_per_s));
-    json_t *cuts = json_object();
-    json_object_set_new(cuts, "throttle",
-                        json_integer((json_int_t)s->rate_cuts_throttle));
-    json_object_set_new(cuts, "headers",
-                        json_integer((json_int_t)s->rate_cuts_headers));
-    json_object_set_new(cuts, "budget",
-                        json_integer((json_int_t)s->rate_cuts_budget));
-    json_object_set_new(lr, "cuts", cuts);
+    polite_host_rate run = run_learned(s);
+    lr = series_json(&run);
+    if (s->n_host_rates > 0) {
+      json_t *hosts = json_array();
+      for (size_t i = 0; i < s->n_host_rates; i++)
+        json_array_append_new(hosts, series_json(&s->host_rates[i]));
+      json_object_set_new(lr, "hosts", hosts);
+    }
   }
   json_object_set_new(o, "rate_learned", lr);
   json_object_set_new(o, "interval_mean_ms", json_real(d.interval_mean_ms));
@@ -375,6 +427,19 @@ double run_progress_eta(const run_progress *p, const polite_batch_stats *s) {
   return pause_s + left / rate;
 }
 
+/* " (learned LO-HI/s, N hosts)": the range of the hosts' current rates. */
+static void add_host_range(char *buf, size_t size, size_t *n,
+                           const polite_batch_stats *s) {
+  double lo = s->host_rates[0].final_per_s, hi = lo;
+  for (size_t i = 1; i < s->n_host_rates; i++) {
+    double r = s->host_rates[i].final_per_s;
+    lo = r < lo ? r : lo;
+    hi = r > hi ? r : hi;
+  }
+  add(buf, size, n, " (learned %.*f-%.*f/s, %zu hosts)", lo < 10 ? 2 : 1, lo,
+      hi < 10 ? 2 : 1, hi, s->n_host_rates);
+}
+
 size_t run_progress_format(char *buf, size_t size, const run_progress *p,
                            const polite_batch_stats *s) {
   size_t n = 0;
@@ -403,6 +468,8 @@ size_t run_progress_format(char *buf, size_t size, const run_progress *p,
   if (p->planned_rate > 0)
     add(buf, size, &n, " (plan %.*f/s)", p->planned_rate < 10 ? 2 : 1,
         p->planned_rate);
+  else if (s->n_host_rates > 1) /* scope host: one rate per host */
+    add_host_range(buf, size, &n, s);
   else if (s->rate_learned)
     add(buf, size, &n, " (learned %.*f/s)", s->rate_final_per_s < 10 ? 2 : 1,
         s->rate_final_per_s);
@@ -548,6 +615,8 @@ void run_log_rate(run_log *l, const polite_rate_change *r) {
                                              : json_null());
   json_object_set_new(o, "reason", json_string(r->reason));
   json_object_set_new(o, "detail", json_string(r->detail));
+  if (r->host) /* --budget-scope host: the host account it belongs to */
+    json_object_set_new(o, "host", json_string(r->host));
   log_line(l, o);
 }
 

@@ -205,7 +205,25 @@ typedef struct {
    * cut, through a shared budget) */
   const char *reason;
   const char *detail; /* one English sentence */
+  /* With scope_host, the host account the change belongs to ("*": the
+   * hosts beyond max_host_rates, which share one learned rate); NULL with
+   * one account for the run. */
+  const char *host;
 } polite_rate_change;
+
+/* The learned rate of one host account (scope_host with rate_mode AUTO):
+ * the same figures as the run's rate_* stats, for that host alone. */
+typedef struct {
+  const char *host; /* "*": the hosts beyond max_host_rates */
+  double first_per_s, final_per_s, lowest_per_s, highest_per_s;
+  uint64_t cuts_throttle, cuts_headers, cuts_budget;
+} polite_host_rate;
+
+/* Learned rates kept per host by default (polite_batch_options
+ * .max_host_rates), and the most that may be asked for: a controller is
+ * about 4 KB, and a new request's host is looked up among them in turn. */
+#define POLITE_BATCH_MAX_HOST_RATES 64u
+#define POLITE_BATCH_MAX_HOST_RATES_LIMIT 4096u
 
 /* Counters the engine keeps while it runs (read with polite_batch_stats). */
 typedef struct {
@@ -245,6 +263,10 @@ typedef struct {
   double rate_first_per_s, rate_final_per_s, rate_lowest_per_s,
       rate_highest_per_s;
   uint64_t rate_cuts_throttle, rate_cuts_headers, rate_cuts_budget;
+  /* With scope_host: the same per host account, in order of first use (the
+   * run-wide figures above then cover every host's changes). */
+  const polite_host_rate *host_rates;
+  size_t n_host_rates;
   int quota_stop; /* a quota_exhausted stopped new starts */
   int cancelled;  /* polite_batch_cancel was called */
   int input_done; /* the source is exhausted */
@@ -286,6 +308,11 @@ typedef struct {
                                  (polite_budget_set_max_wait) */
   polite_rate_mode rate_mode; /* default POLITE_RATE_FIXED */
   double max_rate_per_s;      /* cap of the learned rate; <= 0: none */
+  unsigned max_host_rates;    /* scope_host with rate_mode AUTO: at most this
+                                 many hosts get a learned rate of their own;
+                                 the hosts beyond share one (host "*"); 0:
+                                 POLITE_BATCH_MAX_HOST_RATES, at most
+                                 POLITE_BATCH_MAX_HOST_RATES_LIMIT */
   /* The clocks and the random source (NULL: the real ones). A fake env
    * makes the engine's decisions reproducible; the transfers themselves
    * still run in real time. */

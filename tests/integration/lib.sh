@@ -14,7 +14,7 @@
 #   bg CMD...                 starts CMD in the background; stopped on exit
 #   on_exit CMD               runs CMD (a string) at exit, before TMP goes
 #   start_pyserver            tests/integration/run/server.py: PY_PORT, PY_REC
-#   start_nginx RATE [UP]     nginx limit_req at RATE (429 + Retry-After: 1)
+#   start_nginx RATE [UP [MORE]]  nginx limit_req at RATE (429 + Retry-After: 1)
 #   make_cert DIR NAME        a CA and a 127.0.0.1 server certificate signed
 #                             by it (DIR/ca.pem, DIR/NAME.pem, DIR/NAME.key)
 #   start_nginx_tls DIR       nginx over TLS with DIR's certificate: TLS_PORT
@@ -135,9 +135,10 @@ CONF
 
 # Starts nginx with limit_req at RATE (e.g. 20r/s) and burst 1 on a free
 # port; 429 answers carry Retry-After: 1. Sets NG_PORT. An optional second
-# argument is an upstream "127.0.0.1:PORT" to proxy to.
+# argument is an upstream "127.0.0.1:PORT" to proxy to ("": none), an
+# optional third more of the http block (e.g. another server).
 start_nginx() {
-  local rate=$1 upstream=${2:-} d=$TMP/nginx
+  local rate=$1 upstream=${2:-} more=${3:-} d=$TMP/nginx
   mkdir -p "$d/www"
   echo ok >"$d/www/ok.txt"
   # A static file, not "return": return runs in the rewrite phase, before
@@ -156,7 +157,7 @@ start_nginx() {
       add_header Retry-After 1 always;
       return 429 \"limited\\n\";
     }" _nginx_run "$d" "127.0.0.1:$NG_PORT" \
-    "limit_req_zone \$binary_remote_addr zone=z:1m rate=$rate;"
+    "limit_req_zone \$binary_remote_addr zone=z:1m rate=$rate; $more"
   if ! wait_port "$NG_PORT" 5; then
     cat "$d/logs/stderr" >&2
     return 1

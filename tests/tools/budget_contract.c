@@ -128,6 +128,12 @@ static void test_learned_rate(polite_budget *a, polite_budget *b) {
   check(s.rate_per_s == 10 && s.limit_per_s == 12 &&
             s.generation == cut.generation,
         "the other participant reads the cut at its next admission", d);
+  /* Another key (another host with --budget-scope host) has its own. */
+  polite_shared_rate other = {0, 0, 0};
+  polite_budget_acquire(a, "rate-other", polite_mono_us(), 1, 0, &w);
+  polite_budget_shared_rate(a, "rate-other", &other);
+  check(other.rate_per_s == 0 && other.generation == 0,
+        "another key's learned rate is its own (none learned)", NULL);
   /* And is paced at it: 6 more starts at 10/s take >= 0.5 s. */
   int64_t t0 = polite_mono_us(), sum = 0;
   for (int i = 0; i < 6; i++) {

@@ -72,6 +72,8 @@ struct sim {
   int64_t now;
   unsigned n_input, read;
   unsigned cost; /* of every request, 0 = 1 */
+  /* The URL of request i is url(x, i); NULL: http://api.test/x. */
+  const char *(*url)(const sim *x, unsigned req);
   sim_start starts[SIM_MAX];
   unsigned n_starts;
   sim_result results[SIM_MAX];
@@ -91,7 +93,7 @@ static int sim_next(void *ud, polite_request **out) {
   char buf[32];
   snprintf(buf, sizeof buf, "r%u", x->read);
   r->id = strdup(buf);
-  r->url = strdup("http://api.test/x");
+  r->url = strdup(x->url ? x->url(x, x->read) : "http://api.test/x");
   r->line = (long)x->read + 1;
   r->cost = x->cost;
   x->read++;

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
+#include <unistd.h>
 
 #include "run_output.h"
 #include "run_report.h"
@@ -121,6 +123,82 @@ static void summary_says_not_measured(void **state) {
   free(t);
 }
 
+/* With --budget-scope host the summary, --summary-json and the attempt
+ * log say which host each learned rate belongs to; with one account the
+ * log names none. */
+static void learned_rate_per_host(void **state) {
+  (void)state;
+  polite_batch_stats s = stats(4, 2);
+  s.rate_learned = 1;
+  s.rate_first_per_s = s.rate_lowest_per_s = 4;
+  s.rate_final_per_s = s.rate_highest_per_s = 60;
+  s.rate_cuts_throttle = 1;
+  polite_host_rate h[12] = {{"slow.test", 4, 4.5, 4, 8, 1, 0, 0},
+                            {"fast.test:80", 4, 60, 4, 60, 0, 0, 0}};
+  for (int i = 2; i < 12; i++)
+    h[i] = (polite_host_rate){"*", 4, 4, 4, 4, 0, 0, 0};
+  s.host_rates = h;
+  s.n_host_rates = 2;
+  run_plan p = {0, 4, 0, 2000};
+  char *t = summary(&s, &p);
+  assert_non_null(strstr(t, "  learned rate: 4.00/s first, 60.00/s final"));
+  assert_non_null(strstr(t, "    slow.test: 4.00/s first, 4.50/s final "
+                            "(lowest 4.00/s, highest 8.00/s); cuts: 1 by "
+                            "429/503, 0 by headers, 0 through the budget\n"));
+  assert_non_null(strstr(t, "    fast.test:80: 4.00/s first, 60.00/s final"));
+  assert_null(strstr(t, "more hosts"));
+  free(t);
+  run_progress pr = {1, 0, 0, -1, 0};
+  char line[320];
+  run_progress_format(line, sizeof line, &pr, &s);
+  assert_non_null(strstr(line, " (learned 4.50-60.0/s, 2 hosts)"));
+  s.n_host_rates = 12; /* the text lists 10 */
+  t = summary(&s, &p);
+  assert_non_null(strstr(t, "    other hosts (*): 4.00/s first"));
+  assert_non_null(strstr(t, "    ... 2 more hosts in --summary-json\n"));
+  free(t);
+
+  char path[] = "/tmp/polite_test_summary_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_int_equal(run_summary_json(path, &s, &p), 0);
+  json_error_t e;
+  json_t *o = json_load_file(path, 0, &e);
+  unlink(path);
+  assert_non_null(o);
+  json_t *lr = json_object_get(o, "rate_learned");
+  assert_true(json_real_value(json_object_get(lr, "first_per_s")) == 4);
+  json_t *hosts = json_object_get(lr, "hosts");
+  assert_int_equal(json_array_size(hosts), 12);
+  json_t *h0 = json_array_get(hosts, 0);
+  assert_string_equal(json_string_value(json_object_get(h0, "host")),
+                      "slow.test");
+  assert_true(json_real_value(json_object_get(h0, "final_per_s")) == 4.5);
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(h0, "cuts"), "throttle")),
+                   1);
+  json_decref(o);
+
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  assert_non_null(f);
+  run_log l = {f, "memory", 0, 0};
+  polite_rate_change c = {1, 4.5, 8, "throttle", "cut", "slow.test"};
+  run_log_rate(&l, &c);
+  c.host = NULL;
+  run_log_rate(&l, &c);
+  fclose(f);
+  char *second = strchr(buf, '\n');
+  assert_non_null(second);
+  *second++ = '\0';
+  assert_non_null(strstr(buf, "\"detail\":\"cut\",\"host\":\"slow.test\"}"));
+  assert_non_null(strstr(second, "\"detail\":\"cut\"}"));
+  assert_null(strstr(second, "host"));
+  free(buf);
+}
+
 static void body_names_are_unique_and_reversible(void **state) {
   (void)state;
   /* Issue 15: these two shared a file. */
@@ -156,6 +234,7 @@ int main(void) {
       cmocka_unit_test(eta_without_a_plan_uses_open_time),
       cmocka_unit_test(summary_says_not_measured),
       cmocka_unit_test(body_names_are_unique_and_reversible),
+      cmocka_unit_test(learned_rate_per_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
