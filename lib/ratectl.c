@@ -368,8 +368,10 @@ static void follow(polite_ratectl *c, int64_t now_us, double rate,
     c->ss_start_us = now_us;
     return;
   }
-  if (c->hold_us == 0)
-    c->hold_us = HOLD_FIRST_US;
+  /* The leader probes; a follower only when no leader did for the longest
+   * hold (it does not know the server's pause the leader holds for: with
+   * 12 s a follower probed 3 s before the leader, 14 s into the bench). */
+  c->hold_us = HOLD_MAX_US;
   limit = dmax(limit > 0 ? limit : c->limit, rate);
   aim(c, limit, rate / limit, rate, imax(now_us, c->pause_end_us));
 }

@@ -659,7 +659,8 @@ static void test_ramp_and_shared(void **state) {
   assert_int_equal(c.cuts[POLITE_CUT_SHARED], 1);
   assert_int_equal(c.phase, POLITE_RC_PROBE);
   /* ... then holds at its rate (the participant that cut leads: its
-   * climb comes as raises), and probes on its own only after the hold. */
+   * climb comes as raises), and probes on its own only after the longest
+   * hold (30 s) without one. */
   assert_true(fabs(polite_ratectl_rate(&c, 3 * SEC) - 5) < 1e-3);
   polite_shared_rate out;
   int is_cut = -1;
@@ -670,17 +671,17 @@ static void test_ramp_and_shared(void **state) {
   polite_shared_rate up = {6, 7, 3};
   polite_ratectl_on_shared(&c, 4 * SEC, &up);
   assert_true(fabs(polite_ratectl_rate(&c, 4 * SEC) - 6) < 1e-3);
-  assert_true(fabs(polite_ratectl_rate(&c, 15 * SEC) - 6) < 1e-3);
-  double later = polite_ratectl_rate(&c, 20 * SEC);
+  assert_true(fabs(polite_ratectl_rate(&c, 33 * SEC) - 6) < 1e-3);
+  double later = polite_ratectl_rate(&c, 38 * SEC);
   assert_true(later > 6 && later < 7);
-  assert_int_equal(polite_ratectl_take_publish(&c, 20 * SEC, &out, &is_cut), 1);
+  assert_int_equal(polite_ratectl_take_publish(&c, 38 * SEC, &out, &is_cut), 1);
   assert_int_equal(is_cut, 0);
   assert_int_equal(out.generation, 3);
   /* A 429 cuts below the rate and asks to publish a cut. */
-  polite_ratectl_response r = {20 * SEC, 20 * SEC - 100 * MS, 429, SEC, NULL};
+  polite_ratectl_response r = {38 * SEC, 38 * SEC - 100 * MS, 429, SEC, NULL};
   assert_int_equal(polite_ratectl_on_response(&c, &r), POLITE_CUT_THROTTLE);
-  assert_true(polite_ratectl_rate(&c, 20 * SEC) < later);
-  assert_int_equal(polite_ratectl_take_publish(&c, 20 * SEC, &out, &is_cut), 1);
+  assert_true(polite_ratectl_rate(&c, 38 * SEC) < later);
+  assert_int_equal(polite_ratectl_take_publish(&c, 38 * SEC, &out, &is_cut), 1);
   assert_int_equal(is_cut, 1);
   /* A 429 of a request already in flight at that cut does not cut again. */
   r.now_us += 50 * MS;
