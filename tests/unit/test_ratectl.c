@@ -568,6 +568,43 @@ static void test_hold_per_pause(void **state) {
   assert_true(polite_ratectl_rate(&c, resume + 31 * SEC) > held);
 }
 
+/* A 429 of the first request after the pause (fewer than MIN_SAMPLES
+ * answers since it): the rate just set still trips the limit, so the cut
+ * is a fast one, 0.75 x the rate that request was started at, resumed at
+ * 0.9 x that; not counted as steady; the plateau (0.95 x) held 12 s, not 20
+ * pauses. Until 2026-12 it was 0.9 x (0.855 x when steady): a limit halved
+ * mid-run took five such cuts. */
+static void test_fast_cut(void **state) {
+  (void)state;
+  polite_ratectl c;
+  polite_ratectl_config cfg = {0, 0, 0, 8};
+  polite_ratectl_init(&c, &cfg, 0);
+  int64_t t = 0;
+  while (polite_ratectl_rate(&c, t) < 40) {
+    polite_ratectl_on_start(&c, t);
+    polite_ratectl_response ok = {t + 100 * MS, t, 200, -1, NULL};
+    polite_ratectl_on_response(&c, &ok);
+    t += 10 * MS;
+  }
+  polite_ratectl_on_start(&c, t);
+  polite_ratectl_response no = {t + MS, t, 429, SEC, NULL};
+  assert_int_equal(polite_ratectl_on_response(&c, &no), POLITE_CUT_THROTTLE);
+  int64_t resume = t + MS + SEC;
+  double r = polite_ratectl_rate(&c, resume);
+  polite_ratectl_on_start(&c, resume);
+  polite_ratectl_response again = {resume + MS, resume, 429, SEC, NULL};
+  assert_int_equal(polite_ratectl_on_response(&c, &again), POLITE_CUT_THROTTLE);
+  int64_t resume2 = resume + MS + SEC;
+  double cut_to = polite_ratectl_rate(&c, resume2);
+  printf("# fast cut: %.2f/s -> %.2f/s\n", r, cut_to);
+  assert_true(fabs(cut_to - 0.9 * 0.75 * r) < 1e-6 * r);
+  assert_int_equal(c.steady, 0);
+  double plateau = 0.95 * 0.75 * r;
+  assert_true(fabs(polite_ratectl_rate(&c, resume2 + 10 * SEC) - plateau) <
+              1e-6 * r);
+  assert_true(polite_ratectl_rate(&c, resume2 + 16 * SEC) > plateau);
+}
+
 /* --max-rate is never exceeded, and the concurrency cap holds. */
 static void test_max_rate(void **state) {
   (void)state;
@@ -706,6 +743,7 @@ int main(void) {
       cmocka_unit_test(test_follows_halving),
       cmocka_unit_test(test_follows_halving_two),
       cmocka_unit_test(test_hold_per_pause),
+      cmocka_unit_test(test_fast_cut),
       cmocka_unit_test(test_max_rate),
       cmocka_unit_test(test_concurrency_cap),
       cmocka_unit_test(test_headers_server),
