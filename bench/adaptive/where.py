@@ -6,7 +6,8 @@ file per process of one run, sharing one budget).
 
 Prints one JSON object:
   wall_s      first start to last answer, over all processes
-  ramp_s      first start to the first 429's start (slow start)
+  ramp_s      first start to the first 429's start (slow start; 0 when
+              no 429 came)
   paused_s    time no request started because of a 429: from each 429's
               answer to the next start after it (overlaps counted once)
   sending_s   the rest: wall - ramp - paused
@@ -108,7 +109,7 @@ def main(argv):
         sys.exit("where.py: no attempts in " + " ".join(argv))
     t0 = min(a[0] for a in att)
     t1 = max(a[1] for a in att)
-    first429 = min((a[0] for a in att if a[2] == 429), default=t1)
+    first429 = min((a[0] for a in att if a[2] == 429), default=t0)
     ps = pauses(att)
     paused = sum(b - a for a, b in ps)
     after = ps[0][1] if ps else t0
@@ -116,7 +117,7 @@ def main(argv):
     started_after = sum(1 for a in att if a[0] >= after)
     out = {
         "wall_s": round((t1 - t0) / 1000, 3),
-        "ramp_s": round((first429 - t0) / 1000, 3),
+        "ramp_s": round((first429 - t0) / 1000, 3),  # 0: no 429
         "paused_s": round(paused / 1000, 3),
         "sending_s": round((t1 - t0 - (first429 - t0) - paused) / 1000, 3),
         "rate_after": round(started_after * 1000 / sending_after, 2)
