@@ -524,6 +524,25 @@ static void test_follows_halving_two(void **state) {
   assert_true(r.wall_us <= (int64_t)(1.35 * (8 + (800 - 8 * 40) / 20.0) * SEC));
 }
 
+/* Slow start on c (concurrency 8) with clean answers at 100 ms until the
+ * ramp is at 40/s, then one 429 with Retry-After: 1; returns when that
+ * pause ends. */
+static int64_t ramp_then_429(polite_ratectl *c) {
+  polite_ratectl_config cfg = {0, 0, 0, 8};
+  polite_ratectl_init(c, &cfg, 0);
+  int64_t t = 0;
+  while (polite_ratectl_rate(c, t) < 40) {
+    polite_ratectl_on_start(c, t);
+    polite_ratectl_response ok = {t + 100 * MS, t, 200, -1, NULL};
+    polite_ratectl_on_response(c, &ok);
+    t += 10 * MS;
+  }
+  polite_ratectl_on_start(c, t);
+  polite_ratectl_response no = {t + MS, t, 429, SEC, NULL};
+  assert_int_equal(polite_ratectl_on_response(c, &no), POLITE_CUT_THROTTLE);
+  return t + MS + SEC;
+}
+
 /* The plateau after a cut is held for at least HOLD_PAUSES (20) times the
  * server's pause before the probe: a probe that finds the limit costs a
  * pause, so probing costs at most 5% of the time. Until 2026-12 the hold
@@ -532,21 +551,8 @@ static void test_follows_halving_two(void **state) {
 static void test_hold_per_pause(void **state) {
   (void)state;
   polite_ratectl c;
-  polite_ratectl_config cfg = {0, 0, 0, 8};
-  polite_ratectl_init(&c, &cfg, 0);
-  int64_t t = 0;
-  /* Clean answers at 100 ms until the ramp is at 40/s, then one 429 with
-   * Retry-After: 1. */
-  while (polite_ratectl_rate(&c, t) < 40) {
-    polite_ratectl_on_start(&c, t);
-    polite_ratectl_response ok = {t + 100 * MS, t, 200, -1, NULL};
-    polite_ratectl_on_response(&c, &ok);
-    t += 10 * MS;
-  }
-  polite_ratectl_on_start(&c, t);
-  polite_ratectl_response no = {t + MS, t, 429, SEC, NULL};
-  assert_int_equal(polite_ratectl_on_response(&c, &no), POLITE_CUT_THROTTLE);
-  int64_t resume = t + MS + SEC;
+  int64_t resume = ramp_then_429(&c);
+  int64_t t;
   double held = polite_ratectl_rate(&c, resume);
   printf("# held at %.1f/s from the pause's end\n", held);
   assert_true(fabs(polite_ratectl_rate(&c, resume + 19 * SEC) - held) < 1e-9);
@@ -577,19 +583,7 @@ static void test_hold_per_pause(void **state) {
 static void test_fast_cut(void **state) {
   (void)state;
   polite_ratectl c;
-  polite_ratectl_config cfg = {0, 0, 0, 8};
-  polite_ratectl_init(&c, &cfg, 0);
-  int64_t t = 0;
-  while (polite_ratectl_rate(&c, t) < 40) {
-    polite_ratectl_on_start(&c, t);
-    polite_ratectl_response ok = {t + 100 * MS, t, 200, -1, NULL};
-    polite_ratectl_on_response(&c, &ok);
-    t += 10 * MS;
-  }
-  polite_ratectl_on_start(&c, t);
-  polite_ratectl_response no = {t + MS, t, 429, SEC, NULL};
-  assert_int_equal(polite_ratectl_on_response(&c, &no), POLITE_CUT_THROTTLE);
-  int64_t resume = t + MS + SEC;
+  int64_t resume = ramp_then_429(&c);
   double r = polite_ratectl_rate(&c, resume);
   polite_ratectl_on_start(&c, resume);
   polite_ratectl_response again = {resume + MS, resume, 429, SEC, NULL};
