@@ -19,7 +19,12 @@
  * measured). */
 #define BETA 0.9
 #define BETA_STEADY 0.95 /* once the limit was found twice */
-#define PLATEAU 0.95     /* hold 5% below what got through */
+/* ... and when the rate just set trips the limit again before MIN_SAMPLES
+ * answers came back: the last estimate was well above the limit (a limit
+ * halved mid-run). With BETA and BETA_STEADY such a cut took 0.855 x a
+ * step: 40 -> 20/s cost two processes five cuts and 6.8 s. */
+#define BETA_FAST 0.75
+#define PLATEAU 0.95 /* hold 5% below what got through */
 /* ... 10% below when the limit was met in slow start: measured over a
  * short window that a limiter's burst inflates (burst 1 at 40/s: +7%) */
 #define PLATEAU_SS 0.9
@@ -30,12 +35,23 @@
 #define BAND 0.15              /* "the same limit" within 15% */
 #define HOLD_FIRST_US 12000000 /* plateau before probing, limit unsure */
 #define HOLD_MAX_US 30000000   /* ... up to 30 s */
-#define WINDOW_US 1000000      /* the measured rate's window */
-#define WINDOW_SS_US 350000    /* ... in slow start (the rate doubled) */
+/* ... and at least this many times the server's pause: a probe that finds
+ * the limit costs one pause, so probing stays under 1/20 = 5% of the time
+ * (at Retry-After: 1, 12 s made it 7%: in a 15 s run against nginx the
+ * probe's 429 came at 16 s and cost a second of 18) */
+#define HOLD_PAUSES 20
+#define WINDOW_US 1000000   /* the measured rate's window */
+#define WINDOW_SS_US 350000 /* ... in slow start (the rate doubled) */
 /* After a cut, answers of requests already in flight refine the estimate
  * of what got through while the server's pause lasts (a limiter answers a
  * 429 at once, its 200s a handler's time later). */
 #define REFINE_US 500000
+/* An estimate of what got through needs this many answers; with fewer (a
+ * 429 right after a pause, seen by one of two participants) the share is
+ * 0 or 1/2 by chance, and the cut falls back to BETA x the throttled
+ * request's rate. With 2, two processes against nginx halved to 20/s held
+ * 14/s for 25 s (0.7 x the limit; 1.44 x the floor on the fake clock). */
+#define MIN_SAMPLES 3
 #define HEADER_FRESH_US 5000000 /* a plan rules this long after its answer */
 #define LATENCY_ALPHA 0.2
 #define PUBLISH_STEP 1.02
@@ -88,23 +104,6 @@ static double probe_curve(const polite_ratectl *c, double y) {
     return c->plateau;
   double x = y - hold;
   return c->plateau * (1 + PROBE_LINEAR * x + PROBE_CUBIC * x * x * x);
-}
-
-/* The inverse of probe_curve: the y at which it gives rate. */
-static double probe_seek(const polite_ratectl *c, double rate) {
-  if (rate < c->plateau)
-    return -cbrt((c->plateau - rate) / (CUBIC_C * c->limit));
-  double lo = 0, hi = 1;
-  while (probe_curve(c, (double)c->hold_us / 1e6 + hi) < rate && hi < 1e4)
-    hi *= 2;
-  for (int i = 0; i < 40; i++) { /* bisection: the curve is increasing */
-    double mid = (lo + hi) / 2;
-    if (probe_curve(c, (double)c->hold_us / 1e6 + mid) < rate)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return (double)c->hold_us / 1e6 + hi;
 }
 
 /* The rate before the caps. */
@@ -179,7 +178,8 @@ static double rate_at_start(const polite_ratectl *c, int64_t at) {
  * and a paced rate, not a count, so it is the same for every participant
  * of a shared budget, each of which sees only its own answers. -1 when
  * fewer than 2 answers tell. */
-static double admitted(const polite_ratectl *c, int64_t from, int64_t to) {
+static double admitted(const polite_ratectl *c, int64_t from, int64_t to,
+                       unsigned need) {
   unsigned n = 0, ok = 0;
   double sum = 0;
   for (unsigned i = 0; i < c->ok_n; i++) {
@@ -191,7 +191,7 @@ static double admitted(const polite_ratectl *c, int64_t from, int64_t to) {
     ok += c->ok_flag[k];
     sum += c->ok_rate[k];
   }
-  return n >= 2 ? (double)ok / n * (sum / n) : -1;
+  return n >= need ? (double)ok / n * (sum / n) : -1;
 }
 
 /* Starts probing from cut_to towards the plateau once `resume_us` is
@@ -222,16 +222,21 @@ static void count_cut(polite_ratectl *c, polite_ratectl_cause why,
 static void aim_measured(polite_ratectl *c, int64_t now_us) {
   int64_t w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
   int64_t from = imax(c->cut_from_us - w, c->pause_start_us);
-  double got = admitted(c, from, now_us);
-  if (c->cut_in_headers) /* the server's own statement of its limit */
+  double got = admitted(c, from, now_us, MIN_SAMPLES);
+  int fast = 0;
+  if (c->cut_in_headers) { /* the server's own statement of its limit */
     got = c->header_rate;
-  else if (got <= 0) /* nothing tells yet: the throttled request's rate */
-    got = BETA * rate_at_start(c, c->cut_from_us);
+  } else if (got <= 0) {
+    /* Too few answers since the pause tell: the rate just set tripped the
+     * limit at once, so the last estimate was well above it. */
+    fast = 1;
+    got = BETA_FAST * rate_at_start(c, c->cut_from_us);
+  }
   got = dmax(got, c->cfg.min_per_s);
-  unsigned steady =
-      c->prev_limit > 0 && fabs(got - c->prev_limit) <= BAND * c->prev_limit
-          ? c->steady_base + 1
-          : 0;
+  unsigned steady = !fast && c->prev_limit > 0 &&
+                            fabs(got - c->prev_limit) <= BAND * c->prev_limit
+                        ? c->steady_base + 1
+                        : 0;
   c->steady = steady;
   double plateau = c->cut_in_ss ? PLATEAU_SS : PLATEAU;
   double beta = steady || c->cut_in_headers ? BETA_STEADY : BETA;
@@ -239,6 +244,8 @@ static void aim_measured(polite_ratectl *c, int64_t now_us) {
   /* Each confirmation of the limit doubles the hold: a probe that finds
    * it again costs a server pause. */
   int64_t hold = HOLD_FIRST_US << (steady < 2 ? steady : 2);
+  if (!fast) /* a fast cut's estimate is a guess: probe sooner */
+    hold = imax(hold, HOLD_PAUSES * (c->pause_end_us - c->last_cut_us));
   c->hold_us = hold < HOLD_MAX_US ? hold : HOLD_MAX_US;
   aim(c, got, plateau, cut_to, imax(now_us, c->pause_end_us));
 }
@@ -256,6 +263,7 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
   c->steady_base = c->steady;
   c->cut_from_us = started_us;
   c->pause_start_us = resumed_us;
+  c->last_cut_us = now_us; /* the pause since, for the hold */
   aim_measured(c, now_us);
   c->pending_cut = 1;
   count_cut(c, why, now_us);
@@ -344,16 +352,28 @@ polite_ratectl_on_response(polite_ratectl *c,
   return made;
 }
 
-/* Moves the curve so that it gives `rate` now (another participant probed
- * higher: follow it rather than publish a lower rate). */
-static void seek(polite_ratectl *c, int64_t now_us, double rate) {
+/* Follows another participant's rate: holds at it (it becomes this
+ * participant's plateau, held from now, or from the end of the server's
+ * pause) and takes its limit when it is stated. The participant that
+ * measured the limit leads: its re-aims and probes arrive as raises and
+ * are followed the same way. Putting the follower on its own curve instead
+ * (a plateau from an older, lower estimate) placed it far up its probe,
+ * where the curve is steep: its raises outran the leader's plateau and
+ * brought the next 429 within seconds (bench/adaptive, two processes:
+ * three cuts in 8 s, 1.34 x N/limit). */
+static void follow(polite_ratectl *c, int64_t now_us, double rate,
+                   double limit) {
   if (c->phase == POLITE_RC_SLOW_START) {
     c->ss_base = rate;
     c->ss_start_us = now_us;
-  } else if (c->phase == POLITE_RC_PROBE) {
-    double y = probe_seek(c, rate);
-    c->epoch_us = imax(now_us, c->pause_end_us) - (int64_t)(y * 1e6);
+    return;
   }
+  /* The leader probes; a follower only when no leader did for the longest
+   * hold (it does not know the server's pause the leader holds for: with
+   * 12 s a follower probed 3 s before the leader, 14 s into the bench). */
+  c->hold_us = HOLD_MAX_US;
+  limit = dmax(limit > 0 ? limit : c->limit, rate);
+  aim(c, limit, rate / limit, rate, imax(now_us, c->pause_end_us));
 }
 
 void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
@@ -363,12 +383,11 @@ void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
   c->shared_seen = s->rate_per_s;
   double cur = polite_ratectl_rate(c, now_us);
   if (s->generation != c->generation) {
-    /* Another participant's cut: probe from its rate towards its limit. */
+    /* Another participant's cut: hold at its rate (it leads). */
     c->generation = s->generation;
-    double limit = s->limit_per_s > 0 ? s->limit_per_s : s->rate_per_s / BETA;
-    if (c->hold_us == 0)
-      c->hold_us = HOLD_FIRST_US;
-    aim(c, limit, PLATEAU, s->rate_per_s, imax(now_us, c->pause_end_us));
+    c->phase = POLITE_RC_PROBE;
+    follow(c, now_us, s->rate_per_s,
+           s->limit_per_s > 0 ? s->limit_per_s : s->rate_per_s / BETA);
     c->published = s->rate_per_s;
     c->published_us = now_us;
     c->pending_cut = 0;
@@ -376,7 +395,7 @@ void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
       count_cut(c, POLITE_CUT_SHARED, now_us);
   } else if (s->rate_per_s > cur * PUBLISH_STEP &&
              c->phase != POLITE_RC_HEADERS) {
-    seek(c, now_us, s->rate_per_s);
+    follow(c, now_us, s->rate_per_s, 0);
     c->published = s->rate_per_s;
   }
 }

@@ -9,21 +9,45 @@
 # headers (`polite proxy --rate-limit HRATE/s --burst 1`, IETF RateLimit
 # fields, in front of the same 100 ms upstream). Prints a markdown table.
 # Not a test. Installs got and Bottleneck from the committed lock (npm ci).
-#   bench/adaptive/bench.sh [--with-polite|--only-polite] [POLITE_BINARY] [N] [RATE] [HRATE]
+# --no-headers skips the server with headers.
+# --halve runs only the halved limit: polite (1, then 2 processes on a file:
+# budget), N GETs (default 800) against nginx at RATE r/s, reloaded to
+# RATE/2 HALVE_AT (8) s into each run; prints the time to follow it and the
+# 429s after the reload (bench/adaptive/where.py reads the attempt logs).
+# --logs DIR keeps polite's attempt logs (DIR/TAG.part.NN.log, with the
+# {"event":"rate",...} lines), summaries and nginx's access log, to see
+# where the time went.
+#   bench/adaptive/bench.sh [--with-polite|--only-polite] [--no-headers|--halve] [--logs DIR] [POLITE_BINARY] [N] [RATE] [HRATE]
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 RUN=$HERE/../run # upstream.py, analyse.py, py_client.py
-WITH_POLITE= PEERS=1
-[ "${1:-}" = --with-polite ] && { WITH_POLITE=1; shift; }
-[ "${1:-}" = --only-polite ] && { WITH_POLITE=1; PEERS=; shift; }
+WITH_POLITE= PEERS=1 LOGS= NOHDR= HALVE=
+while :; do
+  case "${1:-}" in
+  --with-polite) WITH_POLITE=1 ;;
+  --only-polite) WITH_POLITE=1 PEERS= ;;
+  --no-headers) NOHDR=1 ;;
+  --halve) HALVE=1 WITH_POLITE=1 PEERS= NGINX_MASTER=on ;;
+  --logs) LOGS=$2; shift; mkdir -p "$LOGS" || exit 2 ;;
+  *) break ;;
+  esac
+  shift
+done
 POLITE=${1:-$HERE/../../build/polite}
-N=${2:-600}
+N=${2:-$([ -n "$HALVE" ] && echo 800 || echo 600)}
 RATE=${3:-40}
 HRATE=${4:-10}
 CONC=8
 T=$(mktemp -d /tmp/polite-bench-adaptive.XXXXXX)
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
+# Keeps what --logs asked for, then removes the scratch directory.
+finish() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  [ -z "$LOGS" ] || cp "$T"/*.part.??.log "$T"/*.part.??.json "$T"/*.reload "$T/ng/logs/access.log" "$LOGS/" 2>/dev/null
+  rm -rf "$T"
+}
+trap finish EXIT
 
 [ -z "$PEERS" ] || (cd "$HERE" && npm ci --no-audit --no-fund --silent) ||
   { echo "bench: npm ci failed" >&2; exit 1; }
@@ -37,10 +61,13 @@ UP=$(cat "$T/up.port")
 # here shares it, one after the other.
 mkdir -p "$T/ng/logs" "$T/ng/tmp"
 . "$RUN/nginx.sh"
+conf() { # rate
+  sed -e "s|@T@|$T|g" -e "s|@UP@|$UP|g" -e "s|@RATE@|$1|g" \
+    -e "s|@PORT@|$PORT|g" "$HERE/nginx.conf.in" >"$T/ng/nginx.conf"
+}
 for _ in $(seq 20); do
   PORT=$((20000 + RANDOM % 30000))
-  sed -e "s|@T@|$T|g" -e "s|@UP@|$UP|g" -e "s|@RATE@|$RATE|g" \
-    -e "s|@PORT@|$PORT|g" "$HERE/nginx.conf.in" >"$T/ng/nginx.conf"
+  conf "$RATE"
   started=
   bench_nginx_start && { started=1; break; }
 done
@@ -60,11 +87,13 @@ row() { # tag start end ok name
     "$(echo "$wall * $RATE / $N" | bc -l)" "$n429" "$early" "$((N - $4))" "$seen"
 }
 
-echo "N=$N GETs, nginx limit_req ${RATE} r/s burst 1 nodelay (Retry-After: 1 on 429), 100 ms upstream, $CONC concurrent, no client told the limit"
-echo "ideal wall time N/rate = $(echo "scale=1; $N / $RATE" | bc) s"
-echo
-echo "| client | wall time | / (N/rate) | 429s | early | lost | requests sent |"
-echo "|---|---:|---:|---:|---:|---:|---:|"
+table_head() {
+  echo "N=$N GETs, nginx limit_req ${RATE} r/s burst 1 nodelay (Retry-After: 1 on 429), 100 ms upstream, $CONC concurrent, no client told the limit"
+  echo "ideal wall time N/rate = $(echo "scale=1; $N / $RATE" | bc) s"
+  echo
+  echo "| client | wall time | / (N/rate) | 429s | early | lost | requests sent |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
+}
 
 # Runs `polite run` (no --rate) on $T/TAG.txt split over PROCS processes
 # sharing a file: budget (1: no budget); sets S and E (start and end), OK
@@ -77,7 +106,7 @@ run_parts() { # tag procs
   S=$(now)
   for f in "$T/$1.part."??; do
     "$POLITE" run --no-progress --concurrency $CONC --max-attempts 5 "${bud[@]}" \
-      --summary-json "$f.json" "$f" >"$f.out" 2>"$f.err" &
+      --summary-json "$f.json" --log "$f.log" "$f" >"$f.out" 2>"$f.err" &
     pids+=($!)
   done
   wait "${pids[@]}" # not the servers
@@ -95,6 +124,41 @@ polite_row() { # tag procs name
   row "$1" "$S" "$E" "$OK" "$3"
 }
 
+if [ -n "$HALVE" ]; then
+  HALF=$((RATE / 2)) AT=${HALVE_AT:-8}
+  # Sets nginx's limit to $1 r/s (the zone's state survives the reload) and
+  # prints the wall-clock ms at which it was asked to.
+  set_rate() {
+    conf "$1"
+    date +%s%3N
+    nginx -p "$T/ng" -c "$T/ng/nginx.conf" -s reload 2>/dev/null
+  }
+  echo "N=$N GETs, nginx limit_req $RATE r/s burst 1 nodelay, reloaded to $HALF r/s $AT s into the run (nginx -s reload), 100 ms upstream, $CONC concurrent, no --rate"
+  echo "ideal wall time $AT s at $RATE/s, the rest at $HALF/s = $(echo "scale=1; $AT + ($N - $AT * $RATE) / $HALF" | bc) s"
+  echo
+  echo "| client | wall time | follow: reload to rate <= $HALF/s | 429s while following, per process | 429s after the reload | 429s in all | lost |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
+  for procs in 1 2; do
+    tag=halve$procs
+    set_rate "$RATE" >/dev/null
+    sleep 1.5 # the new workers are up; the zone refills
+    urls "$tag" >"$T/$tag.txt"
+    (sleep "$(echo "1.1 + $AT" | bc)"; set_rate "$HALF" >"$T/$tag.reload") &
+    timer=$!
+    run_parts "$tag" "$procs"
+    wait "$timer"
+    read -r follow during after all < <(python3 "$HERE/where.py" \
+      --reload "$(cat "$T/$tag.reload")" --limit "$HALF" "$T/$tag.part."??.log |
+      jq -r '[.follow_s, (.n429_following | map(tostring) | join("+")),
+              (.n429_after | map(tostring) | join("+")), .n429] | map(tostring) | join(" ")')
+    printf '| %s | %.1f s | %s s | %s | %s | %s | %s |\n' \
+      "$([ "$procs" = 1 ] && echo "polite run" || echo "2 x polite run, file: budget")" \
+      "$(echo "$E - $S" | bc)" "$follow" "$during" "$after" "$all" "$((N - OK))"
+  done
+  exit 0
+fi
+
+table_head
 if [ -n "$WITH_POLITE" ]; then
   polite_row polite 1 "polite run --concurrency $CONC (no --rate)"
   polite_row polite2 2 "2 x polite run --concurrency $CONC, file: budget (no --rate)"
@@ -118,7 +182,7 @@ row got "$s" "$e" "$(grep -c '^200$' "$T/got.out")" \
   "got (retry 5) + Bottleneck maxConcurrent $CONC"
 fi
 
-[ -n "$WITH_POLITE" ] || exit 0
+[ -n "$WITH_POLITE" ] && [ -z "$NOHDR" ] || exit 0
 # A server that states its limit: polite proxy (GCRA, burst 1, IETF
 # RateLimit / RateLimit-Policy on every answer) in front of the upstream.
 "$POLITE" proxy --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$UP" \

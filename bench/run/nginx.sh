@@ -1,10 +1,11 @@
 # Sourced by the bench scripts (bench/run, bench/adaptive): starts nginx
-# with $T/ng/nginx.conf in the foreground, without a master process, and
+# with $T/ng/nginx.conf in the foreground, without a master process (with
+# one when NGINX_MASTER=on: `nginx -s reload` needs it), and
 # waits until http://127.0.0.1:$PORT/probe answers. Returns 0 with its pid
 # added to PIDS, or 1 (nginx stopped again) when it did not come up, e.g.
 # because $PORT was taken: the caller picks another port and retries.
 bench_nginx_start() {
-  nginx -p "$T/ng" -c "$T/ng/nginx.conf" -g 'daemon off; master_process off;' \
+  nginx -p "$T/ng" -c "$T/ng/nginx.conf" -g "daemon off; master_process ${NGINX_MASTER:-off};" \
     2>"$T/ng/stderr" &
   local pid=$!
   for _ in $(seq 50); do

@@ -250,7 +250,9 @@ POLITE_EXTERN int64_t polite_ratectl_hold_until(const polite_ratectl *c);
 /* What the budget said at the last admission. A newer generation is
  * another participant's cut: adopted at once (and counted as
  * POLITE_CUT_SHARED). The same generation with a higher rate is another
- * participant's probe: followed. */
+ * participant's re-aim or probe: followed. Either way this participant
+ * holds at the rate it took (the one that measured the limit leads) and
+ * probes on its own only after 30 s without a raise. */
 POLITE_EXTERN void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
                                             const polite_shared_rate *s);
 

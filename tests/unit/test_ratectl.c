@@ -461,11 +461,15 @@ static void test_fast_server(void **state) {
 }
 
 /* Two participants of one budget (bench/adaptive with two processes), each
- * at concurrency 8, 600 GETs at 40/s in all. */
+ * at concurrency 8, 600 GETs at 40/s in all. The one that did not cut
+ * holds at the other's rate instead of climbing its own curve: one
+ * crossing, one 429 (until 2026-12 the follower's raises brought a second
+ * one 4 s later). */
 static void test_converges_two(void **state) {
   (void)state;
   sim_cfg cfg = {40, 0, 0, 100 * MS, SEC, 0, 2, 8, 600, 0, 0};
-  run_targets("40/s, 2 workers", &cfg, 5 * SEC);
+  sim_result r = run_targets("40/s, 2 workers", &cfg, 5 * SEC);
+  assert_int_equal(r.throttled, 1);
 }
 
 /* A longer run at a fixed limit: no oscillation beyond the band and few
@@ -500,6 +504,99 @@ static void test_follows_halving(void **state) {
   assert_true(base.wall_us <= (int64_t)(1.3 * 1000 / 20 * SEC));
   assert_true(r.throttled_after_change - base.throttled_after_change <=
               3 * cfg.workers);
+}
+
+/* The same halving with two participants at concurrency 8 each, 8 s into
+ * an 800-GET run (bench/adaptive --halve): the cuts after the change are
+ * made from a few answers each; an estimate from fewer than MIN_SAMPLES
+ * of them (until 2026-12: 2) put the account at 0.63 x the new limit for
+ * the 20 s hold that followed. */
+static void test_follows_halving_two(void **state) {
+  (void)state;
+  sim_cfg cfg = {40, 20, 9 * SEC, 100 * MS, SEC, 0, 2, 8, 800, 0, 0};
+  sim_result r = simulate(&cfg, 5 * SEC);
+  print_result("40/s -> 20/s at 8 s, 2 x concurrency 8", &r);
+  assert_int_equal(r.oks, 800);
+  assert_true(r.follow_us <= 5 * SEC);
+  assert_true(r.throttled_after_change <= 3 * cfg.workers);
+  /* From 5 s after the change: never below 0.85 x the new limit. */
+  assert_true(r.rate_min >= 0.85 * 20);
+  assert_true(r.wall_us <= (int64_t)(1.35 * (8 + (800 - 8 * 40) / 20.0) * SEC));
+}
+
+/* Slow start on c (concurrency 8) with clean answers at 100 ms until the
+ * ramp is at 40/s, then one 429 with Retry-After: 1; returns when that
+ * pause ends. */
+static int64_t ramp_then_429(polite_ratectl *c) {
+  polite_ratectl_config cfg = {0, 0, 0, 8};
+  polite_ratectl_init(c, &cfg, 0);
+  int64_t t = 0;
+  while (polite_ratectl_rate(c, t) < 40) {
+    polite_ratectl_on_start(c, t);
+    polite_ratectl_response ok = {t + 100 * MS, t, 200, -1, NULL};
+    polite_ratectl_on_response(c, &ok);
+    t += 10 * MS;
+  }
+  polite_ratectl_on_start(c, t);
+  polite_ratectl_response no = {t + MS, t, 429, SEC, NULL};
+  assert_int_equal(polite_ratectl_on_response(c, &no), POLITE_CUT_THROTTLE);
+  return t + MS + SEC;
+}
+
+/* The plateau after a cut is held for at least HOLD_PAUSES (20) times the
+ * server's pause before the probe: a probe that finds the limit costs a
+ * pause, so probing costs at most 5% of the time. Until 2026-12 the hold
+ * was 12 s whatever the pause: at Retry-After 1 the probe's 429 came 16 s
+ * into the bench's 15 s run and cost a second of it. */
+static void test_hold_per_pause(void **state) {
+  (void)state;
+  polite_ratectl c;
+  int64_t resume = ramp_then_429(&c);
+  int64_t t;
+  double held = polite_ratectl_rate(&c, resume);
+  printf("# held at %.1f/s from the pause's end\n", held);
+  assert_true(fabs(polite_ratectl_rate(&c, resume + 19 * SEC) - held) < 1e-9);
+  assert_true(polite_ratectl_rate(&c, resume + 21 * SEC) > held);
+  /* Clean answers at the held rate for 25 s, then a 429 with a 10 s
+   * pause: held 30 s (HOLD_MAX_US), not 200 s. */
+  for (t = resume; t < resume + 25 * SEC; t += 50 * MS) {
+    polite_ratectl_on_start(&c, t);
+    polite_ratectl_response ok = {t + 100 * MS, t, 200, -1, NULL};
+    polite_ratectl_on_response(&c, &ok);
+  }
+  polite_ratectl_on_start(&c, t);
+  polite_ratectl_response long_wait = {t + MS, t, 429, 10 * SEC, NULL};
+  assert_int_equal(polite_ratectl_on_response(&c, &long_wait),
+                   POLITE_CUT_THROTTLE);
+  resume = t + MS + 10 * SEC;
+  held = polite_ratectl_rate(&c, resume);
+  assert_true(fabs(polite_ratectl_rate(&c, resume + 29 * SEC) - held) < 1e-9);
+  assert_true(polite_ratectl_rate(&c, resume + 31 * SEC) > held);
+}
+
+/* A 429 of the first request after the pause (fewer than MIN_SAMPLES
+ * answers since it): the rate just set still trips the limit, so the cut
+ * is a fast one, 0.75 x the rate that request was started at, resumed at
+ * 0.9 x that; not counted as steady; the plateau (0.95 x) held 12 s, not 20
+ * pauses. Until 2026-12 it was 0.9 x (0.855 x when steady): a limit halved
+ * mid-run took five such cuts. */
+static void test_fast_cut(void **state) {
+  (void)state;
+  polite_ratectl c;
+  int64_t resume = ramp_then_429(&c);
+  double r = polite_ratectl_rate(&c, resume);
+  polite_ratectl_on_start(&c, resume);
+  polite_ratectl_response again = {resume + MS, resume, 429, SEC, NULL};
+  assert_int_equal(polite_ratectl_on_response(&c, &again), POLITE_CUT_THROTTLE);
+  int64_t resume2 = resume + MS + SEC;
+  double cut_to = polite_ratectl_rate(&c, resume2);
+  printf("# fast cut: %.2f/s -> %.2f/s\n", r, cut_to);
+  assert_true(fabs(cut_to - 0.9 * 0.75 * r) < 1e-6 * r);
+  assert_int_equal(c.steady, 0);
+  double plateau = 0.95 * 0.75 * r;
+  assert_true(fabs(polite_ratectl_rate(&c, resume2 + 10 * SEC) - plateau) <
+              1e-6 * r);
+  assert_true(polite_ratectl_rate(&c, resume2 + 16 * SEC) > plateau);
 }
 
 /* --max-rate is never exceeded, and the concurrency cap holds. */
@@ -592,21 +689,30 @@ static void test_ramp_and_shared(void **state) {
   assert_true(fabs(polite_ratectl_rate(&c, SEC) - 5) < 1e-3);
   assert_int_equal(c.cuts[POLITE_CUT_SHARED], 1);
   assert_int_equal(c.phase, POLITE_RC_PROBE);
-  /* ... then probes back up towards its limit, not beyond it for a while. */
-  double later = polite_ratectl_rate(&c, 3 * SEC);
-  assert_true(later > 5 && later <= 7 * 0.98 + 1e-9);
-  /* Publishing: nothing new right after adoption, a raise later. */
+  /* ... then holds at its rate (the participant that cut leads: its
+   * climb comes as raises), and probes on its own only after the longest
+   * hold (30 s) without one. */
+  assert_true(fabs(polite_ratectl_rate(&c, 3 * SEC) - 5) < 1e-3);
   polite_shared_rate out;
   int is_cut = -1;
   assert_int_equal(polite_ratectl_take_publish(&c, SEC, &out, &is_cut), 0);
-  assert_int_equal(polite_ratectl_take_publish(&c, 3 * SEC, &out, &is_cut), 1);
+  assert_int_equal(polite_ratectl_take_publish(&c, 3 * SEC, &out, &is_cut), 0);
+  /* The same generation, higher: another participant's raise, followed and
+   * held (not a jump up this participant's own probe). */
+  polite_shared_rate up = {6, 7, 3};
+  polite_ratectl_on_shared(&c, 4 * SEC, &up);
+  assert_true(fabs(polite_ratectl_rate(&c, 4 * SEC) - 6) < 1e-3);
+  assert_true(fabs(polite_ratectl_rate(&c, 33 * SEC) - 6) < 1e-3);
+  double later = polite_ratectl_rate(&c, 38 * SEC);
+  assert_true(later > 6 && later < 7);
+  assert_int_equal(polite_ratectl_take_publish(&c, 38 * SEC, &out, &is_cut), 1);
   assert_int_equal(is_cut, 0);
   assert_int_equal(out.generation, 3);
   /* A 429 cuts below the rate and asks to publish a cut. */
-  polite_ratectl_response r = {3 * SEC, 3 * SEC - 100 * MS, 429, SEC, NULL};
+  polite_ratectl_response r = {38 * SEC, 38 * SEC - 100 * MS, 429, SEC, NULL};
   assert_int_equal(polite_ratectl_on_response(&c, &r), POLITE_CUT_THROTTLE);
-  assert_true(polite_ratectl_rate(&c, 3 * SEC) < later);
-  assert_int_equal(polite_ratectl_take_publish(&c, 3 * SEC, &out, &is_cut), 1);
+  assert_true(polite_ratectl_rate(&c, 38 * SEC) < later);
+  assert_int_equal(polite_ratectl_take_publish(&c, 38 * SEC, &out, &is_cut), 1);
   assert_int_equal(is_cut, 1);
   /* A 429 of a request already in flight at that cut does not cut again. */
   r.now_us += 50 * MS;
@@ -629,6 +735,9 @@ int main(void) {
       cmocka_unit_test(test_converges_two),
       cmocka_unit_test(test_steady),
       cmocka_unit_test(test_follows_halving),
+      cmocka_unit_test(test_follows_halving_two),
+      cmocka_unit_test(test_hold_per_pause),
+      cmocka_unit_test(test_fast_cut),
       cmocka_unit_test(test_max_rate),
       cmocka_unit_test(test_concurrency_cap),
       cmocka_unit_test(test_headers_server),
