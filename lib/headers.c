@@ -98,9 +98,10 @@ static int64_t cap_ms(int64_t v) {
  * least 1e12 are epoch milliseconds, at least 1e9 (September 2001 as an
  * epoch, 31 years as a delta) epoch seconds, anything smaller delta seconds.
  * Epochs become a delta against now_ms; a past epoch gives 0. v_ms is the
- * value times 1000, rounded up. */
-static int64_t reset_to_delta_ms(int64_t v_ms, int64_t now_ms) {
-  if (v_ms < INT64_C(1000000000000))
+ * value times 1000, rounded up. *abs is set to 1 for an epoch, else 0. */
+static int64_t reset_to_delta_ms(int64_t v_ms, int64_t now_ms, int *abs) {
+  *abs = v_ms >= INT64_C(1000000000000);
+  if (!*abs)
     return cap_ms(v_ms);
   __int128 epoch_ms = v_ms >= INT64_C(1000000000000000)
                           ? (__int128)(v_ms / 1000) /* epoch in ms */
@@ -114,10 +115,11 @@ static int64_t reset_to_delta_ms(int64_t v_ms, int64_t now_ms) {
 /* A reset in seconds (epoch or delta, see reset_to_delta_ms) or, as some
  * servers send in x-ratelimit-reset, a Go duration ("1m30s"). */
 static int parse_reset_ms(const char *s, size_t len, int64_t now_ms,
-                          int64_t *out) {
+                          int64_t *out, int *abs) {
   int64_t v;
+  *abs = 0;
   if (parse_decimal_scaled(s, len, 1000, &v)) {
-    *out = reset_to_delta_ms(v, now_ms);
+    *out = reset_to_delta_ms(v, now_ms, abs);
     return 1;
   }
   return polite_go_duration_ms(s, len, out) == 0;
@@ -533,11 +535,14 @@ static void feed_ratelimit(polite_headers *h, const char *v, size_t len) {
         merge_remaining(h, m.int_item);
         merge_pair(h, POLITE_RL_DICT, m.int_item, -1);
       } else if (m.key_len == 5 && memcmp(m.key, "reset", 5) == 0) {
+        int abs;
         int64_t ms = reset_to_delta_ms(m.int_item > NUM_SAT ? NUM_SAT * 1000
                                                             : m.int_item * 1000,
-                                       h->now_ms);
+                                       h->now_ms, &abs);
         merge_reset(h, ms);
         merge_pair(h, POLITE_RL_DICT, -1, ms);
+        if (abs)
+          h->reset_absolute |= 1u << POLITE_RL_DICT;
       }
       continue;
     }
@@ -745,11 +750,11 @@ static void feed_x_ratelimit(polite_headers *h, const char *n, size_t nl,
       continue;
     xr_kind kind = k_x_ratelimit[i].kind;
     int64_t x;
-    int ok;
+    int ok, abs = 0;
     if (kind == XR_LIMIT || kind == XR_REMAINING)
       ok = parse_uint(v, vl, &x);
     else if (kind == XR_RESET)
-      ok = parse_reset_ms(v, vl, h->now_ms, &x);
+      ok = parse_reset_ms(v, vl, h->now_ms, &x, &abs);
     else if (kind == XR_RESET_SECONDS)
       ok = parse_decimal_scaled(v, vl, 1000, &x);
     else
@@ -758,6 +763,8 @@ static void feed_x_ratelimit(polite_headers *h, const char *n, size_t nl,
     if (ok)
       store_x(h, kind, k_x_ratelimit[i].tokens, k_x_ratelimit[i].src,
               k_x_ratelimit[i].window_s, kind >= XR_RESET ? cap_ms(x) : x);
+    if (ok && abs && !k_x_ratelimit[i].tokens)
+      h->reset_absolute |= 1u << k_x_ratelimit[i].src;
     return;
   }
 }
@@ -813,6 +820,8 @@ static void feed_anthropic(polite_headers *h, const char *n, size_t nl,
     else
       merge_reset(h, x);
     merge_pair(h, tokens ? POLITE_RL_TOKENS : POLITE_RL_ANTHROPIC, -1, x);
+    if (!tokens) /* an RFC 3339 time */
+      h->reset_absolute |= 1u << POLITE_RL_ANTHROPIC;
   }
 }
 
@@ -851,9 +860,12 @@ int polite_headers_feed(polite_headers *h, const char *name, size_t name_len,
       merge_pair(h, POLITE_RL_FIELDS, x, -1);
     }
   } else if (name_is(name, name_len, "ratelimit-reset")) {
-    if (parse_reset_ms(v, vl, h->now_ms, &x)) {
+    int abs;
+    if (parse_reset_ms(v, vl, h->now_ms, &x, &abs)) {
       merge_reset(h, x);
       merge_pair(h, POLITE_RL_FIELDS, -1, x);
+      if (abs)
+        h->reset_absolute |= 1u << POLITE_RL_FIELDS;
     }
   } else if (name_len > 12 && name_is(name, 12, "x-ratelimit-")) {
     feed_x_ratelimit(h, name + 12, name_len - 12, v, vl);

@@ -160,6 +160,20 @@ void polite_ratectl_on_start(polite_ratectl *c, int64_t now_us) {
     c->st_n++;
 }
 
+unsigned polite_ratectl_started_after(const polite_ratectl *c, int64_t at_us) {
+  if (c == NULL)
+    return 0;
+  unsigned n = 0;
+  for (unsigned i = 0; i < c->st_n; i++) {
+    unsigned k =
+        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->st_us[k] <= at_us)
+      break;
+    n++;
+  }
+  return n;
+}
+
 /* The rate a request started at `at` was started at: the latest start
  * at or before it (the engine passes the same instant to both calls);
  * the current rate when it is older than the ring. */
@@ -269,28 +283,127 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
   count_cut(c, why, now_us);
 }
 
+/* ---- The server's window, as the answers place it
+ *
+ * Servers state the reset in whole seconds, rounded up (express-rate-limit,
+ * X-RateLimit-Reset as an epoch second): one answer's reset t is up to a
+ * second late, and spreading over it wastes up to 1 / w of every window
+ * (measured against express-rate-limit at 20 per 2 s: 1.36 x the floor).
+ * The limiter computed t when the request arrived, just after it started,
+ * so each answer says the window ends about started + t (now + t for a
+ * reset sent as a time, which the client made a delta); the earliest of
+ * those in one window is the sharpest (the first answer of a window
+ * anchored at its first request gives it to the millisecond).
+ *
+ * Which answers are of one window: what remains only falls within a window
+ * and jumps up at a new one, so an answer with more remaining than the last
+ * one opens a new window (a refill of a token bucket or a sliding window
+ * does too, which only forgets the sharper end). An answer whose request
+ * started before the current window's first is of an earlier window: its
+ * remaining and reset are ignored.
+ *
+ * Why this is safe: spreading what remains over a shorter time than the
+ * truth can only send those r sooner, never more of them (what remains is
+ * what the server accepts now), and the policy's average still caps the
+ * rate. When the sharp end has passed but an answer of the same window
+ * says some remain (the end was placed a few ms early: the request that
+ * placed it arrived a little after it started), pacing at the policy's
+ * average cannot exhaust a window anchored at the client's first request,
+ * and its answers, less the requests in flight, stop it at r = 0. */
+
+/* Places one answer's pair in the window: returns -1 for an answer of an
+ * earlier window (ignore it), else the time left to the window's end
+ * (<= 0: the sharp end has passed), or INT64_MAX when the answers say
+ * nothing sharper than this answer's own reset. */
+static int64_t window_left(polite_ratectl *c, int64_t now_us,
+                           int64_t started_us, const polite_rate_plan *p) {
+  if (p->remaining < 0 || p->reset_us <= 0)
+    return INT64_MAX;
+  if (c->win_end_us > 0 && started_us < c->win_start_us)
+    return -1;
+  int64_t end = (p->reset_absolute ? now_us : started_us) + p->reset_us;
+  if (c->win_end_us == 0 || p->remaining > c->win_remaining) {
+    c->win_start_us = started_us;
+    c->win_end_us = end;
+  } else if (end < c->win_end_us) {
+    c->win_end_us = end;
+  }
+  c->win_remaining = p->remaining;
+  int64_t left = c->win_end_us - now_us;
+  return left < p->reset_us ? left : INT64_MAX;
+}
+
+/* The rate of a SPREAD plan: what remains over the time left to the
+ * window's end, capped by the policy's average (see above). */
+static double spread_rate(int64_t left, const polite_rate_plan *p) {
+  if (left == INT64_MAX)
+    return p->rate_per_s;
+  if (left <= 0)
+    return p->average_per_s > 0 ? p->average_per_s : p->rate_per_s;
+  double iv = (double)left / (double)p->remaining *
+                  (100.0 + POLITE_PLAN_MARGIN_PCT) / 100.0 +
+              1 + POLITE_PLAN_MARGIN_US;
+  double r = 1e6 / iv;
+  if (p->average_per_s > 0 && r > p->average_per_s)
+    r = p->average_per_s;
+  return r > p->rate_per_s ? r : p->rate_per_s;
+}
+
+/* The hold of a WAIT_RESET plan: the window's sharp end with the
+ * planner's margin when it is ahead; none when it has passed (the answer
+ * was about the window that just ended: its "reset 1" may mean 3 ms, and
+ * waiting it out would idle a whole second; if the window is in fact still
+ * open a few ms longer, the server's 429 and Retry-After say so); the
+ * plan's own when the answers place no end. */
+static int64_t reset_hold(int64_t now_us, int64_t left,
+                          const polite_rate_plan *p) {
+  if (left == INT64_MAX)
+    return p->not_before_us;
+  if (left <= 0)
+    return 0;
+  int64_t sharp = now_us + left + left / 100 + 1 + POLITE_PLAN_MARGIN_US;
+  return sharp < p->not_before_us ? sharp : p->not_before_us;
+}
+
 /* A plan with a rate rules while answers keep bringing one; a lower rate
  * than the current one is a cut the other participants must follow. */
 static polite_ratectl_cause take_plan(polite_ratectl *c, int64_t now_us,
+                                      int64_t started_us,
                                       const polite_rate_plan *p) {
   polite_ratectl_cause made = POLITE_CUT_NONE;
-  if (p->rate_per_s > 0) {
+  int64_t left = INT64_MAX;
+  if (p->reason == POLITE_PLAN_SPREAD || p->reason == POLITE_PLAN_WAIT_RESET)
+    left = window_left(c, now_us, started_us, p);
+  if (left == -1)
+    return made; /* an answer of an earlier window */
+  double planned = p->reason == POLITE_PLAN_SPREAD && p->remaining > 0
+                       ? spread_rate(left, p)
+                       : p->rate_per_s;
+  if (planned > 0) {
     double cur = polite_ratectl_rate(c, now_us);
-    c->header_rate = p->rate_per_s;
+    c->header_rate = planned;
     c->header_until_us = now_us + HEADER_FRESH_US;
     if (c->phase != POLITE_RC_PROBE)
       c->phase = POLITE_RC_HEADERS;
-    if (p->rate_per_s < cur / PUBLISH_STEP) {
+    if (planned < cur / PUBLISH_STEP) {
       c->pending_cut = 1;
-      c->limit = p->rate_per_s;
+      c->limit = planned;
       count_cut(c, POLITE_CUT_HEADERS, now_us);
       made = POLITE_CUT_HEADERS;
-      c->hold_until_us = imax(c->hold_until_us, p->not_before_us);
+      /* No hold: pacing at the lower rate from the last start already
+       * spreads what remains (its r-th start comes t after the last one,
+       * before the reset). A hold of one interval from the answer would
+       * add the answer's latency to every gap (at 100 ms latency and
+       * 10/s: one start every ~210 ms). */
     }
   }
-  if (p->reason == POLITE_PLAN_WAIT_RESET ||
-      p->reason == POLITE_PLAN_WAIT_SERVER)
+  if (p->reason == POLITE_PLAN_WAIT_RESET) {
+    /* Nothing remains: wait for the window's end, as sharp as the answers
+     * place it (a reset of "1" may mean 18 ms). */
+    c->hold_until_us = imax(c->hold_until_us, reset_hold(now_us, left, p));
+  } else if (p->reason == POLITE_PLAN_WAIT_SERVER) {
     c->hold_until_us = imax(c->hold_until_us, p->not_before_us);
+  }
   return made;
 }
 
@@ -326,7 +439,7 @@ polite_ratectl_on_response(polite_ratectl *c,
     record(c, r, throttled);
   polite_ratectl_cause made = POLITE_CUT_NONE;
   if (r->plan != NULL && !throttled)
-    made = take_plan(c, now, r->plan);
+    made = take_plan(c, now, r->started_us, r->plan);
   if (throttled) {
     c->throttles++;
     int64_t resumed = c->pause_end_us;

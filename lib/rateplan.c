@@ -40,9 +40,15 @@ const char *polite_plan_reason_name(polite_plan_reason r) {
 
 int polite_rate_plan_headers(const polite_headers *h, int64_t now_us,
                              polite_rate_plan *out) {
+  return polite_rate_plan_after(h, now_us, 0, out);
+}
+
+int polite_rate_plan_after(const polite_headers *h, int64_t now_us,
+                           unsigned started_after, polite_rate_plan *out) {
   if (out == NULL)
     return 0;
   memset(out, 0, sizeof *out);
+  out->remaining = out->reset_us = -1;
   out->why = k_why[0];
   out->not_before_us = now_us;
   if (h == NULL)
@@ -53,6 +59,11 @@ int polite_rate_plan_headers(const polite_headers *h, int64_t now_us,
     int64_t r = h->pairs[i].remaining, t = pair_reset_ms(h, i);
     if (r < 0 || t < 0)
       continue;
+    /* What the client started after the answered request reached the
+     * server after it, so this remaining does not count it yet. Token
+     * pairs count tokens, not requests. */
+    if (i != POLITE_RL_TOKENS && r > 0)
+      r = r > (int64_t)started_after ? r - (int64_t)started_after : 0;
     if (r == 0) {
       if (t > reset_wait) {
         reset_wait = t;
@@ -63,12 +74,17 @@ int polite_rate_plan_headers(const polite_headers *h, int64_t now_us,
       if (iv > spread_iv) {
         spread_iv = iv;
         spread_src = i;
+        out->remaining = r;
+        out->reset_us = t * 1000;
+        out->reset_absolute = (int)(h->reset_absolute >> i & 1u);
       }
     }
   }
   int64_t avg_iv = 0;
-  if (h->avg_quota > 0 && h->avg_window_s > 0)
+  if (h->avg_quota > 0 && h->avg_window_s > 0) {
     avg_iv = with_margin((double)h->avg_window_s * 1e6, (double)h->avg_quota);
+    out->average_per_s = 1e6 / (double)avg_iv;
+  }
   int64_t iv = spread_iv > avg_iv ? spread_iv : avg_iv;
   if (iv > 0) {
     out->interval_us = iv;
@@ -87,6 +103,9 @@ int polite_rate_plan_headers(const polite_headers *h, int64_t now_us,
   } else if (reset_wait >= 0) {
     out->reason = POLITE_PLAN_WAIT_RESET;
     out->source = (polite_rl_source)reset_src;
+    out->remaining = 0;
+    out->reset_us = reset_wait * 1000;
+    out->reset_absolute = (int)(h->reset_absolute >> reset_src & 1u);
     out->wait_us = with_margin((double)reset_wait * 1000.0, 1.0);
   }
   out->why = k_why[out->reason];

@@ -180,6 +180,10 @@ typedef struct {
   polite_rl_pair pairs[POLITE_RL_SOURCES];
   int64_t avg_quota;
   int64_t avg_window_s;
+  /* Bit (1u << source) set when that source's reset was an absolute time
+   * (an epoch, a date) made a delta against now_ms, rather than a delta the
+   * server computed when the request arrived. */
+  unsigned reset_absolute;
 } polite_headers;
 
 POLITE_EXTERN void polite_headers_init(polite_headers *h, int64_t now_ms);

@@ -91,6 +91,15 @@ typedef struct {
   int64_t not_before_us;   /* now_us + wait_us */
   polite_rl_source source; /* the pair that decided SPREAD / WAIT_RESET */
   const char *why;         /* static English sentence */
+  /* The pair behind a SPREAD, AVERAGE or WAIT_RESET plan, for a caller
+   * that knows more about the window than one answer (polite_ratectl
+   * does): what remains (after started_after; 0 for WAIT_RESET) and its
+   * reset, in us; -1 when no such pair took part. average_per_s: the policy's
+   * q/w with the margin, 0 when none was stated. */
+  int64_t remaining;
+  int64_t reset_us;
+  int reset_absolute; /* the reset was a time, not a delta (core.h) */
+  double average_per_s;
 } polite_rate_plan;
 
 /* Plans from one response's headers at now_us (monotonic microseconds; the
@@ -104,6 +113,17 @@ typedef struct {
 POLITE_EXTERN int polite_rate_plan_headers(const polite_headers *h,
                                            int64_t now_us,
                                            polite_rate_plan *out);
+
+/* The same, for an answer whose request was followed by started_after
+ * more starts of this client before the answer came (requests in flight).
+ * A limiter counts a request when it arrives, so the remaining it states
+ * does not count those yet: every request pair's remaining is lowered by
+ * started_after (to 0 at most, which waits for the reset). Without it, 8
+ * requests in flight at the end of a window make the client send 8 too
+ * many. polite_rate_plan_headers is this with started_after 0. */
+POLITE_EXTERN int polite_rate_plan_after(const polite_headers *h,
+                                         int64_t now_us, unsigned started_after,
+                                         polite_rate_plan *out);
 
 /* Short token for a plan reason ("none", "spread", "average", "reset",
  * "server"). */
@@ -182,6 +202,12 @@ typedef struct {
   /* headers */
   double header_rate;
   int64_t header_until_us;
+  /* the server's window as its answers place it (ratectl.c, "The
+   * server's window"): its end (0: none), the start of its first answered
+   * request, and the last remaining seen */
+  int64_t win_end_us;
+  int64_t win_start_us;
+  int64_t win_remaining;
   /* pauses and cuts */
   int64_t hold_until_us;  /* no start before (a wait from headers) */
   int64_t pause_start_us; /* sending resumed before the last cut */
@@ -224,6 +250,12 @@ POLITE_EXTERN void polite_ratectl_init(polite_ratectl *c,
 
 /* One request started at now_us. */
 POLITE_EXTERN void polite_ratectl_on_start(polite_ratectl *c, int64_t now_us);
+
+/* How many of the last POLITE__RATECTL_RING starts came after at_us (the
+ * starts an answer to a request started at at_us does not know about):
+ * polite_rate_plan_after's started_after. */
+POLITE_EXTERN unsigned polite_ratectl_started_after(const polite_ratectl *c,
+                                                    int64_t at_us);
 
 /* One response (or network error). A 429 or 503 from a request started
  * after the last cut cuts the rate below what got through (the share let
