@@ -338,7 +338,7 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
       r->status && r->headers &&
       polite_rate_plan_after(
           r->headers, t,
-          polite_ratectl_started_after(&s->rc, j->attempt_start_us), &plan);
+          polite_ratectl_started_after(&a->rc, j->attempt_start_us), &plan);
   polite_ratectl_response in = {
       t, j->attempt_start_us, r->status,
       d->server_wait_ms >= 0 ? d->server_wait_ms * 1000 : -1,
