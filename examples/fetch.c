@@ -1,18 +1,26 @@
 /* examples/fetch.c: fetch URLs politely from several threads that share one
  * budget, with libpolite's blocking client.
  *
- *   example_fetch [--rate N/UNIT] [--threads N] URL...
+ *   example_fetch [--rate N/UNIT|auto|none] [--max-rate N/UNIT]
+ *                 [--threads N] URL...
  *
  * Each URL is one logical request: polite retries it when the server says
  * so (Retry-After, backoff), pauses every thread when the account is
- * throttled, and never makes more than 5 network attempts. Prints one line
- * per URL: outcome, status, attempts, bytes. Exits 0 when all were ok. */
+ * throttled, and never makes more than 5 network attempts. Without --rate
+ * (or with --rate auto) the start rate is learned from the server's
+ * answers and shared by the threads; --max-rate caps it; --rate none does
+ * not pace. Prints one line per URL: outcome, status, attempts, bytes.
+ * Exits 0 when all were ok. */
 #include <polite/polite.h>
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define USAGE                                                                  \
+  "usage: fetch [--rate N/UNIT|auto|none] [--max-rate N/UNIT] [--threads N] "  \
+  "URL...\n"
 
 typedef struct {
   polite_client *client;
@@ -57,12 +65,22 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
   polite_client_options o;
   polite_client_options_init(&o);
-  o.rate_per_s = 2;
   int threads = 3, i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (strcmp(argv[i], "--rate") == 0 && i + 1 < argc) {
-      if (polite_rate_parse(argv[++i], &o.rate_per_s) != 0) {
+      i++;
+      o.rate_per_s = 0;
+      o.rate_mode =
+          strcmp(argv[i], "none") == 0 ? POLITE_RATE_NONE : POLITE_RATE_AUTO;
+      /* AUTO with a rate > 0 is that fixed rate (polite/client.h). */
+      if (o.rate_mode == POLITE_RATE_AUTO && strcmp(argv[i], "auto") != 0 &&
+          polite_rate_parse(argv[i], &o.rate_per_s) != 0) {
         fprintf(stderr, "fetch: --rate: invalid rate '%s'\n", argv[i]);
+        return 2;
+      }
+    } else if (strcmp(argv[i], "--max-rate") == 0 && i + 1 < argc) {
+      if (polite_rate_parse(argv[++i], &o.max_rate_per_s) != 0) {
+        fprintf(stderr, "fetch: --max-rate: invalid rate '%s'\n", argv[i]);
         return 2;
       }
     } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
@@ -72,12 +90,12 @@ int main(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr, "usage: fetch [--rate N/UNIT] [--threads N] URL...\n");
+      fputs(USAGE, stderr);
       return 2;
     }
   }
   if (i >= argc) {
-    fprintf(stderr, "usage: fetch [--rate N/UNIT] [--threads N] URL...\n");
+    fputs(USAGE, stderr);
     return 2;
   }
   o.concurrency = (unsigned)threads;
