@@ -3,6 +3,8 @@
  * pauses, idempotency keys, the learned rate) with `polite run`. */
 #include <polite/client.h>
 
+#include "ratectl_merge.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -132,15 +134,13 @@ static void one_result(void *ud, const polite_result *r) {
 }
 
 /* Writes a call's controller back into the client's. Calls that ran at the
- * same time each started from a copy; the one that saw the latest cut (its
- * own, or another's it adopted through the budget) wins, and of equals the
- * one ending last: a cut is never undone by a call that missed it. (The
- * budget's shared rate holds every cut anyway, and each call adopts it at
- * its first admission.) */
+ * same time each started from a copy: the merge keeps the state of the one
+ * that saw the latest cut and the measurements of all (ratectl_merge.h).
+ * The budget's shared rate holds every cut anyway, and each call adopts it
+ * at its first admission. */
 static void rc_take_back(polite_client *c, const polite_ratectl *mine) {
   pthread_mutex_lock(&c->mu);
-  if (mine->last_cut_us >= c->rc.last_cut_us)
-    c->rc = *mine;
+  polite__ratectl_merge(&c->rc, mine);
   pthread_mutex_unlock(&c->mu);
 }
 
