@@ -3,7 +3,7 @@
  * pauses, idempotency keys, the learned rate) with `polite run`. */
 #include <polite/client.h>
 
-#include "ratectl_merge.h"
+#include "ratectl_calls.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -17,10 +17,12 @@ struct polite_client {
   polite_rate_mode mode;     /* o.rate_mode resolved (client.h's rules) */
   /* The learned rate's controller (mode AUTO), kept between calls: each
    * call starts from a copy and writes its copy back when it ends (see
-   * rc_take_back). The rate itself lives in the budget, which paces the
-   * calls running at the same time. */
+   * rc_take_back); idle time between calls does not count as probing. The
+   * rate itself lives in the budget, which paces the calls running at the
+   * same time. */
   pthread_mutex_t mu;
   polite_ratectl rc;
+  int64_t idle_accounted_us; /* see polite__ratectl_resume */
 };
 
 void polite_client_options_init(polite_client_options *o) {
@@ -135,7 +137,7 @@ static void one_result(void *ud, const polite_result *r) {
 
 /* Writes a call's controller back into the client's. Calls that ran at the
  * same time each started from a copy: the merge keeps the state of the one
- * that saw the latest cut and the measurements of all (ratectl_merge.h).
+ * that saw the latest cut and the measurements of all (ratectl_calls.h).
  * The budget's shared rate holds every cut anyway, and each call adopts it
  * at its first admission. */
 static void rc_take_back(polite_client *c, const polite_ratectl *mine) {
@@ -175,6 +177,7 @@ int polite_client_request(polite_client *c, const polite_request *req,
   polite_ratectl mine; /* this call's copy of the controller */
   if (c->mode == POLITE_RATE_AUTO) {
     pthread_mutex_lock(&c->mu);
+    polite__ratectl_resume(&c->rc, &c->idle_accounted_us, polite_mono_us());
     mine = c->rc;
     pthread_mutex_unlock(&c->mu);
     bo.ratectl = &mine;

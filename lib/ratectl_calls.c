@@ -1,7 +1,7 @@
 /* Folds two copies of one learned-rate controller into one (see
- * ratectl_merge.h): polite_client's calls run at the same time, each on a
+ * ratectl_calls.h): polite_client's calls run at the same time, each on a
  * copy, and each copy sees only its own call's starts and answers. */
-#include "ratectl_merge.h"
+#include "ratectl_calls.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -99,4 +99,28 @@ void polite__ratectl_merge(polite_ratectl *into, const polite_ratectl *other) {
   put_starts(into, st, sort_unique_newest(st, ns));
   put_answers(into, ans, sort_unique_newest(ans, na));
   into->clean_rate = clean;
+}
+
+void polite__ratectl_resume(polite_ratectl *c, int64_t *accounted_us,
+                            int64_t now_us) {
+  if (c == NULL || accounted_us == NULL || c->st_n == 0)
+    return;
+  int64_t last = c->st_us[(c->st_head + RING - 1) % RING];
+  if (c->pause_end_us > last)
+    last = c->pause_end_us;
+  int64_t from = last + POLITE__RATECTL_IDLE_US;
+  if (*accounted_us > from)
+    from = *accounted_us;
+  if (now_us <= from)
+    return;
+  int64_t idle = now_us - from;
+  *accounted_us = now_us;
+  if (c->phase == POLITE_RC_PROBE) {
+    c->epoch_us += idle;
+  } else if (c->phase == POLITE_RC_HEADERS && c->header_until_us < now_us) {
+    /* The climb starts when the plan went stale: take out the idle part
+     * of the climb, leaving it stale (header_until_us <= now_us). */
+    int64_t climb_from = c->header_until_us > from ? c->header_until_us : from;
+    c->header_until_us += now_us - climb_from;
+  }
 }
