@@ -69,13 +69,10 @@ check "capped: $NM starts take at least $((NM - 1)) intervals of 250 ms" \
 
 # ---- polite proxy: the rate from its RateLimit headers ----------------------
 start_pyserver
-"$POLITE" proxy --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$PY_PORT" \
-  --rate-limit 10/s --burst 1 --ready-file "$TMP/px.addr" >"$TMP/px.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do [ -s "$TMP/px.addr" ] && break; sleep 0.05; done
-check "the proxy is listening" [ -s "$TMP/px.addr" ]
+start_proxy --upstream "http://127.0.0.1:$PY_PORT" --rate-limit 10/s --burst 1
+check "the proxy is listening" [ -n "${PX:-}" ]
 NP=40
-fetch px $NP "http://$(cat "$TMP/px.addr")/ok"
+fetch px $NP "http://$PX/ok"
 # The proxy answers its 429s itself: count the calls' extra attempts.
 RETRIES=$(($(grep -o 'attempts=[0-9]*' "$TMP/px.out" | cut -d= -f2 | paste -sd+) - NP))
 echo "# proxy 10/s with headers: $OK/$NP ok, $RETRIES retries, wall $WALL ms (floor $((NP * 100)) ms)"

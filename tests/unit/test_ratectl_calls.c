@@ -34,6 +34,13 @@ static void base_of(polite_ratectl *c, unsigned n) {
     call(c, T0 + i * 100 * MS, 200);
 }
 
+/* Two copies of one controller that saw n clean calls (two calls that took
+ * their copy at the same time). */
+static void two_copies(polite_ratectl *a, polite_ratectl *b, unsigned n) {
+  base_of(a, n);
+  *b = *a;
+}
+
 static void assert_sorted_ring(const polite_ratectl *c) {
   for (unsigned i = 1; i < c->st_n; i++) {
     unsigned a = (c->st_head + POLITE__RATECTL_RING - c->st_n + i - 1) %
@@ -46,10 +53,8 @@ static void assert_sorted_ring(const polite_ratectl *c) {
 /* The shared history counts once; each copy's own calls are all kept. */
 static void measurements_are_the_union(void **state) {
   (void)state;
-  polite_ratectl base, a, b;
-  base_of(&base, 10);
-  a = base;
-  b = base;
+  polite_ratectl a, b;
+  two_copies(&a, &b, 10);
   for (unsigned i = 0; i < 5; i++) {
     call(&a, T0 + (1000 + i * 100) * MS, 200);
     call(&b, T0 + (1050 + i * 100) * MS, 200);
@@ -68,10 +73,8 @@ static void measurements_are_the_union(void **state) {
 /* A cut in one copy survives whichever way round they are merged. */
 static void the_latest_cut_wins(void **state) {
   (void)state;
-  polite_ratectl base, cut, clean;
-  base_of(&base, 20);
-  cut = base;
-  clean = base;
+  polite_ratectl cut, clean;
+  two_copies(&cut, &clean, 20);
   assert_int_equal(call(&cut, T0 + 2000 * MS, 429), POLITE_CUT_THROTTLE);
   call(&clean, T0 + 2010 * MS, 200);
   int64_t t = T0 + 2100 * MS;
