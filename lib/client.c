@@ -91,6 +91,25 @@ void polite_client_free(polite_client *c) {
   free(c);
 }
 
+double polite_client_rate_per_s(polite_client *c) {
+  if (c == NULL)
+    return 0;
+  const polite_budget *b = c->o.budget;
+  double fixed = b->cfg.rate_per_s > 0 ? b->cfg.rate_per_s : 0;
+  if (c->mode != POLITE_RATE_AUTO)
+    return fixed;
+  polite_shared_rate sr;
+  double learned = 0;
+  if (polite_budget_shared_rate(c->o.budget, NULL, &sr) == 0)
+    learned = sr.rate_per_s;
+  if (!(learned > 0)) {
+    pthread_mutex_lock(&c->mu);
+    learned = polite_ratectl_rate(&c->rc, polite_mono_us());
+    pthread_mutex_unlock(&c->mu);
+  }
+  return fixed > 0 && fixed < learned ? fixed : learned;
+}
+
 void polite_response_free(polite_response *r) {
   if (r == NULL)
     return;

@@ -79,6 +79,13 @@ POLITE_EXTERN int polite_client_request(polite_client *c,
                                         const polite_request *req,
                                         polite_response *resp);
 
+/* The start rate the client plans now, in starts per second: with a
+ * learned rate the budget's shared rate (what paces every call; before the
+ * first call, the controller's first estimate), capped by the budget's
+ * configured rate; else the budget's configured rate; 0 when unpaced.
+ * Thread-safe. */
+POLITE_EXTERN double polite_client_rate_per_s(polite_client *c);
+
 POLITE_EXTERN void polite_response_free(polite_response *resp);
 POLITE_EXTERN void polite_client_free(polite_client *c);
 
