@@ -90,9 +90,6 @@ void polite__sched_end_refused(polite__sched *s, job *j, const refusal *r,
 /* sched_rate.c: the seam for a rate controller. */
 /* Starts the learned rate at now (rate_mode AUTO; else nothing). */
 void polite__sched_rate_begin(polite__sched *s, const polite__now *now);
-/* At the end of a run: writes the controller back to o.ratectl when the
- * caller gave one (rate_mode AUTO). */
-void polite__sched_rate_end(polite__sched *s);
 /* The learned rate's admission of cost units at `at`: 0 with the limiter's
  * next state in *next (commit it with polite__sched_rate_commit once the
  * budget admitted too), or the wait in microseconds. Always 0 when the
@@ -116,5 +113,8 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
                                     const polite__response *r,
                                     const polite_decision *d,
                                     int64_t latency_us, const polite__now *now);
+/* At the end of a run: writes the controller back to o.ratectl when the
+ * caller gave one (rate_mode AUTO). */
+void polite__sched_rate_end(polite__sched *s);
 
 #endif

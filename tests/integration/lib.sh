@@ -15,10 +15,10 @@
 #   on_exit CMD               runs CMD (a string) at exit, before TMP goes
 #   start_pyserver            tests/integration/run/server.py: PY_PORT, PY_REC
 #   start_nginx RATE [UP]     nginx limit_req at RATE (429 + Retry-After: 1)
-#   start_proxy ARGS...       polite proxy ARGS on a free port: PX (ADDR:PORT)
 #   make_cert DIR NAME        a CA and a 127.0.0.1 server certificate signed
 #                             by it (DIR/ca.pem, DIR/NAME.pem, DIR/NAME.key)
 #   start_nginx_tls DIR       nginx over TLS with DIR's certificate: TLS_PORT
+#   start_proxy ARGS...       polite proxy ARGS on a free port: PX (ADDR:PORT)
 #   finish                    prints "N passed, N failed"; the script's
 #                             status (exit "$(finish)" is not needed:
 #                             end the script with `finish`)
