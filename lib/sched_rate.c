@@ -39,7 +39,7 @@ void polite__sched_rate_begin(polite__sched *s, const polite__now *now) {
     return;
   polite_ratectl_config cfg = {0, s->o.max_rate_per_s, 0,
                                s->o.budget ? s->o.budget->cfg.concurrency : 0};
-  if (s->o.ratectl != NULL)
+  if (s->o.ratectl != NULL && !s->o.scope_host)
     s->rc = *s->o.ratectl; /* carries on from what an earlier run learned */
   else
     polite_ratectl_init(&s->rc, &cfg, now->mono_us);
@@ -52,15 +52,16 @@ void polite__sched_rate_begin(polite__sched *s, const polite__now *now) {
   s->st.rate_highest_per_s = r;
   s->reported_rate = -1;
   report(s, r, "start",
-         s->o.ratectl ? "the rate an earlier run learned"
-                      : "a first estimate, raised until the server objects",
+         s->o.ratectl && !s->o.scope_host
+             ? "the rate an earlier run learned"
+             : "a first estimate, raised until the server objects",
          now->wall_ms);
   /* Another participant may have learned the rate already. */
   polite__sched_rate_admitted(s, now);
 }
 
 void polite__sched_rate_end(polite__sched *s) {
-  if (s->rate_on && s->o.ratectl != NULL)
+  if (s->rate_on && s->o.ratectl != NULL && !s->o.scope_host)
     *s->o.ratectl = s->rc;
 }
 
