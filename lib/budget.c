@@ -72,8 +72,10 @@ int polite_budget_open_inspect(const char *uri, polite_budget **out,
 }
 
 void polite_budget_set_max_wait(polite_budget *b, int64_t max_wait_ms) {
+  /* Atomic: every call of a polite_client shared by several threads sets it
+   * (to the same value) as its one-request batch begins. */
   if (b != NULL)
-    b->max_wait_ms = max_wait_ms;
+    __atomic_store_n(&b->max_wait_ms, max_wait_ms, __ATOMIC_RELAXED);
 }
 
 int polite_budget_acquire(polite_budget *b, const char *key, int64_t now_us,
@@ -94,7 +96,7 @@ void polite_budget_release(polite_budget *b, const char *key, unsigned slots) {
 
 /* The participant's max-wait in us, or -1 for none. */
 static int64_t max_wait_us(const polite_budget *b) {
-  int64_t ms = b->max_wait_ms;
+  int64_t ms = __atomic_load_n(&b->max_wait_ms, __ATOMIC_RELAXED);
   if (ms < 0)
     return -1;
   if (ms == 0)

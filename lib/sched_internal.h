@@ -137,5 +137,8 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
                                     const polite__response *r,
                                     const polite_decision *d,
                                     int64_t latency_us, const polite__now *now);
+/* At the end of a run: writes the controller back to o.ratectl when the
+ * caller gave one (rate_mode AUTO). */
+void polite__sched_rate_end(polite__sched *s);
 
 #endif

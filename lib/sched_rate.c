@@ -118,7 +118,10 @@ static void acct_begin(polite__sched *s, acct *a, const polite__now *now,
                        const char *detail) {
   polite_ratectl_config cfg = {0, s->o.max_rate_per_s, 0,
                                s->o.budget ? s->o.budget->cfg.concurrency : 0};
-  polite_ratectl_init(&a->rc, &cfg, now->mono_us);
+  if (a == &s->rate && s->o.ratectl != NULL && !s->o.scope_host)
+    a->rc = *s->o.ratectl; /* carries on from what an earlier run learned */
+  else
+    polite_ratectl_init(&a->rc, &cfg, now->mono_us);
   a->shared = s->o.budget != NULL && (a->key != NULL || !s->o.scope_host);
   double r = polite_ratectl_rate(&a->rc, now->mono_us);
   polite_gcra_init(&a->pace, r, 1);
@@ -139,7 +142,14 @@ void polite__sched_rate_begin(polite__sched *s, const polite__now *now) {
       s->o.max_host_rates ? s->o.max_host_rates : POLITE_BATCH_MAX_HOST_RATES;
   if (!s->o.scope_host)
     acct_begin(s, &s->rate, now,
-               "a first estimate, raised until the server objects");
+               s->o.ratectl ? "the rate an earlier run learned"
+                            : "a first estimate, raised until the server "
+                              "objects");
+}
+
+void polite__sched_rate_end(polite__sched *s) {
+  if (s->rate_on && s->o.ratectl != NULL && !s->o.scope_host && s->rate.begun)
+    *s->o.ratectl = s->rate.rc;
 }
 
 void polite__sched_rate_free(polite__sched *s) {

@@ -699,6 +699,7 @@ int polite__sched_step(polite__sched *s, const polite__now *now,
 
 void polite__sched_end(polite__sched *s, const polite__now *now) {
   polite__sched_update_stats(s, now->mono_us);
+  polite__sched_rate_end(s);
   if (s->o.on_tick)
     s->o.on_tick(s->o.ud, &s->st);
 }

@@ -8,6 +8,7 @@
 #include <polite/clock.h>
 #include <polite/core.h>
 #include <polite/diagnose.h>
+#include <polite/ratectl.h>
 #include <polite/transport.h>
 #include <stdio.h>
 
@@ -339,6 +340,15 @@ typedef struct {
   /* Called at least every 100 ms while running (may be NULL). */
   void (*on_tick)(void *ud, const polite_batch_stats *s);
   void *ud;
+  /* In/out, rate_mode AUTO without scope_host only (else ignored): when
+   * non-NULL, an initialised controller (polite_ratectl_init, its own
+   * config and times on this engine's monotonic clock) the run starts from
+   * instead of a fresh one, and into which it writes its learned state
+   * back when polite_batch_run returns 0 (left as it was otherwise). Not
+   * owned; it must not be touched while the run lasts. polite_client keeps
+   * one so that what one call learns paces the next. NULL: a fresh
+   * controller. */
+  polite_ratectl *ratectl;
 } polite_batch_options;
 
 /* Fills o with the defaults: max_attempts 5, no deadlines, connect timeout

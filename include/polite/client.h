@@ -1,7 +1,8 @@
 /* polite client: one blocking call per logical request, with the same
  * retry decisions and shared budget as `polite run` (it runs a one-request
  * batch on the calling thread). Thread-safe: any number of threads may call
- * polite_client_request on one client; they share its budget. */
+ * polite_client_request on one client; they share its budget and its
+ * learned start rate. */
 #ifndef POLITE_CLIENT_H
 #define POLITE_CLIENT_H
 
@@ -12,10 +13,29 @@
 extern "C" {
 #endif
 
+/* The start rate (rate_per_s, rate_mode, max_rate_per_s), as `polite run`
+ * --rate / --max-rate:
+ *  - rate_per_s > 0 (with rate_mode AUTO or FIXED): that fixed rate, as
+ *    before rate_mode existed;
+ *  - rate_mode AUTO (the default) and rate_per_s <= 0: learned while the
+ *    client runs (polite/ratectl.h), from rate-limit headers when the
+ *    server sends them, else from 429/503 answers; capped by
+ *    max_rate_per_s (> 0) and, with a caller's budget, by that budget's
+ *    configured rate. The client keeps the controller between calls, and
+ *    the rate lives in the budget, so a 429 seen by one call slows every
+ *    call that follows or runs at the same time (and, through a file: or
+ *    redis:// budget, every other participant);
+ *  - rate_mode FIXED and rate_per_s <= 0: the budget's configured rate (a
+ *    local budget's is rate_per_s: unpaced);
+ *  - rate_mode NONE: not paced by the client (a caller's budget's own rate
+ *    still holds); rate_per_s must be <= 0.
+ * A client created with polite_client_options zeroed by hand (rate_mode 0,
+ * FIXED) behaves as before rate_mode existed. */
 typedef struct {
   polite_budget *budget;      /* shared budget, not owned; NULL: the client
                                  creates a local one from rate/concurrency */
-  double rate_per_s;          /* used when budget is NULL; <= 0 unlimited */
+  double rate_per_s;          /* used when budget is NULL; <= 0 unlimited
+                                 (see the rules above) */
   unsigned burst;             /* default 1 */
   unsigned concurrency;       /* default 4 */
   unsigned max_attempts;      /* default 5 */
@@ -24,7 +44,10 @@ typedef struct {
   int64_t timeout_ms;         /* per attempt; default 30 s */
   int insecure;
   int retry_unsafe;
-  int idempotency_auto; /* random key for POST/PATCH without one */
+  int idempotency_auto;       /* random key for POST/PATCH without one */
+  polite_rate_mode rate_mode; /* default POLITE_RATE_AUTO (rules above) */
+  double max_rate_per_s;      /* cap of the learned rate; <= 0: none
+                                 (default) */
 } polite_client_options;
 
 /* The defaults above. */
@@ -42,7 +65,9 @@ typedef struct {
 
 typedef struct polite_client polite_client;
 
-/* Returns NULL when out of memory or when the options are invalid. */
+/* Returns NULL when out of memory or when the options are invalid
+ * (max_attempts 0, an unknown rate_mode, rate_mode NONE with a rate_per_s
+ * > 0, a NaN rate). */
 POLITE_EXTERN polite_client *polite_client_new(const polite_client_options *o);
 
 /* Runs one logical request (copied; the caller keeps req) with retries
@@ -53,6 +78,13 @@ POLITE_EXTERN polite_client *polite_client_new(const polite_client_options *o);
 POLITE_EXTERN int polite_client_request(polite_client *c,
                                         const polite_request *req,
                                         polite_response *resp);
+
+/* The start rate the client plans now, in starts per second: with a
+ * learned rate the budget's shared rate (what paces every call; before the
+ * first call, the controller's first estimate), capped by the budget's
+ * configured rate; else the budget's configured rate; 0 when unpaced.
+ * Thread-safe. */
+POLITE_EXTERN double polite_client_rate_per_s(polite_client *c);
 
 POLITE_EXTERN void polite_response_free(polite_response *resp);
 POLITE_EXTERN void polite_client_free(polite_client *c);

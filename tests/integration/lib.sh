@@ -18,6 +18,7 @@
 #   make_cert DIR NAME        a CA and a 127.0.0.1 server certificate signed
 #                             by it (DIR/ca.pem, DIR/NAME.pem, DIR/NAME.key)
 #   start_nginx_tls DIR       nginx over TLS with DIR's certificate: TLS_PORT
+#   start_proxy ARGS...       polite proxy ARGS on a free port: PX (ADDR:PORT)
 #   finish                    prints "N passed, N failed"; the script's
 #                             status (exit "$(finish)" is not needed:
 #                             end the script with `finish`)
@@ -163,6 +164,23 @@ start_nginx() {
     return 1
   fi
   PIDS+=($NGINX_PID)
+}
+
+# Starts `polite proxy --listen 127.0.0.1:0 ARGS...` (its output in
+# $TMP/px.log) and waits until it listens; sets PX to its ADDR:PORT.
+start_proxy() {
+  rm -f "$TMP/px.addr"
+  bg "$POLITE" proxy --listen 127.0.0.1:0 --ready-file "$TMP/px.addr" "$@" \
+    >"$TMP/px.log" 2>&1
+  for _ in $(seq 100); do
+    [ -s "$TMP/px.addr" ] && break
+    sleep 0.05
+  done
+  if [ ! -s "$TMP/px.addr" ]; then
+    cat "$TMP/px.log" >&2
+    return 1
+  fi
+  PX=$(cat "$TMP/px.addr")
 }
 
 # make_cert DIR NAME: a throwaway CA (DIR/ca.pem, DIR/ca.key) and a
