@@ -380,7 +380,15 @@ static polite_ratectl_cause take_plan(polite_ratectl *c, int64_t now_us,
                        ? spread_rate(left, p)
                        : p->rate_per_s;
   if (planned > 0) {
+    /* A cut is of what the account is paced at: with a shared budget that
+     * is the budget's rate, which may be below this participant's own,
+     * not yet published one (its slow start above the first estimate). A
+     * plan above the budget's rate is a raise; published as a cut, the
+     * budget's merge would keep the lower rate and start a generation
+     * every participant then holds at (4/s for 30 s against 5/s). */
     double cur = polite_ratectl_rate(c, now_us);
+    if (c->shared_seen > 0 && c->shared_seen < cur)
+      cur = c->shared_seen;
     c->header_rate = planned;
     c->header_until_us = now_us + HEADER_FRESH_US;
     if (c->phase != POLITE_RC_PROBE)
