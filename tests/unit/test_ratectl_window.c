@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <polite/ratectl.h>
@@ -102,33 +103,42 @@ static double answer(polite_ratectl *c, const char *const *lines,
   return polite_ratectl_rate(c, at);
 }
 
+/* An IETF answer of the 20-per-2 s policy saying r remain, reset t s. */
+static double answer_ietf(polite_ratectl *c, int r, int t, int64_t started,
+                          int64_t at) {
+  char rl[64];
+  snprintf(rl, sizeof rl, "RateLimit: \"p\";r=%d;t=%d", r, t);
+  const char *lines[] = {rl, "RateLimit-Policy: \"p\";q=20;w=2", NULL};
+  return answer(c, lines, started, at);
+}
+
+/* A fresh controller whose first request, started at MONO, opened a
+ * window: "19 remain, reset 2 s", answered 100 ms later. */
+static void open_window(polite_ratectl *c) {
+  polite_ratectl_init(c, NULL, MONO);
+  polite_ratectl_on_start(c, MONO);
+  answer_ietf(c, 19, 2, MONO, MONO + 100 * MS);
+}
+
 /* The window's end is the earliest start + reset of its answers: a
  * second answer whose rounded-up reset says later does not move it, so
  * what remains is spread over the time really left. */
 static void end_is_the_sharpest_bound(void **state) {
   (void)state;
   polite_ratectl c;
-  polite_ratectl_init(&c, NULL, MONO);
-  polite_ratectl_on_start(&c, MONO);
-  const char *first[] = {"RateLimit: \"p\";r=19;t=2",
-                         "RateLimit-Policy: \"p\";q=20;w=2", NULL};
-  answer(&c, first, MONO, MONO + 100 * MS);
+  open_window(&c);
   assert_int_equal(c.win_end_us, MONO + 2 * SEC);
   assert_int_equal(c.win_start_us, MONO);
   /* 1.2 s in, 10 remain and the reset says 1 (rounded up from 0.8): the
    * end stays, and 10 over 0.7 s would be above the average: capped at
    * q/w with the margin. */
   polite_ratectl_on_start(&c, MONO + 1200 * MS);
-  const char *later[] = {"RateLimit: \"p\";r=10;t=1",
-                         "RateLimit-Policy: \"p\";q=20;w=2", NULL};
-  double r = answer(&c, later, MONO + 1200 * MS, MONO + 1300 * MS);
+  double r = answer_ietf(&c, 10, 1, MONO + 1200 * MS, MONO + 1300 * MS);
   assert_int_equal(c.win_end_us, MONO + 2 * SEC);
   assert_true(r > 9.7 && r < 10.0);
   /* 3 remain over the 0.7 s left: about 4.2/s, not 3/s as over t = 1. */
   polite_ratectl_on_start(&c, MONO + 1250 * MS);
-  const char *few[] = {"RateLimit: \"p\";r=3;t=1",
-                       "RateLimit-Policy: \"p\";q=20;w=2", NULL};
-  r = answer(&c, few, MONO + 1250 * MS, MONO + 1300 * MS);
+  r = answer_ietf(&c, 3, 1, MONO + 1250 * MS, MONO + 1300 * MS);
   assert_true(r > 3.9 && r < 4.3);
 }
 
@@ -159,23 +169,15 @@ static void time_reset_counts_from_the_answer(void **state) {
 static void earlier_window_answers_are_ignored(void **state) {
   (void)state;
   polite_ratectl c;
-  polite_ratectl_init(&c, NULL, MONO);
-  const char *open1[] = {"RateLimit: \"p\";r=19;t=2",
-                         "RateLimit-Policy: \"p\";q=20;w=2", NULL};
-  polite_ratectl_on_start(&c, MONO);
-  answer(&c, open1, MONO, MONO + 100 * MS);
-  const char *mid[] = {"RateLimit: \"p\";r=9;t=1",
-                       "RateLimit-Policy: \"p\";q=20;w=2", NULL};
+  open_window(&c);
   polite_ratectl_on_start(&c, MONO + 1000 * MS);
-  answer(&c, mid, MONO + 1000 * MS, MONO + 1100 * MS);
+  answer_ietf(&c, 9, 1, MONO + 1000 * MS, MONO + 1100 * MS);
   assert_int_equal(c.win_start_us, MONO);
   polite_ratectl_on_start(&c, MONO + 1950 * MS); /* last of window 1 */
   polite_ratectl_on_start(&c, MONO + 2050 * MS); /* first of window 2 */
-  double before = answer(&c, open1, MONO + 2050 * MS, MONO + 2150 * MS);
+  double before = answer_ietf(&c, 19, 2, MONO + 2050 * MS, MONO + 2150 * MS);
   assert_int_equal(c.win_start_us, MONO + 2050 * MS);
-  const char *last[] = {"RateLimit: \"p\";r=0;t=1",
-                        "RateLimit-Policy: \"p\";q=20;w=2", NULL};
-  double after = answer(&c, last, MONO + 1950 * MS, MONO + 2160 * MS);
+  double after = answer_ietf(&c, 0, 1, MONO + 1950 * MS, MONO + 2160 * MS);
   assert_true(fabs(after - before) < 1e-9);
   assert_true(polite_ratectl_hold_until(&c) <= MONO + 2160 * MS);
 }
@@ -186,23 +188,15 @@ static void earlier_window_answers_are_ignored(void **state) {
 static void reset_hold_is_sharp(void **state) {
   (void)state;
   polite_ratectl c;
-  polite_ratectl_init(&c, NULL, MONO);
-  const char *open1[] = {"RateLimit: \"p\";r=19;t=2",
-                         "RateLimit-Policy: \"p\";q=20;w=2", NULL};
-  polite_ratectl_on_start(&c, MONO);
-  answer(&c, open1, MONO, MONO + 100 * MS);
-  const char *none[] = {"RateLimit: \"p\";r=0;t=1",
-                        "RateLimit-Policy: \"p\";q=20;w=2", NULL};
+  open_window(&c);
   polite_ratectl_on_start(&c, MONO + 1500 * MS);
-  answer(&c, none, MONO + 1500 * MS, MONO + 1600 * MS);
+  answer_ietf(&c, 0, 1, MONO + 1500 * MS, MONO + 1600 * MS);
   int64_t hold = polite_ratectl_hold_until(&c);
   assert_true(hold >= MONO + 2 * SEC);
   assert_true(hold <= MONO + 2 * SEC + 10 * MS); /* not 2.6 s */
-  polite_ratectl_init(&c, NULL, MONO);
-  polite_ratectl_on_start(&c, MONO);
-  answer(&c, open1, MONO, MONO + 100 * MS);
+  open_window(&c);
   polite_ratectl_on_start(&c, MONO + 1990 * MS);
-  answer(&c, none, MONO + 1990 * MS, MONO + 2090 * MS);
+  answer_ietf(&c, 0, 1, MONO + 1990 * MS, MONO + 2090 * MS);
   assert_true(polite_ratectl_hold_until(&c) <= MONO + 2090 * MS);
 }
 
