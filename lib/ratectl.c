@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "rateplan.h"
+
 #define SS_DOUBLE_US 250000.0 /* slow start doubles every 250 ms */
 #define SS_MAX_US 30000000.0  /* ... for at most 30 s (no overflow) */
 /* No answer raises the rate by more than this: the rate is at most
@@ -340,10 +342,8 @@ static double spread_rate(int64_t left, const polite_rate_plan *p) {
     return p->rate_per_s;
   if (left <= 0)
     return p->average_per_s > 0 ? p->average_per_s : p->rate_per_s;
-  double iv = (double)left / (double)p->remaining *
-                  (100.0 + POLITE_PLAN_MARGIN_PCT) / 100.0 +
-              1 + POLITE_PLAN_MARGIN_US;
-  double r = 1e6 / iv;
+  double r = 1e6 / (double)polite__plan_interval_us((double)left,
+                                                    (double)p->remaining);
   if (p->average_per_s > 0 && r > p->average_per_s)
     r = p->average_per_s;
   return r > p->rate_per_s ? r : p->rate_per_s;
@@ -361,7 +361,7 @@ static int64_t reset_hold(int64_t now_us, int64_t left,
     return p->not_before_us;
   if (left <= 0)
     return 0;
-  int64_t sharp = now_us + left + left / 100 + 1 + POLITE_PLAN_MARGIN_US;
+  int64_t sharp = now_us + polite__plan_interval_us((double)left, 1.0);
   return sharp < p->not_before_us ? sharp : p->not_before_us;
 }
 

@@ -2,6 +2,8 @@
  * first start (pure), and the shared-rate publish rule every budget uses. */
 #include <polite/ratectl.h>
 
+#include "rateplan.h"
+
 #include <string.h>
 
 /* Kong's per-window pairs carry no reset: the window bounds it. */
@@ -17,8 +19,7 @@ static int64_t pair_reset_ms(const polite_headers *h, int i) {
   return -1;
 }
 
-/* An interval of period_us / count, stretched by the margin, rounded up. */
-static int64_t with_margin(double period_us, double count) {
+int64_t polite__plan_interval_us(double period_us, double count) {
   double iv = period_us / count * (100.0 + POLITE_PLAN_MARGIN_PCT) / 100.0;
   if (iv > 9.0e15)
     iv = 9.0e15;
@@ -70,7 +71,7 @@ int polite_rate_plan_after(const polite_headers *h, int64_t now_us,
         reset_src = i;
       }
     } else if (t > 0 && i != POLITE_RL_TOKENS) {
-      int64_t iv = with_margin((double)t * 1000.0, (double)r);
+      int64_t iv = polite__plan_interval_us((double)t * 1000.0, (double)r);
       if (iv > spread_iv) {
         spread_iv = iv;
         spread_src = i;
@@ -82,7 +83,8 @@ int polite_rate_plan_after(const polite_headers *h, int64_t now_us,
   }
   int64_t avg_iv = 0;
   if (h->avg_quota > 0 && h->avg_window_s > 0) {
-    avg_iv = with_margin((double)h->avg_window_s * 1e6, (double)h->avg_quota);
+    avg_iv = polite__plan_interval_us((double)h->avg_window_s * 1e6,
+                                      (double)h->avg_quota);
     out->average_per_s = 1e6 / (double)avg_iv;
   }
   int64_t iv = spread_iv > avg_iv ? spread_iv : avg_iv;
@@ -106,7 +108,7 @@ int polite_rate_plan_after(const polite_headers *h, int64_t now_us,
     out->remaining = 0;
     out->reset_us = reset_wait * 1000;
     out->reset_absolute = (int)(h->reset_absolute >> reset_src & 1u);
-    out->wait_us = with_margin((double)reset_wait * 1000.0, 1.0);
+    out->wait_us = polite__plan_interval_us((double)reset_wait * 1000.0, 1.0);
   }
   out->why = k_why[out->reason];
   out->not_before_us = now_us + out->wait_us;
