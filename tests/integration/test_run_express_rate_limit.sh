@@ -41,8 +41,10 @@ serve() {
 
 stop() { kill "$SRV_PID" 2>/dev/null && wait "$SRV_PID" 2>/dev/null; }
 
-# judge WHAT WALL_MS: the server's record of one run.
+# judge WHAT WALL_MS [BOUND_TENTHS]: the server's record of one run; the
+# wall bound is BOUND_TENTHS / 10 x the floor (14).
 judge() {
+  local bound=${3:-14}
   local sent n429 early
   sent=$(wc -l <"$SRV_LOG")
   n429=$(awk '$2 == 429' "$SRV_LOG" | wc -l)
@@ -52,10 +54,10 @@ judge() {
   # 0.5% of 60 is 0.3: one 429 is already above it
   check_eq "$1: no request answered 429" "$n429" 0
   check_eq "$1: no request before a Retry-After" "$early" 0
-  if [ "$2" -le $((FLOOR_MS * 14 / 10)) ]; then
-    ok "$1: wall within 1.4 x the floor"
+  if [ "$2" -le $((FLOOR_MS * bound / 10)) ]; then
+    ok "$1: wall within $bound/10 x the floor"
   else
-    bad "$1: wall $2 ms is above 1.4 x the floor ($FLOOR_MS ms)"
+    bad "$1: wall $2 ms is above $bound/10 x the floor ($FLOOR_MS ms)"
   fi
 }
 
@@ -80,7 +82,15 @@ for mode in draft-6 draft-7 draft-8 legacy; do
   check "$mode: the rate was set from the headers" jq -e -s \
     'map(select(.event == "rate" and .reason == "headers")) | length >= 1' \
     "$TMP/$mode.attempts"
-  judge "$mode" $((t1 - t0))
+  # The legacy reset is the window's end as an epoch second rounded up,
+  # the same in every answer: up to a second late per 2 s window, which no
+  # answer sharpens (1.15-1.47 x seen, depending on where the windows fall
+  # within the second), so its bound only catches a rate stuck low.
+  if [ "$mode" = legacy ]; then
+    judge "$mode" $((t1 - t0)) 17
+  else
+    judge "$mode" $((t1 - t0))
+  fi
 done
 
 # Two processes, one file: budget, one limiter (one client address).
