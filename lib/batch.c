@@ -613,6 +613,11 @@ static int run_loop(polite_batch *b) {
   return 0;
 }
 
+void polite_batch_wakeup(polite_batch *b) {
+  if (b != NULL && b->multi != NULL)
+    (void)curl_multi_wakeup(b->multi);
+}
+
 int polite_batch_run(polite_batch *b) {
   /* Paced sleeps end on time, not up to the default 50 us later (the
    * thread's timer slack is restored on return). */

@@ -11,6 +11,7 @@ const char *polite_strerror(int err) {
   case POLITE_EBUDGET: return "shared budget unavailable";
   case POLITE_ECURL: return "HTTP transfer failed";
   case POLITE_ECANCELED: return "cancelled";
+  case POLITE_EAGAIN: return "nothing available yet";
   default: return "unknown error";
   }
 }

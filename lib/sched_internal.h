@@ -49,6 +49,8 @@ struct polite__sched {
   job *inflight;        /* doubly linked, unordered */
   refusal *refused;
   int input_done;
+  int source_dry; /* the source said POLITE_EAGAIN in this turn: not asked
+                     again before the next polite__sched_step */
   int run_deadline_hit;
   volatile sig_atomic_t cancel_flag;
   int cancelling;

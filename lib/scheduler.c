@@ -358,7 +358,7 @@ static int reading_over(const polite__sched *s) {
 }
 
 static int can_read(const polite__sched *s) {
-  return !reading_over(s) && !s->fatal &&
+  return !reading_over(s) && !s->fatal && !s->source_dry &&
          s->st.in_flight + s->waiting.n < s->o.max_pending;
 }
 
@@ -368,6 +368,13 @@ static int can_read(const polite__sched *s) {
 static job *read_one(polite__sched *s, int64_t now) {
   polite_request *r = NULL;
   int rc = s->o.next(s->o.ud, &r);
+  if (rc == POLITE_EAGAIN) {
+    /* Nothing now, more may come (a queue, a gateway's clients): the run
+     * is not over, and the source is asked again at the next turn. */
+    polite_request_free(r);
+    s->source_dry = 1;
+    return NULL;
+  }
   if (rc <= 0 || r == NULL) {
     if (rc < 0)
       snprintf(s->errstr, sizeof s->errstr, "reading the input failed: %s",
@@ -649,7 +656,7 @@ static void stops(polite__sched *s, int64_t now) {
   if (s->run_deadline_hit && !s->cancelling && !s->st.quota_stop) {
     /* Every request read gets a result; drain the rest of the input
      * (bounded work per step so cancel stays responsive). */
-    for (int k = 0; k < 4096 && !s->input_done; k++)
+    for (int k = 0; k < 4096 && !s->input_done && !s->source_dry; k++)
       if (s->o.max_requests && s->st.read >= s->o.max_requests)
         s->input_done = 1;
       else
@@ -665,6 +672,7 @@ static void lower(int64_t *wake, int64_t t) {
 int polite__sched_step(polite__sched *s, const polite__now *now,
                        int64_t *wake_us) {
   int64_t t = now->mono_us;
+  s->source_dry = 0;
   polite__sched_update_stats(s, t);
   heartbeat(s, t);
   stops(s, t);

@@ -323,7 +323,11 @@ typedef struct {
                               settings (not owned); NULL: libcurl's */
 
   /* Pulls the next request: 1 and *out (ownership passes to the engine),
-   * 0 at the end, < 0 on error (the run ends as at end of input). */
+   * 0 at the end, POLITE_EAGAIN when nothing is available now but more may
+   * come (a queue, a stream of clients): the run goes on and the source is
+   * asked again at the engine's next turn, within 100 ms or at once after
+   * polite_batch_wakeup; any other value < 0 is an error (the run ends as
+   * at end of input). */
   int (*next)(void *ud, polite_request **out);
   void (*on_result)(void *ud, const polite_result *r);
   void (*on_attempt)(void *ud, const polite_attempt *a); /* may be NULL */
@@ -368,6 +372,9 @@ POLITE_EXTERN int polite_batch_run(polite_batch *b);
 /* Stops starting, cancels waits, and gives in-flight transfers the grace.
  * Async-signal-safe (only sets a flag). */
 POLITE_EXTERN void polite_batch_cancel(polite_batch *b);
+/* Wakes a running engine that sleeps (from another thread): the next turn
+ * asks the source again at once, for one that said POLITE_EAGAIN. */
+POLITE_EXTERN void polite_batch_wakeup(polite_batch *b);
 POLITE_EXTERN const polite_batch_stats *
 polite_batch_stats_get(const polite_batch *b);
 /* Last engine error message ("" when none). */

@@ -30,13 +30,15 @@ extern "C" {
 /* Stable negative error codes; 0 is success. Never renumber. */
 typedef enum {
   POLITE_OK = 0,
-  POLITE_EINVAL = -1,   /* invalid argument or malformed input */
-  POLITE_ENOMEM = -2,   /* out of memory */
-  POLITE_ERANGE = -3,   /* value out of range */
-  POLITE_EIO = -4,      /* I/O error (file, socket) */
-  POLITE_EBUDGET = -5,  /* the shared budget cannot be used (fail closed) */
-  POLITE_ECURL = -6,    /* libcurl failed */
-  POLITE_ECANCELED = -7 /* operation cancelled */
+  POLITE_EINVAL = -1,    /* invalid argument or malformed input */
+  POLITE_ENOMEM = -2,    /* out of memory */
+  POLITE_ERANGE = -3,    /* value out of range */
+  POLITE_EIO = -4,       /* I/O error (file, socket) */
+  POLITE_EBUDGET = -5,   /* the shared budget cannot be used (fail closed) */
+  POLITE_ECURL = -6,     /* libcurl failed */
+  POLITE_ECANCELED = -7, /* operation cancelled */
+  POLITE_EAGAIN = -8     /* nothing available now; ask again later (a
+                            request source that may still produce) */
 } polite_errno;
 
 /* Short English text for an error code; never NULL. */

@@ -679,6 +679,48 @@ static void heap_orders_by_due_then_seq(void **state) {
   polite__heap_free(&h);
 }
 
+/* ---- a source that may be empty for now ----------------------------------
+ */
+
+/* Arrivals at 0, 1 s and 3.05 s; POLITE_EAGAIN in between; the end after
+ * the last. The source is asked at most once per turn. */
+static const int64_t arrivals[] = {0, 1 * SEC, 3 * SEC + 50 * MS};
+static unsigned dry_asks;
+
+static int arriving_next(void *ud, polite_request **out) {
+  sim *x = ud;
+  if (x->read >= 3)
+    return 0;
+  if (x->now < T0 + arrivals[x->read]) {
+    dry_asks++;
+    return POLITE_EAGAIN;
+  }
+  return sim_next(ud, out);
+}
+
+/* A source that says POLITE_EAGAIN does not end the run: the scheduler
+ * asks again at its next turn (at most a tick later), starts what arrives
+ * at once, and ends only when the source says 0 and nothing is left. */
+static void source_may_be_empty_for_now(void **state) {
+  (void)state;
+  sim x;
+  sim_init(&x, 0, 1, 0, 3, ok200);
+  x.o.next = arriving_next;
+  dry_asks = 0;
+  assert_int_equal(sim_run(&x), 1);
+  assert_int_equal(x.n_results, 3);
+  assert_int_equal(sim_count(&x, POLITE_OUT_OK), 3);
+  assert_int_equal(x.n_starts, 3);
+  for (unsigned i = 0; i < 3; i++) {
+    assert_true(x.starts[i].at_us >= T0 + arrivals[i]);
+    assert_true(x.starts[i].at_us <= T0 + arrivals[i] + 100 * MS);
+  }
+  /* Asked about once per 100 ms tick while dry, not in a busy loop. */
+  assert_true(dry_asks >= 25 && dry_asks <= 40);
+  assert_false(polite__sched_stats(x.s)->input_done == 0);
+  sim_free(&x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(pause_holds_the_whole_account),
@@ -701,6 +743,7 @@ int main(void) {
       cmocka_unit_test(learned_rate_never_exceeds_max_rate),
       cmocka_unit_test(learned_rate_hold_beyond_max_wait),
       cmocka_unit_test(learned_rate_is_shared_through_the_budget),
+      cmocka_unit_test(source_may_be_empty_for_now),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
