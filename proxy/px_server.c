@@ -3,7 +3,7 @@
 #define _GNU_SOURCE
 #include "px_engine.h"
 #include "px_tls.h"
-#include "report_proxy.h"
+#include "px_report_html.h"
 
 #include <polite/clock.h>
 

@@ -2,7 +2,7 @@
  * self-contained page, built from the proxy's JSON report and its request
  * log (what it did over time, per client, per rule, every early retry). */
 #define _GNU_SOURCE
-#include "report_proxy.h"
+#include "px_report_html.h"
 
 #include "px.h"
 #include "report_html.h"
