@@ -4,8 +4,8 @@
 #define POLITE_PX_ENGINE_H
 
 #include "px.h"
-#include "px_http.h"
-#include "px_upstream.h"
+#include "net_http.h"
+#include "net_upstream.h"
 
 #include <openssl/ssl.h>
 

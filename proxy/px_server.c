@@ -2,7 +2,7 @@
  * reports, start and stop. */
 #define _GNU_SOURCE
 #include "px_engine.h"
-#include "px_tls.h"
+#include "net_tls.h"
 #include "px_report_html.h"
 
 #include <polite/clock.h>

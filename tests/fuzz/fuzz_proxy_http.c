@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "px_http.h"
+#include "net_http.h"
 
 typedef struct {
   int status, heads;

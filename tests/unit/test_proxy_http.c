@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "px_http.h"
+#include "net_http.h"
 
 typedef struct {
   int heads;

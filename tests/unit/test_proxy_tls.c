@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "px_ca.c"
-#include "px_tls.c"
+#include "net_ca.c"
+#include "net_tls.c"
 
 static char tmpdir[256];
 

@@ -3,12 +3,12 @@
  * polite__px_up_pool_get (proxy/px_up_pool.c, px_upstream.c, px_ca.c). */
 /* The code under test first: it sets _GNU_SOURCE, and cmocka's fail()
  * macro would clash with px_upstream.c's fail(). */
-#include "px_ca.c"
-#include "px_http.c"
-#include "px_tls.c"
-#include "px_up_pool.c"
-#include "px_up_dns.c"
-#include "px_upstream.c"
+#include "net_ca.c"
+#include "net_http.c"
+#include "net_tls.c"
+#include "net_up_pool.c"
+#include "net_up_dns.c"
+#include "net_upstream.c"
 
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>

@@ -1,6 +1,6 @@
 /* polite proxy: HTTP/1.1 parsers (RFC 9112 framing) for responses, request
  * heads and bodies; pure: no sockets, no allocation. */
-#include "px_http.h"
+#include "net_http.h"
 
 #include "http_syntax.h"
 

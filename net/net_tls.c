@@ -1,6 +1,6 @@
 /* polite proxy: TLS client context for upstream connections and the words
  * a 502 uses to say why a handshake failed. */
-#include "px_tls.h"
+#include "net_tls.h"
 
 #include <errno.h>
 #include <openssl/err.h>

@@ -2,7 +2,7 @@
  * unwatched host, or TLS terminated with a leaf certificate of the local CA
  * for a watched one, whose requests then take the usual pipeline. */
 #define _GNU_SOURCE
-#include "px_conn.h"
+#include "net_conn.h"
 
 #include <event2/bufferevent_ssl.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* polite proxy: the upstreams a forward proxy reaches, one per scheme, host
  * and port, each with its own keep-alive connections. */
-#include "px_tls.h"
-#include "px_upstream.h"
+#include "net_tls.h"
+#include "net_upstream.h"
 
 #include <event2/dns.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
 
 #include "http_syntax.h"
 
-#include "px_conn.h"
+#include "net_conn.h"
 
 #include <polite/clock.h>
 

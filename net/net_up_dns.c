@@ -1,6 +1,6 @@
 /* polite proxy: upstreams whose host name is resolved with evdns when the
  * first exchange starts (the forward proxy's pool), never blocking the loop. */
-#include "px_up_int.h"
+#include "net_up_int.h"
 
 #include <arpa/inet.h>
 #include <event2/dns.h>

@@ -1,7 +1,7 @@
 /* polite proxy: the local root CA (created on first use, kept outside the
  * project) and the leaf certificates it signs for intercepted hosts. */
 #define _GNU_SOURCE
-#include "px_tls.h"
+#include "net_tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -3,8 +3,8 @@
 #ifndef POLITE_PX_UP_INT_H
 #define POLITE_PX_UP_INT_H
 
-#include "px_http.h"
-#include "px_upstream.h"
+#include "net_http.h"
+#include "net_upstream.h"
 
 #include <event2/keyvalq_struct.h>
 #include <netinet/in.h>

@@ -1,10 +1,10 @@
 /* polite proxy: upstream HTTP/1.1 client over TCP or TLS (keep-alive pool,
  * response parser, body streaming, a reason for every failure). */
 #define _GNU_SOURCE
-#include "px_upstream.h"
-#include "px_http.h"
-#include "px_tls.h"
-#include "px_up_int.h"
+#include "net_upstream.h"
+#include "net_http.h"
+#include "net_tls.h"
+#include "net_up_int.h"
 
 #include <errno.h>
 #include <event2/dns.h>
