@@ -1,7 +1,7 @@
 /* polite proxy: one client connection, shared by the HTTP/1.1 server
  * (px_conn.c) and CONNECT handling (px_connect.c); private to those two. */
-#ifndef POLITE_PX_CONN_H
-#define POLITE_PX_CONN_H
+#ifndef POLITE_NET_CONN_H
+#define POLITE_NET_CONN_H
 
 #include "px_engine.h"
 
@@ -24,7 +24,7 @@ struct px_conn {
   cstate state;
   size_t scan;      /* bytes of the pending head already searched */
   int head_started; /* the header deadline runs */
-  px_http_parser body;
+  net_http_parser body;
   px_req *cur;
   int resp_chunked, resp_close, resp_nobody;
   int fresh; /* c->cur was just read and waits to be dispatched */

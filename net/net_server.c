@@ -195,7 +195,7 @@ static struct evkeyvalq *headers_new(void) {
   return h;
 }
 
-static px_req *req_new(px_conn *c, const px_req_head *h) {
+static px_req *req_new(px_conn *c, const net_req_head *h) {
   px_req *r = calloc(1, sizeof *r);
   if (r == NULL)
     return NULL;
@@ -236,7 +236,7 @@ static int skip_empty_lines(struct evbuffer *in) {
   }
 }
 
-static void start_body(px_conn *c, const px_req_head *h) {
+static void start_body(px_conn *c, const net_req_head *h) {
   px_req *r = c->cur;
   r->reqbody = evbuffer_new();
   if (r->reqbody == NULL) {
@@ -251,7 +251,7 @@ static void start_body(px_conn *c, const px_req_head *h) {
     refuse(c, 413, "request body larger than --max-body");
     return;
   }
-  polite__px_http_body_init(&c->body, h->chunked, h->content_length);
+  polite__net_http_body_init(&c->body, h->chunked, h->content_length);
   if (h->expect_continue && h->minor >= 1)
     evbuffer_add(bufferevent_get_output(c->bev),
                  "HTTP/1.1 100 Continue\r\n\r\n", 25);
@@ -278,21 +278,21 @@ static int read_head(px_conn *c) {
     refuse(c, 503, "out of memory");
     return 1;
   }
-  long end = polite__px_req_head_end(d, want, &c->scan, &s->bounds.head);
+  long end = polite__net_req_head_end(d, want, &c->scan, &s->bounds.head);
   if (end < 0) {
     refuse(c, 431, "request head larger than --max-head");
     return 1;
   }
   if (end == 0)
     return 0;
-  px_req_head h;
+  net_req_head h;
   struct evkeyvalq *hdrs = headers_new();
   if (hdrs == NULL) {
     refuse(c, 503, "out of memory");
     return 1;
   }
-  if (polite__px_req_parse(&h, d, (size_t)end, &s->bounds.head, add_header,
-                           hdrs) < 0) {
+  if (polite__net_req_parse(&h, d, (size_t)end, &s->bounds.head, add_header,
+                            hdrs) < 0) {
     evhttp_clear_headers(hdrs);
     free(hdrs);
     refuse(c, h.status, h.error);
@@ -322,7 +322,7 @@ static int body_append(void *arg, const char *data, size_t len) {
   return evbuffer_add(arg, data, len);
 }
 
-static const px_http_cb body_cb = {NULL, NULL, body_append};
+static const net_http_cb body_cb = {NULL, NULL, body_append};
 
 /* Reads body bytes of c->cur. Returns 1 when the body is complete or was
  * refused, 0 when it needs more bytes. */
@@ -331,24 +331,24 @@ static int read_body(px_conn *c) {
   struct evbuffer *in = bufferevent_get_input(c->bev);
   for (;;) {
     size_t len = evbuffer_get_length(in);
-    if (c->body.state == PX_HTTP_DONE)
+    if (c->body.state == NET_HTTP_DONE)
       break;
     if (len == 0)
       return 0;
-    if (c->body.state == PX_HTTP_FIXED) {
+    if (c->body.state == NET_HTTP_FIXED) {
       /* The common case moves the bytes' chains, copying nothing. */
       size_t n =
           len < (uint64_t)c->body.remaining ? len : (size_t)c->body.remaining;
       evbuffer_remove_buffer(in, r->reqbody, n);
       c->body.remaining -= (int64_t)n;
       if (c->body.remaining == 0)
-        c->body.state = PX_HTTP_DONE;
+        c->body.state = NET_HTTP_DONE;
       continue;
     }
     size_t want = len < 65536 ? len : 65536;
     const char *d = (const char *)evbuffer_pullup(in, (ssize_t)want);
     ssize_t used =
-        d ? polite__px_http_feed(&c->body, d, want, &body_cb, r->reqbody) : -1;
+        d ? polite__net_http_feed(&c->body, d, want, &body_cb, r->reqbody) : -1;
     if (used < 0) {
       refuse(c, 400, c->body.error ? c->body.error : "bad chunked body");
       return 1;
@@ -358,7 +358,7 @@ static int read_body(px_conn *c) {
       refuse(c, 413, "request body larger than --max-body");
       return 1;
     }
-    if (used == 0 && c->body.state != PX_HTTP_DONE)
+    if (used == 0 && c->body.state != NET_HTTP_DONE)
       return 0; /* an incomplete chunk-size line */
   }
   if ((int64_t)evbuffer_get_length(r->reqbody) > c->s->bounds.body_max) {

@@ -1,7 +1,7 @@
 /* polite proxy: the local root CA that signs certificates for intercepted
  * hosts, and the TLS pieces the upstream client shares. */
-#ifndef POLITE_PX_TLS_H
-#define POLITE_PX_TLS_H
+#ifndef POLITE_NET_TLS_H
+#define POLITE_NET_TLS_H
 
 #include <openssl/ssl.h>
 #include <stddef.h>
@@ -9,67 +9,67 @@
 /* The CA: its certificate and key (from dir/ca.pem and dir/ca.key), one
  * key shared by every leaf certificate, and the per-host server contexts
  * made so far. One per process; not thread-safe (the proxy has one loop). */
-typedef struct px_ca px_ca;
+typedef struct net_ca net_ca;
 
 /* Opens the local root CA in dir (NULL: the default, outside any project
  * directory: $POLITE_CA_DIR, else $XDG_DATA_HOME/polite/ca, else
  * ~/.local/share/polite/ca), creating it when create != 0 and it does not
  * exist: the key file mode 0600, the directory 0700, never group/world
  * readable. A key file that group or others can read is refused. Returns 0
- * with *out (free with polite__px_ca_free), or -1 with a message in err. */
-int polite__px_ca_open(const char *dir, int create, px_ca **out, char *err,
-                       size_t errlen);
+ * with *out (free with polite__net_ca_free), or -1 with a message in err. */
+int polite__net_ca_open(const char *dir, int create, net_ca **out, char *err,
+                        size_t errlen);
 
 /* Replaces the CA in dir (NULL: the default) with a new one (new key, new
  * certificate); certificates signed by the old one stop being trusted by
  * clients that trust only the new one. Returns 0 or -1 with err. */
-int polite__px_ca_renew(const char *dir, char *err, size_t errlen);
+int polite__net_ca_renew(const char *dir, char *err, size_t errlen);
 
 /* A server SSL_CTX presenting a leaf certificate for host (DNS name or IP
  * literal in the SAN), signed by the CA, made on first use and cached
- * (owned by ca; at most PX_CA_CACHE_MAX hosts, the oldest is dropped: an
+ * (owned by ca; at most NET_CA_CACHE_MAX hosts, the oldest is dropped: an
  * SSL made from it keeps its own reference). NULL with err on failure
  * (e.g. a host name with characters no certificate may name). TLS 1.2+,
  * ALPN http/1.1. A client whose SNI names another host gets that host's
  * certificate instead (so ca must outlive the SSLs made from the context).
  * Use: SSL_new(ctx), then bufferevent_openssl_filter_new(...,
  * BUFFEREVENT_SSL_ACCEPTING, ...) over the CONNECT tunnel. */
-SSL_CTX *polite__px_ca_ctx_for(px_ca *ca, const char *host, char *err,
-                               size_t errlen);
-#define PX_CA_CACHE_MAX 1024
+SSL_CTX *polite__net_ca_ctx_for(net_ca *ca, const char *host, char *err,
+                                size_t errlen);
+#define NET_CA_CACHE_MAX 1024
 
 /* Writes a leaf certificate for host (PEM, the leaf then the CA) to
  * cert_path and its key to key_path (mode 0600), for a test server of the
  * user's own. Returns 0 or -1 with err. */
-int polite__px_ca_issue(px_ca *ca, const char *host, const char *cert_path,
-                        const char *key_path, char *err, size_t errlen);
+int polite__net_ca_issue(net_ca *ca, const char *host, const char *cert_path,
+                         const char *key_path, char *err, size_t errlen);
 
 /* Where the CA certificate is (dir/ca.pem) and its directory. */
-const char *polite__px_ca_cert_path(const px_ca *ca);
-const char *polite__px_ca_dir(const px_ca *ca);
+const char *polite__net_ca_cert_path(const net_ca *ca);
+const char *polite__net_ca_dir(const net_ca *ca);
 /* The certificate's SHA-256 fingerprint as "AB:CD:..." (out >= 96 bytes),
  * its subject (one line), and its expiry as "YYYY-MM-DD". */
-void polite__px_ca_fingerprint(const px_ca *ca, char *out, size_t outlen);
-void polite__px_ca_subject(const px_ca *ca, char *out, size_t outlen);
-void polite__px_ca_not_after(const px_ca *ca, char *out, size_t outlen);
-void polite__px_ca_free(px_ca *ca);
+void polite__net_ca_fingerprint(const net_ca *ca, char *out, size_t outlen);
+void polite__net_ca_subject(const net_ca *ca, char *out, size_t outlen);
+void polite__net_ca_not_after(const net_ca *ca, char *out, size_t outlen);
+void polite__net_ca_free(net_ca *ca);
 
-/* The default CA directory (see polite__px_ca_open) into out. Returns 0, or
+/* The default CA directory (see polite__net_ca_open) into out. Returns 0, or
  * -1 with err when neither $XDG_DATA_HOME nor $HOME is set. */
-int polite__px_ca_default_dir(char *out, size_t outlen, char *err,
-                              size_t errlen);
+int polite__net_ca_default_dir(char *out, size_t outlen, char *err,
+                               size_t errlen);
 
 /* ---- Client side (upstream connections) --------------------------------- */
 
 /* A client SSL_CTX: TLS 1.2 or later, ALPN http/1.1, verification against
  * cafile (NULL: the system store) unless insecure. NULL with err. */
-SSL_CTX *polite__px_tls_client_ctx(const char *cafile, int insecure, char *err,
-                                   size_t errlen);
+SSL_CTX *polite__net_tls_client_ctx(const char *cafile, int insecure, char *err,
+                                    size_t errlen);
 
 /* Describes why a client handshake on ssl failed (ret: SSL_connect's return
  * value) into out: the verify reason ("certificate verify failed:
  * self-signed certificate", "... Hostname mismatch"), else OpenSSL's error
  * queue, else the system error. Clears the error queue. */
-void polite__px_tls_describe(SSL *ssl, int ret, char *out, size_t outlen);
+void polite__net_tls_describe(SSL *ssl, int ret, char *out, size_t outlen);
 
 #endif

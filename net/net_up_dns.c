@@ -8,22 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-px_upstream *polite__px_up_new_dns(struct event_base *base,
-                                   struct evdns_base *dns, const char *host,
-                                   int port, SSL_CTX *tls, char *err,
-                                   size_t errlen) {
+net_upstream *polite__net_up_new_dns(struct event_base *base,
+                                     struct evdns_base *dns, const char *host,
+                                     int port, SSL_CTX *tls, char *err,
+                                     size_t errlen) {
   unsigned char bin[16];
   if (dns == NULL || inet_pton(AF_INET, host, bin) == 1 ||
       inet_pton(AF_INET6, host, bin) == 1)
-    return polite__px_up_new_tls(base, host, port, tls, err, errlen);
-  px_upstream *u = polite__px_up_alloc(base, host, port, tls, err, errlen);
+    return polite__net_up_new_tls(base, host, port, tls, err, errlen);
+  net_upstream *u = polite__net_up_alloc(base, host, port, tls, err, errlen);
   if (u == NULL)
     return NULL;
   u->dns = dns;
-  u->dns_ev = event_new(base, -1, 0, polite__px_up_dns_done, u);
+  u->dns_ev = event_new(base, -1, 0, polite__net_up_dns_done, u);
   if (u->dns_ev == NULL) {
     snprintf(err, errlen, "out of memory");
-    polite__px_up_free(u);
+    polite__net_up_free(u);
     return NULL;
   }
   return u;
@@ -31,10 +31,10 @@ px_upstream *polite__px_up_new_dns(struct event_base *base,
 
 /* evdns's answer. It may come before evdns_getaddrinfo returns (hosts file,
  * cache), so the queue is run from dns_ev, never from here: a failure then
- * reaches on_done from the loop, not from inside polite__px_up_send. */
+ * reaches on_done from the loop, not from inside polite__net_up_send. */
 static void dns_answer(int rc, struct evutil_addrinfo *res, void *arg) {
   dns_ticket *t = arg;
-  px_upstream *u = t->u;
+  net_upstream *u = t->u;
   if (u) {
     u->lookup = NULL;
     u->dns_rc = rc != 0 ? rc : res == NULL ? EVUTIL_EAI_FAIL : 0;
@@ -52,9 +52,9 @@ static void dns_answer(int rc, struct evutil_addrinfo *res, void *arg) {
   free(t);
 }
 
-int polite__px_up_queue(px_upstream *u, exch *x, struct evbuffer *req) {
+int polite__net_up_queue(net_upstream *u, exch *x, struct evbuffer *req) {
   if (x->held == NULL && (x->held = evbuffer_new()) == NULL) {
-    polite__px_up_set_error(u, "out of memory");
+    polite__net_up_set_error(u, "out of memory");
     return -1;
   }
   evbuffer_add_buffer(x->held, req);
@@ -86,10 +86,10 @@ int polite__px_up_queue(px_upstream *u, exch *x, struct evbuffer *req) {
 }
 
 /* Runs the exchanges that waited for the address, or fails them all. */
-void polite__px_up_dns_done(evutil_socket_t fd, short what, void *arg) {
+void polite__net_up_dns_done(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
-  px_upstream *u = arg;
+  net_upstream *u = arg;
   u->dns_ready = 0;
   u->resolved = u->dns_rc == 0;
   exch *q = u->queue;
@@ -103,12 +103,12 @@ void polite__px_up_dns_done(evutil_socket_t fd, short what, void *arg) {
     struct evbuffer *req = x->held;
     x->held = NULL;
     if (rc != 0)
-      polite__px_up_set_error(u, "cannot resolve the host: %s",
-                              evutil_gai_strerror(rc));
-    if (rc != 0 || polite__px_up_start(u, x, req) != 0) {
-      const px_up_handler *h = x->h;
+      polite__net_up_set_error(u, "cannot resolve the host: %s",
+                               evutil_gai_strerror(rc));
+    if (rc != 0 || polite__net_up_start(u, x, req) != 0) {
+      const net_up_handler *h = x->h;
       void *harg = x->arg;
-      polite__px_up_exch_free(x);
+      polite__net_up_exch_free(x);
       u->active--;
       h->on_done(harg, 0);
     }

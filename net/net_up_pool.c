@@ -13,11 +13,11 @@ typedef struct pool_entry {
   int https;
   int port;
   char host[256];
-  px_upstream *up;
+  net_upstream *up;
   struct pool_entry *next; /* most recently used first */
 } pool_entry;
 
-struct px_up_pool {
+struct net_up_pool {
   struct event_base *base;
   char *cafile;
   int insecure;
@@ -28,9 +28,9 @@ struct px_up_pool {
   size_t n;
 };
 
-px_up_pool *polite__px_up_pool_new(struct event_base *base, const char *cafile,
-                                   int insecure) {
-  px_up_pool *p = calloc(1, sizeof *p);
+net_up_pool *polite__net_up_pool_new(struct event_base *base,
+                                     const char *cafile, int insecure) {
+  net_up_pool *p = calloc(1, sizeof *p);
   if (p == NULL)
     return NULL;
   p->base = base;
@@ -42,13 +42,13 @@ px_up_pool *polite__px_up_pool_new(struct event_base *base, const char *cafile,
   return p;
 }
 
-void polite__px_up_pool_free(px_up_pool *p) {
+void polite__net_up_pool_free(net_up_pool *p) {
   if (p == NULL)
     return;
   while (p->list) {
     pool_entry *e = p->list;
     p->list = e->next;
-    polite__px_up_free(e->up);
+    polite__net_up_free(e->up);
     free(e);
   }
   SSL_CTX_free(p->tls);
@@ -60,23 +60,24 @@ void polite__px_up_pool_free(px_up_pool *p) {
 
 /* Drops the least recently used upstream with nothing in flight. Returns 0,
  * or -1 when every one is busy. */
-static int evict_one(px_up_pool *p) {
+static int evict_one(net_up_pool *p) {
   pool_entry **victim = NULL;
   for (pool_entry **pp = &p->list; *pp; pp = &(*pp)->next)
-    if (polite__px_up_active((*pp)->up) == 0)
+    if (polite__net_up_active((*pp)->up) == 0)
       victim = pp;
   if (victim == NULL)
     return -1;
   pool_entry *e = *victim;
   *victim = e->next;
-  polite__px_up_free(e->up);
+  polite__net_up_free(e->up);
   free(e);
   p->n--;
   return 0;
 }
 
-px_upstream *polite__px_up_pool_get(px_up_pool *p, int https, const char *host,
-                                    int port, char *err, size_t errlen) {
+net_upstream *polite__net_up_pool_get(net_up_pool *p, int https,
+                                      const char *host, int port, char *err,
+                                      size_t errlen) {
   char h[256];
   size_t hl = strlen(host);
   if (hl >= sizeof h || hl == 0) {
@@ -101,12 +102,12 @@ px_upstream *polite__px_up_pool_get(px_up_pool *p, int https, const char *host,
     }
   }
   if (https && p->tls == NULL &&
-      (p->tls = polite__px_tls_client_ctx(p->cafile, p->insecure, err,
-                                          errlen)) == NULL)
+      (p->tls = polite__net_tls_client_ctx(p->cafile, p->insecure, err,
+                                           errlen)) == NULL)
     return NULL;
-  if (p->n >= PX_UP_POOL_MAX && evict_one(p) < 0) {
+  if (p->n >= NET_UP_POOL_MAX && evict_one(p) < 0) {
     snprintf(err, errlen, "too many upstream hosts in use at once (%d)",
-             PX_UP_POOL_MAX);
+             NET_UP_POOL_MAX);
     return NULL;
   }
   pool_entry *e = calloc(1, sizeof *e);
@@ -124,8 +125,8 @@ px_upstream *polite__px_up_pool_get(px_up_pool *p, int https, const char *host,
     }
     p->dns_failed = p->dns == NULL;
   }
-  e->up = polite__px_up_new_dns(p->base, p->dns, h, port, https ? p->tls : NULL,
-                                err, errlen);
+  e->up = polite__net_up_new_dns(p->base, p->dns, h, port,
+                                 https ? p->tls : NULL, err, errlen);
   if (e->up == NULL) {
     free(e);
     return NULL;

@@ -32,10 +32,10 @@
  * not a hang. */
 #define CONNECT_TIMEOUT_S 10
 
-/* Records why the current exchange fails, for polite__px_up_error. The
+/* Records why the current exchange fails, for polite__net_up_error. The
  * text ends up in a JSON string the server writes without escaping, so
  * quotes, backslashes and control bytes are blanked. */
-void polite__px_up_set_error(px_upstream *u, const char *fmt, ...) {
+void polite__net_up_set_error(net_upstream *u, const char *fmt, ...) {
   int n =
       snprintf(u->err, sizeof u->err, "polite proxy: upstream %s: ", u->where);
   va_list ap;
@@ -48,19 +48,19 @@ void polite__px_up_set_error(px_upstream *u, const char *fmt, ...) {
       *p = '?';
 }
 
-const char *polite__px_up_error(const px_upstream *u) {
+const char *polite__net_up_error(const net_upstream *u) {
   return u->err[0] ? u->err : "upstream failed";
 }
 
-unsigned polite__px_up_active(const px_upstream *u) {
+unsigned polite__net_up_active(const net_upstream *u) {
   return u->active;
 }
 
 /* An upstream for host:port with no address yet. */
-px_upstream *polite__px_up_alloc(struct event_base *base, const char *host,
-                                 int port, SSL_CTX *tls, char *err,
-                                 size_t errlen) {
-  px_upstream *u = calloc(1, sizeof *u);
+net_upstream *polite__net_up_alloc(struct event_base *base, const char *host,
+                                   int port, SSL_CTX *tls, char *err,
+                                   size_t errlen) {
+  net_upstream *u = calloc(1, sizeof *u);
   if (u == NULL) {
     snprintf(err, errlen, "out of memory");
     return NULL;
@@ -80,9 +80,9 @@ px_upstream *polite__px_up_alloc(struct event_base *base, const char *host,
   return u;
 }
 
-px_upstream *polite__px_up_new_tls(struct event_base *base, const char *host,
-                                   int port, SSL_CTX *tls, char *err,
-                                   size_t errlen) {
+net_upstream *polite__net_up_new_tls(struct event_base *base, const char *host,
+                                     int port, SSL_CTX *tls, char *err,
+                                     size_t errlen) {
   char ps[16];
   snprintf(ps, sizeof ps, "%d", port);
   struct addrinfo hints = {0}, *ai = NULL;
@@ -94,7 +94,7 @@ px_upstream *polite__px_up_new_tls(struct event_base *base, const char *host,
              gai_strerror(rc));
     return NULL;
   }
-  px_upstream *u = polite__px_up_alloc(base, host, port, tls, err, errlen);
+  net_upstream *u = polite__net_up_alloc(base, host, port, tls, err, errlen);
   if (u) {
     memcpy(&u->addr, ai->ai_addr, ai->ai_addrlen);
     u->addrlen = ai->ai_addrlen;
@@ -104,9 +104,9 @@ px_upstream *polite__px_up_new_tls(struct event_base *base, const char *host,
   return u;
 }
 
-px_upstream *polite__px_up_new(struct event_base *base, const char *host,
-                               int port, char *err, size_t errlen) {
-  return polite__px_up_new_tls(base, host, port, NULL, err, errlen);
+net_upstream *polite__net_up_new(struct event_base *base, const char *host,
+                                 int port, char *err, size_t errlen) {
+  return polite__net_up_new_tls(base, host, port, NULL, err, errlen);
 }
 
 static void idle_remove(upconn *c) {
@@ -156,7 +156,7 @@ static void conn_close(upconn *c) {
   free(c);
 }
 
-void polite__px_up_free(px_upstream *u) {
+void polite__net_up_free(net_upstream *u) {
   if (u == NULL)
     return;
   while (u->idle)
@@ -172,7 +172,7 @@ void polite__px_up_free(px_upstream *u) {
   free(u);
 }
 
-void polite__px_up_exch_free(exch *x) {
+void polite__net_up_exch_free(exch *x) {
   if (x->held)
     evbuffer_free(x->held);
   if (x->copy)
@@ -191,12 +191,12 @@ static void on_write(evutil_socket_t fd, short what, void *arg);
 static void finish(upconn *c, int ok) {
   exch *x = c->x;
   c->x = NULL;
-  int keep = ok && x->p.keepalive && x->p.state == PX_HTTP_DONE &&
+  int keep = ok && x->p.keepalive && x->p.state == NET_HTTP_DONE &&
              evbuffer_get_length(c->in) == 0 &&
              evbuffer_get_length(c->out) == 0;
-  const px_up_handler *h = x->h;
+  const net_up_handler *h = x->h;
   void *arg = x->arg;
-  polite__px_up_exch_free(x);
+  polite__net_up_exch_free(x);
   if (c->paused) {
     event_del(c->pause_ev);
     c->paused = 0;
@@ -227,17 +227,17 @@ static int try_retry(upconn *c) {
   exch *x = c->x;
   if (x == NULL || x->got_bytes || !c->reused || x->copy == NULL || x->retried)
     return 0;
-  px_upstream *u = c->u;
+  net_upstream *u = c->u;
   c->x = NULL;
   conn_close(c);
   x->retried = 1;
   struct evbuffer *req = x->copy;
   x->copy = NULL;
-  if (polite__px_up_start(u, x, req) != 0) {
-    const px_up_handler *h = x->h;
+  if (polite__net_up_start(u, x, req) != 0) {
+    const net_up_handler *h = x->h;
     void *arg = x->arg;
     evbuffer_free(req);
-    polite__px_up_exch_free(x);
+    polite__net_up_exch_free(x);
     u->active--;
     h->on_done(arg, 0);
   } else {
@@ -288,8 +288,8 @@ static int flush_tls(upconn *c) {
     if (e == SSL_ERROR_WANT_READ)
       return 0;
     char why[256];
-    polite__px_tls_describe(c->ssl, w, why, sizeof why);
-    polite__px_up_set_error(c->u, "sending the request failed: %s", why);
+    polite__net_tls_describe(c->ssl, w, why, sizeof why);
+    polite__net_up_set_error(c->u, "sending the request failed: %s", why);
     return -1;
   }
   return 0;
@@ -307,8 +307,8 @@ static int flush_out(upconn *c) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
         break;
-      polite__px_up_set_error(c->u, "sending the request failed: %s",
-                              strerror(errno));
+      polite__net_up_set_error(c->u, "sending the request failed: %s",
+                               strerror(errno));
       return -1;
     }
     if (n == 0)
@@ -323,7 +323,7 @@ static int flush_out(upconn *c) {
  * addresses), the name or address the certificate must carry, and the
  * session to resume. */
 static int tls_setup(upconn *c) {
-  px_upstream *u = c->u;
+  net_upstream *u = c->u;
   unsigned char bin[16];
   int is_ip = inet_pton(AF_INET, u->host, bin) == 1 ||
               inet_pton(AF_INET6, u->host, bin) == 1;
@@ -362,12 +362,12 @@ static int tls_handshake(upconn *c) {
     return 0;
   }
   char why[300];
-  polite__px_tls_describe(c->ssl, r, why, sizeof why);
-  polite__px_up_set_error(c->u, "%s", why);
+  polite__net_tls_describe(c->ssl, r, why, sizeof why);
+  polite__net_up_set_error(c->u, "%s", why);
   return -1;
 }
 
-static upconn *conn_new(px_upstream *u) {
+static upconn *conn_new(net_upstream *u) {
   upconn *c = calloc(1, sizeof *c);
   if (c == NULL)
     return NULL;
@@ -388,23 +388,23 @@ static upconn *conn_new(px_upstream *u) {
     goto bad;
   /* Even a connect that succeeds at once goes through on_write, which
    * starts the handshake: a failure then reaches on_done from the loop,
-   * never from inside polite__px_up_send. */
+   * never from inside polite__net_up_send. */
   if (connect(c->fd, (struct sockaddr *)&u->addr, u->addrlen) != 0 &&
       errno != EINPROGRESS)
     goto bad;
   c->connecting = 1;
   return c;
 bad:
-  polite__px_up_set_error(u, "cannot open a connection: %s",
-                          errno ? strerror(errno) : "out of memory");
+  polite__net_up_set_error(u, "cannot open a connection: %s",
+                           errno ? strerror(errno) : "out of memory");
   ERR_clear_error();
   conn_close(c);
   return NULL;
 }
 
-int polite__px_up_start(px_upstream *u, exch *x, struct evbuffer *req) {
+int polite__net_up_start(net_upstream *u, exch *x, struct evbuffer *req) {
   if (!u->resolved)
-    return polite__px_up_queue(u, x, req);
+    return polite__net_up_queue(u, x, req);
   upconn *c = u->idle;
   if (c)
     idle_remove(c);
@@ -442,24 +442,24 @@ int polite__px_up_start(px_upstream *u, exch *x, struct evbuffer *req) {
   return 0;
 }
 
-int polite__px_up_send(px_upstream *u, struct evbuffer *req, int is_head,
-                       int retryable, const px_up_handler *h, void *arg) {
+int polite__net_up_send(net_upstream *u, struct evbuffer *req, int is_head,
+                        int retryable, const net_up_handler *h, void *arg) {
   exch *x = calloc(1, sizeof *x);
   if (x == NULL) {
-    polite__px_up_set_error(u, "out of memory");
+    polite__net_up_set_error(u, "out of memory");
     return -1;
   }
   x->h = h;
   x->arg = arg;
-  polite__px_http_init(&x->p, is_head);
+  polite__net_http_init(&x->p, is_head);
   x->retried = !retryable; /* not retryable: as if the retry were used */
   x->headers.tqh_first = NULL;
   x->headers.tqh_last = &x->headers.tqh_first;
   x->tmp = evbuffer_new();
   u->active++;
-  if (x->tmp == NULL || polite__px_up_start(u, x, req) != 0) {
+  if (x->tmp == NULL || polite__net_up_start(u, x, req) != 0) {
     u->active--;
-    polite__px_up_exch_free(x);
+    polite__net_up_exch_free(x);
     return -1;
   }
   return 0;
@@ -479,7 +479,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg) {
     }
     c->connecting = 0;
     if (err != 0) {
-      polite__px_up_set_error(c->u, "cannot connect: %s", strerror(err));
+      polite__net_up_set_error(c->u, "cannot connect: %s", strerror(err));
       conn_fail(c);
       return;
     }
@@ -523,7 +523,7 @@ static int cb_body(void *arg, const char *data, size_t len) {
   return 0;
 }
 
-static const px_http_cb parse_cb = {cb_header, cb_head, cb_body};
+static const net_http_cb parse_cb = {cb_header, cb_head, cb_body};
 
 /* Back-pressure: while the receiver is busy, stop reading this socket
  * (the upstream then blocks on a full TCP window) and check again soon. */
@@ -566,7 +566,7 @@ static int parse(upconn *c, const char *data, size_t n) {
   int from_in = evbuffer_get_length(c->in) > 0;
   if (from_in) {
     if (n > 0 && evbuffer_add(c->in, data, n) != 0) {
-      polite__px_up_set_error(c->u, "out of memory");
+      polite__net_up_set_error(c->u, "out of memory");
       finish(c, 0);
       return 1;
     }
@@ -575,10 +575,10 @@ static int parse(upconn *c, const char *data, size_t n) {
   }
   if (n > 0) {
     ssize_t used =
-        data ? polite__px_http_feed(&x->p, data, n, &parse_cb, x) : -1;
+        data ? polite__net_http_feed(&x->p, data, n, &parse_cb, x) : -1;
     if (used < 0) {
-      polite__px_up_set_error(c->u, "the response is not valid HTTP/1.1 (%s)",
-                              x->p.error ? x->p.error : "out of memory");
+      polite__net_up_set_error(c->u, "the response is not valid HTTP/1.1 (%s)",
+                               x->p.error ? x->p.error : "out of memory");
       finish(c, 0);
       return 1;
     }
@@ -586,12 +586,12 @@ static int parse(upconn *c, const char *data, size_t n) {
       evbuffer_drain(c->in, (size_t)used);
     else if ((size_t)used < n &&
              evbuffer_add(c->in, data + used, n - (size_t)used) != 0) {
-      polite__px_up_set_error(c->u, "out of memory");
+      polite__net_up_set_error(c->u, "out of memory");
       finish(c, 0);
       return 1;
     }
   }
-  if (x->p.state == PX_HTTP_DONE) {
+  if (x->p.state == NET_HTTP_DONE) {
     finish(c, 1);
     return 1;
   }
@@ -604,11 +604,11 @@ static void on_eof(upconn *c) {
   exch *x = c->x;
   if (parse(c, NULL, 0))
     return;
-  if (polite__px_http_eof(&x->p)) {
+  if (polite__net_http_eof(&x->p)) {
     finish(c, 1);
     return;
   }
-  polite__px_up_set_error(
+  polite__net_up_set_error(
       c->u, "%s",
       x->got_bytes ? "the connection closed in the middle of the response"
                    : "the upstream closed the connection without "
@@ -620,14 +620,14 @@ static void on_timeout(upconn *c) {
   if (c->x == NULL)
     return;
   if (c->connecting)
-    polite__px_up_set_error(c->u, "timed out connecting (%d s)",
-                            CONNECT_TIMEOUT_S);
+    polite__net_up_set_error(c->u, "timed out connecting (%d s)",
+                             CONNECT_TIMEOUT_S);
   else if (c->handshaking)
-    polite__px_up_set_error(c->u, "timed out in the TLS handshake (%d s)",
-                            CONNECT_TIMEOUT_S);
+    polite__net_up_set_error(c->u, "timed out in the TLS handshake (%d s)",
+                             CONNECT_TIMEOUT_S);
   else
-    polite__px_up_set_error(c->u, "timed out waiting for the response (%d s)",
-                            EXCHANGE_TIMEOUT_S);
+    polite__net_up_set_error(c->u, "timed out waiting for the response (%d s)",
+                             EXCHANGE_TIMEOUT_S);
   finish(c, 0);
 }
 
@@ -664,8 +664,8 @@ static void read_tls(upconn *c, char *buf, size_t size) {
     return;
   }
   char why[300];
-  polite__px_tls_describe(c->ssl, n, why, sizeof why);
-  polite__px_up_set_error(c->u, "reading the response failed: %s", why);
+  polite__net_tls_describe(c->ssl, n, why, sizeof why);
+  polite__net_up_set_error(c->u, "reading the response failed: %s", why);
   fail(c);
 }
 
@@ -699,8 +699,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg) {
   ssize_t n = read(fd, buf, sizeof buf);
   if (n < 0) {
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      polite__px_up_set_error(c->u, "reading the response failed: %s",
-                              strerror(errno));
+      polite__net_up_set_error(c->u, "reading the response failed: %s",
+                               strerror(errno));
       fail(c);
     }
     return;

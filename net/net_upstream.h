@@ -1,7 +1,7 @@
 /* polite proxy: a lean HTTP/1.1 client for the upstream, on raw sockets in the
  * proxy's event loop. */
-#ifndef POLITE_PX_UPSTREAM_H
-#define POLITE_PX_UPSTREAM_H
+#ifndef POLITE_NET_UPSTREAM_H
+#define POLITE_NET_UPSTREAM_H
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -13,7 +13,7 @@
  * a connection registers its read event once, requests are written at
  * once, and reads size themselves without FIONREAD. */
 
-typedef struct px_upstream px_upstream;
+typedef struct net_upstream net_upstream;
 
 /* Callbacks for one exchange. Exactly one on_done ends it; on_head comes
  * before any on_body. */
@@ -26,27 +26,27 @@ typedef struct {
   void (*on_body)(void *arg, struct evbuffer *data);
   /* ok = 1: the whole response arrived. ok = 0: it failed (before on_head:
    * nothing was received; after: the body is cut short);
-   * polite__px_up_error says why. */
+   * polite__net_up_error says why. */
   void (*on_done)(void *arg, int ok);
   /* May be NULL. Returns 1 while the receiver cannot take more body (its
    * client is slow): the upstream socket is then not read (back-pressure
    * reaches the upstream through TCP) and busy is asked again every 20 ms
    * until it returns 0. */
   int (*busy)(void *arg);
-} px_up_handler;
+} net_up_handler;
 
 /* Resolves host:port once (getaddrinfo: blocking). Returns NULL with a
  * message in err. Connections are plain TCP. */
-px_upstream *polite__px_up_new(struct event_base *base, const char *host,
-                               int port, char *err, size_t errlen);
+net_upstream *polite__net_up_new(struct event_base *base, const char *host,
+                                 int port, char *err, size_t errlen);
 /* The same over TLS when tls is not NULL (a client context, e.g. from
- * polite__px_tls_client_ctx; the upstream takes a reference of its own):
+ * polite__net_tls_client_ctx; the upstream takes a reference of its own):
  * SNI is host (unless it is an IP literal), and the certificate must name
  * host (DNS name or IP address) unless tls verifies nothing. The last TLS
  * session is resumed by new connections. */
-px_upstream *polite__px_up_new_tls(struct event_base *base, const char *host,
-                                   int port, SSL_CTX *tls, char *err,
-                                   size_t errlen);
+net_upstream *polite__net_up_new_tls(struct event_base *base, const char *host,
+                                     int port, SSL_CTX *tls, char *err,
+                                     size_t errlen);
 /* The same, but host (unless it is an IP literal, or dns is NULL) is
  * resolved with evdns when the first exchange starts, without blocking the
  * loop; exchanges wait for the answer. A failed lookup fails the waiting
@@ -54,23 +54,23 @@ px_upstream *polite__px_up_new_tls(struct event_base *base, const char *host,
  * next one; a successful one is kept for the upstream's life. dns must
  * outlive u. */
 struct evdns_base;
-px_upstream *polite__px_up_new_dns(struct event_base *base,
-                                   struct evdns_base *dns, const char *host,
-                                   int port, SSL_CTX *tls, char *err,
-                                   size_t errlen);
+net_upstream *polite__net_up_new_dns(struct event_base *base,
+                                     struct evdns_base *dns, const char *host,
+                                     int port, SSL_CTX *tls, char *err,
+                                     size_t errlen);
 /* Closes the idle connections. Exchanges still in flight must have ended
- * (polite__px_up_active() == 0). */
-void polite__px_up_free(px_upstream *u); /* cancels a lookup in flight */
+ * (polite__net_up_active() == 0). */
+void polite__net_up_free(net_upstream *u); /* cancels a lookup in flight */
 
 /* Why the exchange failed, for the 502 body: valid during on_done(arg, 0)
- * and after polite__px_up_send returned -1, until the next exchange on u
+ * and after polite__net_up_send returned -1, until the next exchange on u
  * fails. One line without quotes or backslashes, e.g. "upstream
  * api.example.com:443: certificate verify failed: self-signed certificate",
  * "... cannot connect: Connection refused", "... timed out connecting
  * (10 s)". Never contains the request (no secrets). */
-const char *polite__px_up_error(const px_upstream *u);
+const char *polite__net_up_error(const net_upstream *u);
 /* Exchanges sent on u whose on_done has not been called yet. */
-unsigned polite__px_up_active(const px_upstream *u);
+unsigned polite__net_up_active(const net_upstream *u);
 
 /* Sends one request: `req` holds the request line, headers, blank line and
  * body, and is drained. `is_head`: the response has no body. `retryable`:
@@ -78,34 +78,35 @@ unsigned polite__px_up_active(const px_upstream *u);
  * turns out to be closed before any response byte (idempotent methods).
  * Returns 0 (h->on_done will be called), or -1 when it cannot even start
  * (nothing is called). */
-int polite__px_up_send(px_upstream *u, struct evbuffer *req, int is_head,
-                       int retryable, const px_up_handler *h, void *arg);
+int polite__net_up_send(net_upstream *u, struct evbuffer *req, int is_head,
+                        int retryable, const net_up_handler *h, void *arg);
 
-/* ---- px_up_pool.c: upstreams by scheme, host and port ------------------- */
+/* ---- net_up_pool.c: upstreams by scheme, host and port ------------------- */
 
-/* For the forward proxy: one px_upstream (with its keep-alive connections)
+/* For the forward proxy: one net_upstream (with its keep-alive connections)
  * per (https, host, port), made on first use. https upstreams share one
- * client context (verification as polite__px_tls_client_ctx(cafile,
- * insecure), made on the first https use). At most PX_UP_POOL_MAX
+ * client context (verification as polite__net_tls_client_ctx(cafile,
+ * insecure), made on the first https use). At most NET_UP_POOL_MAX
  * upstreams; past that the least recently used one with no exchange in
  * flight is dropped. */
-typedef struct px_up_pool px_up_pool;
-#define PX_UP_POOL_MAX 256
+typedef struct net_up_pool net_up_pool;
+#define NET_UP_POOL_MAX 256
 
 /* cafile may be NULL (the system store); it is copied. NULL when out of
  * memory. */
-px_up_pool *polite__px_up_pool_new(struct event_base *base, const char *cafile,
-                                   int insecure);
+net_up_pool *polite__net_up_pool_new(struct event_base *base,
+                                     const char *cafile, int insecure);
 /* The upstream for https://host:port (https != 0) or http://host:port,
  * owned by the pool; host may be an IP literal, with or without brackets.
  * NULL with a message in err when the CA file cannot be loaded or the pool
  * is full of busy upstreams. Names are resolved with evdns (resolv.conf and
  * the hosts file; 5 s timeout, 2 attempts) when the first exchange starts,
  * never blocking the loop; a name that does not resolve fails that
- * exchange with "cannot resolve the host: ..." (polite__px_up_error). */
-px_upstream *polite__px_up_pool_get(px_up_pool *p, int https, const char *host,
-                                    int port, char *err, size_t errlen);
+ * exchange with "cannot resolve the host: ..." (polite__net_up_error). */
+net_upstream *polite__net_up_pool_get(net_up_pool *p, int https,
+                                      const char *host, int port, char *err,
+                                      size_t errlen);
 /* Frees every upstream (none may have an exchange in flight). */
-void polite__px_up_pool_free(px_up_pool *p);
+void polite__net_up_pool_free(net_up_pool *p);
 
 #endif

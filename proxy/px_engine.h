@@ -16,12 +16,12 @@
 #include <event2/listener.h>
 
 typedef struct px_conn px_conn;
-typedef struct px_ca px_ca;
+typedef struct net_ca net_ca;
 
 /* The server's bounds against hostile or careless clients (docs/proxy.md,
  * "Bounds"): each has a flag and a documented default. */
 typedef struct {
-  px_req_limits head;    /* request head bytes and header count */
+  net_limits head;       /* request head bytes and header count */
   int64_t body_max;      /* request body bytes */
   int header_timeout_ms; /* from a head's first byte to its end */
   int idle_timeout_ms;   /* keep-alive idle, body reads, stalled writes */
@@ -43,9 +43,9 @@ typedef struct {
   int up_port;
   char up_authority[300]; /* host[:port] for the Host header and URLs */
   char up_prefix[1024];   /* path prefix without the trailing '/' */
-  px_upstream *up;
-  px_up_pool *pool; /* forward mode: upstreams by scheme, host, port */
-  px_ca *ca;        /* forward mode with --watch: the local CA */
+  net_upstream *up;
+  net_up_pool *pool; /* forward mode: upstreams by scheme, host, port */
+  net_ca *ca;        /* forward mode with --watch: the local CA */
   char listen_addr[128];
   struct evconnlistener *listener;
   struct event *resume; /* re-enables accepting after EMFILE */
@@ -74,7 +74,7 @@ typedef struct {
   char *url;           /* absolute URL, secrets redacted: logs, keys, report */
   char *raw_url;       /* absolute URL as requested: rule matching only */
   const char *path;    /* points into target */
-  px_upstream *up;     /* where ACT_FORWARD sends it */
+  net_upstream *up;    /* where ACT_FORWARD sends it */
   char authority[300]; /* Host for the upstream request */
   const char *prefix;  /* path prefix for the upstream request */
   /* Forward mode: the real destination (dest_host empty: none). */

@@ -98,7 +98,7 @@ static void up_done(void *arg, int ok) {
   if (!ok && !r->headers_sent) {
     r->kind = PX_KIND_ERROR;
     polite__px_own_json_error(r, 502, "bad_gateway",
-                              polite__px_up_error(r->up));
+                              polite__net_up_error(r->up));
     polite__px_send_own(r);
     return;
   }
@@ -120,7 +120,7 @@ static int up_busy(void *arg) {
   return polite__px_conn_backlog(arg) > CLIENT_BUFFER_MAX;
 }
 
-static const px_up_handler up_handler = {up_head, up_body, up_done, up_busy};
+static const net_up_handler up_handler = {up_head, up_body, up_done, up_busy};
 
 /* Methods whose requests carry a body, so that an empty one is sent with
  * Content-Length: 0 (as the client framed it). */
@@ -132,8 +132,8 @@ void polite__px_forward(px_req *r) {
   if (r->up == NULL && r->dest_host[0] && r->s->pool) {
     /* Forward mode: the destination's pool (resolved on first use). */
     char err[300];
-    r->up = polite__px_up_pool_get(r->s->pool, r->dest_https, r->dest_host,
-                                   r->dest_port, err, sizeof err);
+    r->up = polite__net_up_pool_get(r->s->pool, r->dest_https, r->dest_host,
+                                    r->dest_port, err, sizeof err);
     if (r->up == NULL) {
       char msg[400];
       snprintf(msg, sizeof msg, "polite proxy: %s", err);
@@ -186,11 +186,11 @@ void polite__px_forward(px_req *r) {
   r->status = 0;
   int retryable = polite_method_idempotent(r->method);
   if (r->up == NULL ||
-      polite__px_up_send(r->up, out, strcmp(r->method, "HEAD") == 0, retryable,
-                         &up_handler, r) != 0) {
+      polite__net_up_send(r->up, out, strcmp(r->method, "HEAD") == 0, retryable,
+                          &up_handler, r) != 0) {
     r->kind = PX_KIND_ERROR;
     polite__px_own_json_error(r, 502, "bad_gateway",
-                              r->up ? polite__px_up_error(r->up)
+                              r->up ? polite__net_up_error(r->up)
                                     : "polite proxy: no upstream");
     polite__px_send_own(r);
   }

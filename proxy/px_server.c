@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 /* One event loop: our own HTTP/1.1 server for the clients (px_conn.c) and
- * our own lean HTTP/1.1 client for the upstream (px_upstream.c, which says
+ * our own lean HTTP/1.1 client for the upstream (net_upstream.c, which says
  * why), so a response streams from one socket to the other without
  * threads. The decision for a request is in px_decide.c, the answers the
  * proxy makes up in px_answer.c, forwarding in px_forward.c. */
@@ -238,7 +238,7 @@ static void on_connect(px_server *s, px_req *r) {
   SSL_CTX *ctx = NULL;
   if (s->ca && host_watched(s->cfg, r->authority)) {
     char err[256];
-    ctx = polite__px_ca_ctx_for(s->ca, r->dest_host, err, sizeof err);
+    ctx = polite__net_ca_ctx_for(s->ca, r->dest_host, err, sizeof err);
     if (ctx == NULL) {
       char msg[640];
       snprintf(msg, sizeof msg, "polite proxy: no certificate for %s: %s",
@@ -600,22 +600,22 @@ static int start_forward(px_server *s) {
             c->listen);
     return -1;
   }
-  s->pool =
-      polite__px_up_pool_new(s->base, c->upstream_cacert, c->upstream_insecure);
+  s->pool = polite__net_up_pool_new(s->base, c->upstream_cacert,
+                                    c->upstream_insecure);
   if (s->pool == NULL) {
     fprintf(stderr, "polite proxy: out of memory\n");
     return -1;
   }
   if (c->nwatch > 0) {
     char err[512];
-    if (polite__px_ca_open(NULL, 1, &s->ca, err, sizeof err) < 0) {
+    if (polite__net_ca_open(NULL, 1, &s->ca, err, sizeof err) < 0) {
       fprintf(stderr, "polite proxy: the local CA: %s\n", err);
       return -1;
     }
     fprintf(stderr,
             "polite proxy: intercepting watched HTTPS hosts with the "
             "CA in %s\n",
-            polite__px_ca_cert_path(s->ca));
+            polite__net_ca_cert_path(s->ca));
   }
   return 0;
 }
@@ -646,11 +646,11 @@ static void release(px_server *s) {
     evconnlistener_free(s->listener);
   if (s->resume)
     event_free(s->resume);
-  polite__px_up_free(s->up);
+  polite__net_up_free(s->up);
   if (s->pool)
-    polite__px_up_pool_free(s->pool);
+    polite__net_up_pool_free(s->pool);
   if (s->ca)
-    polite__px_ca_free(s->ca);
+    polite__net_ca_free(s->ca);
   if (s->base)
     event_base_free(s->base);
   polite__px_state_free(s->st);
@@ -704,14 +704,14 @@ int polite__px_run(px_config *c) {
   if (c->upstream) {
     char err[512];
     int https = strncasecmp(c->upstream, "https://", 8) == 0;
-    SSL_CTX *tls =
-        https ? polite__px_tls_client_ctx(c->upstream_cacert,
-                                          c->upstream_insecure, err, sizeof err)
-              : NULL;
+    SSL_CTX *tls = https ? polite__net_tls_client_ctx(c->upstream_cacert,
+                                                      c->upstream_insecure, err,
+                                                      sizeof err)
+                         : NULL;
     s.up = https && tls == NULL
                ? NULL
-               : polite__px_up_new_tls(s.base, s.up_host, s.up_port, tls, err,
-                                       sizeof err);
+               : polite__net_up_new_tls(s.base, s.up_host, s.up_port, tls, err,
+                                        sizeof err);
     SSL_CTX_free(tls);
     if (s.up == NULL) {
       fprintf(stderr, "polite proxy: --upstream %s://%s: %s\n",
