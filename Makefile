@@ -96,7 +96,7 @@ test-asan: asan
 # ASan+UBSan, a short fuzz run of every parser, then the static analysis.
 test: build asan
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L unit
+	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L 'unit|asan'
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 	$(MAKE) --no-print-directory lint
 

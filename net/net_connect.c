@@ -1,10 +1,14 @@
-/* polite proxy: CONNECT in forward mode: a byte-for-byte tunnel to an
- * unwatched host, or TLS terminated with a leaf certificate of the local CA
- * for a watched one, whose requests then take the usual pipeline. */
+/* polite net: CONNECT: a byte-for-byte tunnel to the destination, or TLS
+ * terminated with a certificate the owner chose, whose requests then come to
+ * the owner like any other. Names are resolved with evdns, never blocking the
+ * loop. */
 #define _GNU_SOURCE
 #include "net_conn.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <event2/bufferevent_ssl.h>
+#include <event2/dns.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +22,9 @@ static const char established[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
 /* ---- The byte-for-byte tunnel -------------------------------------------- */
 
-static void tunnel_end(px_conn *c) {
+static void tunnel_end(net_conn *c) {
   c->state = C_DEAD;
-  polite__px_conn_settle(c);
+  polite__net_conn_settle(c);
 }
 
 /* Moves what `from` read to `to`'s output. */
@@ -33,7 +37,7 @@ static void relay(struct bufferevent *from, struct bufferevent *to) {
 
 /* `to` wrote some of its backlog: read `from` again, or end a tunnel
  * whose other side is gone once everything is written. */
-static void drained(px_conn *c, struct bufferevent *from,
+static void drained(net_conn *c, struct bufferevent *from,
                     struct bufferevent *to) {
   if (evbuffer_get_length(bufferevent_get_output(to)) > 0 && c->tunnel_closing)
     return;
@@ -45,28 +49,28 @@ static void drained(px_conn *c, struct bufferevent *from,
 }
 
 static void client_read(struct bufferevent *b, void *arg) {
-  px_conn *c = arg;
+  net_conn *c = arg;
   relay(b, c->dest);
 }
 
 static void peer_read(struct bufferevent *b, void *arg) {
-  px_conn *c = arg;
+  net_conn *c = arg;
   relay(b, c->bev);
 }
 
 static void client_write(struct bufferevent *b, void *arg) {
-  px_conn *c = arg;
+  net_conn *c = arg;
   drained(c, c->dest, b);
 }
 
 static void peer_write(struct bufferevent *b, void *arg) {
-  px_conn *c = arg;
+  net_conn *c = arg;
   drained(c, c->bev, b);
 }
 
 /* One side closed: what it sent is delivered to the other, then both close.
  * An error or a timeout closes both at once. */
-static void side_event(px_conn *c, struct bufferevent *other, short what) {
+static void side_event(net_conn *c, struct bufferevent *other, short what) {
   if ((what & BEV_EVENT_EOF) &&
       evbuffer_get_length(bufferevent_get_output(other)) > 0) {
     c->tunnel_closing = 1;
@@ -79,56 +83,80 @@ static void side_event(px_conn *c, struct bufferevent *other, short what) {
 
 static void client_event(struct bufferevent *b, short what, void *arg) {
   (void)b;
-  px_conn *c = arg;
+  net_conn *c = arg;
   side_event(c, c->dest, what);
 }
 
 static void peer_event(struct bufferevent *b, short what, void *arg) {
   (void)b;
-  px_conn *c = arg;
+  net_conn *c = arg;
   side_event(c, c->bev, what);
 }
 
-/* A CONNECT waiting for its TCP connection. The request may lose its client
- * meanwhile (r->conn becomes NULL). */
-typedef struct {
-  px_req *r;
+/* A CONNECT being set up: the lookup of the destination, then its TCP
+ * connection. It belongs to the request (rq->pending) and goes with it:
+ * polite__net_pending_cancel frees it whenever the client leaves first. */
+typedef struct net_pending {
+  net_req *rq;
   struct bufferevent *peer;
-} pending;
+  struct lookup *lookup; /* in flight, or NULL */
+  struct event *ev;      /* runs the answer of a lookup from the loop */
+  struct sockaddr_storage addr;
+  socklen_t addrlen;
+  int dns_rc;
+  int port;
+  char where[300]; /* "host:port" in messages */
+  net_tunnel_cb done;
+  void *ud;
+} net_pending;
 
-static void connected(struct bufferevent *b, short what, void *arg) {
-  pending *p = arg;
-  px_req *r = p->r;
-  px_conn *c = r->conn;
-  free(p);
-  if (!(what & BEV_EVENT_CONNECTED) || c == NULL) {
-    int err = EVUTIL_SOCKET_ERROR();
-    bufferevent_free(b);
-    if (c == NULL) {
-      polite__px_finish(r);
-      return;
-    }
-    char msg[400];
-    snprintf(msg, sizeof msg, "polite proxy: cannot connect to %s:%d: %s",
-             r->dest_host, r->dest_port,
-             (what & BEV_EVENT_CONNECTED) ? "client gone"
-             : err                        ? evutil_socket_error_to_string(err)
-                                          : "failed");
-    r->kind = PX_KIND_ERROR;
-    r->keepalive = 0;
-    polite__px_own_json_error(r, 502, "bad_gateway", msg);
-    polite__px_send_own(r);
+/* The argument of an evdns callback: it outlives a cancelled pending (the
+ * callback then finds p NULL and only frees this). */
+typedef struct lookup {
+  net_pending *p;
+  struct evdns_getaddrinfo_request *req;
+} lookup;
+
+void polite__net_pending_cancel(net_req *rq) {
+  net_pending *p = rq->pending;
+  if (p == NULL)
     return;
+  rq->pending = NULL;
+  if (p->lookup) {
+    p->lookup->p = NULL; /* the callback frees the ticket */
+    evdns_getaddrinfo_cancel(p->lookup->req);
   }
-  px_server *s = c->s;
+  if (p->ev)
+    event_free(p->ev);
+  if (p->peer)
+    bufferevent_free(p->peer);
+  free(p);
+}
+
+/* Ends the setup with a failure: the owner answers rq. */
+static void setup_failed(net_pending *p, const char *why) {
+  net_req *rq = p->rq;
+  char err[600];
+  snprintf(err, sizeof err, "cannot connect to %s: %s", p->where, why);
+  net_tunnel_cb done = p->done;
+  void *ud = p->ud;
+  polite__net_pending_cancel(rq);
+  done(ud, rq, 0, err);
+}
+
+/* The tunnel is up: 200 to the client, then both sides relay. */
+static void tunnel_start(net_pending *p) {
+  net_req *rq = p->rq;
+  net_conn *c = rq->conn;
+  net_server *s = c->s;
+  c->dest = p->peer;
+  p->peer = NULL;
+  net_tunnel_cb done = p->done;
+  void *ud = p->ud;
+  polite__net_pending_cancel(rq);
   evbuffer_add(bufferevent_get_output(c->bev), established,
                sizeof established - 1);
-  r->status = 200;
-  r->unrecorded = 1; /* the tunnel's requests are not the proxy's to count */
-  snprintf(r->note, sizeof r->note, "tunnel");
-  c->cur = NULL;
-  r->conn = NULL;
-  c->dest = b;
+  polite__net_req_detach(rq);
   c->state = C_TUNNEL;
   event_del(c->timer);
   struct timeval idle = {s->bounds.idle_timeout_ms / 1000,
@@ -145,89 +173,164 @@ static void connected(struct bufferevent *b, short what, void *arg) {
   bufferevent_enable(c->bev, EV_READ | EV_WRITE);
   /* Bytes the client sent right after its CONNECT head (a TLS hello). */
   relay(c->bev, c->dest);
-  polite__px_finish(r);
+  done(ud, rq, 1, NULL);
 }
 
-static void tunnel(px_req *r) {
-  px_server *s = r->s;
-  pending *p = calloc(1, sizeof *p);
-  struct bufferevent *b =
-      p ? bufferevent_socket_new(s->base, -1, BEV_OPT_CLOSE_ON_FREE) : NULL;
-  if (b == NULL) {
-    free(p);
-    r->kind = PX_KIND_ERROR;
-    polite__px_own_json_error(r, 502, "bad_gateway",
-                              "polite proxy: out of memory");
-    polite__px_send_own(r);
+static void connected(struct bufferevent *b, short what, void *arg) {
+  (void)b;
+  net_pending *p = arg;
+  if (what & BEV_EVENT_CONNECTED) {
+    tunnel_start(p);
     return;
   }
-  p->r = r;
-  p->peer = b;
-  bufferevent_setcb(b, NULL, NULL, connected, p);
-  /* Without a DNS base libevent resolves with getaddrinfo, blocking the
-   * loop once per CONNECT, as the upstream pool does per new host. */
-  if (bufferevent_socket_connect_hostname(b, NULL, AF_UNSPEC, r->dest_host,
-                                          r->dest_port) != 0) {
-    /* It fails only before starting, so the callback never ran: p and b
-     * are still ours. */
-    free(p);
-    bufferevent_free(b);
-    char msg[400];
-    snprintf(msg, sizeof msg, "polite proxy: cannot resolve %s", r->dest_host);
-    r->kind = PX_KIND_ERROR;
-    r->keepalive = 0;
-    polite__px_own_json_error(r, 502, "bad_gateway", msg);
-    polite__px_send_own(r);
+  int err = EVUTIL_SOCKET_ERROR();
+  setup_failed(p, err ? evutil_socket_error_to_string(err) : "failed");
+}
+
+/* Starts the TCP connection to p->addr. */
+static void dial(net_pending *p) {
+  bufferevent_setcb(p->peer, NULL, NULL, connected, p);
+  if (bufferevent_socket_connect(p->peer, (struct sockaddr *)&p->addr,
+                                 (int)p->addrlen) != 0)
+    setup_failed(p, strerror(errno ? errno : ECONNREFUSED));
+}
+
+/* The lookup's answer, run from the loop (p->ev). */
+static void resolved(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  net_pending *p = arg;
+  if (p->dns_rc != 0) {
+    char why[200];
+    snprintf(why, sizeof why, "cannot resolve the host: %s",
+             evutil_gai_strerror(p->dns_rc));
+    setup_failed(p, why);
+    return;
   }
+  dial(p);
+}
+
+/* evdns's answer; it may come before evdns_getaddrinfo returns (hosts
+ * file, cache), so it is only stored here and run from the loop. */
+static void dns_answer(int rc, struct evutil_addrinfo *res, void *arg) {
+  lookup *t = arg;
+  net_pending *p = t->p;
+  if (p) {
+    p->lookup = NULL;
+    p->dns_rc = rc != 0 ? rc : res == NULL ? EVUTIL_EAI_FAIL : 0;
+    if (p->dns_rc == 0 && res->ai_addrlen <= sizeof p->addr) {
+      memcpy(&p->addr, res->ai_addr, res->ai_addrlen);
+      p->addrlen = (socklen_t)res->ai_addrlen;
+    } else if (p->dns_rc == 0) {
+      p->dns_rc = EVUTIL_EAI_FAIL;
+    }
+    event_active(p->ev, EV_TIMEOUT, 1);
+  }
+  if (res)
+    evutil_freeaddrinfo(res);
+  free(t);
+}
+
+/* Fills p->addr from an IP literal host. 0, or -1 when host is a name. */
+static int literal(net_pending *p, const char *host) {
+  struct sockaddr_in *a4 = (struct sockaddr_in *)&p->addr;
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&p->addr;
+  memset(&p->addr, 0, sizeof p->addr);
+  if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons((uint16_t)p->port);
+    p->addrlen = sizeof *a4;
+    return 0;
+  }
+  if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons((uint16_t)p->port);
+    p->addrlen = sizeof *a6;
+    return 0;
+  }
+  return -1;
+}
+
+/* Asks dns for host; the answer comes through p->ev. */
+static int lookup_start(net_pending *p, struct evdns_base *dns,
+                        const char *host) {
+  lookup *t = calloc(1, sizeof *t);
+  if (t == NULL)
+    return -1;
+  t->p = p;
+  p->lookup = t;
+  char ps[16];
+  snprintf(ps, sizeof ps, "%d", p->port);
+  struct evutil_addrinfo hints = {0};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
+  struct evdns_getaddrinfo_request *r =
+      evdns_getaddrinfo(dns, host, ps, &hints, dns_answer, t);
+  if (p->lookup == t) /* not answered yet: t is still ours to cancel */
+    t->req = r;
+  return 0;
+}
+
+int polite__net_tunnel(net_req *rq, struct evdns_base *dns, const char *host,
+                       int port, net_tunnel_cb done, void *ud, char *err,
+                       size_t errlen) {
+  net_conn *c = rq->conn;
+  if (c == NULL || rq->pending) {
+    snprintf(err, errlen, "the client is gone");
+    return -1;
+  }
+  net_pending *p = calloc(1, sizeof *p);
+  if (p == NULL) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  p->rq = rq;
+  p->port = port;
+  p->done = done;
+  p->ud = ud;
+  snprintf(p->where, sizeof p->where, strchr(host, ':') ? "[%s]:%d" : "%s:%d",
+           host, port);
+  p->peer = bufferevent_socket_new(c->s->base, -1, BEV_OPT_CLOSE_ON_FREE);
+  p->ev = event_new(c->s->base, -1, 0, resolved, p);
+  rq->pending = p;
+  int is_literal = literal(p, host) == 0;
+  if (p->peer == NULL || p->ev == NULL ||
+      (!is_literal && (dns == NULL || lookup_start(p, dns, host) < 0))) {
+    snprintf(err, errlen, "cannot connect to %s: %s", p->where,
+             dns == NULL ? "no resolver" : "out of memory");
+    polite__net_pending_cancel(rq);
+    return -1;
+  }
+  if (is_literal)
+    event_active(p->ev, EV_TIMEOUT, 1); /* dial from the loop, not from here */
+  return 0;
 }
 
 /* ---- Interception -------------------------------------------------------- */
 
-static void intercept(px_req *r, SSL_CTX *ctx) {
-  px_conn *c = r->conn;
-  SSL *ssl = SSL_new(ctx);
-  if (ssl == NULL) {
-    r->kind = PX_KIND_ERROR;
-    r->keepalive = 0;
-    polite__px_own_json_error(r, 502, "bad_gateway",
-                              "polite proxy: cannot start TLS");
-    polite__px_send_own(r);
-    return;
-  }
-  evbuffer_add(bufferevent_get_output(c->bev), established,
-               sizeof established - 1);
+int polite__net_intercept(net_req *rq, SSL_CTX *ctx, const char *host,
+                          int port) {
+  net_conn *c = rq->conn;
+  SSL *ssl = c ? SSL_new(ctx) : NULL;
+  if (ssl == NULL)
+    return -1;
   struct bufferevent *tls = bufferevent_openssl_filter_new(
       c->s->base, c->bev, ssl, BUFFEREVENT_SSL_ACCEPTING,
       BEV_OPT_CLOSE_ON_FREE);
-  r->status = 200;
-  r->unrecorded = 1; /* the requests inside are counted one by one */
-  snprintf(r->note, sizeof r->note, "intercepted");
-  c->cur = NULL;
-  r->conn = NULL;
   if (tls == NULL) {
     SSL_free(ssl);
-    r->kind = PX_KIND_ERROR;
-    c->state = C_DEAD;
-    polite__px_finish(r);
-    return;
+    return -1;
   }
-  /* From here c reads and writes through TLS; the requests inside go
-   * through the same pipeline as reverse-proxy traffic. */
+  /* The 200 goes out in the clear, before the filter takes the socket
+   * over; from here c reads and writes through TLS. */
+  evbuffer_add(bufferevent_get_output(c->bev), established,
+               sizeof established - 1);
+  polite__net_req_detach(rq);
   c->bev = tls;
-  snprintf(c->origin_host, sizeof c->origin_host, "%s", r->dest_host);
-  c->origin_port = r->dest_port;
-  polite__px_conn_setup(c);
-  polite__px_conn_idle(c);
-  polite__px_finish(r);
-}
-
-void polite__px_connect(px_req *r, SSL_CTX *ctx) {
-  if (r->conn == NULL) {
-    polite__px_finish(r);
-    return;
-  }
-  if (ctx)
-    intercept(r, ctx);
-  else
-    tunnel(r);
+  snprintf(c->origin_host, sizeof c->origin_host, "%s", host);
+  c->origin_port = port;
+  polite__net_conn_setup(c);
+  polite__net_conn_idle(c);
+  return 0;
 }

@@ -1,5 +1,6 @@
-/* polite proxy: upstreams whose host name is resolved with evdns when the
- * first exchange starts (the forward proxy's pool), never blocking the loop. */
+/* polite net: upstreams whose host name is resolved with evdns when the
+ * first exchange starts (the forward proxy's pool), never blocking the loop,
+ * and upstreams whose connections go elsewhere (--connect-to). */
 #include "net_up_int.h"
 
 #include <arpa/inet.h>
@@ -12,13 +13,36 @@ net_upstream *polite__net_up_new_dns(struct event_base *base,
                                      struct evdns_base *dns, const char *host,
                                      int port, SSL_CTX *tls, char *err,
                                      size_t errlen) {
-  unsigned char bin[16];
-  if (dns == NULL || inet_pton(AF_INET, host, bin) == 1 ||
-      inet_pton(AF_INET6, host, bin) == 1)
-    return polite__net_up_new_tls(base, host, port, tls, err, errlen);
+  return polite__net_up_new_via(base, dns, host, port, host, port, tls, err,
+                                errlen);
+}
+
+net_upstream *polite__net_up_new_via(struct event_base *base,
+                                     struct evdns_base *dns, const char *host,
+                                     int port, const char *dial_host,
+                                     int dial_port, SSL_CTX *tls, char *err,
+                                     size_t errlen) {
   net_upstream *u = polite__net_up_alloc(base, host, port, tls, err, errlen);
   if (u == NULL)
     return NULL;
+  snprintf(u->dial, sizeof u->dial, "%s", dial_host);
+  u->port = dial_port;
+  if (strcmp(dial_host, host) != 0 || dial_port != port) {
+    char w[300];
+    snprintf(w, sizeof w, strchr(dial_host, ':') ? "[%s]:%d" : "%s:%d",
+             dial_host, dial_port);
+    size_t n = strlen(u->where);
+    snprintf(u->where + n, sizeof u->where - n, " (via %s)", w);
+  }
+  unsigned char bin[16];
+  if (dns == NULL || inet_pton(AF_INET, dial_host, bin) == 1 ||
+      inet_pton(AF_INET6, dial_host, bin) == 1) {
+    if (polite__net_up_resolve_now(u, err, errlen) < 0) {
+      polite__net_up_free(u);
+      return NULL;
+    }
+    return u;
+  }
   u->dns = dns;
   u->dns_ev = event_new(base, -1, 0, polite__net_up_dns_done, u);
   if (u->dns_ev == NULL) {
@@ -58,6 +82,7 @@ int polite__net_up_queue(net_upstream *u, exch *x, struct evbuffer *req) {
     return -1;
   }
   evbuffer_add_buffer(x->held, req);
+  x->c = NULL;
   x->qnext = NULL;
   *u->queue_tail = x;
   u->queue_tail = &x->qnext;
@@ -79,7 +104,7 @@ int polite__net_up_queue(net_upstream *u, exch *x, struct evbuffer *req) {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
   struct evdns_getaddrinfo_request *r =
-      evdns_getaddrinfo(u->dns, u->host, ps, &hints, dns_answer, t);
+      evdns_getaddrinfo(u->dns, u->dial, ps, &hints, dns_answer, t);
   if (u->lookup == t) /* not answered yet: t is still ours to cancel */
     t->req = r;
   return 0;

@@ -1,4 +1,4 @@
-/* polite proxy: the upstream client's internals, shared by net_upstream.c
+/* polite net: the upstream client's internals, shared by net_upstream.c
  * (connections, TLS, parsing) and px_up_dns.c (lazy resolution). */
 #ifndef POLITE_NET_UP_INT_H
 #define POLITE_NET_UP_INT_H
@@ -11,8 +11,10 @@
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 
-typedef struct exch {
+typedef struct net_up_exch {
   const net_up_handler *h;
+  struct net_upstream *u;
+  struct upconn *c; /* the connection it is on; NULL while queued */
   void *arg;
   struct evbuffer *copy; /* the request, kept for one retry */
   int retried;
@@ -20,8 +22,8 @@ typedef struct exch {
   net_http_parser p;
   struct evkeyvalq headers;
   struct evbuffer *tmp;
-  struct evbuffer *held; /* the request, while the host is being resolved */
-  struct exch *qnext;    /* queue of exchanges waiting for the address */
+  struct evbuffer *held;     /* the request, while the host is being resolved */
+  struct net_up_exch *qnext; /* exchanges waiting for the address */
 } exch;
 
 typedef struct upconn {
@@ -50,7 +52,8 @@ struct net_upstream {
   SSL_CTX *tls;         /* NULL: plain TCP; else one reference of ours */
   SSL_SESSION *session; /* the last TLS session, resumed by new connections */
   char host[256];       /* SNI and the name the certificate must carry */
-  char where[300];      /* "host:port" in messages */
+  char dial[256];       /* where connections go (host, or --connect-to's) */
+  char where[600];      /* "host:port" (and where it dials) in messages */
   char err[512];        /* why the exchange now failing failed */
   unsigned active;      /* exchanges in flight */
   /* Lazy resolution (polite__net_up_new_dns): the address is looked up with
@@ -81,6 +84,8 @@ net_upstream *polite__net_up_alloc(struct event_base *base, const char *host,
                                    int port, SSL_CTX *tls, char *err,
                                    size_t errlen);
 void polite__net_up_exch_free(exch *x);
+/* Resolves u->dial:u->port now (getaddrinfo). 0, or -1 with err. */
+int polite__net_up_resolve_now(net_upstream *u, char *err, size_t errlen);
 /* Starts exchange x with request req (drained) on an idle or new
  * connection, or queues it while u has no address. 0, or -1 with the
  * reason recorded (x is then the caller's). */

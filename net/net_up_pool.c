@@ -1,4 +1,4 @@
-/* polite proxy: the upstreams a forward proxy reaches, one per scheme, host
+/* polite net: the upstreams a forward proxy reaches, one per scheme, host
  * and port, each with its own keep-alive connections. */
 #include "net_tls.h"
 #include "net_upstream.h"
@@ -24,17 +24,20 @@ struct net_up_pool {
   SSL_CTX *tls;           /* made on the first https upstream */
   struct evdns_base *dns; /* made on the first host name */
   int dns_failed;         /* evdns could not start: resolve with getaddrinfo */
+  const net_connect_to *cto;
   pool_entry *list;
   size_t n;
 };
 
 net_up_pool *polite__net_up_pool_new(struct event_base *base,
-                                     const char *cafile, int insecure) {
+                                     const char *cafile, int insecure,
+                                     const net_connect_to *cto) {
   net_up_pool *p = calloc(1, sizeof *p);
   if (p == NULL)
     return NULL;
   p->base = base;
   p->insecure = insecure;
+  p->cto = cto;
   if (cafile && (p->cafile = strdup(cafile)) == NULL) {
     free(p);
     return NULL;
@@ -115,18 +118,12 @@ net_upstream *polite__net_up_pool_get(net_up_pool *p, int https,
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
-  if (p->dns == NULL && !p->dns_failed) {
-    /* Only nameservers and the hosts file: no search domains to try. */
-    p->dns = evdns_base_new(p->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
-                                         EVDNS_BASE_DISABLE_WHEN_INACTIVE);
-    if (p->dns) {
-      evdns_base_set_option(p->dns, "timeout:", "5");
-      evdns_base_set_option(p->dns, "attempts:", "2");
-    }
-    p->dns_failed = p->dns == NULL;
-  }
-  e->up = polite__net_up_new_dns(p->base, p->dns, h, port,
-                                 https ? p->tls : NULL, err, errlen);
+  char dial[256];
+  int dial_port = port;
+  polite__net_connect_to_map(p->cto, h, port, dial, sizeof dial, &dial_port);
+  e->up =
+      polite__net_up_new_via(p->base, polite__net_up_pool_dns(p), h, port, dial,
+                             dial_port, https ? p->tls : NULL, err, errlen);
   if (e->up == NULL) {
     free(e);
     return NULL;
@@ -138,4 +135,18 @@ net_upstream *polite__net_up_pool_get(net_up_pool *p, int https,
   p->list = e;
   p->n++;
   return e->up;
+}
+
+struct evdns_base *polite__net_up_pool_dns(net_up_pool *p) {
+  if (p->dns == NULL && !p->dns_failed) {
+    /* Only nameservers and the hosts file: no search domains to try. */
+    p->dns = evdns_base_new(p->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+                                         EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+    if (p->dns) {
+      evdns_base_set_option(p->dns, "timeout:", "5");
+      evdns_base_set_option(p->dns, "attempts:", "2");
+    }
+    p->dns_failed = p->dns == NULL;
+  }
+  return p->dns;
 }

@@ -69,6 +69,7 @@ net_upstream *polite__net_up_alloc(struct event_base *base, const char *host,
   u->port = port;
   u->queue_tail = &u->queue;
   snprintf(u->host, sizeof u->host, "%s", host);
+  snprintf(u->dial, sizeof u->dial, "%s", host);
   snprintf(u->where, sizeof u->where, strchr(host, ':') ? "[%s]:%d" : "%s:%d",
            host, port);
   if (tls && SSL_CTX_up_ref(tls) != 1) {
@@ -80,28 +81,32 @@ net_upstream *polite__net_up_alloc(struct event_base *base, const char *host,
   return u;
 }
 
-net_upstream *polite__net_up_new_tls(struct event_base *base, const char *host,
-                                     int port, SSL_CTX *tls, char *err,
-                                     size_t errlen) {
+/* Resolves u->dial now with getaddrinfo (blocking: at start, or for an IP
+ * literal, which needs no lookup). 0, or -1 with err. */
+int polite__net_up_resolve_now(net_upstream *u, char *err, size_t errlen) {
   char ps[16];
-  snprintf(ps, sizeof ps, "%d", port);
+  snprintf(ps, sizeof ps, "%d", u->port);
   struct addrinfo hints = {0}, *ai = NULL;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  int rc = getaddrinfo(host, ps, &hints, &ai);
+  int rc = getaddrinfo(u->dial, ps, &hints, &ai);
   if (rc != 0 || ai == NULL) {
-    snprintf(err, errlen, "cannot resolve upstream host '%s': %s", host,
+    snprintf(err, errlen, "cannot resolve upstream host '%s': %s", u->dial,
              gai_strerror(rc));
-    return NULL;
+    return -1;
   }
-  net_upstream *u = polite__net_up_alloc(base, host, port, tls, err, errlen);
-  if (u) {
-    memcpy(&u->addr, ai->ai_addr, ai->ai_addrlen);
-    u->addrlen = ai->ai_addrlen;
-    u->resolved = 1;
-  }
+  memcpy(&u->addr, ai->ai_addr, ai->ai_addrlen);
+  u->addrlen = ai->ai_addrlen;
+  u->resolved = 1;
   freeaddrinfo(ai);
-  return u;
+  return 0;
+}
+
+net_upstream *polite__net_up_new_tls(struct event_base *base, const char *host,
+                                     int port, SSL_CTX *tls, char *err,
+                                     size_t errlen) {
+  return polite__net_up_new_via(base, NULL, host, port, host, port, tls, err,
+                                errlen);
 }
 
 net_upstream *polite__net_up_new(struct event_base *base, const char *host,
@@ -411,6 +416,7 @@ int polite__net_up_start(net_upstream *u, exch *x, struct evbuffer *req) {
   else if ((c = conn_new(u)) == NULL)
     return -1;
   c->x = x;
+  x->c = c;
   if (c->reused && !x->retried) {
     /* Keep a copy: this connection may have been closed by the upstream
      * just now, and then the request is sent again on a fresh one. */
@@ -428,29 +434,39 @@ int polite__net_up_start(net_upstream *u, exch *x, struct evbuffer *req) {
   }
   arm_read(c, EXCHANGE_TIMEOUT_S);
   if (flush_out(c) < 0) {
-    /* A kept-alive connection the upstream closed: EPIPE/ECONNRESET. */
-    if (!try_retry(c)) {
-      c->x = NULL;
-      conn_close(c);
-      if (x->copy) {
-        evbuffer_free(x->copy);
-        x->copy = NULL;
-      }
-      return -1;
+    /* A kept-alive connection the upstream closed: EPIPE/ECONNRESET. Sent
+     * again once on a fresh connection, here and not through try_retry,
+     * whose failure calls on_done: this runs inside polite__net_up_send,
+     * which reports a failure by returning it. */
+    int again = c->reused && x->copy && !x->retried;
+    c->x = NULL;
+    x->c = NULL;
+    conn_close(c);
+    struct evbuffer *copy = x->copy;
+    x->copy = NULL;
+    int rc = -1;
+    if (again) {
+      x->retried = 1;
+      rc = polite__net_up_start(u, x, copy);
     }
+    if (copy)
+      evbuffer_free(copy);
+    return rc;
   }
   return 0;
 }
 
-int polite__net_up_send(net_upstream *u, struct evbuffer *req, int is_head,
-                        int retryable, const net_up_handler *h, void *arg) {
+net_up_exch *polite__net_up_send(net_upstream *u, struct evbuffer *req,
+                                 int is_head, int retryable,
+                                 const net_up_handler *h, void *arg) {
   exch *x = calloc(1, sizeof *x);
   if (x == NULL) {
     polite__net_up_set_error(u, "out of memory");
-    return -1;
+    return NULL;
   }
   x->h = h;
   x->arg = arg;
+  x->u = u;
   polite__net_http_init(&x->p, is_head);
   x->retried = !retryable; /* not retryable: as if the retry were used */
   x->headers.tqh_first = NULL;
@@ -460,9 +476,32 @@ int polite__net_up_send(net_upstream *u, struct evbuffer *req, int is_head,
   if (x->tmp == NULL || polite__net_up_start(u, x, req) != 0) {
     u->active--;
     polite__net_up_exch_free(x);
-    return -1;
+    return NULL;
   }
-  return 0;
+  return x;
+}
+
+void polite__net_up_cancel(net_up_exch *x) {
+  if (x == NULL)
+    return;
+  upconn *c = x->c;
+  net_upstream *u = c ? c->u : x->u;
+  if (c) {
+    c->x = NULL;
+    conn_close(c);
+  } else {
+    /* Still waiting for the address: out of the queue. */
+    exch **pp = &u->queue;
+    while (*pp && *pp != x)
+      pp = &(*pp)->qnext;
+    if (*pp) {
+      *pp = x->qnext;
+      if (u->queue_tail == &x->qnext)
+        u->queue_tail = pp;
+    }
+  }
+  u->active--;
+  polite__net_up_exch_free(x);
 }
 
 static void on_write(evutil_socket_t fd, short what, void *arg) {

@@ -14,6 +14,8 @@
  * once, and reads size themselves without FIONREAD. */
 
 typedef struct net_upstream net_upstream;
+/* One request-response exchange in flight (net_up_send's handle). */
+typedef struct net_up_exch net_up_exch;
 
 /* Callbacks for one exchange. Exactly one on_done ends it; on_head comes
  * before any on_body. */
@@ -76,10 +78,48 @@ unsigned polite__net_up_active(const net_upstream *u);
  * body, and is drained. `is_head`: the response has no body. `retryable`:
  * the request may be sent again on a fresh connection when a kept-alive one
  * turns out to be closed before any response byte (idempotent methods).
- * Returns 0 (h->on_done will be called), or -1 when it cannot even start
- * (nothing is called). */
-int polite__net_up_send(net_upstream *u, struct evbuffer *req, int is_head,
-                        int retryable, const net_up_handler *h, void *arg);
+ * Returns the exchange (h->on_done will be called, unless it is cancelled
+ * first), or NULL when it cannot even start (nothing is called). */
+net_up_exch *polite__net_up_send(net_upstream *u, struct evbuffer *req,
+                                 int is_head, int retryable,
+                                 const net_up_handler *h, void *arg);
+/* Ends exchange x at once, whatever it was doing (waiting for the address,
+ * connecting, streaming the answer): its connection is closed (a half-read
+ * answer leaves it unusable), no callback of x is called again, x is freed.
+ * For a receiver that went away (a client that left mid-answer). */
+void polite__net_up_cancel(net_up_exch *x);
+
+/* The same as polite__net_up_new_dns, but the connections go to
+ * dial_host:dial_port (resolved like host) while TLS still names host: SNI
+ * and the certificate check are host's (--connect-to). */
+net_upstream *polite__net_up_new_via(struct event_base *base,
+                                     struct evdns_base *dns, const char *host,
+                                     int port, const char *dial_host,
+                                     int dial_port, SSL_CTX *tls, char *err,
+                                     size_t errlen);
+
+/* ---- net_connect_to.c: --connect-to HOST:PORT:HOST2:PORT2 ---------------- */
+
+/* curl's --connect-to: a connection to HOST:PORT goes to HOST2:PORT2
+ * instead, while the request, SNI and certificate still name HOST. An
+ * empty HOST or PORT matches any; an empty HOST2 or PORT2 keeps the
+ * original; IPv6 literals are bracketed ("[::1]:443::8443"). Rules are
+ * tried in the order given; the first that matches wins. At most
+ * NET_CONNECT_TO_MAX rules. */
+typedef struct net_connect_to net_connect_to;
+#define NET_CONNECT_TO_MAX 1024
+
+/* Appends the rule `spec` to *list (made on first use). Returns 0, or -1
+ * with a message naming the problem in err. */
+int polite__net_connect_to_add(net_connect_to **list, const char *spec,
+                               char *err, size_t errlen);
+/* Where a connection to host:port goes: *dial_host (copied into a buffer
+ * of dlen bytes) and *dial_port. Returns 1 when a rule matched, 0 when it
+ * goes to host:port itself (copied too). host may be bracketed. */
+int polite__net_connect_to_map(const net_connect_to *list, const char *host,
+                               int port, char *dial_host, size_t dlen,
+                               int *dial_port);
+void polite__net_connect_to_free(net_connect_to *list);
 
 /* ---- net_up_pool.c: upstreams by scheme, host and port ------------------- */
 
@@ -92,10 +132,12 @@ int polite__net_up_send(net_upstream *u, struct evbuffer *req, int is_head,
 typedef struct net_up_pool net_up_pool;
 #define NET_UP_POOL_MAX 256
 
-/* cafile may be NULL (the system store); it is copied. NULL when out of
- * memory. */
+/* cafile may be NULL (the system store); it is copied. cto (may be NULL,
+ * borrowed: it must outlive the pool) sends connections elsewhere. NULL
+ * when out of memory. */
 net_up_pool *polite__net_up_pool_new(struct event_base *base,
-                                     const char *cafile, int insecure);
+                                     const char *cafile, int insecure,
+                                     const net_connect_to *cto);
 /* The upstream for https://host:port (https != 0) or http://host:port,
  * owned by the pool; host may be an IP literal, with or without brackets.
  * NULL with a message in err when the CA file cannot be loaded or the pool
@@ -106,6 +148,9 @@ net_up_pool *polite__net_up_pool_new(struct event_base *base,
 net_upstream *polite__net_up_pool_get(net_up_pool *p, int https,
                                       const char *host, int port, char *err,
                                       size_t errlen);
+/* The pool's resolver (made on first use; NULL when evdns cannot start),
+ * for other lookups of the same loop (a CONNECT tunnel's). */
+struct evdns_base *polite__net_up_pool_dns(net_up_pool *p);
 /* Frees every upstream (none may have an exchange in flight). */
 void polite__net_up_pool_free(net_up_pool *p);
 

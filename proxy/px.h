@@ -186,6 +186,9 @@ typedef struct {
   size_t max_file;   /* --max-file-size: files the proxy reads, in bytes */
   char **allow_host; /* --allow-host globs (forward mode); owned */
   size_t nallow_host;
+  char **connect_to; /* --connect-to HOST:PORT:HOST2:PORT2 rules; owned */
+  size_t nconnect_to;
+  int test_clock; /* --test-clock: time moves only by POST /__polite/clock */
   int header_timeout_ms, idle_timeout_ms;
   int mode_set; /* --mode given: a devproxyrc or --upstream do not decide */
   /* While options are set (px_config.c): 1 when --config/--devproxy-config/

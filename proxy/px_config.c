@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "http_syntax.h"
+#include "net_upstream.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -43,6 +44,9 @@ void polite__px_config_free(px_config *c) {
   for (size_t i = 0; i < c->nallow_host; i++)
     free(c->allow_host[i]);
   free(c->allow_host);
+  for (size_t i = 0; i < c->nconnect_to; i++)
+    free(c->connect_to[i]);
+  free(c->connect_to);
   free(c->errors_file);
   free(c->mocks_file);
   free(c->report);
@@ -79,6 +83,7 @@ typedef enum {
   O_UPSTREAM_INSECURE,
   O_MODE,
   O_ALLOW_HOST,
+  O_CONNECT_TO,
   O_WATCH,
   O_CONFIG,
   O_DEVPROXY,
@@ -123,6 +128,7 @@ typedef enum {
   O_REPORT_HTML,
   O_LOG,
   O_READY,
+  O_TEST_CLOCK,
   O_COUNT
 } opt_id;
 
@@ -156,6 +162,11 @@ const cli_opt polite__px_options[O_COUNT + 1] = {
     ROW(O_ALLOW_HOST, "allow-host", CLI_CUSTOM, "GLOB", 0, 0,
         "any, on a loopback --listen only",
         "forward mode connects only to these hosts (repeatable)", NULL),
+    ROW(O_CONNECT_TO, "connect-to", CLI_CUSTOM, "HOST:PORT:HOST2:PORT2", 0, 0,
+        NULL,
+        "connect to HOST2:PORT2 when HOST:PORT is asked for (curl's syntax, "
+        "repeatable; TLS still checks HOST's certificate)",
+        NULL),
     ROW(O_WATCH, "watch", CLI_CUSTOM, "GLOB", 0, 0, "all",
         "URLs to act on (repeatable; '*' wildcard, '!' excludes, first match "
         "wins)",
@@ -266,6 +277,10 @@ const cli_opt polite__px_options[O_COUNT + 1] = {
         "one line per request", NULL),
     ROW(O_READY, "ready-file", CLI_CUSTOM, "FILE", 0, 0, NULL,
         "write the bound ADDR:PORT here once listening", NULL),
+    /* Tests only (docs/proxy.md, "A controlled clock"): hidden from help. */
+    [O_TEST_CLOCK] = {"test-clock", 0, CLI_FLAG, NULL, 1, 1, NULL, NULL, NULL,
+                      "time moves only through POST /__polite/clock", NULL, 0,
+                      0, px_set, NULL, CLI_F_HIDDEN},
     [O_COUNT] = CLI_ROW_END,
 };
 
@@ -552,6 +567,18 @@ static int px_set(void *opts, const cli_opt *o, const char *val, char *err,
     }
     c->mode_set = 1;
     return 0;
+  case O_TEST_CLOCK: c->test_clock = strcmp(value, "false") != 0; return 0;
+  case O_CONNECT_TO: {
+    char why[400];
+    net_connect_to *probe = NULL; /* checked here, used at start */
+    int bad = polite__net_connect_to_add(&probe, value, why, sizeof why);
+    polite__net_connect_to_free(probe);
+    if (bad) {
+      polite__px_errf(err, errlen, "%s", why);
+      return -1;
+    }
+    return list_add(&c->connect_to, &c->nconnect_to, value);
+  }
   case O_ALLOW_HOST:
     if (value[0] == '\0') {
       polite__px_errf(err, errlen, "empty pattern");
@@ -880,7 +907,8 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
       break;
     }
     opt_id id = row_id(find_row(key));
-    if (json_is_array(v) && (id == O_WATCH || id == O_ALLOW_HOST)) {
+    if (json_is_array(v) &&
+        (id == O_WATCH || id == O_ALLOW_HOST || id == O_CONNECT_TO)) {
       size_t i;
       json_t *item;
       json_array_foreach(v, i, item) {

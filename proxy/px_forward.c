@@ -5,8 +5,6 @@
 
 #include "http_syntax.h"
 
-#include <polite/clock.h>
-
 #include <stdlib.h>
 #include <string.h>
 #include <event2/bufferevent.h>
@@ -68,6 +66,7 @@ static void add_via(struct evkeyvalq *h, const char *proto) {
 static void up_head(void *arg, int code, const char *reason, int minor,
                     struct evkeyvalq *in) {
   px_req *r = arg;
+  r->now = polite__px_now(r->s);
   copy_headers(in, r->out);
   char proto[16];
   snprintf(proto, sizeof proto, "1.%d", minor);
@@ -84,17 +83,19 @@ static void up_head(void *arg, int code, const char *reason, int minor,
   int64_t length = cl ? strtoll(cl, NULL, 10) : -1;
   int no_body = strcmp(r->method, "HEAD") == 0 || code < 200 || code == 204 ||
                 code == 304;
-  polite__px_conn_head(r, code, reason, length, no_body, 0);
+  polite__net_req_head(r->nr, code, reason, r->out, length, no_body, 0);
 }
 
 static void up_body(void *arg, struct evbuffer *data) {
   px_req *r = arg;
   polite__px_upstream_chunk(r, data); /* pxlimits hook: token usage */
-  polite__px_conn_body(r, data);
+  polite__net_req_body(r->nr, data);
 }
 
 static void up_done(void *arg, int ok) {
   px_req *r = arg;
+  r->x = NULL; /* ended: nothing left to cancel */
+  r->now = polite__px_now(r->s);
   if (!ok && !r->headers_sent) {
     r->kind = PX_KIND_ERROR;
     polite__px_own_json_error(r, 502, "bad_gateway",
@@ -108,7 +109,7 @@ static void up_done(void *arg, int ok) {
     r->kind = PX_KIND_ERROR;
   else
     polite__px_upstream_end(r); /* pxlimits hook: token usage */
-  polite__px_conn_end(r, ok);
+  polite__net_req_end(r->nr, ok);
   polite__px_finish(r);
 }
 
@@ -116,8 +117,8 @@ static void up_done(void *arg, int ok) {
 #define CLIENT_BUFFER_MAX (4 * 1024 * 1024)
 
 static int up_busy(void *arg) {
-  /* A client that went away has no backlog: the upstream is drained. */
-  return polite__px_conn_backlog(arg) > CLIENT_BUFFER_MAX;
+  const px_req *r = arg;
+  return polite__net_req_backlog(r->nr) > CLIENT_BUFFER_MAX;
 }
 
 static const net_up_handler up_handler = {up_head, up_body, up_done, up_busy};
@@ -146,9 +147,10 @@ void polite__px_forward(px_req *r) {
       return;
     }
   }
-  r->fwd_us = polite_mono_us(); /* pxlimits hook: upstream latency */
+  r->fwd_us = r->now.mono_us; /* pxlimits hook: upstream latency */
   struct evbuffer *out = evbuffer_new();
-  size_t blen = r->reqbody ? evbuffer_get_length(r->reqbody) : 0;
+  struct evbuffer *reqbody = r->nr->body;
+  size_t blen = reqbody ? evbuffer_get_length(reqbody) : 0;
   if (out == NULL) {
     r->kind = PX_KIND_ERROR;
     polite__px_own_json_error(r, 502, "bad_gateway",
@@ -175,19 +177,19 @@ void polite__px_forward(px_req *r) {
     evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
   }
   evbuffer_add_printf(out, "Via: %s%s1.%d polite\r\n", via ? via : "",
-                      via ? ", " : "", r->minor);
+                      via ? ", " : "", r->nr->minor);
   /* The body as received (de-chunked by the server side), always with its
    * length: one framing only reaches the upstream. */
   if (blen > 0 || body_method(r->method))
     evbuffer_add_printf(out, "Content-Length: %zu\r\n", blen);
   evbuffer_add(out, "\r\n", 2);
   if (blen)
-    evbuffer_add_buffer(out, r->reqbody);
+    evbuffer_add_buffer(out, reqbody);
   r->status = 0;
   int retryable = polite_method_idempotent(r->method);
   if (r->up == NULL ||
-      polite__net_up_send(r->up, out, strcmp(r->method, "HEAD") == 0, retryable,
-                          &up_handler, r) != 0) {
+      (r->x = polite__net_up_send(r->up, out, strcmp(r->method, "HEAD") == 0,
+                                  retryable, &up_handler, r)) == NULL) {
     r->kind = PX_KIND_ERROR;
     polite__px_own_json_error(r, 502, "bad_gateway",
                               r->up ? polite__net_up_error(r->up)

@@ -77,6 +77,14 @@ static int64_t parse_iso(const char *s) {
 
 /* "TIME CLIENT [auth:HASH] METHOD URL STATUS KIND [NOTES...] DURms"
  * (docs/proxy.md). Returns 0, or -1 for a line of another shape. */
+/* A duration of the log in whole seconds: "90000ms" (what the log writes)
+ * or "90s" (logs of earlier versions). */
+static int64_t log_seconds(const char *v) {
+  char *end;
+  long long n = strtoll(v, &end, 10);
+  return strncmp(end, "ms", 2) == 0 ? n / 1000 : n;
+}
+
 static int parse_line(char *line, px_line *out) {
   char *tok[24];
   int n = 0;
@@ -97,7 +105,7 @@ static int parse_line(char *line, px_line *out) {
     if (strncmp(tok[k], "early_by=", 9) == 0)
       out->early_ms = strtoll(tok[k] + 9, NULL, 10);
     else if (strncmp(tok[k], "retry_after=", 12) == 0)
-      out->retry_after_s = strtoll(tok[k] + 12, NULL, 10);
+      out->retry_after_s = log_seconds(tok[k] + 12);
   }
   return 0;
 }

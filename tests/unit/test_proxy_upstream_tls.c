@@ -109,7 +109,7 @@ static void exchange(struct event_base *base, net_upstream *up, result *r) {
   r->up = up;
   struct evbuffer *req = evbuffer_new();
   evbuffer_add_printf(req, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-  assert_int_equal(polite__net_up_send(up, req, 0, 1, &handler, r), 0);
+  assert_non_null(polite__net_up_send(up, req, 0, 1, &handler, r));
   evbuffer_free(req);
   struct timeval limit = {15, 0};
   event_base_loopexit(base, &limit);
@@ -158,7 +158,7 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
 
   /* Trusting the local CA: 200, twice on one connection. */
   net_up_pool *pool =
-      polite__net_up_pool_new(s.base, polite__net_ca_cert_path(ca), 0);
+      polite__net_up_pool_new(s.base, polite__net_ca_cert_path(ca), 0, NULL);
   net_upstream *up =
       polite__net_up_pool_get(pool, 1, "127.0.0.1", s.port, err, sizeof err);
   assert_non_null(up);
@@ -192,7 +192,7 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
   settle(s.base);
 
   /* The system store does not know the local CA: refused, with the reason. */
-  pool = polite__net_up_pool_new(s.base, NULL, 0);
+  pool = polite__net_up_pool_new(s.base, NULL, 0, NULL);
   up = polite__net_up_pool_get(pool, 1, "127.0.0.1", s.port, err, sizeof err);
   assert_non_null(up);
   exchange(s.base, up, &r);
@@ -203,7 +203,7 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
   settle(s.base);
 
   /* A name the certificate does not carry: refused as a mismatch. */
-  pool = polite__net_up_pool_new(s.base, polite__net_ca_cert_path(ca), 0);
+  pool = polite__net_up_pool_new(s.base, polite__net_ca_cert_path(ca), 0, NULL);
   up = polite__net_up_pool_get(pool, 1, "localhost", s.port, err, sizeof err);
   assert_non_null(up);
   exchange(s.base, up, &r);
@@ -248,7 +248,7 @@ static void pool_resolves_names_without_blocking(void **state) {
   socklen_t bl = sizeof bound;
   getsockname(evconnlistener_get_fd(l), (struct sockaddr *)&bound, &bl);
   int port = ntohs(bound.sin_port);
-  net_up_pool *pool = polite__net_up_pool_new(s.base, NULL, 0);
+  net_up_pool *pool = polite__net_up_pool_new(s.base, NULL, 0, NULL);
   /* localhost comes from the hosts file, through evdns: not resolved until
    * the first exchange, which waits for it. */
   net_upstream *up =
@@ -267,7 +267,7 @@ static void pool_resolves_names_without_blocking(void **state) {
       polite__net_up_pool_get(pool, 0, "LOCALHOST", port, err, sizeof err), up);
   /* Two exchanges queued behind one lookup (a new pool: nothing resolved)
    * both run, on two connections. */
-  net_up_pool *pool2 = polite__net_up_pool_new(s.base, NULL, 0);
+  net_up_pool *pool2 = polite__net_up_pool_new(s.base, NULL, 0, NULL);
   net_upstream *fresh =
       polite__net_up_pool_get(pool2, 0, "localhost", port, err, sizeof err);
   result r1 = {0}, r2 = {0};
@@ -276,8 +276,8 @@ static void pool_resolves_names_without_blocking(void **state) {
   for (int i = 0; i < 2; i++) {
     struct evbuffer *req = evbuffer_new();
     evbuffer_add_printf(req, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-    assert_int_equal(
-        polite__net_up_send(fresh, req, 0, 1, &handler, i ? &r2 : &r1), 0);
+    assert_non_null(
+        polite__net_up_send(fresh, req, 0, 1, &handler, i ? &r2 : &r1));
     evbuffer_free(req);
   }
   assert_false(fresh->resolved);

@@ -121,16 +121,17 @@ class Proxy:
             return f.read()
 
 
-def upstream():
-    """Starts tests/integration/proxy/upstream.py; returns its base URL."""
-    pf = path("upstream.port")
-    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "upstream.py"), pf],
+def upstream(cert=None, key=None, name="upstream"):
+    """Starts tests/integration/proxy/upstream.py (HTTPS with cert and key); returns its base URL."""
+    pf = path(name + ".port")
+    tls = [cert, key] if cert else []
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "upstream.py"), pf] + tls,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _procs.append(proc)
     port = _wait_file(pf, proc)
     if port is None:
         raise SystemExit("upstream did not start")
-    return "http://127.0.0.1:" + port
+    return ("https" if cert else "http") + "://127.0.0.1:" + port
 
 
 def sh(*args):
