@@ -1,20 +1,12 @@
-/* Small helpers shared by the polite subcommands (not part of libpolite),
- * and the option table every subcommand's command line is read with. */
+/* The option-table engine every command line and configuration file of
+ * polite is read with (common/: the command and the proxy share it), and
+ * small helpers shared by the subcommands (not part of libpolite). */
 #ifndef POLITE_CLI_H
 #define POLITE_CLI_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-
-/* Subcommands: each returns the process exit status. */
-int cmd_run(int argc, char **argv);
-int cmd_proxy(int argc, char **argv);
-int cmd_plan(int argc, char **argv);
-int cmd_delay(int argc, char **argv);
-int cmd_diagnose(int argc, char **argv);
-int cmd_report(int argc, char **argv);
-int cmd_budget(int argc, char **argv);
 
 /* Exit statuses shared by all subcommands (DESIGN.md). */
 enum {
@@ -202,14 +194,5 @@ int cli_header_has_name(const char *h, char *err, size_t errlen);
  * -1 (not a size, or above max). */
 int cli_parse_size(const char *s, unsigned long long max,
                    unsigned long long *out);
-
-/* The commands with an option table (for `polite help`). */
-extern const cli_command cli_cmd_run, cli_cmd_plan, cli_cmd_delay,
-    cli_cmd_diagnose, cli_cmd_proxy;
-
-/* Every `polite proxy` option, one row each (proxy/px_config.c): the
- * command line, its --config file, presets and the devproxyrc reader all
- * set options through these rows. */
-extern const cli_opt polite__px_options[];
 
 #endif

@@ -34,6 +34,24 @@ void polite__px_config_init(px_config *c) {
   c->max_file = PX_FILE_MAX_DEFAULT;
 }
 
+px_config *polite__px_config_new(void) {
+  px_config *c = malloc(sizeof *c);
+  if (c)
+    polite__px_config_init(c);
+  return c;
+}
+
+void polite__px_config_delete(px_config *c) {
+  if (c == NULL)
+    return;
+  polite__px_config_free(c);
+  free(c);
+}
+
+void polite__px_config_sources_done(px_config *c) {
+  c->skip_sources = 1;
+}
+
 void polite__px_config_free(px_config *c) {
   free(c->listen);
   free(c->upstream);
@@ -1015,7 +1033,27 @@ int polite__px_config_reload(px_config *c, FILE *log) {
                     &c->mocks_mtime_ns, log);
 }
 
+/* The mode, from --mode (wherever it stands), else --upstream (reverse),
+ * else what a devproxyrc implies (forward: Dev Proxy is one). A devproxyrc
+ * with --upstream is a reverse proxy whose urlsToWatch match the
+ * absolute-form requests of plain-HTTP clients; HTTPS clients (CONNECT)
+ * are refused there. That used to happen silently: it now says so at start
+ * with the way to serve an HTTPS host locally (docs/proxy.md, "Modes"). */
+static void settle_mode(px_config *c) {
+  if (c->mode_set || c->upstream == NULL)
+    return;
+  if (c->forward_mode && c->nwatch > 0)
+    c->mode_note =
+        "reverse (--upstream with a devproxyrc), so its urlsToWatch "
+        "match plain-HTTP absolute-form requests only and HTTPS clients "
+        "(CONNECT) are refused; to intercept HTTPS hosts and serve them "
+        "from a local server use --mode forward --connect-to "
+        "HOST:443:127.0.0.1:PORT (and --upstream-cacert)";
+  c->forward_mode = 0;
+}
+
 int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
+  settle_mode(c);
   /* Dev Proxy fails half the requests by default when an errors file is
    * given; without a file the default is 0 (failures are opt-in). */
   if (c->errors_file && !c->failure_rate_set)

@@ -8,31 +8,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* A CONNECT host is intercepted when a --watch pattern could match one of
- * its URLs: the pattern's host part (between "://" and the next '/')
- * matches host[:port], or the pattern names no host (a path glob, or a
- * bare star). With no
- * --watch at all nothing is decrypted. */
-static int host_watched(const px_config *c, const char *authority) {
-  for (size_t i = 0; i < c->nwatch; i++) {
-    const char *p = c->watch[i];
-    if (p[0] == '!')
-      continue;
-    const char *sep = strstr(p, "://");
-    if (sep == NULL)
-      return 1;
-    if (strncasecmp(p, "http://", 7) == 0)
-      continue; /* a plain-http pattern watches no https host */
-    char hp[512];
-    const char *h = sep + 3;
-    size_t n = strcspn(h, "/");
-    snprintf(hp, sizeof hp, "%.*s", (int)n, h);
-    if (polite__px_glob_match(hp, authority, NULL))
-      return 1;
-  }
-  return 0;
-}
-
 /* The CONNECT itself fails: 502 with why, and the connection closes. */
 static void connect_failed(px_req *r, const char *why) {
   char msg[640];
@@ -75,7 +50,8 @@ static void tunnel(px_req *r) {
 
 void polite__px_connect(px_req *r) {
   px_server *s = r->s;
-  if (!(s->ca && host_watched(s->cfg, r->authority))) {
+  if (!(s->ca && polite__px_watch_host(s->cfg->watch, s->cfg->nwatch,
+                                       r->authority, 1))) {
     tunnel(r);
     return;
   }

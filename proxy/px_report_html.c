@@ -5,8 +5,7 @@
 #include "px_report_html.h"
 
 #include "px.h"
-#include "report_html.h"
-#include "report_model.h"
+#include "report_svg.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -261,7 +261,9 @@ static void do_connect(px_req *r) {
   if (!r->s->cfg->forward_mode) {
     r->nr->keepalive = 0;
     refuse_req(r, 405, "method_not_allowed",
-               "polite proxy: CONNECT needs --mode forward");
+               "polite proxy: CONNECT needs --mode forward (this proxy "
+               "is a reverse proxy; --connect-to serves an intercepted "
+               "host from a local server)");
     return;
   }
   polite__px_connect(r);

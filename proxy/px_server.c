@@ -426,6 +426,8 @@ static void announce(px_server *s) {
   fprintf(stderr, "polite proxy: listening on %s\n", s->listen_addr);
   if (c->warning) /* pxlimits hook: what a devproxyrc asks, not simulated */
     fprintf(stderr, "polite proxy: warning: %s\n", c->warning);
+  if (c->mode_note)
+    fprintf(stderr, "polite proxy: mode: %s\n", c->mode_note);
   if (c->upstream)
     fprintf(stderr, "polite proxy: forwarding to %s://%s%s\n",
             strncasecmp(c->upstream, "https://", 8) == 0 ? "https" : "http",

@@ -2,7 +2,7 @@
  * CA that signs certificates for intercepted HTTPS hosts, and how to trust
  * it. */
 #include "cli.h"
-#include "net_tls.h"
+#include "proxy.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* polite: the command-line tool; dispatches to one file per subcommand. */
-#include "cli.h"
+#include "commands.h"
 
 #include <polite/polite.h>
 #include <string.h>
