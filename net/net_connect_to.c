@@ -19,24 +19,27 @@ struct net_connect_to {
   size_t n;
 };
 
-/* One part of the spec at *p: a bracketed IPv6 literal ("[::1]", brackets
- * dropped) or text up to the next ':' (or the end when last). Moves *p past
- * the part and its ':'. -1 when malformed or too long. */
+/* A host part of the spec at *p: a bracketed IPv6 literal ("[::1]",
+ * brackets dropped) or text up to the next ':', which must follow (a port
+ * part always comes after a host). Moves *p past the part and its ':'. -1
+ * when malformed or too long. */
 static int take_host(const char **p, char *out, size_t size) {
   const char *s = *p;
-  size_t n;
+  const char *e;
   if (*s == '[') {
-    const char *e = strchr(s, ']');
-    if (e == NULL || (e[1] != ':' && e[1] != '\0'))
+    const char *close = strchr(s, ']');
+    if (close == NULL || close[1] != ':')
       return -1;
-    n = (size_t)(e - s - 1);
     s++;
-    *p = e[1] ? e + 2 : e + 1;
+    e = close;
+    *p = close + 2;
   } else {
-    const char *e = strchr(s, ':');
-    n = e ? (size_t)(e - s) : strlen(s);
-    *p = e ? e + 1 : s + n;
+    e = strchr(s, ':');
+    if (e == NULL)
+      return -1;
+    *p = e + 1;
   }
+  size_t n = (size_t)(e - s);
   if (n >= size)
     return -1;
   memcpy(out, s, n);
