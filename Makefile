@@ -80,6 +80,7 @@ lint: deps
 	echo "clang-tidy: clean ($(words $(LINT_SOURCES)) files)"
 	scripts/checksrc.sh lib common src net proxy
 	scripts/checklayers.sh
+	scripts/checksize.sh
 	@files=$$(git ls-files '*.c' '*.h' 2>/dev/null || find lib common src net proxy include tests examples bench -name '*.[ch]'); \
 	clang-format --dry-run --Werror $$files || { echo "clang-format: run 'clang-format -i' on the files above"; exit 1; }; \
 	echo "clang-format: clean ($$(echo $$files | wc -w) files)"

@@ -172,6 +172,16 @@ int cli_opt_set_json(const cli_opt *o, void *opts, const void *json, char *err,
 int cli_config_apply(const cli_opt *table, void *opts, const void *object,
                      char *err, size_t errlen);
 
+/* The same for a configuration file's text (len bytes, need not be
+ * NUL-terminated) named `name`: JSON with duplicate keys refused, keys
+ * starting with '$' ("$schema") and null values skipped, an array item of
+ * a repeatable row must be a string. Errors name the file, the line of the
+ * key and the field: "c.json:3: field 'quota': expected ...", "c.json:2:5:
+ * <syntax error>", "c.json:1: expected a JSON object of options". */
+int cli_config_apply_text(const cli_opt *table, void *opts, const char *text,
+                          size_t len, const char *name, char *err,
+                          size_t errlen);
+
 /* Stores val as row o's kind would, ignoring its setter: a setter that
  * only validates ends with this. */
 int cli_opt_store(const cli_opt *o, void *opts, const char *val, char *err,

@@ -242,6 +242,8 @@ const char *polite__px_json_text(struct json_t *v, int allow_bool, char *buf,
  * (as Dev Proxy watches them). A file that no longer loads keeps the
  * previous rules; the message goes to `log`. Returns how many reloaded. */
 int polite__px_config_reload(px_config *c, FILE *log);
+/* Modification time of path in ns; 0 when it is NULL or cannot be read. */
+int64_t polite__px_file_mtime_ns(const char *path);
 
 /* ---- Presets (px_preset.c) ------------------------------------------------
  */

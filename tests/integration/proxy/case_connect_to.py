@@ -45,13 +45,13 @@ check(code == 200 and body == "upstream /v1/models",
 code, body = curl(px, "https://other.test/x", "--cacert", os.path.join(UP_CA, "ca.pem"))
 check(code == 200 and body == "upstream /x", "a tunnel to other.test:443 goes to the local server (%d %r)"
       % (code, body[:60]))
+px.stop()  # the log line follows the answer: read it once the proxy is done
 log = px.logtext()
 check("CONNECT api.openai.com:443 200 passed intercepted" in log,
       "the CONNECT line names the target it was given (%s)"
       % [l for l in log.splitlines() if "CONNECT api" in l][:1])
 check("GET https://api.openai.com/v1/models 200 passed" in log, "the request is logged under its real URL")
 check("CONNECT other.test:443 200 passed tunnel" in log, "the tunnel's CONNECT line")
-px.stop()
 
 # --- 2. the certificate is still checked against HOST, not HOST2 ---
 px = Proxy("--mode", "forward", "--watch", "https://api.openai.com/*",
@@ -79,18 +79,18 @@ check(rc == 2 and "--connect-to" in err and "HOST:PORT:HOST2:PORT2" in err and "
 px = Proxy("--mode", "forward", "--allow-host", "allowed.test", "--log", "-", name="allow")
 code, _ = curl(px, "http://denied.test/x")
 check(code == 403, "--allow-host: another host is refused (%d)" % code)
+px.stop()
 log = px.logtext()
 check("GET http://denied.test/x 403 host_not_allowed" in log,
       "--allow-host refusals are logged host_not_allowed, not upstream_error (%s)"
       % [l for l in log.splitlines() if "denied" in l][:1])
-px.stop()
 px = Proxy("--failure-rate", "100", "--retry-after", "90", "--log", "-", name="units")
 code, _ = curl(px, px.base + "/x")  # mock mode through curl -x: an absolute-form request
 check(code == 429, "an injected 429 (%d)" % code)
+px.stop()
 log = px.logtext()
 check("retry_after=90000ms" in log and "retry_after=90s" not in log,
       "the log writes Retry-After in ms like every duration (%s)"
       % [l for l in log.splitlines() if "retry_after" in l][:1])
-px.stop()
 
 done()
