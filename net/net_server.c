@@ -209,17 +209,7 @@ static void refuse(net_conn *c, int status, const char *why) {
 
 static int add_header(void *arg, const char *name, size_t nlen,
                       const char *value, size_t vlen) {
-  struct evkeyvalq *h = arg;
-  struct evkeyval *kv = calloc(1, sizeof *kv);
-  if (kv == NULL || (kv->key = strndup(name, nlen)) == NULL ||
-      (kv->value = strndup(value, vlen)) == NULL) {
-    if (kv)
-      free(kv->key);
-    free(kv);
-    return -1;
-  }
-  TAILQ_INSERT_TAIL(h, kv, next);
-  return 0;
+  return polite__net_field_add(arg, name, nlen, value, vlen);
 }
 
 static struct evkeyvalq *headers_new(void) {
@@ -235,7 +225,7 @@ static net_req *req_new(net_conn *c, const net_req_head *h,
                         struct evkeyvalq *hdrs) {
   net_req *r = calloc(1, sizeof *r);
   if (r == NULL) {
-    evhttp_clear_headers(hdrs);
+    polite__net_fields_clear(hdrs);
     free(hdrs);
     return NULL;
   }
@@ -272,7 +262,7 @@ void polite__net_req_free(net_req *rq) {
   if (rq->body)
     evbuffer_free(rq->body);
   if (rq->in) {
-    evhttp_clear_headers(rq->in);
+    polite__net_fields_clear(rq->in);
     free(rq->in);
   }
   free(rq->target);
@@ -359,7 +349,7 @@ static int read_head(net_conn *c) {
   }
   if (polite__net_req_parse(&h, d, (size_t)end, &s->bounds.head, add_header,
                             hdrs) < 0) {
-    evhttp_clear_headers(hdrs);
+    polite__net_fields_clear(hdrs);
     free(hdrs);
     refuse(c, h.status, h.error);
     return 1;
@@ -664,9 +654,28 @@ static int framing_header(const char *name) {
          polite__ci_eq(name, strlen(name), "Connection");
 }
 
-void polite__net_req_head(net_req *r, int status, const char *reason,
-                          const struct evkeyvalq *headers, int64_t length,
-                          int no_body, int flags) {
+/* One "Name: value" line, without printf (a proxied answer writes a dozen
+ * per request). */
+static void add_field(struct evbuffer *out, const char *k, const char *v) {
+  evbuffer_add(out, k, strlen(k));
+  evbuffer_add(out, ": ", 2);
+  evbuffer_add(out, v, strlen(v));
+  evbuffer_add(out, "\r\n", 2);
+}
+
+static void add_fields(struct evbuffer *out, const struct evkeyvalq *h,
+                       int (*skip)(const char *name, void *arg), void *arg) {
+  for (struct evkeyval *f = h ? h->tqh_first : NULL; f; f = f->next.tqe_next)
+    if (!framing_header(f->key) && !(skip && skip(f->key, arg)))
+      add_field(out, f->key, f->value);
+}
+
+void polite__net_req_head_fwd(net_req *r, int status, const char *reason,
+                              const struct evkeyvalq *own,
+                              const struct evkeyvalq *fwd,
+                              int (*skip)(const char *name, void *arg),
+                              void *arg, const char *extra, int64_t length,
+                              int no_body, int flags) {
   net_conn *c = r->conn;
   if (c == NULL)
     return;
@@ -677,16 +686,23 @@ void polite__net_req_head(net_req *r, int status, const char *reason,
   c->resp_chunked = !no_body && length < 0 && r->minor >= 1;
   c->resp_close =
       !r->keepalive || c->eof || (!no_body && length < 0 && r->minor == 0);
-  evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
-                      reason && reason[0] ? reason : reason_of(status));
+  char line[64];
+  const char *why = reason && reason[0] ? reason : reason_of(status);
+  int n = snprintf(line, sizeof line, "HTTP/1.1 %d ", status);
+  evbuffer_add(out, line, (size_t)n);
+  evbuffer_add(out, why, strlen(why));
+  evbuffer_add(out, "\r\n", 2);
   if (flags & NET_HEAD_DATE)
-    evbuffer_add_printf(out, "Date: %s\r\n", http_date(c->s));
-  if (headers)
-    for (struct evkeyval *h = headers->tqh_first; h; h = h->next.tqe_next)
-      if (!framing_header(h->key))
-        evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
-  if (length >= 0 && status >= 200 && status != 204)
-    evbuffer_add_printf(out, "Content-Length: %lld\r\n", (long long)length);
+    add_field(out, "Date", http_date(c->s));
+  add_fields(out, own, NULL, NULL);
+  add_fields(out, fwd, skip, arg);
+  if (extra)
+    evbuffer_add(out, extra, strlen(extra));
+  if (length >= 0 && status >= 200 && status != 204) {
+    n = snprintf(line, sizeof line, "Content-Length: %lld\r\n",
+                 (long long)length);
+    evbuffer_add(out, line, (size_t)n);
+  }
   if (c->resp_chunked)
     evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
   if (c->resp_close)
@@ -694,6 +710,13 @@ void polite__net_req_head(net_req *r, int status, const char *reason,
   else if (r->minor == 0)
     evbuffer_add(out, "Connection: keep-alive\r\n", 24);
   evbuffer_add(out, "\r\n", 2);
+}
+
+void polite__net_req_head(net_req *r, int status, const char *reason,
+                          const struct evkeyvalq *headers, int64_t length,
+                          int no_body, int flags) {
+  polite__net_req_head_fwd(r, status, reason, headers, NULL, NULL, NULL, NULL,
+                           length, no_body, flags);
 }
 
 /* Sends what is staged. On a plain socket with nothing queued it is

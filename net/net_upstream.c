@@ -184,7 +184,7 @@ void polite__net_up_exch_free(exch *x) {
     evbuffer_free(x->copy);
   if (x->tmp)
     evbuffer_free(x->tmp);
-  evhttp_clear_headers(&x->headers);
+  polite__net_fields_clear(&x->headers);
   free(x);
 }
 
@@ -532,11 +532,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg) {
 static int cb_header(void *arg, const char *name, size_t nlen,
                      const char *value, size_t vlen) {
   exch *x = arg;
-  char *n = strndup(name, nlen), *v = strndup(value, vlen);
-  int rc = (n && v) ? evhttp_add_header(&x->headers, n, v) : -1;
-  free(n);
-  free(v);
-  return rc;
+  return polite__net_field_add(&x->headers, name, nlen, value, vlen);
 }
 
 static int cb_head(void *arg, int status, const char *reason, size_t rlen,
@@ -546,7 +542,7 @@ static int cb_head(void *arg, int status, const char *reason, size_t rlen,
   /* A chunked body is re-framed for the client: its Content-Length (if the
    * upstream sent both) would be wrong. */
   if (x->p.has_te)
-    evhttp_remove_header(&x->headers, "Content-Length");
+    polite__net_field_remove(&x->headers, "Content-Length");
   x->h->on_head(x->arg, status, reason, minor, &x->headers);
   return 0;
 }

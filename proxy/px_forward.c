@@ -45,32 +45,21 @@ int polite__px_hop_by_hop(const char *name, const char *connection) {
   return 0;
 }
 
-static void copy_headers(struct evkeyvalq *from, struct evkeyvalq *to) {
-  const char *conn = evhttp_find_header(from, "Connection");
-  for (struct evkeyval *h = from->tqh_first; h; h = h->next.tqe_next)
-    if (!polite__px_hop_by_hop(h->key, conn))
-      evhttp_add_header(to, h->key, h->value);
-}
-
-static void add_via(struct evkeyvalq *h, const char *proto) {
-  const char *old = evhttp_find_header(h, "Via");
-  char v[1024];
-  if (old)
-    snprintf(v, sizeof v, "%s, %s polite", old, proto);
-  else
-    snprintf(v, sizeof v, "%s polite", proto);
-  evhttp_remove_header(h, "Via");
-  evhttp_add_header(h, "Via", v);
+/* The upstream's fields the client does not get: hop-by-hop ones (arg is
+ * the upstream's Connection field), and Via, which is written anew. */
+static int not_forwarded(const char *name, void *arg) {
+  return polite__px_hop_by_hop(name, arg) ||
+         polite__ci_eq(name, strlen(name), "Via");
 }
 
 static void up_head(void *arg, int code, const char *reason, int minor,
                     struct evkeyvalq *in) {
   px_req *r = arg;
   r->now = polite__px_now(r->s);
-  copy_headers(in, r->out);
-  char proto[16];
-  snprintf(proto, sizeof proto, "1.%d", minor);
-  add_via(r->out, proto);
+  const char *old_via = evhttp_find_header(in, "Via");
+  char via[1100];
+  snprintf(via, sizeof via, "Via: %.1000s%s1.%d polite\r\n",
+           old_via ? old_via : "", old_via ? ", " : "", minor);
   /* pxlimits hooks: the upstream's Retry-After and latency, then the wait
    * counts from now, as the head leaves. */
   polite__px_upstream_answer(r, code, in);
@@ -83,7 +72,11 @@ static void up_head(void *arg, int code, const char *reason, int minor,
   int64_t length = cl ? strtoll(cl, NULL, 10) : -1;
   int no_body = strcmp(r->method, "HEAD") == 0 || code < 200 || code == 204 ||
                 code == 304;
-  polite__net_req_head(r->nr, code, reason, r->out, length, no_body, 0);
+  /* The upstream's fields go to the client as they are (no copy), after
+   * the proxy's own (the limits' headers on a passed request). */
+  polite__net_req_head_fwd(r->nr, code, reason, r->out, in, not_forwarded,
+                           (void *)evhttp_find_header(in, "Connection"), via,
+                           length, no_body, 0);
 }
 
 static void up_body(void *arg, struct evbuffer *data) {
@@ -174,7 +167,11 @@ void polite__px_forward(px_req *r) {
       via = h->value;
       continue;
     }
-    evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
+    /* Pieces, not printf: a dozen fields per request. */
+    evbuffer_add(out, h->key, strlen(h->key));
+    evbuffer_add(out, ": ", 2);
+    evbuffer_add(out, h->value, strlen(h->value));
+    evbuffer_add(out, "\r\n", 2);
   }
   evbuffer_add_printf(out, "Via: %s%s1.%d polite\r\n", via ? via : "",
                       via ? ", " : "", r->nr->minor);

@@ -532,7 +532,9 @@ int polite__px_report_html(const px_config *cfg, const px_state *st,
   free(text);
   px_view *v = calloc(1, sizeof *v);
   const char *log_path =
-      cfg->log && strcmp(cfg->log, "-") != 0 ? cfg->log : NULL;
+      cfg->log && strcmp(cfg->log, "-") != 0 && strcmp(cfg->log, "none") != 0
+          ? cfg->log
+          : NULL;
   if (log && log != stderr)
     fflush(log);
   int rc = -1;

@@ -187,7 +187,8 @@ static void flush_log(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
   px_server *s = arg;
-  fflush(s->log);
+  if (s->log)
+    fflush(s->log);
 }
 
 /* pxlimits hook: errors and mocks files reloaded when they change. */
@@ -371,6 +372,10 @@ static int open_log(px_server *s) {
     s->log = stderr;
     return 0;
   }
+  if (strcmp(c->log, "none") == 0) {
+    s->log = NULL; /* no request log (nginx's access_log off) */
+    return 0;
+  }
   s->log = fopen(c->log, "a");
   if (s->log == NULL) {
     fprintf(stderr, "polite proxy: --log %s: %s\n", c->log, strerror(errno));
@@ -464,7 +469,7 @@ static int serve(px_server *s) {
   int rc = 1;
   char err[512];
   if (si && st && fl && event_add(si, NULL) == 0 && event_add(st, NULL) == 0 &&
-      (s->log == stderr || event_add(fl, &every) == 0)) {
+      (s->log == NULL || s->log == stderr || event_add(fl, &every) == 0)) {
     if (polite__net_listen(s->srv, c->listen, s->listen_addr,
                            sizeof s->listen_addr, err, sizeof err) == 0) {
       announce(s);
