@@ -112,8 +112,10 @@ static int check_judge(px_req *r, int64_t now_us, const char *body,
   const px_config *c = s->cfg;
   px_judgement j;
   polite__px_conn_probe(s->st, conn_alive, NULL);
-  polite__px_judge(s->st, r->key, r->conn_id, polite__net_req_fd(r->nr),
-                   r->client, now_us / 1000, c->penalty, &j);
+  /* Without a connection (a unit test's request) the probe has no socket. */
+  polite__px_judge(s->st, r->key, r->conn_id,
+                   r->nr ? polite__net_req_fd(r->nr) : -1, r->client,
+                   now_us / 1000, c->penalty, &j);
   r->client_id = j.client;
   if (j.verdict == PX_JUDGE_OK)
     return 0;
