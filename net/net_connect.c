@@ -4,6 +4,7 @@
  * loop. */
 #define _GNU_SOURCE
 #include "net_conn.h"
+#include "net_upstream.h" /* net_lookup */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -99,33 +100,22 @@ static void peer_event(struct bufferevent *b, short what, void *arg) {
 typedef struct net_pending {
   net_req *rq;
   struct bufferevent *peer;
-  struct lookup *lookup; /* in flight, or NULL */
-  struct event *ev;      /* runs the answer of a lookup from the loop */
+  net_lookup *lookup; /* in flight, or NULL */
+  struct event *ev;   /* dials an IP literal from the loop */
   struct sockaddr_storage addr;
   socklen_t addrlen;
-  int dns_rc;
   int port;
   char where[300]; /* "host:port" in messages */
   net_tunnel_cb done;
   void *ud;
 } net_pending;
 
-/* The argument of an evdns callback: it outlives a cancelled pending (the
- * callback then finds p NULL and only frees this). */
-typedef struct lookup {
-  net_pending *p;
-  struct evdns_getaddrinfo_request *req;
-} lookup;
-
 void polite__net_pending_cancel(net_req *rq) {
   net_pending *p = rq->pending;
   if (p == NULL)
     return;
   rq->pending = NULL;
-  if (p->lookup) {
-    p->lookup->p = NULL; /* the callback frees the ticket */
-    evdns_getaddrinfo_cancel(p->lookup->req);
-  }
+  polite__net_lookup_cancel(p->lookup);
   if (p->ev)
     event_free(p->ev);
   if (p->peer)
@@ -195,40 +185,28 @@ static void dial(net_pending *p) {
     setup_failed(p, strerror(errno ? errno : ECONNREFUSED));
 }
 
-/* The lookup's answer, run from the loop (p->ev). */
-static void resolved(evutil_socket_t fd, short what, void *arg) {
+/* An IP literal's dial, run from the loop (p->ev). */
+static void dial_soon(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
+  dial(arg);
+}
+
+/* The lookup's answer (from the loop). */
+static void resolved(void *arg, int rc, const struct sockaddr *addr,
+                     socklen_t len) {
   net_pending *p = arg;
-  if (p->dns_rc != 0) {
+  p->lookup = NULL;
+  if (rc != 0 || len > sizeof p->addr) {
     char why[200];
     snprintf(why, sizeof why, "cannot resolve the host: %s",
-             evutil_gai_strerror(p->dns_rc));
+             evutil_gai_strerror(rc ? rc : EVUTIL_EAI_FAIL));
     setup_failed(p, why);
     return;
   }
+  memcpy(&p->addr, addr, len);
+  p->addrlen = len;
   dial(p);
-}
-
-/* evdns's answer; it may come before evdns_getaddrinfo returns (hosts
- * file, cache), so it is only stored here and run from the loop. */
-static void dns_answer(int rc, struct evutil_addrinfo *res, void *arg) {
-  lookup *t = arg;
-  net_pending *p = t->p;
-  if (p) {
-    p->lookup = NULL;
-    p->dns_rc = rc != 0 ? rc : res == NULL ? EVUTIL_EAI_FAIL : 0;
-    if (p->dns_rc == 0 && res->ai_addrlen <= sizeof p->addr) {
-      memcpy(&p->addr, res->ai_addr, res->ai_addrlen);
-      p->addrlen = (socklen_t)res->ai_addrlen;
-    } else if (p->dns_rc == 0) {
-      p->dns_rc = EVUTIL_EAI_FAIL;
-    }
-    event_active(p->ev, EV_TIMEOUT, 1);
-  }
-  if (res)
-    evutil_freeaddrinfo(res);
-  free(t);
 }
 
 /* Fills p->addr from an IP literal host. 0, or -1 when host is a name. */
@@ -251,27 +229,6 @@ static int literal(net_pending *p, const char *host) {
   return -1;
 }
 
-/* Asks dns for host; the answer comes through p->ev. */
-static int lookup_start(net_pending *p, struct evdns_base *dns,
-                        const char *host) {
-  lookup *t = calloc(1, sizeof *t);
-  if (t == NULL)
-    return -1;
-  t->p = p;
-  p->lookup = t;
-  char ps[16];
-  snprintf(ps, sizeof ps, "%d", p->port);
-  struct evutil_addrinfo hints = {0};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
-  struct evdns_getaddrinfo_request *r =
-      evdns_getaddrinfo(dns, host, ps, &hints, dns_answer, t);
-  if (p->lookup == t) /* not answered yet: t is still ours to cancel */
-    t->req = r;
-  return 0;
-}
-
 int polite__net_tunnel(net_req *rq, struct evdns_base *dns, const char *host,
                        int port, net_tunnel_cb done, void *ud, char *err,
                        size_t errlen) {
@@ -292,11 +249,12 @@ int polite__net_tunnel(net_req *rq, struct evdns_base *dns, const char *host,
   snprintf(p->where, sizeof p->where, strchr(host, ':') ? "[%s]:%d" : "%s:%d",
            host, port);
   p->peer = bufferevent_socket_new(c->s->base, -1, BEV_OPT_CLOSE_ON_FREE);
-  p->ev = event_new(c->s->base, -1, 0, resolved, p);
+  p->ev = event_new(c->s->base, -1, 0, dial_soon, p);
   rq->pending = p;
   int is_literal = literal(p, host) == 0;
-  if (p->peer == NULL || p->ev == NULL ||
-      (!is_literal && (dns == NULL || lookup_start(p, dns, host) < 0))) {
+  if (!is_literal && dns && p->peer && p->ev)
+    p->lookup = polite__net_lookup(c->s->base, dns, host, port, resolved, p);
+  if (p->peer == NULL || p->ev == NULL || (!is_literal && p->lookup == NULL)) {
     snprintf(err, errlen, "cannot connect to %s: %s", p->where,
              dns == NULL ? "no resolver" : "out of memory");
     polite__net_pending_cancel(rq);

@@ -44,84 +44,26 @@ net_upstream *polite__net_up_new_via(struct event_base *base,
     return u;
   }
   u->dns = dns;
-  u->dns_ev = event_new(base, -1, 0, polite__net_up_dns_done, u);
-  if (u->dns_ev == NULL) {
-    snprintf(err, errlen, "out of memory");
-    polite__net_up_free(u);
-    return NULL;
-  }
   return u;
 }
 
-/* evdns's answer. It may come before evdns_getaddrinfo returns (hosts file,
- * cache), so the queue is run from dns_ev, never from here: a failure then
- * reaches on_done from the loop, not from inside polite__net_up_send. */
-static void dns_answer(int rc, struct evutil_addrinfo *res, void *arg) {
-  dns_ticket *t = arg;
-  net_upstream *u = t->u;
-  if (u) {
-    u->lookup = NULL;
-    u->dns_rc = rc != 0 ? rc : res == NULL ? EVUTIL_EAI_FAIL : 0;
-    if (u->dns_rc == 0 && res->ai_addrlen <= sizeof u->addr) {
-      memcpy(&u->addr, res->ai_addr, res->ai_addrlen);
-      u->addrlen = (socklen_t)res->ai_addrlen;
-    } else if (u->dns_rc == 0) {
-      u->dns_rc = EVUTIL_EAI_FAIL;
-    }
-    u->dns_ready = 1;
-    event_active(u->dns_ev, EV_TIMEOUT, 1);
-  }
-  if (res)
-    evutil_freeaddrinfo(res);
-  free(t);
-}
-
-int polite__net_up_queue(net_upstream *u, exch *x, struct evbuffer *req) {
-  if (x->held == NULL && (x->held = evbuffer_new()) == NULL) {
-    polite__net_up_set_error(u, "out of memory");
-    return -1;
-  }
-  evbuffer_add_buffer(x->held, req);
-  x->c = NULL;
-  x->qnext = NULL;
-  *u->queue_tail = x;
-  u->queue_tail = &x->qnext;
-  if (u->lookup || u->dns_ready)
-    return 0; /* an answer is on its way, for the whole queue */
-  dns_ticket *t = calloc(1, sizeof *t);
-  if (t == NULL) {
-    u->dns_rc = EVUTIL_EAI_MEMORY;
-    u->dns_ready = 1;
-    event_active(u->dns_ev, EV_TIMEOUT, 1);
-    return 0;
-  }
-  t->u = u;
-  u->lookup = t;
-  char ps[16];
-  snprintf(ps, sizeof ps, "%d", u->port);
-  struct evutil_addrinfo hints = {0};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = EVUTIL_AI_ADDRCONFIG;
-  struct evdns_getaddrinfo_request *r =
-      evdns_getaddrinfo(u->dns, u->dial, ps, &hints, dns_answer, t);
-  if (u->lookup == t) /* not answered yet: t is still ours to cancel */
-    t->req = r;
-  return 0;
-}
-
-/* Runs the exchanges that waited for the address, or fails them all. */
-void polite__net_up_dns_done(evutil_socket_t fd, short what, void *arg) {
-  (void)fd;
-  (void)what;
+/* The lookup's answer (from the loop): the exchanges that waited for the
+ * address start, or all fail. A failed lookup is tried again by the next
+ * exchange. */
+static void resolved(void *arg, int rc, const struct sockaddr *addr,
+                     socklen_t len) {
   net_upstream *u = arg;
-  u->dns_ready = 0;
-  u->resolved = u->dns_rc == 0;
+  u->lookup = NULL;
+  if (rc == 0 && len <= sizeof u->addr) {
+    memcpy(&u->addr, addr, len);
+    u->addrlen = len;
+  } else if (rc == 0) {
+    rc = EVUTIL_EAI_FAIL;
+  }
+  u->resolved = rc == 0;
   exch *q = u->queue;
   u->queue = NULL;
   u->queue_tail = &u->queue;
-  int rc = u->dns_rc;
-  u->dns_rc = 0; /* a failed lookup is tried again by the next exchange */
   while (q) {
     exch *x = q;
     q = x->qnext;
@@ -139,4 +81,28 @@ void polite__net_up_dns_done(evutil_socket_t fd, short what, void *arg) {
     }
     evbuffer_free(req);
   }
+}
+
+int polite__net_up_queue(net_upstream *u, exch *x, struct evbuffer *req) {
+  if (x->held == NULL && (x->held = evbuffer_new()) == NULL) {
+    polite__net_up_set_error(u, "out of memory");
+    return -1;
+  }
+  evbuffer_add_buffer(x->held, req);
+  x->c = NULL;
+  x->qnext = NULL;
+  *u->queue_tail = x;
+  u->queue_tail = &x->qnext;
+  if (u->lookup)
+    return 0; /* an answer is on its way, for the whole queue */
+  u->lookup =
+      polite__net_lookup(u->base, u->dns, u->dial, u->port, resolved, u);
+  if (u->lookup == NULL) {
+    /* With no lookup in flight x was alone in the queue: take it back. */
+    polite__net_up_set_error(u, "out of memory");
+    u->queue = NULL;
+    u->queue_tail = &u->queue;
+    return -1;
+  }
+  return 0;
 }

@@ -61,19 +61,9 @@ struct net_upstream {
   int port;
   int resolved;
   struct evdns_base *dns;
-  struct dns_ticket *lookup; /* the lookup in flight, or NULL */
-  struct event *dns_ev;      /* runs the queue from the loop */
-  int dns_ready;             /* dns_ev is active: the answer is in */
-  int dns_rc;
+  net_lookup *lookup; /* the lookup in flight, or NULL */
   exch *queue, **queue_tail;
 };
-
-/* The argument of an evdns callback: outlives the upstream when the lookup
- * is cancelled (the callback then finds u NULL and only frees this). */
-typedef struct dns_ticket {
-  net_upstream *u;
-  struct evdns_getaddrinfo_request *req;
-} dns_ticket;
 
 /* Records why the current exchange fails, for polite__net_up_error. */
 void polite__net_up_set_error(net_upstream *u, const char *fmt, ...)
@@ -90,9 +80,7 @@ int polite__net_up_resolve_now(net_upstream *u, char *err, size_t errlen);
  * connection, or queues it while u has no address. 0, or -1 with the
  * reason recorded (x is then the caller's). */
 int polite__net_up_start(net_upstream *u, exch *x, struct evbuffer *req);
-/* px_up_dns.c: queues x until the address is known, starting the lookup. */
+/* net_up_dns.c: queues x until the address is known, starting the lookup. */
 int polite__net_up_queue(net_upstream *u, exch *x, struct evbuffer *req);
-/* px_up_dns.c: dns_ev's callback. */
-void polite__net_up_dns_done(evutil_socket_t fd, short what, void *arg);
 
 #endif

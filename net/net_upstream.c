@@ -166,12 +166,7 @@ void polite__net_up_free(net_upstream *u) {
     return;
   while (u->idle)
     conn_close(u->idle);
-  if (u->lookup) {
-    u->lookup->u = NULL; /* the callback frees the ticket */
-    evdns_getaddrinfo_cancel(u->lookup->req);
-  }
-  if (u->dns_ev)
-    event_free(u->dns_ev);
+  polite__net_lookup_cancel(u->lookup);
   SSL_SESSION_free(u->session);
   SSL_CTX_free(u->tls);
   free(u);

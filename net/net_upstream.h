@@ -7,6 +7,7 @@
 #include <event2/event.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 /* Why not evhttp's client: it re-arms epoll on every state change and waits
  * for EPOLLOUT before each write, about 8 extra syscalls per request. Here
@@ -97,6 +98,23 @@ net_upstream *polite__net_up_new_via(struct event_base *base,
                                      int port, const char *dial_host,
                                      int dial_port, SSL_CTX *tls, char *err,
                                      size_t errlen);
+
+/* ---- net_lookup.c: a name lookup that never blocks the loop ------------ */
+
+typedef struct net_lookup net_lookup;
+/* The answer: rc 0 and the first address, or an EVUTIL_EAI_* code (addr
+ * NULL; evutil_gai_strerror says why). */
+typedef void (*net_lookup_cb)(void *arg, int rc, const struct sockaddr *addr,
+                              socklen_t len);
+/* Looks host:port up with dns (resolv.conf and the hosts file); done is
+ * called once, from the loop, never from inside this call, unless the
+ * lookup is cancelled first. NULL when out of memory (done is not
+ * called). */
+net_lookup *polite__net_lookup(struct event_base *base, struct evdns_base *dns,
+                               const char *host, int port, net_lookup_cb done,
+                               void *arg);
+/* Ends a lookup whose answer is no longer wanted: done is not called. */
+void polite__net_lookup_cancel(net_lookup *l);
 
 /* ---- net_connect_to.c: --connect-to HOST:PORT:HOST2:PORT2 ---------------- */
 
