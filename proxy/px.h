@@ -143,6 +143,7 @@ struct px_config {
   char *upstream;        /* NULL: mock mode */
   char *upstream_cacert; /* https upstreams: CA file (NULL: system store) */
   int upstream_insecure; /* https upstreams: no certificate verification */
+  int test_clock; /* --test-clock: time moves only by POST /__polite/clock */
   char **watch;
   size_t nwatch;
   double failure_rate;  /* percent, 0..100 */
@@ -195,7 +196,6 @@ struct px_config {
   size_t nallow_host;
   char **connect_to; /* --connect-to HOST:PORT:HOST2:PORT2 rules; owned */
   size_t nconnect_to;
-  int test_clock; /* --test-clock: time moves only by POST /__polite/clock */
   const char *mode_note; /* said at start: how the mode was settled */
   int header_timeout_ms, idle_timeout_ms;
   int mode_set; /* --mode given: a devproxyrc or --upstream do not decide */

@@ -188,8 +188,7 @@ static int set_enum(void *opts, const cli_opt *o, const char *value, char *err,
     const char *end = bar ? bar : p + strlen(p);
     size_t n = (size_t)(eq - p);
     if (strlen(value) == n && strncasecmp(p, value, n) == 0) {
-      *(int *)field(opts, o) =
-          atoi(eq + 1); // checksrc-allow: atoi (digits of our own table)
+      *(int *)field(opts, o) = (int)strtol(eq + 1, NULL, 10);
       return 0;
     }
     size_t l = strlen(list);
