@@ -67,7 +67,8 @@ const char *polite_outcome_name(polite_outcome o) {
                                                       "network_error",
                                                       "invalid_input",
                                                       "cancelled",
-                                                      "wait_too_long"};
+                                                      "wait_too_long",
+                                                      "queue_full"};
   return (unsigned)o < POLITE_OUT_COUNT ? names[o] : "unknown";
 }
 
@@ -372,6 +373,12 @@ polite_batch *polite_batch_new(const polite_batch_options *o, char *err,
   if (curl_init_rc != CURLE_OK) {
     if (err)
       snprintf(err, errlen, "libcurl: %s", curl_easy_strerror(curl_init_rc));
+    return NULL;
+  }
+  if (o != NULL && o->next == NULL) {
+    /* Only the engine (polite/engine.h) takes submitted requests. */
+    if (err)
+      snprintf(err, errlen, "batch options need a request source (next)");
     return NULL;
   }
   polite_batch *b = calloc(1, sizeof *b);
