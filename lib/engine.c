@@ -183,8 +183,7 @@ polite_engine_verdict polite_engine_head(polite_engine *e,
 
 polite_engine_verdict polite_engine_body(polite_engine *e,
                                          polite_engine_attempt *a,
-                                         const char *body, size_t len,
-                                         int more,
+                                         const char *body, size_t len, int more,
                                          const polite_engine_now *now) {
   polite__now t = now_of(now);
   begin_once(e, &t);

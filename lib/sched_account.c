@@ -42,8 +42,7 @@ static void grow(polite__acct_table *t) {
   t->nb = nb;
 }
 
-polite__acct *polite__sched_acct_find(const polite__sched *s,
-                                      const char *key) {
+polite__acct *polite__sched_acct_find(const polite__sched *s, const char *key) {
   const polite__acct_table *t = &s->accts;
   if (key == NULL)
     return t->def;
@@ -191,8 +190,8 @@ int polite__sched_gate(polite__sched *s, job *j, int64_t now) {
   unsigned cost = j->req->cost;
   int64_t w = opens_at(s, a, now) - now +
               (int64_t)(interval_us(s, a, cost) * (double)ahead);
-  unsigned max = s->o.queue_max ? s->o.queue_max
-                                : POLITE_ENGINE_QUEUE_MAX_DEFAULT;
+  unsigned max =
+      s->o.queue_max ? s->o.queue_max : POLITE_ENGINE_QUEUE_MAX_DEFAULT;
   if (ahead >= max) {
     char msg[160];
     snprintf(msg, sizeof msg,
@@ -274,7 +273,7 @@ static void sweep(polite__sched *s, acct *a, int64_t now) {
 }
 
 polite__acct *polite__sched_acct_paused(polite__sched *s, const char *key,
-                                       int64_t until, int status) {
+                                        int64_t until, int status) {
   acct *a = polite__sched_acct_find(s, key);
   if (a == NULL || until <= a->pause_until_us)
     return NULL;
@@ -284,8 +283,7 @@ polite__acct *polite__sched_acct_paused(polite__sched *s, const char *key,
   return a;
 }
 
-void polite__sched_acct_sweep(polite__sched *s, polite__acct *a,
-                              int64_t now) {
+void polite__sched_acct_sweep(polite__sched *s, polite__acct *a, int64_t now) {
   if (a == NULL)
     return;
   sweep(s, a, now);

@@ -35,9 +35,9 @@ typedef struct polite__acct {
   struct polite__acct *next; /* hash chain */
   char *key;                 /* NULL: the default account */
   unsigned jobs, inflight;
-  int64_t pause_until_us; /* latest known end of its pause (its own 429s
-                             and the budget's answers); 0: none */
-  int pause_status;       /* that pause's status; 0: the budget's */
+  int64_t pause_until_us;         /* latest known end of its pause (its own 429s
+                                     and the budget's answers); 0: none */
+  int pause_status;               /* that pause's status; 0: the budget's */
   struct polite__rate_acct *rate; /* its learned rate, once known */
 } polite__acct;
 
@@ -153,7 +153,7 @@ int polite__sched_gate(polite__sched *s, job *j, int64_t now);
  * is news returns the account pinned for polite__sched_acct_sweep (else
  * NULL). The sweep comes once the answer's own request waits again. */
 polite__acct *polite__sched_acct_paused(polite__sched *s, const char *key,
-                                       int64_t until, int status);
+                                        int64_t until, int status);
 /* Ends at once the submitted requests of a (pinned by acct_paused; NULL is
  * ignored) waiting in the waiting set that can no longer afford their
  * wait, and unpins it. */

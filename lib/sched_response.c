@@ -359,8 +359,7 @@ static void settle(polite__sched *s, job *j, const polite__response *r,
 /* After respond: settles j, then the pause respond found sweeps the
  * account's queue, j's retry included. */
 static void conclude(polite__sched *s, job *j, const polite__response *r,
-                     const polite_decision *d, polite__acct *sweep,
-                     int64_t t) {
+                     const polite_decision *d, polite__acct *sweep, int64_t t) {
   settle(s, j, r, d, t);
   polite__sched_acct_sweep(s, sweep, t);
 }
@@ -402,8 +401,9 @@ int polite__sched_answer(polite__sched *s, job *j, const polite__response *r,
   if (d.action != POLITE_RETRY && r->status != 0) {
     /* A final answer whose body broke off before it could be relayed. */
     char msg[512];
-    snprintf(msg, sizeof msg, "the answer (%d) broke off before it could be "
-                              "relayed: %s",
+    snprintf(msg, sizeof msg,
+             "the answer (%d) broke off before it could be "
+             "relayed: %s",
              r->status, r->error ? r->error : "no body");
     polite__sched_finish(s, j, POLITE_OUT_NETWORK_ERROR, r->status, msg, t,
                          NULL, NULL);

@@ -28,8 +28,8 @@ polite__sched *polite__sched_new(const polite_batch_options *o,
                                  size_t errlen) {
   if (err && errlen)
     err[0] = '\0';
-  if (o == NULL || o->on_result == NULL || o->max_attempts < 1 ||
-      io == NULL || io->start == NULL) {
+  if (o == NULL || o->on_result == NULL || o->max_attempts < 1 || io == NULL ||
+      io->start == NULL) {
     if (err)
       snprintf(err, errlen,
                "batch options need on_result and max_attempts >= 1");
@@ -372,8 +372,8 @@ static int reading_over(const polite__sched *s) {
 }
 
 static int can_read(const polite__sched *s) {
-  return s->o.next != NULL && !reading_over(s) && !s->fatal &&
-         !s->source_dry && s->st.in_flight + s->waiting.n < s->o.max_pending;
+  return s->o.next != NULL && !reading_over(s) && !s->fatal && !s->source_dry &&
+         s->st.in_flight + s->waiting.n < s->o.max_pending;
 }
 
 job *polite__sched_job_new(polite__sched *s, polite_request *r) {

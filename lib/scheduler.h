@@ -159,8 +159,8 @@ int polite__sched_answer(polite__sched *s, polite__job *j,
                          const polite__now *now);
 /* The relay of j's final answer ended (error: NULL when all of it went
  * through): gives the slot back and emits the result. */
-void polite__sched_relayed(polite__sched *s, polite__job *j,
-                           const char *error, const polite__now *now);
+void polite__sched_relayed(polite__sched *s, polite__job *j, const char *error,
+                           const polite__now *now);
 
 /* Asks the run to stop (async-signal-safe: only sets a flag). */
 void polite__sched_cancel(polite__sched *s);

@@ -41,9 +41,9 @@ typedef struct {
                             the run's max_attempts; 0: the run's. 1 means
                             never retried (a gateway request whose body was
                             streamed once and not kept) */
-  void *user; /* the caller's own pointer (a gateway's client
-                 connection): never read or freed by polite, copied by
-                 polite_request_dup */
+  void *user;            /* the caller's own pointer (a gateway's client
+                            connection): never read or freed by polite, copied by
+                            polite_request_dup */
 } polite_request;
 
 /* Largest accepted cost (input field "cost", --cost). */
@@ -376,14 +376,14 @@ typedef struct {
   polite_ratectl *ratectl;
 
   /* The gateway's rules (polite/engine.h; docs/gateway.md). */
-  int retry_writes; /* a write without an idempotency key is retried after
-                       a 429 (never a 503, never a network error); see
-                       polite_decide_in.retry_writes. Default 0 */
-  unsigned queue_max; /* requests submitted through polite_engine_submit
-                         that may wait per account (not counting those in
-                         flight); one more ends queue_full at once. 0:
-                         POLITE_ENGINE_QUEUE_MAX_DEFAULT. Requests read
-                         from `next` are bounded by max_pending instead */
+  int retry_writes;      /* a write without an idempotency key is retried after
+                            a 429 (never a 503, never a network error); see
+                            polite_decide_in.retry_writes. Default 0 */
+  unsigned queue_max;    /* requests submitted through polite_engine_submit
+                            that may wait per account (not counting those in
+                            flight); one more ends queue_full at once. 0:
+                            POLITE_ENGINE_QUEUE_MAX_DEFAULT. Requests read
+                            from `next` are bounded by max_pending instead */
   int quota_per_account; /* a spent quota (quota_exhausted) stops only its
                             account (until the reset the answer states,
                             else quota_stop_ms; its requests end

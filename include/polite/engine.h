@@ -153,10 +153,9 @@ POLITE_EXTERN int polite_engine_step(polite_engine *e,
  * n header fields. See polite_engine_verdict. With RELAY the engine has
  * decided (the result comes at polite_engine_end); the concurrency slot
  * stays held while the answer streams. */
-POLITE_EXTERN polite_engine_verdict
-polite_engine_head(polite_engine *e, polite_engine_attempt *a, int status,
-                   const polite_header_field *fields, size_t n,
-                   const polite_engine_now *now);
+POLITE_EXTERN polite_engine_verdict polite_engine_head(
+    polite_engine *e, polite_engine_attempt *a, int status,
+    const polite_header_field *fields, size_t n, const polite_engine_now *now);
 /* After READ_BODY: the first len bytes of the body (len <=
  * polite_engine_body_max(); more = 1 when the body goes on beyond them, or
  * its end is not known yet). Returns RELAY (send these bytes after the
@@ -211,15 +210,15 @@ POLITE_EXTERN size_t polite_engine_body_max(const polite_engine *e);
 /* One account with submitted requests, as polite_engine_accounts reports
  * it at `now`. */
 typedef struct {
-  const char *key;        /* the host with scope_host; NULL: the default
-                             account. Valid until the next engine call */
-  unsigned waiting;       /* submitted requests waiting to start */
-  unsigned in_flight;     /* their attempts in flight (or relaying) */
-  int64_t pause_left_ms;  /* what is known of the account's pause; 0 none */
+  const char *key;         /* the host with scope_host; NULL: the default
+                              account. Valid until the next engine call */
+  unsigned waiting;        /* submitted requests waiting to start */
+  unsigned in_flight;      /* their attempts in flight (or relaying) */
+  int64_t pause_left_ms;   /* what is known of the account's pause; 0 none */
   int64_t refused_left_ms; /* the account is refused (a wait past max-wait)
                               or stopped (a spent quota) for this long; 0 */
-  double rate_per_s;      /* the start rate it is paced at (learned or the
-                             budget's); 0 when none */
+  double rate_per_s;       /* the start rate it is paced at (learned or the
+                              budget's); 0 when none */
 } polite_engine_account;
 
 /* Fills out[0..max) with the accounts that have submitted requests (in no

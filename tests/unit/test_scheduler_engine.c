@@ -285,9 +285,8 @@ static void spent_quota_is_relayed_and_stops_the_account(void **state) {
   submit(&x, "POST", "http://api.test/v1/chat", NULL);
   assert_int_equal(step(&x, NULL), 0);
   assert_int_equal(head(&x, 0, 429, NULL, NULL), POLITE_ENGINE_READ_BODY);
-  assert_int_equal(
-      body(&x, 0, "{\"error\":{\"code\":\"insufficient_quota\"}}"),
-      POLITE_ENGINE_RELAY);
+  assert_int_equal(body(&x, 0, "{\"error\":{\"code\":\"insufficient_quota\"}}"),
+                   POLITE_ENGINE_RELAY);
   end(&x, 0, NULL);
   assert_int_equal(result(&x, "q0")->outcome, POLITE_OUT_QUOTA_EXHAUSTED);
   assert_int_equal(result(&x, "q0")->relayed, 1);

@@ -256,7 +256,7 @@ static void quota_stops_one_account(void **state) {
   x.o.scope_host = 1;
   x.o.quota_per_account = 1;
   x.url = two_hosts;
-  static const int64_t arrive[6] = {0,        0,        10 * SEC,
+  static const int64_t arrive[6] = {0,        0,         10 * SEC,
                                     10 * SEC, 200 * SEC, 200 * SEC};
   x.arrive_us = arrive;
   assert_int_equal(sim_run(&x), 1);
@@ -316,8 +316,8 @@ static void row_setup(sim *x, unsigned req, polite_request *r) {
   (void)x, (void)req;
   r->method = strdup(method_of_row);
   if (key_of_row)
-    assert_int_equal(polite_request_add_header(r, "Idempotency-Key", key_of_row),
-                     0);
+    assert_int_equal(
+        polite_request_add_header(r, "Idempotency-Key", key_of_row), 0);
 }
 
 static int row_status;
