@@ -375,7 +375,7 @@ polite_batch *polite_batch_new(const polite_batch_options *o, char *err,
       snprintf(err, errlen, "libcurl: %s", curl_easy_strerror(curl_init_rc));
     return NULL;
   }
-  if (o != NULL && o->next == NULL) {
+  if (o == NULL || o->next == NULL) {
     /* Only the engine (polite/engine.h) takes submitted requests. */
     if (err)
       snprintf(err, errlen, "batch options need a request source (next)");

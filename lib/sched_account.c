@@ -27,7 +27,7 @@ static size_t bucket_of(const polite__acct_table *t, const char *key) {
  * chains only get longer). */
 static void grow(polite__acct_table *t) {
   size_t nb = t->nb ? 2 * t->nb : FIRST_BUCKETS;
-  acct **b = calloc(nb, sizeof *b);
+  acct **b = calloc(nb, sizeof(acct *));
   if (b == NULL)
     return;
   for (size_t i = 0; i < t->nb; i++)
@@ -295,7 +295,7 @@ void polite__sched_sweep_all(polite__sched *s, int64_t now) {
   size_t n = t->n + (t->def != NULL);
   if (n == 0)
     return;
-  acct **all = malloc(n * sizeof *all);
+  acct **all = malloc(n * sizeof(acct *));
   if (all == NULL)
     return;
   size_t k = 0;

@@ -690,11 +690,15 @@ static void stops(polite__sched *s, int64_t now) {
       s->o.next != NULL) {
     /* Every request read gets a result; drain the rest of the input
      * (bounded work per step so cancel stays responsive). */
-    for (int k = 0; k < 4096 && !s->input_done && !s->source_dry; k++)
+    for (int k = 0; k < 4096 && !s->input_done && !s->source_dry; k++) {
+      job *j;
       if (s->o.max_requests && s->st.read >= s->o.max_requests)
         s->input_done = 1;
-      else
-        read_one(s, now);
+      else if ((j = read_one(s, now)) != NULL) /* begun after the deadline,
+                                                  a job has ended already */
+        polite__sched_finish(s, j, POLITE_OUT_DEADLINE, 0,
+                             "the run deadline passed", now, NULL, NULL);
+    }
   }
 }
 
