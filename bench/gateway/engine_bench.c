@@ -66,8 +66,10 @@ static polite_request *request(unsigned i, const char *host, int heavy) {
   r->url = strdup(buf);
   if (heavy) {
     static const char *const names[] = {
-        "Accept",        "User-Agent", "Content-Type", "Authorization",
-        "X-Request-Id",  "Accept-Encoding", "Cookie",  "X-Stainless-Retry-Count"};
+        "Accept",       "User-Agent",
+        "Content-Type", "Authorization",
+        "X-Request-Id", "Accept-Encoding",
+        "Cookie",       "X-Stainless-Retry-Count"};
     for (int k = 0; k < 8; k++)
       polite_request_add_header(r, names[k], "a-typical-value-of-some-length");
     r->body = calloc(1, 1024);
@@ -170,9 +172,8 @@ int main(int argc, char **argv) {
   double used = cpu_us() - t0;
   size_t heap = heap_bytes();
   unsigned done = b.results;
-  printf("%s %u requests=%u us_per_request=%.3f bytes_per_waiting=%.0f\n",
-         what, n, done, used / n,
-         wait && !sweep ? (double)(heap - heap0) / n : 0.0);
+  printf("%s %u requests=%u us_per_request=%.3f bytes_per_waiting=%.0f\n", what,
+         n, done, used / n, wait && !sweep ? (double)(heap - heap0) / n : 0.0);
   polite_engine_free(e);
   polite_budget_close(budget);
   free(b.started);
