@@ -189,30 +189,33 @@ static void waits(FILE *f, const gw_metrics *m) {
           (unsigned long long)m->wait_count);
 }
 
-static void pauses(FILE *f, const gw_metrics *m) {
+/* One counter family over the pause counts of each account (and of
+ * "other" once it has any): seconds 0, the pauses; 1, their time. */
+static void pause_family(FILE *f, const gw_metrics *m, const char *name,
+                         const char *help, int seconds) {
   size_t n = m->naccts;
-  const acct_count *other = &m->accts[GW_METRICS_MAX_ACCOUNTS];
-  family(f, "polite_gateway_pauses_total", "counter",
-         "Pauses of an account the upstream asked for (429/503 with a "
-         "wait).");
+  family(f, name, "counter", help);
   for (size_t i = 0; i <= n; i++) {
-    const acct_count *a = i < n ? &m->accts[i] : other;
+    const acct_count *a =
+        i < n ? &m->accts[i] : &m->accts[GW_METRICS_MAX_ACCOUNTS];
     if (i == n && a->pauses == 0)
       continue;
-    fputs("polite_gateway_pauses_total{account=\"", f);
+    fprintf(f, "%s{account=\"", name);
     label(f, a->name);
-    fprintf(f, "\"} %llu\n", (unsigned long long)a->pauses);
+    if (seconds)
+      fprintf(f, "\"} %.3f\n", (double)a->pause_ms / 1000);
+    else
+      fprintf(f, "\"} %llu\n", (unsigned long long)a->pauses);
   }
-  family(f, "polite_gateway_pause_seconds_total", "counter",
-         "Time accounts spent paused by the upstream.");
-  for (size_t i = 0; i <= n; i++) {
-    const acct_count *a = i < n ? &m->accts[i] : other;
-    if (i == n && a->pauses == 0)
-      continue;
-    fputs("polite_gateway_pause_seconds_total{account=\"", f);
-    label(f, a->name);
-    fprintf(f, "\"} %.3f\n", (double)a->pause_ms / 1000);
-  }
+}
+
+static void pauses(FILE *f, const gw_metrics *m) {
+  pause_family(f, m, "polite_gateway_pauses_total",
+               "Pauses of an account the upstream asked for (429/503 with a "
+               "wait).",
+               0);
+  pause_family(f, m, "polite_gateway_pause_seconds_total",
+               "Time accounts spent paused by the upstream.", 1);
 }
 
 /* One gauge per account of the engine's snapshot (the first
