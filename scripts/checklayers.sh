@@ -4,9 +4,11 @@
 # and fails on any finding. A quoted include resolves against the folder of
 # the including file first, then the folders below; a header found nowhere
 # (a system header in quotes) is not this check's business.
-#   src/     its own, common/, and of the proxy only proxy/proxy.h
+#   src/     its own, common/, of the proxy only proxy/proxy.h, of the
+#            gateway only gateway/gateway.h
 #   proxy/   its own, common/, net/ (never src/)
 #   net/     its own, common/ (never proxy/ or src/: it knows no throttling rule)
+#   gateway/ its own, common/, net/ (never proxy/ or src/)
 #   common/  its own
 #   lib/     its own, and of common/ only http_syntax.h (compiled into it)
 # Usage: scripts/checklayers.sh [ROOT]   (default: the repository)
@@ -18,9 +20,10 @@ import re
 import sys
 
 root = sys.argv[1]
-DIRS = ["src", "proxy", "net", "common", "lib"]
+DIRS = ["src", "proxy", "gateway", "net", "common", "lib"]
 ALLOWED = {
-    "src": {"src": None, "common": None, "proxy": {"proxy.h"}},
+    "src": {"src": None, "common": None, "proxy": {"proxy.h"}, "gateway": {"gateway.h"}},
+    "gateway": {"gateway": None, "common": None, "net": None},
     "proxy": {"proxy": None, "common": None, "net": None},
     "net": {"net": None, "common": None},
     "common": {"common": None},
