@@ -81,7 +81,8 @@ struct sim {
   sim_flight flights[SIM_MAX];
   unsigned n_flights;
   unsigned aborts;
-  int64_t cancel_at; /* cancel when the clock reaches it (0: never) */
+  int64_t cancel_at;      /* cancel when the clock reaches it (0: never) */
+  polite_failure failure; /* the kind of every network error (status 0) */
 };
 
 static int sim_next(void *ud, polite_request **out) {
@@ -188,6 +189,7 @@ static void sim_deliver(sim *x, unsigned i) {
   r.status = timed_out ? 0 : a.status;
   r.error = r.status == 0 ? "fake transport error" : NULL;
   r.timed_out = timed_out;
+  r.failure = a.status == 0 && !timed_out ? x->failure : 0;
   r.headers = &ph;
   r.location = loc;
   r.body = a.body;
