@@ -31,6 +31,9 @@ int cli_header_has_name(const char *h, char *err, size_t errlen);
  * "insecure" member, G the help group they start. One definition, so the
  * two commands cannot drift apart. (clang-format would put every field of
  * these rows on a line of its own.) */
+/* TR is a member designator for offsetof ("tr", "rq.tr"): it cannot be
+ * put in parentheses. */
+// NOLINTBEGIN(bugprone-macro-parentheses)
 /* clang-format off */
 #define CLI_ROWS_TLS(T, TR, K, G)                                              \
   {"insecure", 'k', CLI_FLAG, NULL, 1, 0, NULL, "off", NULL,                   \
@@ -60,5 +63,6 @@ int cli_header_has_name(const char *h, char *err, size_t errlen);
    "hosts reached without the proxy, comma-separated ('*': all)", NULL,        \
    CLI_AT(T, TR.noproxy), NULL, NULL, 0}
 /* clang-format on */
+// NOLINTEND(bugprone-macro-parentheses)
 
 #endif
