@@ -1,9 +1,11 @@
 /* libFuzzer target for the command-line engine (src/cli.c): the input is an
  * argv (NUL- or newline-separated words) given to a command tree with a
- * subcommand, a table of every kind and curl's table of foreign options.
+ * subcommand, the unit test's table of every kind (tests/unit/cli_table.h)
+ * and curl's table of foreign options.
  * No crash, no undefined behaviour, and the results keep their promises:
  * an exit status the contract allows, positional arguments within bounds
  * and pointing into argv, strings stored from argv or the defaults. */
+#include "../unit/cli_table.h"
 #include "cli.h"
 #include "cli_curl.h"
 
@@ -11,42 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct {
-  int flag, mode;
-  unsigned n;
-  uint64_t big;
-  int64_t ms, num;
-  double rate;
-  size_t size;
-  const char *s;
-  cli_list list;
-} opts;
-
-#define O opts
-static const cli_opt table[] = {
-    {"flag", 'f', CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL, "a flag", "Options",
-     CLI_AT(O, flag), NULL, NULL, 0},
-    {"count", 'n', CLI_UINT, "N", 1, 10, "3", NULL, NULL, "a count", NULL,
-     CLI_AT(O, n), NULL, NULL, 0},
-    {"big", 0, CLI_UINT, "N", 0, UINT64_MAX, NULL, NULL, NULL, "a big one",
-     NULL, CLI_AT(O, big), NULL, NULL, 0},
-    {"wait", 'w', CLI_DURATION, "DURATION", 1, 3600000, "2s", NULL, NULL,
-     "a wait", NULL, CLI_AT(O, ms), NULL, NULL, CLI_F_NONE},
-    {"num", 0, CLI_INT, "N", -5, 5, NULL, NULL, NULL, "a number", NULL,
-     CLI_AT(O, num), NULL, NULL, 0},
-    {"rate", 0, CLI_RATE, "N/UNIT", 0, 0, NULL, NULL, NULL, "a rate", NULL,
-     CLI_AT(O, rate), NULL, NULL, CLI_F_NONE},
-    {"max-body", 0, CLI_SIZE, "SIZE", 1, 1 << 30, "16MiB", NULL, NULL, "a size",
-     NULL, CLI_AT(O, size), NULL, NULL, 0},
-    {"name", 's', CLI_STRING, "S", 0, 0, NULL, NULL, NULL, "a string", NULL,
-     CLI_AT(O, s), NULL, NULL, CLI_F_NONE},
-    {"mode", 0, CLI_ENUM, "a|b|c", 0, 0, "a", NULL, NULL, "a mode", NULL,
-     CLI_AT(O, mode), NULL, "a|b|c", 0},
-    {"item", 'i', CLI_LIST, "X", 0, 0, NULL, NULL, NULL, "repeatable", NULL,
-     CLI_AT(O, list), NULL, NULL, 0},
-    CLI_ROW_END};
-#undef O
 
 static const cli_command leaf = {
     "t s", "[OPTIONS] [ARG]...", "a leaf", NULL, table, NULL, NULL,
@@ -93,9 +59,9 @@ static void parse(const cli_command *cmd, int argc, char **argv) {
     for (size_t i = 0; i < o.list.n; i++)
       if (!from_argv(o.list.v[i], argc, argv))
         abort();
-    if (o.n < 1 || o.n > 10 || o.num < -5 || o.num > 5 || o.mode < 0 ||
-        o.mode > 2 || (o.ms != -1 && (o.ms < 1 || o.ms > 3600000)) ||
-        o.size < 1 || o.size > (1u << 30) || o.rate < 0)
+    if (o.n > 10 || o.num < -5 || o.num > 5 || o.mode < 0 || o.mode > 2 ||
+        (o.ms != -1 && (o.ms < 1 || o.ms > 3600000)) || o.size < 1 ||
+        o.size > (1u << 30) || o.rate < 0)
       abort();
   }
   cli_free(cmd, &o);
