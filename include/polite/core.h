@@ -288,14 +288,14 @@ typedef struct {
   int64_t time_left_ms;  /* before the deadline; < 0 means no deadline */
   int prompt_retry_used; /* a past-date prompt retry was already granted */
   polite_backoff backoff;
-  int64_t spread_ms;   /* max random spread added to a server wait */
-  uint64_t rnd;        /* one random value for jitter and spread */
-  int64_t max_wait_ms; /* longest server wait worth waiting for; a
-                          longer one is STOP wait_too_long (never
-                          sending early); <= 0 means no limit */
-  int retry_writes;    /* a write without a key is retried after a 429
-                          only (an API that refuses before doing any
-                          work), never after a 503 or a network error */
+  int64_t spread_ms;      /* max random spread added to a server wait */
+  uint64_t rnd;           /* one random value for jitter and spread */
+  int64_t max_wait_ms;    /* longest server wait worth waiting for; a
+                             longer one is STOP wait_too_long (never
+                             sending early); <= 0 means no limit */
+  int retry_writes;       /* a write without a key is retried after a 429
+                             only (an API that refuses before doing any
+                             work), never after a 503 or a network error */
   polite_failure failure; /* status 0: what kind of failure it was */
 } polite_decide_in;
 
