@@ -5,6 +5,7 @@
 
 #include "report_svg.h" /* RP_MARKED, RP_HIST, rp_hist_bin */
 
+#include <polite/batch.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,8 +22,9 @@
 /* Logs read into one page, and bad lines quoted by file:line. */
 #define RP_SOURCES 64
 #define RP_BAD_QUOTED 20
-/* Outcomes, in polite run's order. */
-#define RP_OUTCOMES 10 /* the 9 of polite run + "unknown" */
+/* Outcomes, in polite run's order, and "unknown" last (a name this build
+ * does not know). */
+#define RP_OUTCOMES (POLITE_OUT_COUNT + 1)
 
 typedef enum { RP_ACT_DONE, RP_ACT_RETRY, RP_ACT_STOP } rp_action;
 
