@@ -89,7 +89,10 @@ typedef struct {
    * a server wait is waited (WAIT_SERVER; it wins over t). */
   int64_t wait_us;
   int64_t not_before_us;   /* now_us + wait_us */
-  polite_rl_source source; /* the pair that decided SPREAD / WAIT_RESET */
+  /* The pair behind remaining and reset_us: the one that decided SPREAD or
+   * WAIT_RESET, and for AVERAGE the most restrictive pair beside the
+   * policy (POLITE_RL_IETF when no pair took part). */
+  polite_rl_source source;
   const char *why;         /* static English sentence */
   /* The pair behind a SPREAD, AVERAGE or WAIT_RESET plan, for a caller
    * that knows more about the window than one answer (polite_ratectl

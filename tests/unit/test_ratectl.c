@@ -74,6 +74,14 @@ static void test_plan_ietf(void **state) {
   polite_rate_plan p = plan_of(b);
   assert_int_equal(p.reason, POLITE_PLAN_AVERAGE);
   assert_int_equal(p.interval_us, contract_iv(60, 100));
+  /* Under the average, source still names the pair whose remaining it
+   * reports (Kong's minute here, not the IETF policy). */
+  const char *b2[] = {"RateLimit-Policy: \"p\";q=10;w=60",
+                      "X-RateLimit-Remaining-Minute: 50", NULL};
+  p = plan_of(b2);
+  assert_int_equal(p.reason, POLITE_PLAN_AVERAGE);
+  assert_int_equal(p.source, POLITE_RL_KONG_MINUTE);
+  assert_int_equal(p.remaining, 50);
   /* Several policies in one field: the one allowing least wins, whatever
    * its r. */
   const char *c[] = {"RateLimit: \"hour\";r=100;t=3600, \"sec\";r=9;t=1", NULL};
