@@ -36,14 +36,16 @@
                                   found again in seconds, not minutes) */
 #define BAND 0.15              /* "the same limit" within 15% */
 #define HOLD_FIRST_US 12000000 /* plateau before probing, limit unsure */
-#define HOLD_MAX_US 30000000   /* ... up to 30 s */
+#define HOLD_MAX_US 30000000   /* ... up to 30 s, or HOLD_PAUSES pauses */
+#define HOLD_LONGEST_US 600000000 /* ... and never above 10 minutes */
 /* ... and at least this many times the server's pause: a probe that finds
  * the limit costs one pause, so probing stays under 1/20 = 5% of the time
  * (at Retry-After: 1, 12 s made it 7%: in a 15 s run against nginx the
  * probe's 429 came at 16 s and cost a second of 18) */
 #define HOLD_PAUSES 20
-#define WINDOW_US 1000000   /* the measured rate's window */
-#define WINDOW_SS_US 350000 /* ... in slow start (the rate doubled) */
+#define WINDOW_US 1000000 /* the measured rate's shortest window */
+/* ... and the upper estimate's in slow start (the rate doubled) */
+#define WINDOW_SS_US 350000
 /* After a cut, answers of requests already in flight refine the estimate
  * of what got through while the server's pause lasts (a limiter answers a
  * 429 at once, its 200s a handler's time later). */
@@ -189,20 +191,109 @@ static double rate_at_start(const polite_ratectl *c, int64_t at) {
   return polite_ratectl_rate(c, at);
 }
 
+/* Time in the server's pauses within [a, b). */
+static int64_t paused_within(const polite_ratectl *c, int64_t a, int64_t b) {
+  int64_t t = 0;
+  for (unsigned i = 0; i < POLITE__RATECTL_PAUSES; i++) {
+    int64_t lo = imax(a, c->pause_log[i][0]);
+    int64_t hi = c->pause_log[i][1] < b ? c->pause_log[i][1] : b;
+    if (hi > lo)
+      t += hi - lo;
+  }
+  return t;
+}
+
+/* Remembers the server's pause [from, until): extends the newest one when
+ * they overlap (the echoes of one crossing), else starts a new one. */
+static void log_pause(polite_ratectl *c, int64_t from, int64_t until) {
+  unsigned last = (c->pause_head + POLITE__RATECTL_PAUSES - 1) %
+                  POLITE__RATECTL_PAUSES;
+  int64_t *p = c->pause_log[last];
+  if (p[1] > p[0] && from <= p[1]) {
+    if (until > p[1])
+      p[1] = until;
+    return;
+  }
+  c->pause_log[c->pause_head][0] = from;
+  c->pause_log[c->pause_head][1] = until;
+  c->pause_head = (c->pause_head + 1) % POLITE__RATECTL_PAUSES;
+}
+
+/* The account's starts over [a, b), outside the server's pauses: the rate
+ * each start was made at, over the time to the next start (the account's
+ * paced rate is piecewise constant between starts). Alone (no shared
+ * budget), at most the starts made: slots, not the rate, may have paced
+ * them. */
+static double sent_within(const polite_ratectl *c, int64_t a, int64_t b) {
+  double sent = 0;
+  unsigned own = 0;
+  int64_t next = b;
+  for (unsigned i = 0; i < c->st_n && next > a; i++) {
+    unsigned k =
+        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    int64_t t = c->st_us[k];
+    if (t >= b)
+      continue;
+    int64_t lo = imax(t, a);
+    if (next > lo) {
+      double span = (double)(next - lo - paused_within(c, lo, next));
+      sent += c->st_rate[k] * span / 1e6;
+    }
+    own += t >= a;
+    next = t;
+  }
+  if (c->shared_seen <= 0 && sent > own)
+    sent = own;
+  return sent;
+}
+
 /* What got through of the requests started in [from, to]: the share the
- * server let through times the mean rate they were started at. A share
- * and a paced rate, not a count, so it is the same for every participant
- * of a shared budget, each of which sees only its own answers. -1 when
- * fewer than 2 answers tell. */
+ * server let through of them, times what the account started over that
+ * time (its paced rate over the time not paused), over that time, pauses
+ * included. A share and the account's rate, not a count, so it is the
+ * same for every participant of a shared budget, each of which sees only
+ * its own answers; the time paused counts, so that a limiter that banks
+ * the pause (a token bucket refills, a sliding window forgets) does not
+ * seem to admit more than it does. -1 when fewer than `need` answers
+ * tell. */
 static double admitted(const polite_ratectl *c, int64_t from, int64_t to,
                        unsigned need) {
+  unsigned n = 0, ok = 0;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (unsigned i = 0; i < c->ok_n; i++) {
+    unsigned k =
+        (c->ok_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->ok_us[k] < from || c->ok_us[k] > to)
+      continue; /* answers arrive out of start order */
+    n++;
+    ok += c->ok_flag[k];
+    if (c->ok_us[k] < first)
+      first = c->ok_us[k];
+    if (c->ok_us[k] > last)
+      last = c->ok_us[k];
+  }
+  if (n < need)
+    return -1;
+  int64_t a = imax(from, first), b = last + 1;
+  double sent = sent_within(c, a, b);
+  if (!(sent > 0))
+    return -1;
+  return (double)ok / n * sent / ((double)(b - a) / 1e6);
+}
+
+/* The share the server let through of the requests started in [from, to]
+ * times the mean rate they were started at: what got through while
+ * sending, pauses left out (the upper estimate of a cut). -1 when fewer
+ * than `need` answers tell. */
+static double admitted_sending(const polite_ratectl *c, int64_t from,
+                               int64_t to, unsigned need) {
   unsigned n = 0, ok = 0;
   double sum = 0;
   for (unsigned i = 0; i < c->ok_n; i++) {
     unsigned k =
         (c->ok_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
     if (c->ok_us[k] < from || c->ok_us[k] > to)
-      continue; /* answers arrive out of start order */
+      continue;
     n++;
     ok += c->ok_flag[k];
     sum += c->ok_rate[k];
@@ -231,39 +322,83 @@ static void count_cut(polite_ratectl *c, polite_ratectl_cause why,
   c->lowest = dmin(c->lowest, polite_ratectl_rate(c, now_us));
 }
 
+/* The two estimates of a cut (see aim_measured): *lo, what got through
+ * over at least the limiter's own window, pauses included (a lower bound
+ * once the limiter was saturated); *hi, over the last second since the
+ * previous pause ended (an upper bound: a limiter's burst or a banked
+ * pause inflates it). Returns 1 when the long window was clean: no pause
+ * in it and not slow start's ramp, so that *lo is the limit itself. */
+static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
+                     double *hi) {
+  /* At least a second, or the server's pause when it is longer (a
+   * limiter's Retry-After is about its window); when the previous cut
+   * landed above the limit, all the time since it, its pause included. */
+  int64_t w = imax(WINDOW_US, c->pause_end_us - c->last_cut_us);
+  if (c->relapse && c->prev_cut_us > 0)
+    w = imax(w, c->cut_from_us - c->prev_cut_us);
+  int64_t from = c->cut_from_us - w;
+  *lo = admitted(c, from, now_us, MIN_SAMPLES);
+  int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
+  *hi = admitted_sending(c, imax(c->cut_from_us - short_w, c->pause_start_us),
+                         now_us, MIN_SAMPLES);
+  if (c->relapse) {
+    /* The rate the relapse was started at tripped the limit: the upper
+     * bound is below it. */
+    double at = rate_at_start(c, c->cut_from_us);
+    *hi = dmin(*hi > 0 ? *hi : at, at);
+    if (c->upper > 0)
+      *hi = dmin(*hi, c->upper);
+  }
+  return !c->cut_in_ss && paused_within(c, from, c->cut_from_us) == 0;
+}
+
 /* Aims below what got through of the requests started around the last
- * cut's throttled one (from the previous pause's end, at most WINDOW_US
- * before it, up to now). Two cuts in a row that find about the same limit
- * make the controller steady: a shallower cut and a longer plateau. */
+ * cut's throttled one. A clean estimate (steady sending over the whole
+ * window) is the limit: resume 10% below it and hold 5% below. Otherwise
+ * the limit lies between the two estimates: resume just below the lower
+ * one and climb (CUBIC's concave curve) to 10% below the upper one, so
+ * that the cut lands below the limit at once and a relapse on the way up
+ * happens at a rate near the limit, where the next estimate is sharp. Two
+ * cuts in a row that find about the same limit make the controller
+ * steady: a shallower cut and a longer plateau. */
 static void aim_measured(polite_ratectl *c, int64_t now_us) {
-  int64_t w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
-  int64_t from = imax(c->cut_from_us - w, c->pause_start_us);
-  double got = admitted(c, from, now_us, MIN_SAMPLES);
+  double lo, hi;
+  int clean = estimates(c, now_us, &lo, &hi);
   int fast = 0;
   if (c->cut_in_headers) { /* the server's own statement of its limit */
-    got = c->header_rate;
-  } else if (got <= 0) {
+    lo = hi = c->header_rate;
+    clean = 1;
+  } else if (lo <= 0) {
     /* Too few answers since the pause tell: the rate just set tripped the
      * limit at once, so the last estimate was well above it. */
-    fast = 1;
-    got = BETA_FAST * rate_at_start(c, c->cut_from_us);
+    fast = clean = 1;
+    lo = hi = BETA_FAST * rate_at_start(c, c->cut_from_us);
   }
-  got = dmax(got, c->cfg.min_per_s);
+  lo = dmax(lo, c->cfg.min_per_s);
+  if (clean || !(hi > lo))
+    hi = lo;
   unsigned steady = !fast && c->prev_limit > 0 &&
-                            fabs(got - c->prev_limit) <= BAND * c->prev_limit
+                            fabs(hi - c->prev_limit) <= BAND * c->prev_limit
                         ? c->steady_base + 1
                         : 0;
   c->steady = steady;
-  double plateau = c->cut_in_ss ? PLATEAU_SS : PLATEAU;
   double beta = steady || c->cut_in_headers ? BETA_STEADY : BETA;
-  double cut_to = dmax(c->cfg.min_per_s, dmin(plateau, beta) * got);
+  double cut_to = clean ? beta * lo : PLATEAU * lo;
+  double plateau = (clean ? PLATEAU : PLATEAU_SS) * hi;
+  cut_to = dmax(c->cfg.min_per_s, dmin(cut_to, plateau));
+  c->upper = hi;
   /* Each confirmation of the limit doubles the hold: a probe that finds
-   * it again costs a server pause. */
+   * it again costs a server pause, so the hold is at least HOLD_PAUSES of
+   * them, however long they are. */
+  int64_t pause = c->pause_end_us - c->last_cut_us;
   int64_t hold = HOLD_FIRST_US << (steady < 2 ? steady : 2);
+  int64_t cap = imax(HOLD_MAX_US, HOLD_PAUSES * pause);
   if (!fast) /* a fast cut's estimate is a guess: probe sooner */
-    hold = imax(hold, HOLD_PAUSES * (c->pause_end_us - c->last_cut_us));
-  c->hold_us = hold < HOLD_MAX_US ? hold : HOLD_MAX_US;
-  aim(c, got, plateau, cut_to, imax(now_us, c->pause_end_us));
+    hold = imax(hold, HOLD_PAUSES * pause);
+  c->hold_us = hold < cap ? hold : cap;
+  if (c->hold_us > HOLD_LONGEST_US)
+    c->hold_us = HOLD_LONGEST_US;
+  aim(c, hi, plateau / hi, cut_to, imax(now_us, c->pause_end_us));
 }
 
 /* A cut at a throttle of a request started at started_us. */
@@ -277,6 +412,11 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
   c->cut_in_headers = c->phase == POLITE_RC_HEADERS && c->header_rate > 0 &&
                       now_us < c->header_until_us;
   c->steady_base = c->steady;
+  /* A cut before the previous one's plateau was held through: that one
+   * landed above the limit. */
+  c->relapse = c->phase == POLITE_RC_PROBE &&
+               now_us < c->epoch_us + c->hold_us;
+  c->prev_cut_us = c->last_cut_us;
   c->cut_from_us = started_us;
   c->pause_start_us = resumed_us;
   c->last_cut_us = now_us; /* the pause since, for the hold */
@@ -453,6 +593,8 @@ polite_ratectl_on_response(polite_ratectl *c,
     int64_t resumed = c->pause_end_us;
     if (r->server_wait_us >= 0 && now + r->server_wait_us > c->pause_end_us)
       c->pause_end_us = now + r->server_wait_us;
+    if (r->server_wait_us > 0)
+      log_pause(c, now, now + r->server_wait_us);
     if (r->started_us >= c->last_cut_us) {
       cut(c, now, r->started_us, resumed, POLITE_CUT_THROTTLE);
       made = POLITE_CUT_THROTTLE;

@@ -185,7 +185,8 @@ typedef enum {
   POLITE_CUT_SHARED = 3    /* another participant cut (through the budget) */
 } polite_ratectl_cause;
 
-#define POLITE__RATECTL_RING 128
+#define POLITE__RATECTL_RING 256
+#define POLITE__RATECTL_PAUSES 4
 
 /* The controller's state: the caller allocates it (no allocation here);
  * the fields are read-only for callers (stats included). */
@@ -218,7 +219,15 @@ typedef struct {
   int64_t last_cut_us;  /* requests started before it do not cut again */
   int64_t cut_from_us;  /* the throttled request's start at the last cut */
   double prev_limit;    /* the limit before the last cut (0: none) */
+  double upper;         /* the last cut's upper estimate of the limit */
   unsigned steady_base; /* steady before the last cut */
+  int64_t prev_cut_us;  /* the cut before the last one (0: none) */
+  int relapse;          /* the last cut came before the one before it was
+                           confirmed: that one landed above the limit */
+  /* the server's last pauses, [start, end) each, newest at pause_head - 1:
+   * time in them was not sending time (the estimate's duty) */
+  int64_t pause_log[POLITE__RATECTL_PAUSES][2];
+  unsigned pause_head;
   int cut_in_ss;        /* the last cut ended slow start */
   int cut_in_headers;   /* ... came while fresh headers planned the rate */
   /* measurement: start times of the last answers, which got through, and

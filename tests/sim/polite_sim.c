@@ -1,0 +1,206 @@
+/* polite_sim: runs the limiter zoo (tests/sim/scenarios.c) against polite
+ * (the real libpolite scheduler and controller) and the peer models on a
+ * fake clock, prints the side-by-side table, writes
+ * DIR/results.json (the rows) and DIR/series.json (the rates over time,
+ * for tests/sim/render.py), and with --check holds polite to issue #23's
+ * targets, exiting 1 on a miss.
+ *
+ *   polite_sim [--out DIR] [--check] [--shape NAME] [--seed N] */
+#include "sim.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const unsigned k_procs[] = {1, 2, 4};
+#define N_PROCS (sizeof k_procs / sizeof k_procs[0])
+
+/* The targets: wall over the floor with 1 process and with more, the share
+ * of requests answered 429, early requests. */
+#define TARGET_WALL_1 1.15
+#define TARGET_WALL_N 1.25
+#define TARGET_SHARE_429 0.01
+
+typedef struct {
+  const char *out_dir, *shape;
+  int check;
+  uint64_t seed;
+} sim_opts;
+
+static double wall_ratio(const sim_result *r) {
+  return (double)r->wall_us / (double)r->floor_us;
+}
+
+static double share_429(const sim_result *r) {
+  return (double)r->n429 / (double)r->requests;
+}
+
+static void json_row(FILE *f, const sim_scenario *sc, const sim_result *r,
+                     int first) {
+  fprintf(f,
+          "%s\n  {\"client\": \"%s\", \"shape\": \"%s\", \"processes\": %u, "
+          "\"wall_over_floor\": %.4f, \"share_429\": %.5f, \"early\": %llu, "
+          "\"wall_s\": %.3f, \"floor_s\": %.3f, \"requests\": %u, "
+          "\"attempts\": %llu, \"n429\": %llu, \"lost\": %llu, "
+          "\"converge_s\": ",
+          first ? "" : ",", sim_client_name(r->client), sc->shape, r->procs,
+          wall_ratio(r), share_429(r), (unsigned long long)r->early,
+          (double)r->wall_us / 1e6, (double)r->floor_us / 1e6, r->requests,
+          (unsigned long long)r->attempts, (unsigned long long)r->n429,
+          (unsigned long long)r->lost);
+  if (r->converge_s >= 0)
+    fprintf(f, "%.1f}", r->converge_s);
+  else
+    fprintf(f, "null}");
+}
+
+/* The series of one run: ok and refused arrivals per bucket. */
+static void json_series(FILE *f, const sim_scenario *sc, const sim_result *r,
+                        int first) {
+  fprintf(f,
+          "%s\n  {\"client\": \"%s\", \"shape\": \"%s\", \"processes\": %u, "
+          "\"bucket_s\": %.3f, \"ok\": [",
+          first ? "" : ",", sim_client_name(r->client), sc->shape, r->procs,
+          (double)SIM_BUCKET_US / 1e6);
+  for (unsigned b = 0; b < r->buckets; b++)
+    fprintf(f, "%s%u", b ? "," : "", r->ok[b]);
+  fprintf(f, "], \"refused\": [");
+  for (unsigned b = 0; b < r->buckets; b++)
+    fprintf(f, "%s%u", b ? "," : "", r->ref[b]);
+  fprintf(f, "], \"limit\": [");
+  for (unsigned b = 0; b < r->buckets; b++)
+    fprintf(f, "%s%.2f", b ? "," : "",
+            zoo_rate_at(&sc->z, (int64_t)b * SIM_BUCKET_US));
+  fprintf(f, "]}");
+}
+
+/* Holds polite's row of (sc, procs) to the targets; prints each miss.
+ * Returns the number of misses. */
+static int check_row(const sim_scenario *sc, const sim_result *rs) {
+  const sim_result *p = &rs[CL_POLITE];
+  double bound = p->procs == 1 ? TARGET_WALL_1 : TARGET_WALL_N;
+  int miss = 0;
+#define MISS(...)                                                              \
+  do {                                                                         \
+    printf("MISS %s, %u process%s: ", sc->shape, p->procs,                     \
+           p->procs == 1 ? "" : "es");                                         \
+    printf(__VA_ARGS__);                                                       \
+    printf("\n");                                                              \
+    miss++;                                                                    \
+  } while (0)
+  if (wall_ratio(p) > bound)
+    MISS("wall %.3f x the floor, above %.2f", wall_ratio(p), bound);
+  if (share_429(p) > TARGET_SHARE_429)
+    MISS("%.2f%% of requests drew a 429, above 1%%", 100 * share_429(p));
+  if (p->early > 0)
+    MISS("%llu early requests", (unsigned long long)p->early);
+  if (p->lost > 0)
+    MISS("%llu requests lost", (unsigned long long)p->lost);
+  for (unsigned c = 1; c < CL_N; c++) {
+    const sim_result *q = &rs[c];
+    int worse_wall = p->wall_us > q->wall_us, worse_429 = p->n429 > q->n429;
+    if (worse_wall || worse_429 ||
+        (p->wall_us == q->wall_us && p->n429 == q->n429))
+      MISS("not better than %s (wall %.3f against %.3f, 429s %llu against "
+           "%llu)",
+           sim_client_name(q->client), wall_ratio(p), wall_ratio(q),
+           (unsigned long long)p->n429, (unsigned long long)q->n429);
+  }
+#undef MISS
+  return miss;
+}
+
+static int parse(int argc, char **argv, sim_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->seed = 1;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--check") == 0) {
+      o->check = 1;
+    } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+      o->out_dir = argv[++i];
+    } else if (strcmp(argv[i], "--trace") == 0) {
+      sim_trace = 1;
+    } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+      o->shape = argv[++i];
+    } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+      o->seed = strtoull(argv[++i], NULL, 10);
+    } else {
+      fprintf(stderr,
+              "usage: polite_sim [--out DIR] [--check] [--shape NAME] "
+              "[--seed N]\n(unknown or incomplete option '%s')\n",
+              argv[i]);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static FILE *open_out(const sim_opts *o, const char *name) {
+  if (o->out_dir == NULL)
+    return NULL;
+  if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST) {
+    fprintf(stderr, "polite_sim: %s: %s\n", o->out_dir, strerror(errno));
+    return NULL;
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", o->out_dir, name);
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    fprintf(stderr, "polite_sim: %s: %s\n", path, strerror(errno));
+  return f;
+}
+
+int main(int argc, char **argv) {
+  sim_opts o;
+  if (parse(argc, argv, &o) != 0)
+    return 2;
+  FILE *rows = open_out(&o, "results.json");
+  FILE *series = open_out(&o, "series.json");
+  if (o.out_dir && (rows == NULL || series == NULL))
+    return 2;
+  static sim_result rs[CL_N];
+  int misses = 0, first = 1, failed = 0;
+  if (rows)
+    fprintf(rows, "[");
+  if (series)
+    fprintf(series, "[");
+  printf("%-22s %5s | %-28s %-28s %-28s %-28s\n", "shape", "procs",
+         "polite wall/429/early", "aws-adaptive", "urllib3", "fixed-backoff");
+  for (unsigned s = 0; s < sim_n_scenarios; s++) {
+    const sim_scenario *sc = &sim_scenarios[s];
+    if (o.shape && strcmp(o.shape, sc->shape) != 0)
+      continue;
+    for (unsigned k = 0; k < N_PROCS; k++) {
+      printf("%-22s %5u |", sc->shape, k_procs[k]);
+      for (unsigned c = 0; c < CL_N; c++) {
+        if (sim_run(sc, (sim_client)c, k_procs[k], o.seed, &rs[c]) != 0) {
+          failed++;
+          fprintf(stderr, "polite_sim: %s with %s did not finish\n", sc->shape,
+                  sim_client_name((sim_client)c));
+        }
+        char cell[64];
+        snprintf(cell, sizeof cell, "%.3f %4llu %4llu%s", wall_ratio(&rs[c]),
+                 (unsigned long long)rs[c].n429,
+                 (unsigned long long)rs[c].early, rs[c].lost ? " lost" : "");
+        printf(" %-28s", cell);
+        if (rows)
+          json_row(rows, sc, &rs[c], first);
+        if (series)
+          json_series(series, sc, &rs[c], first);
+        first = 0;
+      }
+      printf("\n");
+      if (o.check)
+        misses += check_row(sc, rs);
+    }
+  }
+  if (rows)
+    fprintf(rows, "\n]\n"), fclose(rows);
+  if (series)
+    fprintf(series, "\n]\n"), fclose(series);
+  if (o.check)
+    printf("%d miss%s of the targets\n", misses, misses == 1 ? "" : "es");
+  return failed ? 2 : o.check && misses ? 1 : 0;
+}
