@@ -2,6 +2,9 @@
  * (pure: no clock, no I/O). The rules are in docs/decisions.md. */
 #include <polite/ratectl.h>
 
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 
@@ -57,6 +60,14 @@
  * 14/s for 25 s (0.7 x the limit; 1.44 x the floor on the fake clock). */
 #define MIN_SAMPLES 3
 #define HEADER_FRESH_US 5000000 /* a plan rules this long after its answer */
+/* The concurrency signature is read over this window of starts; the cap is
+ * held this long before one more in flight is tried; and under a cap the
+ * rate is at least this many times cap / latency. */
+#define STREAK_HOLD_US 500000 /* see hold_streak */
+#define STREAK_MAX_US 8000000
+#define CAP_WINDOW_US 2000000
+#define CAP_HOLD_US 20000000
+#define CAP_HEADROOM 1.25
 #define LATENCY_ALPHA 0.2
 #define PUBLISH_STEP 1.02
 #define PUBLISH_MIN_US 100000
@@ -138,6 +149,10 @@ double polite_ratectl_rate(const polite_ratectl *c, int64_t now_us) {
   if (c == NULL)
     return 0;
   double r = dmax(raw_rate(c, now_us), c->cfg.min_per_s);
+  /* Under a learned cap the cap paces: the rate stays above what the cap
+   * lets through, so that it never binds first. */
+  if (c->cap > 0 && c->latency_us > 0)
+    r = dmax(r, CAP_HEADROOM * (double)c->cap * 1e6 / c->latency_us);
   if (c->cfg.concurrency > 0 && c->latency_us > 0)
     r = dmin(r, (double)c->cfg.concurrency * 1e6 / c->latency_us);
   if (c->cfg.max_per_s > 0)
@@ -159,6 +174,9 @@ void polite_ratectl_on_start(polite_ratectl *c, int64_t now_us) {
   /* With a shared budget the account is paced at the shared rate, which
    * another participant may have raised above this one's. */
   c->st_rate[c->st_head] = dmax(r, c->shared_seen);
+  c->st_busy[c->st_head] =
+      (unsigned short)(c->inflight < 65535 ? c->inflight : 65535);
+  c->inflight++;
   c->st_head = (c->st_head + 1) % POLITE__RATECTL_RING;
   if (c->st_n < POLITE__RATECTL_RING)
     c->st_n++;
@@ -245,6 +263,18 @@ static double sent_within(const polite_ratectl *c, int64_t a, int64_t b) {
   if (c->shared_seen <= 0 && sent > own)
     sent = own;
   return sent;
+}
+
+/* This participant's requests in flight when the request started at `at`
+ * started (the latest start at or before it). */
+static unsigned busy_at_start(const polite_ratectl *c, int64_t at) {
+  for (unsigned i = 0; i < c->st_n; i++) {
+    unsigned k =
+        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->st_us[k] <= at)
+      return c->st_busy[k];
+  }
+  return 0;
 }
 
 /* What got through of the requests started in [from, to]: the share the
@@ -334,9 +364,9 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
    * limiter's Retry-After is about its window); when the previous cut
    * landed above the limit, all the time since it, its pause included. */
   int64_t w = imax(WINDOW_US, c->pause_end_us - c->last_cut_us);
-  if (c->relapse && c->prev_cut_us > 0)
-    w = imax(w, c->cut_from_us - c->prev_cut_us);
   int64_t from = c->cut_from_us - w;
+  if (c->relapse && c->chain_from_us > 0 && c->chain_from_us - WINDOW_US < from)
+    from = c->chain_from_us - WINDOW_US;
   *lo = admitted(c, from, now_us, MIN_SAMPLES);
   int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
   *hi = admitted_sending(c, imax(c->cut_from_us - short_w, c->pause_start_us),
@@ -374,6 +404,7 @@ static void aim_measured(polite_ratectl *c, int64_t now_us) {
     fast = clean = 1;
     lo = hi = BETA_FAST * rate_at_start(c, c->cut_from_us);
   }
+  if (getenv("RC_DEBUG")) fprintf(stderr, "aim: lo %.2f hi %.2f clean %d relapse %d ss %d\n", lo, hi, clean, c->relapse, c->cut_in_ss);
   lo = dmax(lo, c->cfg.min_per_s);
   if (clean || !(hi > lo))
     hi = lo;
@@ -417,6 +448,8 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
   c->relapse = c->phase == POLITE_RC_PROBE &&
                now_us < c->epoch_us + c->hold_us;
   c->prev_cut_us = c->last_cut_us;
+  if (!c->relapse)
+    c->chain_from_us = started_us;
   c->cut_from_us = started_us;
   c->pause_start_us = resumed_us;
   c->last_cut_us = now_us; /* the pause since, for the hold */
@@ -565,7 +598,9 @@ static void record(polite_ratectl *c, const polite_ratectl_response *r,
   if (c->ok_n < POLITE__RATECTL_RING)
     c->ok_n++;
   double at = rate_at_start(c, r->started_us);
-  c->ok_rate[c->ok_head == 0 ? POLITE__RATECTL_RING - 1 : c->ok_head - 1] = at;
+  unsigned last = c->ok_head == 0 ? POLITE__RATECTL_RING - 1 : c->ok_head - 1;
+  c->ok_rate[last] = at;
+  c->ok_busy[last] = (unsigned short)busy_at_start(c, r->started_us);
   if (throttled || r->now_us < r->started_us)
     return;
   c->oks++;
@@ -576,6 +611,116 @@ static void record(polite_ratectl *c, const polite_ratectl_response *r,
                       : lat;
 }
 
+/* ---- A concurrency limit
+ *
+ * A limiter of requests in flight (nginx limit_conn, a server's worker
+ * pool) refuses by how many are in flight, not by how many started
+ * lately: every request started while this participant had cap or more in
+ * flight is refused, every one started with fewer gets through. A rate
+ * limiter leaves no such line: at the same count in flight some get
+ * through and some do not, as the rate varies. Cutting the rate at a
+ * concurrency limit only makes the run slower (4 in flight at 100 ms: 1.3
+ * x the floor, issue #23); holding the cap keeps it at the limit. */
+
+/* The cap the answers of the requests started in [from, to] show, or 0:
+ * MIN_SAMPLES admitted and `refused` or more refused, and every refused
+ * one started with more in flight than every admitted one. */
+static unsigned concurrency_signature(const polite_ratectl *c, int64_t from,
+                                      int64_t to, unsigned refused) {
+  unsigned max_ok = 0, min_ref = UINT_MAX, n_ok = 0, n_ref = 0;
+  for (unsigned i = 0; i < c->ok_n; i++) {
+    unsigned k =
+        (c->ok_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->ok_us[k] < from || c->ok_us[k] > to)
+      continue;
+    unsigned b = c->ok_busy[k];
+    if (c->ok_flag[k]) {
+      n_ok++;
+      max_ok = b > max_ok ? b : max_ok;
+    } else {
+      n_ref++;
+      min_ref = b < min_ref ? b : min_ref;
+    }
+  }
+  if (n_ref < refused || n_ok < MIN_SAMPLES || min_ref <= max_ok)
+    return 0;
+  return max_ok + 1;
+}
+
+/* Learns or follows the cap at an answer started with `busy` in flight.
+ * A refusal without a server wait that started with more in flight than
+ * any admitted one is taken as a concurrency limit at once (a limiter of
+ * requests in flight rarely names a wait; one that does is taken for a
+ * rate limiter first): the test costs one refusal, no pause, and a
+ * refusal below the cap later drops it. An admitted request started at
+ * the cap (the probe above it got through) raises it; a refusal at the
+ * probe restarts its hold. Returns 1 when the answer is a refusal at the
+ * cap (no reason to cut the rate). */
+static int follow_cap(polite_ratectl *c, int64_t now, unsigned busy,
+                      int throttled, int server_wait) {
+  if (c->others) {
+    /* This participant's requests in flight are not the account's: with
+     * others on the budget its count says nothing about the limit (one
+     * that held a cap of 4 left the other none: 3.6 x the floor). */
+    c->cap = 0;
+    return 0;
+  }
+  if (!throttled) {
+    if (c->cap > 0 && busy >= c->cap) {
+      c->cap = busy + 1;
+      c->cap_since_us = now;
+    }
+    return 0;
+  }
+  if (c->cap > 0 && busy < c->cap) {
+    /* Refused below the cap: a rate, not a concurrency limit; from now on
+     * a cap needs the whole signature. */
+    c->cap = 0;
+    c->cap_refused = 1;
+    return 0;
+  }
+  if (getenv("RC_DEBUG")) fprintf(stderr, "%p t=%.3f refused busy %u cap %u refuted %u\n", (void*)c, now/1e6, busy, c->cap, c->cap_refused);
+  unsigned k = concurrency_signature(
+      c, now - CAP_WINDOW_US, now,
+      c->cap > 0 || c->cap_refused || server_wait ? 2 : 1);
+  if (k > 0 && (c->cap == 0 || k < c->cap)) {
+    c->cap = k;
+    c->cap_since_us = now;
+  }
+  if (c->cap > 0 && busy >= c->cap) {
+    c->cap_since_us = now; /* refused at the cap or at its probe */
+    return 1;
+  }
+  return 0;
+}
+
+/* A refusal that names no wait, of a request started after the last such
+ * hold began: the second in a row without an admitted answer between
+ * holds every start for STREAK_HOLD_US, each further one twice as long
+ * (at most STREAK_MAX_US). Without a server wait there is no account
+ * pause, and a limiter that refuses whatever the rate (a spent fixed
+ * window) refused every start until its window ended: 105 x 429 in 1200
+ * against 100 per 5 s (issue #23). The answers of requests already in
+ * flight at the hold are its echoes. */
+static void hold_streak(polite_ratectl *c, int64_t now, int64_t started_us) {
+  if (started_us < c->streak_from_us)
+    return;
+  if (++c->streak < 2)
+    return;
+  int64_t hold = STREAK_HOLD_US << (c->streak - 2 < 4 ? c->streak - 2 : 4);
+  if (hold > STREAK_MAX_US)
+    hold = STREAK_MAX_US;
+  c->hold_until_us = imax(c->hold_until_us, now + hold);
+  c->streak_from_us = now;
+  log_pause(c, now, now + hold); /* not sending time, for the estimate */
+}
+
+unsigned polite_ratectl_cap(const polite_ratectl *c, int64_t now_us) {
+  if (c == NULL || c->cap == 0)
+    return 0;
+  return c->cap + (now_us - c->cap_since_us >= CAP_HOLD_US);
+}
+
 polite_ratectl_cause
 polite_ratectl_on_response(polite_ratectl *c,
                            const polite_ratectl_response *r) {
@@ -583,11 +728,21 @@ polite_ratectl_on_response(polite_ratectl *c,
     return POLITE_CUT_NONE;
   int64_t now = r->now_us;
   int throttled = r->status == 429 || r->status == 503;
-  if (r->status > 0)
+  if (c->inflight > 0)
+    c->inflight--;
+  int at_cap = 0;
+  if (r->status > 0) {
     record(c, r, throttled);
+    at_cap = follow_cap(c, now, busy_at_start(c, r->started_us), throttled,
+                        r->server_wait_us >= 0);
+  }
   polite_ratectl_cause made = POLITE_CUT_NONE;
   if (r->plan != NULL && !throttled)
     made = take_plan(c, now, r->started_us, r->plan);
+  if (throttled && r->server_wait_us < 0)
+    hold_streak(c, now, r->started_us);
+  else if (r->status > 0 && !throttled)
+    c->streak = 0;
   if (throttled) {
     c->throttles++;
     int64_t resumed = c->pause_end_us;
@@ -595,7 +750,7 @@ polite_ratectl_on_response(polite_ratectl *c,
       c->pause_end_us = now + r->server_wait_us;
     if (r->server_wait_us > 0)
       log_pause(c, now, now + r->server_wait_us);
-    if (r->started_us >= c->last_cut_us) {
+    if (r->started_us >= c->last_cut_us && !at_cap) {
       cut(c, now, r->started_us, resumed, POLITE_CUT_THROTTLE);
       made = POLITE_CUT_THROTTLE;
     }
@@ -648,6 +803,7 @@ void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
   if (s->generation != c->generation) {
     /* Another participant's cut: hold at its rate (it leads). */
     c->generation = s->generation;
+    c->others = 1;
     c->phase = POLITE_RC_PROBE;
     follow(c, now_us, s->rate_per_s,
            s->limit_per_s > 0 ? s->limit_per_s : s->rate_per_s / BETA);
@@ -658,6 +814,8 @@ void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
       count_cut(c, POLITE_CUT_SHARED, now_us);
   } else if (s->rate_per_s > cur * PUBLISH_STEP &&
              c->phase != POLITE_RC_HEADERS) {
+    if (fabs(s->rate_per_s - c->published) > 1e-6 * s->rate_per_s)
+      c->others = 1; /* not this participant's own publish */
     follow(c, now_us, s->rate_per_s, 0);
     c->published = s->rate_per_s;
   }

@@ -496,6 +496,10 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   int64_t at = admission_time(s, j, t);
   int64_t w = polite__sched_rate_check(s, j, at, cost, &next, now);
   int rc = POLITE_BUDGET_WAIT_RATE;
+  /* A concurrency limit's learned cap holds like a budget slot: an answer
+   * wakes the turn that admits the next one. */
+  if (w == 0 && polite__sched_rate_full(s, j, t))
+    return ADM_BLOCKED;
   /* The learned rate holds for what the server's headers asked (r = 0
    * until a reset): max-wait bounds that wait too. */
   if (beyond_max_wait(s, w))

@@ -222,6 +222,8 @@ typedef struct {
   double upper;         /* the last cut's upper estimate of the limit */
   unsigned steady_base; /* steady before the last cut */
   int64_t prev_cut_us;  /* the cut before the last one (0: none) */
+  int64_t chain_from_us; /* the throttled start of the first cut of the
+                            last series of relapses */
   int relapse;          /* the last cut came before the one before it was
                            confirmed: that one landed above the limit */
   /* the server's last pauses, [start, end) each, newest at pause_head - 1:
@@ -239,6 +241,22 @@ typedef struct {
   /* the rate at the last starts, to know what an answer was started at */
   int64_t st_us[POLITE__RATECTL_RING];
   double st_rate[POLITE__RATECTL_RING];
+  /* this participant's requests in flight before each start, and before
+   * each answered one's start (the concurrency signature, ratectl.c) */
+  unsigned short st_busy[POLITE__RATECTL_RING];
+  unsigned short ok_busy[POLITE__RATECTL_RING];
+  unsigned inflight; /* started and not answered yet */
+  /* the learned in-flight cap: a concurrency limit (0: none), since when,
+   * and whether a refusal below a cap showed a rate limit (then a cap
+   * needs the whole signature) */
+  unsigned cap;
+  int64_t cap_since_us;
+  int others; /* another participant published to the budget */
+  /* refusals without a server wait since the last admitted answer, and
+   * when the last hold for them began (ratectl.c, hold_streak) */
+  unsigned streak;
+  int64_t streak_from_us;
+  unsigned cap_refused;
   unsigned st_head, st_n;
   double clean_rate;  /* the rate the last clean answer was started at */
   double shared_seen; /* the budget's rate at the last admission */
@@ -286,6 +304,13 @@ polite_ratectl_on_response(polite_ratectl *c, const polite_ratectl_response *r);
  * was measured. */
 POLITE_EXTERN double polite_ratectl_rate(const polite_ratectl *c,
                                          int64_t now_us);
+
+/* The in-flight cap learned from a concurrency limit: a server that
+ * refuses every request started while this participant had cap or more in
+ * flight, and none started with fewer (docs/decisions.md). 0: none. The
+ * engine holds it: no start while cap requests are in flight. */
+POLITE_EXTERN unsigned polite_ratectl_cap(const polite_ratectl *c,
+                                          int64_t now_us);
 
 /* No start before this time (a wait the headers asked for: r = 0 or a
  * Retry-After on a success); 0 when there is none. */
