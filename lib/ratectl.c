@@ -63,6 +63,10 @@
 /* The concurrency signature is read over this window of starts; the cap is
  * held this long before one more in flight is tried; and under a cap the
  * rate is at least this many times cap / latency. */
+/* A cut this soon after the curve reached the last plateau is a relapse
+ * (ratectl.c, estimates). */
+#define RELAPSE_US 3000000
+#define LO_FLOOR 0.5 /* the lower estimate is at least this x the upper */
 #define STREAK_HOLD_US 500000 /* see hold_streak */
 #define STREAK_MAX_US 8000000
 #define CAP_WINDOW_US 2000000
@@ -80,6 +84,9 @@ static double dmax(double a, double b) {
 }
 static int64_t imax(int64_t a, int64_t b) {
   return a > b ? a : b;
+}
+static int64_t imin(int64_t a, int64_t b) {
+  return a < b ? a : b;
 }
 
 void polite_ratectl_init(polite_ratectl *c, const polite_ratectl_config *cfg,
@@ -260,7 +267,7 @@ static double sent_within(const polite_ratectl *c, int64_t a, int64_t b) {
     own += t >= a;
     next = t;
   }
-  if (c->shared_seen <= 0 && sent > own)
+  if (!c->others && sent > own)
     sent = own;
   return sent;
 }
@@ -304,7 +311,15 @@ static double admitted(const polite_ratectl *c, int64_t from, int64_t to,
   }
   if (n < need)
     return -1;
-  int64_t a = imax(from, first), b = last + 1;
+  /* Over the whole window when the starts cover it (the first answered
+   * start in it may come well after its beginning: a window of 40 at a
+   * sliding log measured from its first answer read 44/s), else from the
+   * first answered start. */
+  int64_t oldest = c->st_n > 0 ? c->st_us[(c->st_head + POLITE__RATECTL_RING -
+                                           c->st_n) %
+                                          POLITE__RATECTL_RING]
+                               : first;
+  int64_t a = oldest <= from ? from : imax(from, first), b = last + 1;
   double sent = sent_within(c, a, b);
   if (!(sent > 0))
     return -1;
@@ -361,25 +376,36 @@ static void count_cut(polite_ratectl *c, polite_ratectl_cause why,
 static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
                      double *hi) {
   /* At least a second, or the server's pause when it is longer (a
-   * limiter's Retry-After is about its window); when the previous cut
-   * landed above the limit, all the time since it, its pause included. */
+   * limiter's Retry-After is about its window). */
   int64_t w = imax(WINDOW_US, c->pause_end_us - c->last_cut_us);
   int64_t from = c->cut_from_us - w;
-  if (c->relapse && c->chain_from_us > 0 && c->chain_from_us - WINDOW_US < from)
-    from = c->chain_from_us - WINDOW_US;
-  *lo = admitted(c, from, now_us, MIN_SAMPLES);
-  int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
-  *hi = admitted_sending(c, imax(c->cut_from_us - short_w, c->pause_start_us),
-                         now_us, MIN_SAMPLES);
-  if (c->relapse) {
-    /* The rate the relapse was started at tripped the limit: the upper
-     * bound is below it. */
+  double own = admitted(c, from, now_us, MIN_SAMPLES);
+  *lo = own;
+  if (c->relapse && c->chain_from_us > 0) {
+    /* The previous cut landed above the limit: all the time since the
+     * first cut of the series, its pauses included, as well. A token
+     * bucket refills in a pause, so over its own window it seems to admit
+     * more than it does (32 of 20/s a second after a 1 s pause); a
+     * sliding window forgets in a pause, so over the whole series it
+     * seems to admit less (28 of 40/s): the lower of the two lands below
+     * the limit, and the window's own is the most the climb aims at. */
+    int64_t chain = c->chain_from_us - WINDOW_US;
+    double all = admitted(c, imin(chain, from), now_us, MIN_SAMPLES);
+    if (all > 0 && (own <= 0 || all < own))
+      *lo = all;
     double at = rate_at_start(c, c->cut_from_us);
-    *hi = dmin(*hi > 0 ? *hi : at, at);
-    if (c->upper > 0)
-      *hi = dmin(*hi, c->upper);
+    *hi = c->upper > 0 ? dmin(at, c->upper) : at;
+    if (own > LO_FLOOR * *hi) /* a window mostly paused says little */
+      *hi = dmin(*hi, own);
+  } else {
+    int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
+    *hi = admitted_sending(c, imax(c->cut_from_us - short_w, c->pause_start_us),
+                           now_us, MIN_SAMPLES);
   }
-  return !c->cut_in_ss && paused_within(c, from, c->cut_from_us) == 0;
+  /* A relapse's window reaches back over the previous cut's landing, a
+   * lower rate than the one that tripped: a lower bound, not the limit. */
+  return !c->cut_in_ss && !c->relapse &&
+         paused_within(c, from, c->cut_from_us) == 0;
 }
 
 /* Aims below what got through of the requests started around the last
@@ -391,10 +417,12 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
  * happens at a rate near the limit, where the next estimate is sharp. Two
  * cuts in a row that find about the same limit make the controller
  * steady: a shallower cut and a longer plateau. */
-static void aim_measured(polite_ratectl *c, int64_t now_us) {
+static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
   double lo, hi;
   int clean = estimates(c, now_us, &lo, &hi);
   int fast = 0;
+  if (refine && lo <= 0 && !c->cut_in_headers)
+    return; /* no better estimate yet: the cut's own stands */
   if (c->cut_in_headers) { /* the server's own statement of its limit */
     lo = hi = c->header_rate;
     clean = 1;
@@ -404,7 +432,12 @@ static void aim_measured(polite_ratectl *c, int64_t now_us) {
     fast = clean = 1;
     lo = hi = BETA_FAST * rate_at_start(c, c->cut_from_us);
   }
-  if (getenv("RC_DEBUG")) fprintf(stderr, "aim: lo %.2f hi %.2f clean %d relapse %d ss %d\n", lo, hi, clean, c->relapse, c->cut_in_ss);
+  if (getenv("RC_DEBUG")) fprintf(stderr, "aim t=%.3f: lo %.2f hi %.2f clean %d relapse %d ss %d\n", now_us/1e6, lo, hi, clean, c->relapse, c->cut_in_ss);
+  /* A window that is mostly pause says little (3/s after a halving to
+   * 20/s): never land below half the upper estimate, a halving at most, as
+   * TCP's multiplicative decrease. */
+  if (!clean && hi > 0)
+    lo = dmax(lo, LO_FLOOR * hi);
   lo = dmax(lo, c->cfg.min_per_s);
   if (clean || !(hi > lo))
     hi = lo;
@@ -415,7 +448,7 @@ static void aim_measured(polite_ratectl *c, int64_t now_us) {
   c->steady = steady;
   double beta = steady || c->cut_in_headers ? BETA_STEADY : BETA;
   double cut_to = clean ? beta * lo : PLATEAU * lo;
-  double plateau = (clean ? PLATEAU : PLATEAU_SS) * hi;
+  double plateau = (c->cut_in_ss ? PLATEAU_SS : PLATEAU) * hi;
   cut_to = dmax(c->cfg.min_per_s, dmin(cut_to, plateau));
   c->upper = hi;
   /* Each confirmation of the limit doubles the hold: a probe that finds
@@ -443,17 +476,17 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
   c->cut_in_headers = c->phase == POLITE_RC_HEADERS && c->header_rate > 0 &&
                       now_us < c->header_until_us;
   c->steady_base = c->steady;
-  /* A cut before the previous one's plateau was held through: that one
-   * landed above the limit. */
-  c->relapse = c->phase == POLITE_RC_PROBE &&
-               now_us < c->epoch_us + c->hold_us;
+  /* A cut on the climb to the previous one's plateau, or soon after
+   * reaching it: that one landed (or aimed) above the limit. */
+  c->relapse = c->phase == POLITE_RC_PROBE && c->last_cause != POLITE_CUT_SHARED &&
+               now_us < c->epoch_us + RELAPSE_US;
   c->prev_cut_us = c->last_cut_us;
   if (!c->relapse)
     c->chain_from_us = started_us;
   c->cut_from_us = started_us;
   c->pause_start_us = resumed_us;
   c->last_cut_us = now_us; /* the pause since, for the hold */
-  aim_measured(c, now_us);
+  aim_measured(c, now_us, 0);
   c->pending_cut = 1;
   count_cut(c, why, now_us);
 }
@@ -680,9 +713,14 @@ static int follow_cap(polite_ratectl *c, int64_t now, unsigned busy,
     return 0;
   }
   if (getenv("RC_DEBUG")) fprintf(stderr, "%p t=%.3f refused busy %u cap %u refuted %u\n", (void*)c, now/1e6, busy, c->cap, c->cap_refused);
-  unsigned k = concurrency_signature(
-      c, now - CAP_WINDOW_US, now,
-      c->cap > 0 || c->cap_refused || server_wait ? 2 : 1);
+  /* A refusal that names a wait pauses the account, so the count in
+   * flight at the next ones says little: such a limiter is learned as a
+   * rate (a rate limit halved mid-run showed the signature by chance and
+   * held a cap instead of cutting for 60 s). */
+  unsigned k = server_wait ? 0
+                           : concurrency_signature(
+                                 c, now - CAP_WINDOW_US, now,
+                                 c->cap > 0 || c->cap_refused ? 2 : 1);
   if (k > 0 && (c->cap == 0 || k < c->cap)) {
     c->cap = k;
     c->cap_since_us = now;
@@ -762,7 +800,7 @@ polite_ratectl_on_response(polite_ratectl *c,
     /* An answer of a request in flight at the cut: what got through is
      * better known now. A lower estimate is published as a cut. */
     double before = polite_ratectl_rate(c, now);
-    aim_measured(c, now);
+    aim_measured(c, now, 1);
     if (polite_ratectl_rate(c, now) < before / PUBLISH_STEP)
       c->pending_cut = 1;
   }

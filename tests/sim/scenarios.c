@@ -39,9 +39,13 @@ const sim_scenario sim_scenarios[] = {
   {"shared-steady", "40 r/s burst=1 shared with another caller at 10/s",
    {ZOO_GCRA, 40, 2, 0, 0, 0, 0, 1, LAT, 10 * MS, {0}, {1, 100 * MS, 0}}, 900,
    8},
+  /* The other caller's bursts need a limiter that holds them: against
+   * burst=1 a burst of 20 is refused but for two, and the row would be
+   * the steady one. */
   {"shared-bursty",
-   "40 r/s burst=1 shared with another caller sending 20 at once every 2 s",
-   {ZOO_GCRA, 40, 2, 0, 0, 0, 0, 1, LAT, 10 * MS, {0}, {20, 2 * S, 0}}, 900,
+   "a token bucket of 40 at 40/s shared with another caller sending 20 at "
+   "once every 2 s",
+   {ZOO_GCRA, 40, 40, 0, 0, 0, 0, 1, LAT, 10 * MS, {0}, {20, 2 * S, 0}}, 900,
    8},
   {"halve-double", "40 r/s burst=1, halved at 20 s, doubled back at 50 s",
    {ZOO_GCRA, 40, 2, 0, 0, 0, 0, 1, LAT, 10 * MS,

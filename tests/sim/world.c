@@ -41,8 +41,10 @@ sim_flight *sim_send(sim_world *w, sim_proc *p, int thread, polite__job *j) {
   f->retry_after_s = a.retry_after_s;
   for (int k = 0; k < 2 && a.hdr[k]; k++)
     snprintf(f->hdr[f->nhdr++], sizeof f->hdr[0], "%s", a.hdr[k]);
-  if (p == NULL)
-    return f; /* the other caller: not counted */
+  if (p == NULL) { /* the other caller: only its admitted ones count */
+    w->other_ok += a.status != 429;
+    return f;
+  }
   sim_result *r = w->res;
   r->attempts++;
   if (w->now < p->ra_until_us)
@@ -330,6 +332,14 @@ int sim_run(const sim_scenario *sc, sim_client client, unsigned procs,
     w->now = t > w->now ? t : w->now;
   }
   out->wall_us = w->now - SIM_T0;
+  if (sc->z.other.burst > 0) {
+    /* With another caller the floor is the time the limiter needs for all
+     * it admitted, the other's too: a client that takes the other's share
+     * gains nothing by it. */
+    zoo_params alone = sc->z;
+    alone.other.burst = 0;
+    out->floor_us = zoo_floor_us(&alone, sc->requests + w->other_ok);
+  }
   out->converge_s = rc == 0 ? converge(w, out) : -1;
   for (unsigned i = 0; i < w->nprocs; i++)
     polite__sched_free(w->procs[i].s);

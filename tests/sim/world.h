@@ -67,6 +67,7 @@ struct sim_world {
   sim_flight flights[SIM_MAX_FLIGHTS];
   unsigned nflights;
   int64_t other_next_us;
+  unsigned other_ok; /* the other caller's admitted requests */
   unsigned outstanding; /* requests without a final answer */
   sim_result *res;
   polite_budget *budget;

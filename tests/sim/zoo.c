@@ -199,7 +199,7 @@ int64_t zoo_floor_us(const zoo_params *p, unsigned n) {
     int64_t windows = (n + q - 1) / q - 1;
     return windows * p->window_us + p->latency_us;
   }
-  double got = p->kind == ZOO_GCRA && p->other.burst == 0 ? p->burst : 0;
+  double got = p->kind == ZOO_GCRA ? p->burst : 0;
   int64_t t = 0;
   const int64_t step = 1000;
   while (got < n && t < INT64_C(100000) * 1000000) {
