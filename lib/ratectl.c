@@ -753,6 +753,22 @@ static void hold_streak(polite_ratectl *c, int64_t now, int64_t started_us) {
   log_pause(c, now, now + hold); /* not sending time, for the estimate */
 }
 
+void polite_ratectl_on_pause(polite_ratectl *c, int64_t now_us,
+                             int64_t until_us) {
+  if (c == NULL || until_us <= now_us)
+    return;
+  log_pause(c, now_us, until_us);
+  if (until_us - now_us > c->longest_pause_us) {
+    c->longest_pause_us = until_us - now_us;
+    /* A follower holding for less than HOLD_PAUSES of them would probe
+     * first and cost the account a pause (two processes at Retry-After 10:
+     * a 429 every 35 s, 1.41 x the floor). */
+    int64_t hold = HOLD_PAUSES * c->longest_pause_us;
+    if (c->phase == POLITE_RC_PROBE && c->hold_us < hold)
+      c->hold_us = hold < HOLD_LONGEST_US ? hold : HOLD_LONGEST_US;
+  }
+}
+
 unsigned polite_ratectl_cap(const polite_ratectl *c, int64_t now_us) {
   if (c == NULL || c->cap == 0)
     return 0;
@@ -788,6 +804,8 @@ polite_ratectl_on_response(polite_ratectl *c,
       c->pause_end_us = now + r->server_wait_us;
     if (r->server_wait_us > 0)
       log_pause(c, now, now + r->server_wait_us);
+    if (r->server_wait_us > c->longest_pause_us)
+      c->longest_pause_us = r->server_wait_us;
     if (r->started_us >= c->last_cut_us && !at_cap) {
       cut(c, now, r->started_us, resumed, POLITE_CUT_THROTTLE);
       made = POLITE_CUT_THROTTLE;
@@ -827,7 +845,9 @@ static void follow(polite_ratectl *c, int64_t now_us, double rate,
   /* The leader probes; a follower only when no leader did for the longest
    * hold (it does not know the server's pause the leader holds for: with
    * 12 s a follower probed 3 s before the leader, 14 s into the bench). */
-  c->hold_us = HOLD_MAX_US;
+  c->hold_us = imax(HOLD_MAX_US, HOLD_PAUSES * c->longest_pause_us);
+  if (c->hold_us > HOLD_LONGEST_US)
+    c->hold_us = HOLD_LONGEST_US;
   limit = dmax(limit > 0 ? limit : c->limit, rate);
   aim(c, limit, rate / limit, rate, imax(now_us, c->pause_end_us));
 }

@@ -126,6 +126,10 @@ void polite__sched_rate_commit(polite__sched *s, const job *j,
  * its controller learned from a concurrency limit (polite_ratectl_cap):
  * j waits for an answer, like a budget slot. */
 int polite__sched_rate_full(polite__sched *s, const job *j, int64_t now);
+/* The budget said j's account is paused until `until` (another
+ * participant's 429): tells its controller (polite_ratectl_on_pause). */
+void polite__sched_rate_paused(polite__sched *s, const job *j, int64_t now,
+                               int64_t until);
 /* The start rate the engine plans for j's account (learned or the
  * budget's); 0 when none. */
 double polite__sched_rate_now(const polite__sched *s, const job *j);

@@ -312,6 +312,12 @@ void polite__sched_rate_commit(polite__sched *s, const job *j,
     a->pace = *next;
 }
 
+void polite__sched_rate_paused(polite__sched *s, const job *j, int64_t now,
+                               int64_t until) {
+  if (s->rate_on)
+    polite_ratectl_on_pause(&acct_seen(s, j)->rc, now, until);
+}
+
 int polite__sched_rate_full(polite__sched *s, const job *j, int64_t now) {
   if (!s->rate_on)
     return 0;

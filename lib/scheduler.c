@@ -538,6 +538,8 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   int64_t due = at + w;
   if (rc == POLITE_BUDGET_WAIT_PAUSE && beyond_max_wait(s, w))
     return end_too_long(s, j, "the budget is paused for another", w, t);
+  if (rc == POLITE_BUDGET_WAIT_PAUSE)
+    polite__sched_rate_paused(s, j, t, due);
   int64_t left = polite__sched_time_left(s, j, t);
   if (left != NO_TIME && due - t > left) {
     polite__sched_finish(

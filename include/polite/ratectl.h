@@ -252,6 +252,7 @@ typedef struct {
   unsigned cap;
   int64_t cap_since_us;
   int others; /* another participant published to the budget */
+  int64_t longest_pause_us; /* the longest wait a server named */
   /* refusals without a server wait since the last admitted answer, and
    * when the last hold for them began (ratectl.c, hold_streak) */
   unsigned streak;
@@ -311,6 +312,13 @@ POLITE_EXTERN double polite_ratectl_rate(const polite_ratectl *c,
  * engine holds it: no start while cap requests are in flight. */
 POLITE_EXTERN unsigned polite_ratectl_cap(const polite_ratectl *c,
                                           int64_t now_us);
+
+/* The account is paused from now_us until until_us by a wait this
+ * participant did not see answered (another participant's 429, through the
+ * budget): its time is not sending time, and its length sets how long a
+ * plateau is held before probing (HOLD_PAUSES of them). */
+POLITE_EXTERN void polite_ratectl_on_pause(polite_ratectl *c, int64_t now_us,
+                                           int64_t until_us);
 
 /* No start before this time (a wait the headers asked for: r = 0 or a
  * Retry-After on a success); 0 when there is none. */
