@@ -657,7 +657,8 @@ static void record(polite_ratectl *c, const polite_ratectl_response *r,
 
 /* The cap the answers of the requests started in [from, to] show, or 0:
  * MIN_SAMPLES admitted and `refused` or more refused, and every refused
- * one started with more in flight than every admitted one. */
+ * one started with more in flight than every admitted one: the least
+ * count in flight a refused one started with. */
 static unsigned concurrency_signature(const polite_ratectl *c, int64_t from,
                                       int64_t to, unsigned refused) {
   unsigned max_ok = 0, min_ref = UINT_MAX, n_ok = 0, n_ref = 0;
@@ -677,7 +678,11 @@ static unsigned concurrency_signature(const polite_ratectl *c, int64_t from,
   }
   if (n_ref < refused || n_ok < MIN_SAMPLES || min_ref <= max_ok)
     return 0;
-  return max_ok + 1;
+  /* The cap is above every admitted count and at most the least refused
+   * one; the answers of the requests started in between may not be in
+   * yet, so the refused one is taken (a lower cap shows in later
+   * refusals). */
+  return min_ref;
 }
 
 /* Learns or follows the cap at an answer started with `busy` in flight.

@@ -158,8 +158,22 @@ int main(int argc, char **argv) {
     return 2;
   FILE *rows = open_out(&o, "results.json");
   FILE *series = open_out(&o, "series.json");
-  if (o.out_dir && (rows == NULL || series == NULL))
+  FILE *scen = open_out(&o, "scenarios.json");
+  if (o.out_dir && (rows == NULL || series == NULL || scen == NULL))
     return 2;
+  if (scen) {
+    fprintf(scen, "[");
+    for (unsigned s = 0; s < sim_n_scenarios; s++) {
+      const sim_scenario *sc = &sim_scenarios[s];
+      fprintf(scen,
+              "%s\n  {\"shape\": \"%s\", \"what\": \"%s\", "
+              "\"requests\": %u, \"floor_s\": %.3f}",
+              s ? "," : "", sc->shape, sc->what, sc->requests,
+              (double)zoo_floor_us(&sc->z, sc->requests) / 1e6);
+    }
+    fprintf(scen, "\n]\n");
+    fclose(scen);
+  }
   static sim_result rs[CL_N];
   int misses = 0, first = 1, failed = 0;
   if (rows)

@@ -14,6 +14,9 @@
 const sim_scenario sim_scenarios[] = {
   {"leaky-bucket", "nginx limit_req 40 r/s burst=1 nodelay, Retry-After 1",
    {ZOO_GCRA, 40, 2, 0, 0, 0, 0, 1, LAT, 10 * MS, {0}, {0}}, 1200, 8},
+  {"leaky-bucket-fast", "nginx limit_req 20 r/s burst=1 before a static "
+   "file (2 ms), Retry-After 1",
+   {ZOO_GCRA, 20, 2, 0, 0, 0, 0, 1, 2 * MS, 1 * MS, {0}, {0}}, 600, 8},
   {"token-bucket", "a token bucket of 40 filled at 20/s, Retry-After 1",
    {ZOO_GCRA, 20, 40, 0, 0, 0, 0, 1, LAT, 10 * MS, {0}, {0}}, 640, 8},
   {"fixed-window-headers",

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Renders the learned-rate simulation report (docs/learned-rate.md) from
+polite_sim's results.json and series.json: one section per limiter shape,
+with its table (every client, 1, 2 and 4 processes) and a small inline SVG
+of the admitted rate over time. Deterministic: the same JSON gives the same
+page, so the committed page changes only when the results do.
+
+    render.py SIM_DIR OUT.md
+"""
+import json
+import sys
+
+CLIENTS = ["polite", "aws-adaptive", "urllib3", "fixed-backoff"]
+COLOURS = {"polite": "#1f77b4", "aws-adaptive": "#ff7f0e",
+           "urllib3": "#2ca02c", "fixed-backoff": "#9467bd"}
+TARGET_WALL = {1: 1.15}  # else 1.25
+TARGET_SHARE = 0.01
+W, H, PAD = 560, 150, 34
+STEP = 2  # one point per second (two buckets) keeps the page small
+
+
+def target_wall(procs):
+    return TARGET_WALL.get(procs, 1.25)
+
+
+def smooth(xs, k=2):
+    """Mean over k buckets on each side, so the plot shows a rate, not the
+    pacing's granularity."""
+    out = []
+    for i in range(len(xs)):
+        lo, hi = max(0, i - k), min(len(xs), i + k + 1)
+        out.append(sum(xs[lo:hi]) / (hi - lo))
+    return out
+
+
+def svg(shape, series):
+    """The admitted rate (ok starts per second) of each client with one
+    process, and the limit, over the longest run of the shape."""
+    runs = [s for s in series if s["shape"] == shape and s["processes"] == 1]
+    if not runs:
+        return ""
+    bucket = runs[0]["bucket_s"]
+    tmax = max(len(r["ok"]) for r in runs) * bucket
+    limit = max(runs, key=lambda r: len(r["limit"]))["limit"]
+    ymax = max([max(limit)] + [max(smooth([v / bucket for v in r["ok"]]))
+                               for r in runs]) * 1.1
+
+    def xy(t, y):
+        return (PAD + (W - PAD - 8) * t / tmax,
+                H - 18 - (H - 28) * min(y, ymax) / ymax)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" '
+             f'height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" '
+             f'font-size="10">',
+             f'<rect x="0" y="0" width="{W}" height="{H}" fill="#fff"/>']
+    x0, y0 = xy(0, 0)
+    x1, y1 = xy(tmax, ymax)
+    parts.append(f'<line x1="{x0:.0f}" y1="{y0:.0f}" x2="{x1:.0f}" '
+                 f'y2="{y0:.0f}" stroke="#999"/>')
+    parts.append(f'<line x1="{x0:.0f}" y1="{y0:.0f}" x2="{x0:.0f}" '
+                 f'y2="{y1:.0f}" stroke="#999"/>')
+    parts.append(f'<text x="2" y="{y1 + 8:.0f}">{ymax:.0f}/s</text>')
+    parts.append(f'<text x="{x1 - 30:.0f}" y="{H - 4}">{tmax:.0f} s</text>')
+    pts = " ".join("%.0f,%.0f" % xy(i * bucket, v)
+                   for i, v in enumerate(limit) if i % STEP == 0)
+    parts.append(f'<polyline points="{pts}" fill="none" stroke="#d62728" '
+                 f'stroke-dasharray="4 3"/>')
+    for r in sorted(runs, key=lambda r: CLIENTS.index(r["client"])):
+        rate = smooth([v / bucket for v in r["ok"]])
+        pts = " ".join("%.0f,%.0f" % xy(i * bucket, v)
+                       for i, v in enumerate(rate) if i % STEP == 0)
+        parts.append(f'<polyline points="{pts}" fill="none" '
+                     f'stroke="{COLOURS[r["client"]]}" stroke-width="1.2"/>')
+    lx = PAD + 6
+    for name in ["limit"] + CLIENTS:
+        colour = COLOURS.get(name, "#d62728")
+        parts.append(f'<rect x="{lx}" y="4" width="10" height="3" '
+                     f'fill="{colour}"/><text x="{lx + 13}" y="9">{name}</text>')
+        lx += 13 + 7 * len(name) + 8
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def cell_wall(row):
+    mark = "" if row["client"] != "polite" or \
+        row["wall_over_floor"] <= target_wall(row["processes"]) else " ✗"
+    return f'{row["wall_over_floor"]:.3f}{mark}'
+
+
+def cell_share(row):
+    mark = "" if row["client"] != "polite" or \
+        row["share_429"] <= TARGET_SHARE else " ✗"
+    return f'{100 * row["share_429"]:.2f}% ({row["n429"]}){mark}'
+
+
+def table(shape, rows):
+    out = ["| processes | client | wall / floor | 429s (share of requests) "
+           "| early | lost | converged after |",
+           "|---:|---|---:|---:|---:|---:|---:|"]
+    for procs in (1, 2, 4):
+        for name in CLIENTS:
+            for r in rows:
+                if r["shape"] != shape or r["processes"] != procs or \
+                        r["client"] != name:
+                    continue
+                conv = "never" if r["converge_s"] is None else \
+                    f'{r["converge_s"]:.1f} s'
+                who = f"**{name}**" if name == "polite" else name
+                out.append(f'| {procs} | {who} | {cell_wall(r)} | '
+                           f'{cell_share(r)} | {r["early"]} | {r["lost"]} | '
+                           f'{conv} |')
+    return "\n".join(out)
+
+
+def peers_verdict(rows, shape, procs):
+    """'better' when polite is better than every peer on wall or 429s and
+    worse on neither; else the peers it is not."""
+    mine = [r for r in rows if r["shape"] == shape and
+            r["processes"] == procs and r["client"] == "polite"][0]
+    short = []
+    for r in rows:
+        if r["shape"] != shape or r["processes"] != procs or \
+                r["client"] == "polite":
+            continue
+        worse = mine["wall_s"] > r["wall_s"] or mine["n429"] > r["n429"]
+        if worse:
+            short.append(f'{r["client"]} (wall {r["wall_over_floor"]:.3f})')
+    return short
+
+
+def summary(rows, shapes):
+    out = ["| shape | processes | polite wall / floor | 429s | early | "
+           "target met | peers polite is slower than (wall) |",
+           "|---|---:|---:|---:|---:|---|---|"]
+    for shape in shapes:
+        for procs in (1, 2, 4):
+            mine = [r for r in rows if r["shape"] == shape and
+                    r["processes"] == procs and r["client"] == "polite"][0]
+            ok = mine["wall_over_floor"] <= target_wall(procs) and \
+                mine["share_429"] <= TARGET_SHARE and mine["early"] == 0 \
+                and mine["lost"] == 0
+            short = peers_verdict(rows, shape, procs)
+            out.append(f'| {shape} | {procs} | {mine["wall_over_floor"]:.3f} '
+                       f'| {mine["n429"]} | {mine["early"]} | '
+                       f'{"yes" if ok else "**no**"} | '
+                       f'{", ".join(short) if short else "none"} |')
+    return "\n".join(out)
+
+
+HEAD = """# The learned rate on every limiter shape: the simulation report
+
+Generated by `make sim` (tests/sim/polite_sim, then tests/sim/render.py)
+from `build/sim/results.json`; do not edit by hand. The same scenarios run
+as a test, `ctest -R sim/zoo`, which holds polite to the targets below
+(deterministic: the fake clock and every random draw are seeded).
+
+**What runs.** polite is the real code: one `polite__sched` per process
+(lib/scheduler.c, the learned rate of lib/ratectl.c and lib/sched_rate.c)
+over one shared local budget, as `polite run --budget file:` processes
+share one, on a fake clock that jumps from event to event. Each limiter is a
+small pure model of the software it stands for (tests/sim/zoo.c). Beside
+polite, on the same simulated limiter, models of the peers
+(tests/sim/peers.c):
+
+- **aws-adaptive**: botocore's adaptive retry mode as its source has it
+  (`retries/adaptive.py`, `throttling.py`, `bucket.py`, `standard.py`): a
+  token bucket, off until the first throttle, filled at a CUBIC rate (beta
+  0.7, C 0.4, the measured rate as w_max) and capped at twice the rate
+  measured over 0.5 s buckets (smoothing 0.8); retries after
+  `random() x 2^(attempt-1)` s (at most 20 s) while the retry quota (500, 5
+  a retry) lasts. It does not read Retry-After.
+- **urllib3**: `Retry(total=10, backoff_factor=0.5,
+  status_forcelist=[429], respect_retry_after_header=True)`, one blocking
+  client per thread: waits the Retry-After when there is one, else 0 s
+  after the first error and `0.5 x 2^(n-1)` s after the n-th.
+- **fixed-backoff**: waits 1 s after every 429, whatever the server said.
+
+Every client runs 8 threads (polite: `--concurrency 8`) per process and at
+most 10 attempts per request; with 2 and 4 processes the requests are split
+between them, polite's processes share one budget, the peers' do not share
+anything (they have nothing to share it with).
+
+**The columns.** *wall / floor*: the time to the last answer over the
+floor, the least time an ideal client that knows the limiter needs (rate
+limiters: its burst at once, then one start per interval; windows: a whole
+quota at each window's start; the concurrency limit: every slot busy; with
+another caller, the time the limiter needs for everything it admitted, the
+other caller's too). *429s*: answers 429, and their share of the requests.
+*early*: requests that reached the limiter before a Retry-After it had told
+that process was over. *lost*: requests that never got through.
+*converged after*: the time after which the client keeps at 85% or more of
+what the limiter sustains and draws at most 1% 429s in every 2 s window to
+the end (after the last change of the limit, for the row that changes it).
+
+**The targets** (issue #23): polite within 1.15 x the floor with 1 process
+and 1.25 x with 2-4, at most 1% of requests drawing a 429, none early, and
+better than every peer on wall or 429s without being worse on either. A ✗
+marks polite's misses; the summary at the end lists every row.
+
+The plots show the admitted rate (starts that got through, per second,
+smoothed over 2.5 s) of each client with one process, and the limit
+(dashed), against time.
+"""
+
+DIALOGUE = """
+**Palantir dialogue's report**, the model this one follows, compares
+client-side load-balancing strategies on simulated servers by success rate
+and mean time per scenario, with a plot of each over time. Here the servers
+are limiters and the measure is the floor, which a rate limiter makes
+exact.
+"""
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: render.py SIM_DIR OUT.md")
+    d = sys.argv[1]
+    with open(f"{d}/results.json") as f:
+        rows = json.load(f)
+    with open(f"{d}/series.json") as f:
+        series = json.load(f)
+    with open(f"{d}/scenarios.json") as f:
+        scen = json.load(f)
+    shapes = [s["shape"] for s in scen]
+    page = [HEAD, DIALOGUE, "## Summary\n", summary(rows, shapes), ""]
+    for s in scen:
+        page.append(f'## {s["shape"]}\n')
+        page.append(f'{s["what"]}; {s["requests"]} requests, floor '
+                    f'{s["floor_s"]:.1f} s.\n')
+        page.append(svg(s["shape"], series) + "\n")
+        page.append(table(s["shape"], rows) + "\n")
+    with open(sys.argv[2], "w") as f:
+        f.write("\n".join(page))
+
+
+if __name__ == "__main__":
+    main()
