@@ -188,7 +188,8 @@ static void estimate_counts_the_pause(void **state) {
   assert_int_equal(polite_ratectl_on_response(&c, &no), POLITE_CUT_THROTTLE);
   double r = polite_ratectl_rate(&c, t + MS + SEC);
   printf("# after the post-pause burst: %.1f/s\n", r);
-  assert_true(r < 40);
+  /* Below the limit by the plateau's margin at least, and not halved. */
+  assert_true(r <= 0.95 * 40);
   assert_true(r > 20);
 }
 
