@@ -30,6 +30,10 @@
  * step: 40 -> 20/s cost two processes five cuts and 6.8 s. */
 #define BETA_FAST 0.75
 #define PLATEAU 0.95 /* hold 5% below what got through */
+/* ... 3% below it when it was measured over a clean window (steady
+ * sending, no pause, no ramp): an exact estimate needs less margin, and a
+ * fixed window of 20/s held at 0.95 x cost the whole run 5% */
+#define PLATEAU_CLEAN 0.97
 /* ... 10% below when the limit was met in slow start: measured over a
  * short window that a limiter's burst inflates (burst 1 at 40/s: +7%) */
 #define PLATEAU_SS 0.9
@@ -448,7 +452,9 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
   c->steady = steady;
   double beta = steady || c->cut_in_headers ? BETA_STEADY : BETA;
   double cut_to = clean ? beta * lo : PLATEAU * lo;
-  double plateau = (c->cut_in_ss ? PLATEAU_SS : PLATEAU) * hi;
+  double plateau =
+      (clean && !fast ? PLATEAU_CLEAN : c->cut_in_ss ? PLATEAU_SS : PLATEAU) *
+      hi;
   cut_to = dmax(c->cfg.min_per_s, dmin(cut_to, plateau));
   c->upper = hi;
   /* Each confirmation of the limit doubles the hold: a probe that finds

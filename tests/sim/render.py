@@ -122,7 +122,8 @@ def peers_verdict(rows, shape, procs):
         if r["shape"] != shape or r["processes"] != procs or \
                 r["client"] == "polite":
             continue
-        worse = mine["wall_s"] > r["wall_s"] or mine["n429"] > r["n429"]
+        worse = mine["wall_over_floor"] > r["wall_over_floor"] or \
+            mine["n429"] > r["n429"]
         if worse:
             short.append(f'{r["client"]} (wall {r["wall_over_floor"]:.3f})')
     return short
