@@ -1,6 +1,7 @@
 # Shortcuts for the README's two commands; the real build is CMake + ctest.
 #   make demo   install what is missing, build, run the built-in demo
 #   make test   install what is missing, build, run every test (plain + ASan/UBSan + fuzz smoke + lint)
+#   make sim    the learned-rate simulation: build/sim/results.json and docs/learned-rate.md
 #   make lint   cppcheck, clang-tidy (.clang-tidy), banned functions (scripts/checksrc.sh), clang-format
 #               over lib/ src/ proxy/; fails on any finding
 BUILD      ?= build
@@ -16,7 +17,7 @@ DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
   libcmocka-dev curl jq redis-server nginx-light python3 python3-requests \
   cppcheck clang-tidy libssl-dev openssl chromium nodejs npm man-db prometheus libyaml-dev
 
-.PHONY: all deps build asan fuzz fuzz-build demo lint test test-unit test-asan clean install
+.PHONY: all deps build asan fuzz fuzz-build demo lint sim test test-unit test-asan clean install
 
 all: build
 
@@ -82,6 +83,14 @@ lint: deps
 	@files=$$(git ls-files '*.c' '*.h' 2>/dev/null || find lib src proxy include tests examples bench -name '*.[ch]'); \
 	clang-format --dry-run --Werror $$files || { echo "clang-format: run 'clang-format -i' on the files above"; exit 1; }; \
 	echo "clang-format: clean ($$(echo $$files | wc -w) files)"
+
+# The learned-rate simulation (tests/sim): the limiter zoo against polite's
+# real scheduler and controller and the peer models, on a fake clock, in
+# about a second; writes build/sim/results.json and renders the report.
+# `ctest -R sim/zoo` holds the same runs to the targets.
+sim: build
+	$(BUILD)/polite_sim --out $(BUILD)/sim
+	python3 tests/sim/render.py $(BUILD)/sim docs/learned-rate.md
 
 demo: build
 	@bash tests/demo.sh $(BUILD)/polite

@@ -94,6 +94,11 @@ static const known_miss k_known[] = {
     {"sliding-counter", 1, "wall"},   {"concurrency", 2, "wall"},
     {"concurrency", 4, "wall"},       {"halve-double", 1, "wall"},
     {"halve-double", 2, "wall"},      {"halve-double", 4, "wall"},
+    {"fixed-window-headers", 1, "peer"}, {"fixed-window-headers", 2, "peer"},
+    {"fixed-window-headers", 4, "peer"}, {"fixed-window", 1, "peer"},
+    {"fixed-window", 2, "peer"},         {"fixed-window", 4, "peer"},
+    {"concurrency", 2, "peer"},          {"concurrency", 4, "peer"},
+    {"halve-double", 2, "peer"},         {"halve-double", 4, "peer"},
 };
 #define N_KNOWN (sizeof k_known / sizeof k_known[0])
 static int k_known_seen[N_KNOWN];
