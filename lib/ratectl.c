@@ -3,8 +3,6 @@
 #include <polite/ratectl.h>
 
 #include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 
@@ -71,6 +69,7 @@
  * (ratectl.c, estimates). */
 #define RELAPSE_US 3000000
 #define LO_FLOOR 0.5 /* the lower estimate is at least this x the upper */
+#define RELAPSE_AT 0.95 /* see estimates */
 #define STREAK_HOLD_US 500000 /* see hold_streak */
 #define STREAK_MAX_US 8000000
 #define CAP_WINDOW_US 2000000
@@ -397,9 +396,14 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
     double all = admitted(c, imin(chain, from), now_us, MIN_SAMPLES);
     if (all > 0 && (own <= 0 || all < own))
       *lo = all;
-    double at = rate_at_start(c, c->cut_from_us);
+    /* The rate that tripped overshoots the limit by what the limiter's
+     * burst let through on the way up: 10% below it. */
+    double at = RELAPSE_AT * rate_at_start(c, c->cut_from_us);
     *hi = c->upper > 0 ? dmin(at, c->upper) : at;
-    if (own > LO_FLOOR * *hi) /* a window mostly paused says little */
+    /* Over a window with a pause in it, a sliding window admits its quota
+     * and no more: what got through over it bounds the limit (a window
+     * mostly paused says little). Without a pause it is a lower bound. */
+    if (own > LO_FLOOR * *hi && paused_within(c, from, c->cut_from_us) > 0)
       *hi = dmin(*hi, own);
   } else {
     int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
@@ -436,7 +440,7 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
     fast = clean = 1;
     lo = hi = BETA_FAST * rate_at_start(c, c->cut_from_us);
   }
-  if (getenv("RC_DEBUG")) fprintf(stderr, "aim t=%.3f: lo %.2f hi %.2f clean %d relapse %d ss %d\n", now_us/1e6, lo, hi, clean, c->relapse, c->cut_in_ss);
+
   /* A window that is mostly pause says little (3/s after a halving to
    * 20/s): never land below half the upper estimate, a halving at most, as
    * TCP's multiplicative decrease. */
@@ -455,6 +459,9 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
   double plateau =
       (clean && !fast ? PLATEAU_CLEAN : c->cut_in_ss ? PLATEAU_SS : PLATEAU) *
       hi;
+  if (c->cut_in_ss)
+    cut_to = plateau; /* slow start's upper estimate errs little on a
+                         leaky bucket, and a relapse corrects the rest */
   cut_to = dmax(c->cfg.min_per_s, dmin(cut_to, plateau));
   c->upper = hi;
   /* Each confirmation of the limit doubles the hold: a probe that finds
@@ -723,7 +730,7 @@ static int follow_cap(polite_ratectl *c, int64_t now, unsigned busy,
     c->cap_refused = 1;
     return 0;
   }
-  if (getenv("RC_DEBUG")) fprintf(stderr, "%p t=%.3f refused busy %u cap %u refuted %u\n", (void*)c, now/1e6, busy, c->cap, c->cap_refused);
+
   /* A refusal that names a wait pauses the account, so the count in
    * flight at the next ones says little: such a limiter is learned as a
    * rate (a rate limit halved mid-run showed the signature by chance and

@@ -5,7 +5,10 @@
  * for tests/sim/render.py), and with --check holds polite to issue #23's
  * targets, exiting 1 on a miss.
  *
- *   polite_sim [--out DIR] [--check] [--shape NAME] [--seed N] */
+ *   polite_sim [--out DIR] [--check] [--shape NAME] [--seed N]
+ *              [--row SPEC [--procs 1,2]] [--json] [--trace]
+ * --row runs one scenario given as key=value pairs (spec.c) instead of the
+ * table; --json prints the rows as JSON lines instead of the table. */
 #include "sim.h"
 
 #include <errno.h>
@@ -24,9 +27,10 @@ static const unsigned k_procs[] = {1, 2, 4};
 #define TARGET_SHARE_429 0.01
 
 typedef struct {
-  const char *out_dir, *shape;
-  int check;
+  const char *out_dir, *shape, *row;
+  int check, json;
   uint64_t seed;
+  unsigned procs[4], nprocs;
 } sim_opts;
 
 static double wall_ratio(const sim_result *r) {
@@ -87,18 +91,18 @@ typedef struct {
 } known_miss;
 
 static const known_miss k_known[] = {
-    {"leaky-bucket-fast", 1, "wall"}, {"token-bucket", 1, "429"},
-    {"token-bucket", 2, "429"},       {"token-bucket", 4, "429"},
-    {"fixed-window", 1, "wall"},      {"fixed-window", 1, "429"},
-    {"fixed-window", 2, "429"},       {"sliding-log", 1, "wall"},
-    {"sliding-counter", 1, "wall"},   {"concurrency", 2, "wall"},
-    {"concurrency", 4, "wall"},       {"halve-double", 1, "wall"},
-    {"halve-double", 2, "wall"},      {"halve-double", 4, "wall"},
+    {"leaky-bucket-fast", 1, "wall"},    {"token-bucket", 1, "429"},
+    {"token-bucket", 2, "429"},          {"token-bucket", 4, "429"},
+    {"fixed-window", 1, "wall"},         {"fixed-window", 1, "429"},
+    {"fixed-window", 4, "wall"},         {"fixed-window", 4, "429"},
+    {"sliding-log", 1, "wall"},          {"sliding-counter", 1, "wall"},
+    {"concurrency", 2, "wall"},          {"concurrency", 4, "wall"},
+    {"halve-double", 1, "wall"},         {"halve-double", 2, "wall"},
     {"fixed-window-headers", 1, "peer"}, {"fixed-window-headers", 2, "peer"},
     {"fixed-window-headers", 4, "peer"}, {"fixed-window", 1, "peer"},
     {"fixed-window", 2, "peer"},         {"fixed-window", 4, "peer"},
     {"concurrency", 2, "peer"},          {"concurrency", 4, "peer"},
-    {"halve-double", 2, "peer"},         {"halve-double", 4, "peer"},
+    {"halve-double", 2, "peer"},
 };
 #define N_KNOWN (sizeof k_known / sizeof k_known[0])
 static int k_known_seen[N_KNOWN];
@@ -186,11 +190,30 @@ static int stale_known(void) {
 static int parse(int argc, char **argv, sim_opts *o) {
   memset(o, 0, sizeof *o);
   o->seed = 1;
+  for (unsigned k = 0; k < N_PROCS; k++)
+    o->procs[k] = k_procs[k];
+  o->nprocs = N_PROCS;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--check") == 0) {
       o->check = 1;
     } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
       o->out_dir = argv[++i];
+    } else if (strcmp(argv[i], "--row") == 0 && i + 1 < argc) {
+      o->row = argv[++i];
+    } else if (strcmp(argv[i], "--json") == 0) {
+      o->json = 1;
+    } else if (strcmp(argv[i], "--procs") == 0 && i + 1 < argc) {
+      o->nprocs = 0;
+      for (char *p = argv[++i]; *p && o->nprocs < 4;) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || v < 1 || v > SIM_MAX_PROCS) {
+          fprintf(stderr, "polite_sim: --procs takes 1-4, comma-separated\n");
+          return -1;
+        }
+        o->procs[o->nprocs++] = (unsigned)v;
+        p = *end == ',' ? end + 1 : end;
+      }
     } else if (strcmp(argv[i], "--trace") == 0) {
       sim_trace = 1;
     } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
@@ -200,7 +223,8 @@ static int parse(int argc, char **argv, sim_opts *o) {
     } else {
       fprintf(stderr,
               "usage: polite_sim [--out DIR] [--check] [--shape NAME] "
-              "[--seed N]\n(unknown or incomplete option '%s')\n",
+              "[--seed N] [--row SPEC [--procs 1,2]] [--json] [--trace]\n"
+              "(unknown or incomplete option '%s')\n",
               argv[i]);
       return -1;
     }
@@ -223,72 +247,98 @@ static FILE *open_out(const sim_opts *o, const char *name) {
   return f;
 }
 
+/* Writes the scenarios' names, descriptions and floors (for render.py). */
+static void write_scenarios(FILE *f, const sim_scenario *list, unsigned n) {
+  fprintf(f, "[");
+  for (unsigned s = 0; s < n; s++) {
+    const sim_scenario *sc = &list[s];
+    fprintf(f,
+            "%s\n  {\"shape\": \"%s\", \"what\": \"%s\", "
+            "\"requests\": %u, \"floor_s\": %.3f}",
+            s ? "," : "", sc->shape, sc->what, sc->requests,
+            (double)zoo_floor_us(&sc->z, sc->requests) / 1e6);
+  }
+  fprintf(f, "\n]\n");
+  fclose(f);
+}
+
+typedef struct {
+  FILE *rows, *series;
+  int first, misses, failed;
+} sim_out;
+
+/* Runs every client with `procs` processes on sc and reports the row. */
+static void run_row(const sim_opts *o, sim_out *out, const sim_scenario *sc,
+                    unsigned procs) {
+  static sim_result rs[CL_N];
+  if (!o->json)
+    printf("%-22s %5u |", sc->shape, procs);
+  for (unsigned c = 0; c < CL_N; c++) {
+    if (sim_run(sc, (sim_client)c, procs, o->seed, &rs[c]) != 0) {
+      out->failed++;
+      fprintf(stderr, "polite_sim: %s with %s did not finish\n", sc->shape,
+              sim_client_name((sim_client)c));
+    }
+    char cell[64];
+    snprintf(cell, sizeof cell, "%.3f %4llu %4llu%s", wall_ratio(&rs[c]),
+             (unsigned long long)rs[c].n429, (unsigned long long)rs[c].early,
+             rs[c].lost ? " lost" : "");
+    if (o->json)
+      json_row(stdout, sc, &rs[c], 1);
+    else
+      printf(" %-28s", cell);
+    if (out->rows)
+      json_row(out->rows, sc, &rs[c], out->first);
+    if (out->series)
+      json_series(out->series, sc, &rs[c], out->first);
+    out->first = 0;
+  }
+  printf("\n");
+  if (o->check)
+    out->misses += check_row(sc, rs);
+}
+
 int main(int argc, char **argv) {
   sim_opts o;
   if (parse(argc, argv, &o) != 0)
     return 2;
-  FILE *rows = open_out(&o, "results.json");
-  FILE *series = open_out(&o, "series.json");
+  const sim_scenario *list = sim_scenarios;
+  unsigned n = sim_n_scenarios;
+  if (o.row) {
+    char err[300];
+    if ((list = sim_parse_row(o.row, err, sizeof err)) == NULL) {
+      fprintf(stderr, "polite_sim: %s\n", err);
+      return 2;
+    }
+    n = 1;
+  }
+  sim_out out = {open_out(&o, "results.json"), open_out(&o, "series.json"),
+                 1, 0, 0};
   FILE *scen = open_out(&o, "scenarios.json");
-  if (o.out_dir && (rows == NULL || series == NULL || scen == NULL))
+  if (o.out_dir && (out.rows == NULL || out.series == NULL || scen == NULL))
     return 2;
-  if (scen) {
-    fprintf(scen, "[");
-    for (unsigned s = 0; s < sim_n_scenarios; s++) {
-      const sim_scenario *sc = &sim_scenarios[s];
-      fprintf(scen,
-              "%s\n  {\"shape\": \"%s\", \"what\": \"%s\", "
-              "\"requests\": %u, \"floor_s\": %.3f}",
-              s ? "," : "", sc->shape, sc->what, sc->requests,
-              (double)zoo_floor_us(&sc->z, sc->requests) / 1e6);
-    }
-    fprintf(scen, "\n]\n");
-    fclose(scen);
-  }
-  static sim_result rs[CL_N];
-  int misses = 0, first = 1, failed = 0;
-  if (rows)
-    fprintf(rows, "[");
-  if (series)
-    fprintf(series, "[");
-  printf("%-22s %5s | %-28s %-28s %-28s %-28s\n", "shape", "procs",
-         "polite wall/429/early", "aws-adaptive", "urllib3", "fixed-backoff");
-  for (unsigned s = 0; s < sim_n_scenarios; s++) {
-    const sim_scenario *sc = &sim_scenarios[s];
-    if (o.shape && strcmp(o.shape, sc->shape) != 0)
-      continue;
-    for (unsigned k = 0; k < N_PROCS; k++) {
-      printf("%-22s %5u |", sc->shape, k_procs[k]);
-      for (unsigned c = 0; c < CL_N; c++) {
-        if (sim_run(sc, (sim_client)c, k_procs[k], o.seed, &rs[c]) != 0) {
-          failed++;
-          fprintf(stderr, "polite_sim: %s with %s did not finish\n", sc->shape,
-                  sim_client_name((sim_client)c));
-        }
-        char cell[64];
-        snprintf(cell, sizeof cell, "%.3f %4llu %4llu%s", wall_ratio(&rs[c]),
-                 (unsigned long long)rs[c].n429,
-                 (unsigned long long)rs[c].early, rs[c].lost ? " lost" : "");
-        printf(" %-28s", cell);
-        if (rows)
-          json_row(rows, sc, &rs[c], first);
-        if (series)
-          json_series(series, sc, &rs[c], first);
-        first = 0;
-      }
-      printf("\n");
-      if (o.check)
-        misses += check_row(sc, rs);
-    }
-  }
-  if (rows)
-    fprintf(rows, "\n]\n"), fclose(rows);
-  if (series)
-    fprintf(series, "\n]\n"), fclose(series);
-  if (o.check && o.shape == NULL)
-    misses += stale_known();
+  if (scen)
+    write_scenarios(scen, list, n);
+  if (out.rows)
+    fprintf(out.rows, "[");
+  if (out.series)
+    fprintf(out.series, "[");
+  if (!o.json)
+    printf("%-22s %5s | %-28s %-28s %-28s %-28s\n", "shape", "procs",
+           "polite wall/429/early", "aws-adaptive", "urllib3",
+           "fixed-backoff");
+  for (unsigned s = 0; s < n; s++)
+    if (o.shape == NULL || strcmp(o.shape, list[s].shape) == 0)
+      for (unsigned k = 0; k < o.nprocs; k++)
+        run_row(&o, &out, &list[s], o.procs[k]);
+  if (out.rows)
+    fprintf(out.rows, "\n]\n"), fclose(out.rows);
+  if (out.series)
+    fprintf(out.series, "\n]\n"), fclose(out.series);
+  if (o.check && o.shape == NULL && o.row == NULL)
+    out.misses += stale_known();
   if (o.check)
-    printf("%d unexpected miss%s of the targets (%u known)\n", misses,
-           misses == 1 ? "" : "es", (unsigned)N_KNOWN);
-  return failed ? 2 : o.check && misses ? 1 : 0;
+    printf("%d unexpected miss%s of the targets (%u known)\n", out.misses,
+           out.misses == 1 ? "" : "es", (unsigned)N_KNOWN);
+  return out.failed ? 2 : o.check && out.misses ? 1 : 0;
 }

@@ -8,6 +8,7 @@
 
 #include "zoo.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum {
@@ -59,6 +60,10 @@ int sim_run(const sim_scenario *sc, sim_client client, unsigned procs,
 
 /* Set: sim_run prints polite's rate changes to stderr. */
 extern int sim_trace;
+
+/* One scenario from a --row SPEC (spec.c), or NULL with a message in err;
+ * valid until the next call. */
+const sim_scenario *sim_parse_row(const char *spec, char *err, size_t errlen);
 
 /* The scenario table (scenarios.c). */
 extern const sim_scenario sim_scenarios[];

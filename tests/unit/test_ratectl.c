@@ -470,11 +470,14 @@ static void test_converges(void **state) {
 static void test_fast_server(void **state) {
   (void)state;
   sim_cfg cfg = {20, 0, 0, 2 * MS, SEC, 0, 1, 8, 200, 0, 0};
-  /* 1.32 x since #23: the first cut lands at what got through over a
-   * second (the ramp's below-limit start included, 13/s) and climbs; a
-   * 10 s run pays the climb and one relapse's pause. The zoo's
-   * leaky-bucket-fast row (600 requests) is the longer measure. */
-  run_targets_within("20/s, 2 ms handler", &cfg, 3 * SEC, 1.35);
+  /* 1.40 x since #23 (1.24 x before): answers in 2 ms put slow start's
+   * overshoot into its upper estimate (27/s for 20/s), so the first cut
+   * lands above the limit and the relapse that finds it costs a pause and
+   * a low landing; in a 10 s run that is a tenth of the time each. The
+   * zoo's leaky-bucket-fast row (600 requests: 1.16 x, was 1.15 x) is the
+   * longer measure, and the rules that cost this case are worth 1.55 ->
+   * 1.16 x on a sliding window (docs/decisions.md). */
+  run_targets_within("20/s, 2 ms handler", &cfg, 3 * SEC, 1.45);
 }
 
 /* Two participants of one budget (bench/adaptive with two processes), each
@@ -598,8 +601,9 @@ static void test_hold_per_pause(void **state) {
 /* A 429 of the first request after the pause: the cut landed above the
  * limit (a relapse). The limit lies below the rate that tripped and above
  * what got through since the first cut, pauses included: the cut lands at
- * that (never below half the tripping rate) and climbs to 0.95 x the
- * tripping rate; not counted as steady. Until #23 it was a fixed 0.75 x cut
+ * that (never below half of 0.95 x the tripping rate: it overshot by what
+ * the burst let through) and climbs to 0.95 x that; not counted as
+ * steady. Until #23 it was a fixed 0.75 x cut
  * (0.9 x that to resume): a sliding window's post-pause burst took eight
  * such cuts to find its limit. */
 static void test_fast_cut(void **state) {
@@ -614,10 +618,11 @@ static void test_fast_cut(void **state) {
   int64_t resume2 = resume + MS + SEC;
   double cut_to = polite_ratectl_rate(&c, resume2);
   printf("# relapse: %.2f/s -> %.2f/s\n", r, cut_to);
-  assert_true(cut_to >= 0.5 * 0.95 * r - 1e-9 && cut_to < r);
+  /* At least half of 95% of the tripping rate, less the plateau's 5%. */
+  assert_true(cut_to >= 0.95 * 0.5 * 0.95 * r - 1e-9 && cut_to < r);
   assert_int_equal(c.steady, 0);
   double top = polite_ratectl_rate(&c, c.epoch_us + SEC);
-  assert_true(top <= 0.95 * r + 1e-9 && top >= cut_to);
+  assert_true(top <= 0.95 * 0.95 * r + 1e-9 && top >= cut_to);
 }
 
 /* --max-rate is never exceeded, and the concurrency cap holds. */
