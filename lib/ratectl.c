@@ -449,7 +449,8 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
   lo = dmax(lo, c->cfg.min_per_s);
   if (clean || !(hi > lo))
     hi = lo;
-  unsigned steady = !fast && c->prev_limit > 0 &&
+  /* A relapse shows the last estimate wrong: no confirmation. */
+  unsigned steady = !fast && !c->relapse && c->prev_limit > 0 &&
                             fabs(hi - c->prev_limit) <= BAND * c->prev_limit
                         ? c->steady_base + 1
                         : 0;
