@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ratectl_measure.h"
 #include "rateplan.h"
 
 #define SS_DOUBLE_US 250000.0 /* slow start doubles every 250 ms */
@@ -37,11 +38,11 @@
 #define PLATEAU_SS 0.9
 #define PROBE_LINEAR 0.02 /* probing: +2% of the plateau per second */
 #define PROBE_CUBIC                                                            \
-  0.0002                       /* ... plus 0.02% x s^3 (a raised limit is      \
-                                  found again in seconds, not minutes) */
-#define BAND 0.15              /* "the same limit" within 15% */
-#define HOLD_FIRST_US 12000000 /* plateau before probing, limit unsure */
-#define HOLD_MAX_US 30000000   /* ... up to 30 s, or HOLD_PAUSES pauses */
+  0.0002                          /* ... plus 0.02% x s^3 (a raised limit is   \
+                                     found again in seconds, not minutes) */
+#define BAND 0.15                 /* "the same limit" within 15% */
+#define HOLD_FIRST_US 12000000    /* plateau before probing, limit unsure */
+#define HOLD_MAX_US 30000000      /* ... up to 30 s, or HOLD_PAUSES pauses */
 #define HOLD_LONGEST_US 600000000 /* ... and never above 10 minutes */
 /* ... and at least this many times the server's pause: a probe that finds
  * the limit costs one pause, so probing stays under 1/20 = 5% of the time
@@ -68,7 +69,7 @@
 /* A cut this soon after the curve reached the last plateau is a relapse
  * (ratectl.c, estimates). */
 #define RELAPSE_US 3000000
-#define LO_FLOOR 0.5 /* the lower estimate is at least this x the upper */
+#define LO_FLOOR 0.5    /* the lower estimate is at least this x the upper */
 #define RELAPSE_AT 0.95 /* see estimates */
 #define STREAK_HOLD_US 500000 /* see hold_streak */
 #define STREAK_MAX_US 8000000
@@ -206,149 +207,6 @@ unsigned polite_ratectl_started_after(const polite_ratectl *c, int64_t at_us) {
   return n;
 }
 
-/* The rate a request started at `at` was started at: the latest start
- * at or before it (the engine passes the same instant to both calls);
- * the current rate when it is older than the ring. */
-static double rate_at_start(const polite_ratectl *c, int64_t at) {
-  for (unsigned i = 0; i < c->st_n; i++) {
-    unsigned k =
-        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
-    if (c->st_us[k] <= at)
-      return c->st_rate[k];
-  }
-  return polite_ratectl_rate(c, at);
-}
-
-/* Time in the server's pauses within [a, b). */
-static int64_t paused_within(const polite_ratectl *c, int64_t a, int64_t b) {
-  int64_t t = 0;
-  for (unsigned i = 0; i < POLITE__RATECTL_PAUSES; i++) {
-    int64_t lo = imax(a, c->pause_log[i][0]);
-    int64_t hi = c->pause_log[i][1] < b ? c->pause_log[i][1] : b;
-    if (hi > lo)
-      t += hi - lo;
-  }
-  return t;
-}
-
-/* Remembers the server's pause [from, until): extends the newest one when
- * they overlap (the echoes of one crossing), else starts a new one. */
-static void log_pause(polite_ratectl *c, int64_t from, int64_t until) {
-  unsigned last = (c->pause_head + POLITE__RATECTL_PAUSES - 1) %
-                  POLITE__RATECTL_PAUSES;
-  int64_t *p = c->pause_log[last];
-  if (p[1] > p[0] && from <= p[1]) {
-    if (until > p[1])
-      p[1] = until;
-    return;
-  }
-  c->pause_log[c->pause_head][0] = from;
-  c->pause_log[c->pause_head][1] = until;
-  c->pause_head = (c->pause_head + 1) % POLITE__RATECTL_PAUSES;
-}
-
-/* The account's starts over [a, b), outside the server's pauses: the rate
- * each start was made at, over the time to the next start (the account's
- * paced rate is piecewise constant between starts). Alone (no shared
- * budget), at most the starts made: slots, not the rate, may have paced
- * them. */
-static double sent_within(const polite_ratectl *c, int64_t a, int64_t b) {
-  double sent = 0;
-  unsigned own = 0;
-  int64_t next = b;
-  for (unsigned i = 0; i < c->st_n && next > a; i++) {
-    unsigned k =
-        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
-    int64_t t = c->st_us[k];
-    if (t >= b)
-      continue;
-    int64_t lo = imax(t, a);
-    if (next > lo) {
-      double span = (double)(next - lo - paused_within(c, lo, next));
-      sent += c->st_rate[k] * span / 1e6;
-    }
-    own += t >= a;
-    next = t;
-  }
-  if (!c->others && sent > own)
-    sent = own;
-  return sent;
-}
-
-/* This participant's requests in flight when the request started at `at`
- * started (the latest start at or before it). */
-static unsigned busy_at_start(const polite_ratectl *c, int64_t at) {
-  for (unsigned i = 0; i < c->st_n; i++) {
-    unsigned k =
-        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
-    if (c->st_us[k] <= at)
-      return c->st_busy[k];
-  }
-  return 0;
-}
-
-/* What got through of the requests started in [from, to]: the share the
- * server let through of them, times what the account started over that
- * time (its paced rate over the time not paused), over that time, pauses
- * included. A share and the account's rate, not a count, so it is the
- * same for every participant of a shared budget, each of which sees only
- * its own answers; the time paused counts, so that a limiter that banks
- * the pause (a token bucket refills, a sliding window forgets) does not
- * seem to admit more than it does. -1 when fewer than `need` answers
- * tell. */
-static double admitted(const polite_ratectl *c, int64_t from, int64_t to,
-                       unsigned need) {
-  unsigned n = 0, ok = 0;
-  int64_t first = INT64_MAX, last = INT64_MIN;
-  for (unsigned i = 0; i < c->ok_n; i++) {
-    unsigned k =
-        (c->ok_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
-    if (c->ok_us[k] < from || c->ok_us[k] > to)
-      continue; /* answers arrive out of start order */
-    n++;
-    ok += c->ok_flag[k];
-    if (c->ok_us[k] < first)
-      first = c->ok_us[k];
-    if (c->ok_us[k] > last)
-      last = c->ok_us[k];
-  }
-  if (n < need)
-    return -1;
-  /* Over the whole window when the starts cover it (the first answered
-   * start in it may come well after its beginning: a window of 40 at a
-   * sliding log measured from its first answer read 44/s), else from the
-   * first answered start. */
-  int64_t oldest = c->st_n > 0 ? c->st_us[(c->st_head + POLITE__RATECTL_RING -
-                                           c->st_n) %
-                                          POLITE__RATECTL_RING]
-                               : first;
-  int64_t a = oldest <= from ? from : imax(from, first), b = last + 1;
-  double sent = sent_within(c, a, b);
-  if (!(sent > 0))
-    return -1;
-  return (double)ok / n * sent / ((double)(b - a) / 1e6);
-}
-
-/* The share the server let through of the requests started in [from, to]
- * times the mean rate they were started at: what got through while
- * sending, pauses left out (the upper estimate of a cut). -1 when fewer
- * than `need` answers tell. */
-static double admitted_sending(const polite_ratectl *c, int64_t from,
-                               int64_t to, unsigned need) {
-  unsigned n = 0, ok = 0;
-  double sum = 0;
-  for (unsigned i = 0; i < c->ok_n; i++) {
-    unsigned k =
-        (c->ok_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
-    if (c->ok_us[k] < from || c->ok_us[k] > to)
-      continue;
-    n++;
-    ok += c->ok_flag[k];
-    sum += c->ok_rate[k];
-  }
-  return n >= need ? (double)ok / n * (sum / n) : -1;
-}
-
 /* Starts probing from cut_to towards the plateau once `resume_us` is
  * reached: at resume the curve gives cut_to. */
 static void aim(polite_ratectl *c, double limit, double plateau, double cut_to,
@@ -382,7 +240,7 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
    * limiter's Retry-After is about its window). */
   int64_t w = imax(WINDOW_US, c->pause_end_us - c->last_cut_us);
   int64_t from = c->cut_from_us - w;
-  double own = admitted(c, from, now_us, MIN_SAMPLES);
+  double own = polite__rc_admitted(c, from, now_us, MIN_SAMPLES);
   *lo = own;
   if (c->relapse && c->chain_from_us > 0) {
     /* The previous cut landed above the limit: all the time since the
@@ -393,27 +251,29 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
      * seems to admit less (28 of 40/s): the lower of the two lands below
      * the limit, and the window's own is the most the climb aims at. */
     int64_t chain = c->chain_from_us - WINDOW_US;
-    double all = admitted(c, imin(chain, from), now_us, MIN_SAMPLES);
+    double all = polite__rc_admitted(c, imin(chain, from), now_us, MIN_SAMPLES);
     if (all > 0 && (own <= 0 || all < own))
       *lo = all;
     /* The rate that tripped overshoots the limit by what the limiter's
      * burst let through on the way up: 10% below it. */
-    double at = RELAPSE_AT * rate_at_start(c, c->cut_from_us);
+    double at = RELAPSE_AT * polite__rc_rate_at_start(c, c->cut_from_us);
     *hi = c->upper > 0 ? dmin(at, c->upper) : at;
     /* Over a window with a pause in it, a sliding window admits its quota
      * and no more: what got through over it bounds the limit (a window
      * mostly paused says little). Without a pause it is a lower bound. */
-    if (own > LO_FLOOR * *hi && paused_within(c, from, c->cut_from_us) > 0)
+    if (own > LO_FLOOR * *hi &&
+        polite__rc_paused_within(c, from, c->cut_from_us) > 0)
       *hi = dmin(*hi, own);
   } else {
     int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
-    *hi = admitted_sending(c, imax(c->cut_from_us - short_w, c->pause_start_us),
-                           now_us, MIN_SAMPLES);
+    *hi = polite__rc_admitted_sending(
+        c, imax(c->cut_from_us - short_w, c->pause_start_us), now_us,
+        MIN_SAMPLES);
   }
   /* A relapse's window reaches back over the previous cut's landing, a
    * lower rate than the one that tripped: a lower bound, not the limit. */
   return !c->cut_in_ss && !c->relapse &&
-         paused_within(c, from, c->cut_from_us) == 0;
+         polite__rc_paused_within(c, from, c->cut_from_us) == 0;
 }
 
 /* Aims below what got through of the requests started around the last
@@ -430,7 +290,7 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
   int clean = estimates(c, now_us, &lo, &hi);
   int fast = 0;
   if (refine && lo <= 0 && !c->cut_in_headers)
-    return; /* no better estimate yet: the cut's own stands */
+    return;                /* no better estimate yet: the cut's own stands */
   if (c->cut_in_headers) { /* the server's own statement of its limit */
     lo = hi = c->header_rate;
     clean = 1;
@@ -438,7 +298,7 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
     /* Too few answers since the pause tell: the rate just set tripped the
      * limit at once, so the last estimate was well above it. */
     fast = clean = 1;
-    lo = hi = BETA_FAST * rate_at_start(c, c->cut_from_us);
+    lo = hi = BETA_FAST * polite__rc_rate_at_start(c, c->cut_from_us);
   }
 
   /* A window that is mostly pause says little (3/s after a halving to
@@ -457,9 +317,10 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
   c->steady = steady;
   double beta = steady || c->cut_in_headers ? BETA_STEADY : BETA;
   double cut_to = clean ? beta * lo : PLATEAU * lo;
-  double plateau =
-      (clean && !fast ? PLATEAU_CLEAN : c->cut_in_ss ? PLATEAU_SS : PLATEAU) *
-      hi;
+  double plateau = (clean && !fast ? PLATEAU_CLEAN
+                    : c->cut_in_ss ? PLATEAU_SS
+                                   : PLATEAU) *
+                   hi;
   if (c->cut_in_ss)
     cut_to = plateau; /* slow start's upper estimate errs little on a
                          leaky bucket, and a relapse corrects the rest */
@@ -492,7 +353,8 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
   c->steady_base = c->steady;
   /* A cut on the climb to the previous one's plateau, or soon after
    * reaching it: that one landed (or aimed) above the limit. */
-  c->relapse = c->phase == POLITE_RC_PROBE && c->last_cause != POLITE_CUT_SHARED &&
+  c->relapse = c->phase == POLITE_RC_PROBE &&
+               c->last_cause != POLITE_CUT_SHARED &&
                now_us < c->epoch_us + RELAPSE_US;
   c->prev_cut_us = c->last_cut_us;
   if (!c->relapse)
@@ -644,10 +506,10 @@ static void record(polite_ratectl *c, const polite_ratectl_response *r,
   c->ok_head = (c->ok_head + 1) % POLITE__RATECTL_RING;
   if (c->ok_n < POLITE__RATECTL_RING)
     c->ok_n++;
-  double at = rate_at_start(c, r->started_us);
+  double at = polite__rc_rate_at_start(c, r->started_us);
   unsigned last = c->ok_head == 0 ? POLITE__RATECTL_RING - 1 : c->ok_head - 1;
   c->ok_rate[last] = at;
-  c->ok_busy[last] = (unsigned short)busy_at_start(c, r->started_us);
+  c->ok_busy[last] = (unsigned short)polite__rc_busy_at_start(c, r->started_us);
   if (throttled || r->now_us < r->started_us)
     return;
   c->oks++;
@@ -668,36 +530,6 @@ static void record(polite_ratectl *c, const polite_ratectl_response *r,
  * through and some do not, as the rate varies. Cutting the rate at a
  * concurrency limit only makes the run slower (4 in flight at 100 ms: 1.3
  * x the floor, issue #23); holding the cap keeps it at the limit. */
-
-/* The cap the answers of the requests started in [from, to] show, or 0:
- * MIN_SAMPLES admitted and `refused` or more refused, and every refused
- * one started with more in flight than every admitted one: the least
- * count in flight a refused one started with. */
-static unsigned concurrency_signature(const polite_ratectl *c, int64_t from,
-                                      int64_t to, unsigned refused) {
-  unsigned max_ok = 0, min_ref = UINT_MAX, n_ok = 0, n_ref = 0;
-  for (unsigned i = 0; i < c->ok_n; i++) {
-    unsigned k =
-        (c->ok_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
-    if (c->ok_us[k] < from || c->ok_us[k] > to)
-      continue;
-    unsigned b = c->ok_busy[k];
-    if (c->ok_flag[k]) {
-      n_ok++;
-      max_ok = b > max_ok ? b : max_ok;
-    } else {
-      n_ref++;
-      min_ref = b < min_ref ? b : min_ref;
-    }
-  }
-  if (n_ref < refused || n_ok < MIN_SAMPLES || min_ref <= max_ok)
-    return 0;
-  /* The cap is above every admitted count and at most the least refused
-   * one; the answers of the requests started in between may not be in
-   * yet, so the refused one is taken (a lower cap shows in later
-   * refusals). */
-  return min_ref;
-}
 
 /* Learns or follows the cap at an answer started with `busy` in flight.
  * A refusal without a server wait that started with more in flight than
@@ -736,10 +568,11 @@ static int follow_cap(polite_ratectl *c, int64_t now, unsigned busy,
    * flight at the next ones says little: such a limiter is learned as a
    * rate (a rate limit halved mid-run showed the signature by chance and
    * held a cap instead of cutting for 60 s). */
-  unsigned k = server_wait ? 0
-                           : concurrency_signature(
-                                 c, now - CAP_WINDOW_US, now,
-                                 c->cap > 0 || c->cap_refused ? 2 : 1);
+  unsigned k = server_wait
+                   ? 0
+                   : polite__rc_concurrency_signature(
+                         c, now - CAP_WINDOW_US, now,
+                         c->cap > 0 || c->cap_refused ? 2 : 1, MIN_SAMPLES);
   if (k > 0 && (c->cap == 0 || k < c->cap)) {
     c->cap = k;
     c->cap_since_us = now;
@@ -769,14 +602,15 @@ static void hold_streak(polite_ratectl *c, int64_t now, int64_t started_us) {
     hold = STREAK_MAX_US;
   c->hold_until_us = imax(c->hold_until_us, now + hold);
   c->streak_from_us = now;
-  log_pause(c, now, now + hold); /* not sending time, for the estimate */
+  polite__rc_log_pause(c, now,
+                       now + hold); /* not sending time, for the estimate */
 }
 
 void polite_ratectl_on_pause(polite_ratectl *c, int64_t now_us,
                              int64_t until_us) {
   if (c == NULL || until_us <= now_us)
     return;
-  log_pause(c, now_us, until_us);
+  polite__rc_log_pause(c, now_us, until_us);
   if (until_us - now_us > c->longest_pause_us) {
     c->longest_pause_us = until_us - now_us;
     /* A follower holding for less than HOLD_PAUSES of them would probe
@@ -806,8 +640,8 @@ polite_ratectl_on_response(polite_ratectl *c,
   int at_cap = 0;
   if (r->status > 0) {
     record(c, r, throttled);
-    at_cap = follow_cap(c, now, busy_at_start(c, r->started_us), throttled,
-                        r->server_wait_us >= 0);
+    at_cap = follow_cap(c, now, polite__rc_busy_at_start(c, r->started_us),
+                        throttled, r->server_wait_us >= 0);
   }
   polite_ratectl_cause made = POLITE_CUT_NONE;
   if (r->plan != NULL && !throttled)
@@ -822,7 +656,7 @@ polite_ratectl_on_response(polite_ratectl *c,
     if (r->server_wait_us >= 0 && now + r->server_wait_us > c->pause_end_us)
       c->pause_end_us = now + r->server_wait_us;
     if (r->server_wait_us > 0)
-      log_pause(c, now, now + r->server_wait_us);
+      polite__rc_log_pause(c, now, now + r->server_wait_us);
     if (r->server_wait_us > c->longest_pause_us)
       c->longest_pause_us = r->server_wait_us;
     if (r->started_us >= c->last_cut_us && !at_cap) {

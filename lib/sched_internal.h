@@ -32,7 +32,7 @@ typedef struct polite__rate_acct {
   int shared; /* the budget paces the account at the shared rate (else
                  pace) */
   int at_max;
-  int stat;                       /* index in host_stats; -1: none */
+  int stat;          /* index in host_stats; -1: none */
   unsigned inflight; /* the account's attempts in flight (the learned cap) */
   polite_shared_rate shared_rate; /* the budget's, at the last admission */
   double pace_rate;

@@ -373,7 +373,8 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
   int64_t held = polite_ratectl_hold_until(&a->rc);
   polite_ratectl_cause cut = polite_ratectl_on_response(&a->rc, &in);
   int64_t hold = polite_ratectl_hold_until(&a->rc);
-  if (a->shared && hold > held && hold > t && (r->status == 429 || r->status == 503))
+  if (a->shared && hold > held && hold > t &&
+      (r->status == 429 || r->status == 503))
     /* A hold for refusals that named no wait is the account's, like a
      * server's pause: the other participants keep off too. */
     polite_budget_pause_until(s->o.budget, a->key, t, hold);

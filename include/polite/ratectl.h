@@ -88,12 +88,12 @@ typedef struct {
    * the answer (SPREAD, AVERAGE: one interval), r = 0 waits t (WAIT_RESET),
    * a server wait is waited (WAIT_SERVER; it wins over t). */
   int64_t wait_us;
-  int64_t not_before_us;   /* now_us + wait_us */
+  int64_t not_before_us; /* now_us + wait_us */
   /* The pair behind remaining and reset_us: the one that decided SPREAD or
    * WAIT_RESET, and for AVERAGE the most restrictive pair beside the
    * policy (POLITE_RL_IETF when no pair took part). */
   polite_rl_source source;
-  const char *why;         /* static English sentence */
+  const char *why; /* static English sentence */
   /* The pair behind a SPREAD, AVERAGE or WAIT_RESET plan, for a caller
    * that knows more about the window than one answer (polite_ratectl
    * does): what remains (after started_after; 0 for WAIT_RESET) and its
@@ -216,22 +216,22 @@ typedef struct {
   int64_t hold_until_us;  /* no start before (a wait from headers) */
   int64_t pause_start_us; /* sending resumed before the last cut */
   int64_t pause_end_us;
-  int64_t last_cut_us;  /* requests started before it do not cut again */
-  int64_t cut_from_us;  /* the throttled request's start at the last cut */
-  double prev_limit;    /* the limit before the last cut (0: none) */
-  double upper;         /* the last cut's upper estimate of the limit */
-  unsigned steady_base; /* steady before the last cut */
-  int64_t prev_cut_us;  /* the cut before the last one (0: none) */
+  int64_t last_cut_us;   /* requests started before it do not cut again */
+  int64_t cut_from_us;   /* the throttled request's start at the last cut */
+  double prev_limit;     /* the limit before the last cut (0: none) */
+  double upper;          /* the last cut's upper estimate of the limit */
+  unsigned steady_base;  /* steady before the last cut */
+  int64_t prev_cut_us;   /* the cut before the last one (0: none) */
   int64_t chain_from_us; /* the throttled start of the first cut of the
                             last series of relapses */
-  int relapse;          /* the last cut came before the one before it was
-                           confirmed: that one landed above the limit */
+  int relapse;           /* the last cut came before the one before it was
+                            confirmed: that one landed above the limit */
   /* the server's last pauses, [start, end) each, newest at pause_head - 1:
    * time in them was not sending time (the estimate's duty) */
   int64_t pause_log[POLITE__RATECTL_PAUSES][2];
   unsigned pause_head;
-  int cut_in_ss;        /* the last cut ended slow start */
-  int cut_in_headers;   /* ... came while fresh headers planned the rate */
+  int cut_in_ss;      /* the last cut ended slow start */
+  int cut_in_headers; /* ... came while fresh headers planned the rate */
   /* measurement: start times of the last answers, which got through, and
    * the rate each was started at */
   int64_t ok_us[POLITE__RATECTL_RING];
@@ -251,7 +251,7 @@ typedef struct {
    * needs the whole signature) */
   unsigned cap;
   int64_t cap_since_us;
-  int others; /* another participant published to the budget */
+  int others;               /* another participant published to the budget */
   int64_t longest_pause_us; /* the longest wait a server named */
   /* refusals without a server wait since the last admitted answer, and
    * when the last hold for them began (ratectl.c, hold_streak) */

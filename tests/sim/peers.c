@@ -100,7 +100,8 @@ static void aws_response(aws_state *a, int64_t now, int throttled) {
   aws_set_rate(a, now, rate < 2 * measured ? rate : 2 * measured);
 }
 
-/* ---- the threads ---------------------------------------------------------- */
+/* ---- the threads ----------------------------------------------------------
+ */
 
 static void take_next(sim_world *w, sim_proc *p, peer_thread *t) {
   if (p->next >= p->hi) {

@@ -160,8 +160,8 @@ static int check_row(const sim_scenario *sc, const sim_result *rs) {
     /* Walls over their floors: with another caller each client's floor
      * counts what the other got through beside it. */
     int better = wall_ratio(p) < wall_ratio(q) || p->n429 < q->n429;
-    int worse = p->n429 > q->n429 ||
-                wall_ratio(p) > PEER_WALL_SLACK * wall_ratio(q);
+    int worse =
+        p->n429 > q->n429 || wall_ratio(p) > PEER_WALL_SLACK * wall_ratio(q);
     if (better && !worse)
       continue;
     snprintf(what, sizeof what,
@@ -312,8 +312,8 @@ int main(int argc, char **argv) {
     }
     n = 1;
   }
-  sim_out out = {open_out(&o, "results.json"), open_out(&o, "series.json"),
-                 1, 0, 0};
+  sim_out out = {open_out(&o, "results.json"), open_out(&o, "series.json"), 1,
+                 0, 0};
   FILE *scen = open_out(&o, "scenarios.json");
   if (o.out_dir && (out.rows == NULL || out.series == NULL || scen == NULL))
     return 2;
@@ -325,8 +325,7 @@ int main(int argc, char **argv) {
     fprintf(out.series, "[");
   if (!o.json)
     printf("%-22s %5s | %-28s %-28s %-28s %-28s\n", "shape", "procs",
-           "polite wall/429/early", "aws-adaptive", "urllib3",
-           "fixed-backoff");
+           "polite wall/429/early", "aws-adaptive", "urllib3", "fixed-backoff");
   for (unsigned s = 0; s < n; s++)
     if (o.shape == NULL || strcmp(o.shape, list[s].shape) == 0)
       for (unsigned k = 0; k < o.nprocs; k++)

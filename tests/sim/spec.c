@@ -19,10 +19,8 @@ static const struct {
   const char *name;
   zoo_kind kind;
 } k_kinds[] = {
-    {"gcra", ZOO_GCRA},
-    {"fixed", ZOO_FIXED},
-    {"log", ZOO_SLIDING_LOG},
-    {"counter", ZOO_SLIDING_COUNTER},
+    {"gcra", ZOO_GCRA},        {"fixed", ZOO_FIXED},
+    {"log", ZOO_SLIDING_LOG},  {"counter", ZOO_SLIDING_COUNTER},
     {"conc", ZOO_CONCURRENCY},
 };
 
@@ -95,8 +93,8 @@ static int set_pair(const char *key, const char *v) {
 
 const sim_scenario *sim_parse_row(const char *spec, char *err, size_t errlen) {
   memset(&g_row, 0, sizeof g_row);
-  g_row.z = (zoo_params){ZOO_GCRA, 40, 2, 0, 0, 0, 0, 1, 100000, 10000,
-                         {0, 0, 0, 0}, {0, 0, 0}};
+  g_row.z = (zoo_params){
+      ZOO_GCRA, 40, 2, 0, 0, 0, 0, 1, 100000, 10000, {0, 0, 0, 0}, {0, 0, 0}};
   g_row.requests = 600;
   g_row.concurrency = 8;
   char buf[1024];

@@ -115,8 +115,8 @@ static void pol_rate(void *ud, const polite_rate_change *c) {
   const sim_proc *p = ud;
   if (sim_trace)
     fprintf(stderr, "  [%u] %8.3f s  rate %7.2f (was %7.2f) %-9s %s\n", p->idx,
-            (double)(c->wall_ms - WALL0) / 1e3, c->rate_per_s, c->previous_per_s,
-            c->reason, c->detail ? c->detail : "");
+            (double)(c->wall_ms - WALL0) / 1e3, c->rate_per_s,
+            c->previous_per_s, c->reason, c->detail ? c->detail : "");
 }
 
 static int pol_begin(sim_world *w, sim_proc *p, uint64_t seed) {

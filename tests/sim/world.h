@@ -19,7 +19,7 @@ typedef struct {
   int enabled;
   double fill, cap_max, cap; /* the token bucket */
   int64_t bucket_last_us;
-  double w_max, k, last_fail_s; /* CUBIC */
+  double w_max, k, last_fail_s;                /* CUBIC */
   double measured, clock_count, last_bucket_s; /* RateClocker */
   double quota; /* retry quota: 500, a retry costs 5 */
 } aws_state;
@@ -67,7 +67,7 @@ struct sim_world {
   sim_flight flights[SIM_MAX_FLIGHTS];
   unsigned nflights;
   int64_t other_next_us;
-  unsigned other_ok; /* the other caller's admitted requests */
+  unsigned other_ok;    /* the other caller's admitted requests */
   unsigned outstanding; /* requests without a final answer */
   sim_result *res;
   polite_budget *budget;

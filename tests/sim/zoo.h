@@ -9,9 +9,9 @@
 #include <stdint.h>
 
 typedef enum {
-  ZOO_GCRA = 0,       /* leaky bucket / token bucket: rate, burst */
-  ZOO_FIXED = 1,      /* fixed window: quota per window */
-  ZOO_SLIDING_LOG = 2, /* at most quota admitted in any window */
+  ZOO_GCRA = 0,            /* leaky bucket / token bucket: rate, burst */
+  ZOO_FIXED = 1,           /* fixed window: quota per window */
+  ZOO_SLIDING_LOG = 2,     /* at most quota admitted in any window */
   ZOO_SLIDING_COUNTER = 3, /* two-window estimate, refused ones counted */
   ZOO_CONCURRENCY = 4      /* at most max_inflight at once */
 } zoo_kind;
@@ -67,11 +67,11 @@ typedef struct {
 } zoo;
 
 typedef struct {
-  int status;          /* 200 or 429 */
-  int64_t latency_us;  /* when the answer comes, after the arrival */
-  int retry_after_s;   /* -1: none */
-  const char *hdr[2];  /* header lines (NULL: none); valid until the next
-                          zoo_arrive */
+  int status;         /* 200 or 429 */
+  int64_t latency_us; /* when the answer comes, after the arrival */
+  int retry_after_s;  /* -1: none */
+  const char *hdr[2]; /* header lines (NULL: none); valid until the next
+                         zoo_arrive */
 } zoo_answer;
 
 /* Starts model z at t0 with parameters p and seed. */
