@@ -103,6 +103,12 @@ static const known_miss k_known[] = {
     {"fixed-window", 2, "peer"},         {"fixed-window", 4, "peer"},
     {"concurrency", 2, "peer"},          {"concurrency", 4, "peer"},
     {"halve-double", 2, "peer"},
+    {"fixed-window-anchored", 1, "wall"},
+    {"fixed-window-anchored", 1, "429"},
+    {"fixed-window-anchored", 2, "429"},
+    {"fixed-window-anchored", 4, "429"},
+    {"fixed-window-anchored", 1, "peer"},
+    {"fixed-window-anchored", 4, "peer"},
 };
 #define N_KNOWN (sizeof k_known / sizeof k_known[0])
 static int k_known_seen[N_KNOWN];

@@ -236,6 +236,11 @@ SHORT = [
      "slow start's rate and then refuses everything for the rest of it; "
      "polite holds the account (0.5 s, doubling) after two such refusals in "
      "a row, but each hold's probe is a 429."),
+    ("fixed-window-anchored (1.22-1.25 x, 1.1-1.7% 429s)",
+     "as the fixed window, and a hold that outlasts the window's end "
+     "delays the next window's start (express-rate-limit opens it at the "
+     "first request after the last one ended), so the dead time is not "
+     "won back; the estimate then holds 10-15% below the quota."),
     ("concurrency (2 and 4 processes)",
      "1.38-1.42 x. One process learns the in-flight cap and holds it "
      "(1.03 x); with several, each sees only its own requests in flight, "

@@ -2,7 +2,8 @@
  * bench against a real limiter can run the same limiter in the
  * simulation beside it: SPEC is space- or comma-separated key=value pairs,
  *   name=S kind=gcra|fixed|log|counter|conc rate=R burst=B quota=Q
- *   window_ms=W inflight=K headers=0|1 ra=N|none|window latency_ms=L
+ *   window_ms=W inflight=K headers=0|1 anchored=0|1 ra=N|none|window
+ *   latency_ms=L
  *   jitter_ms=J n=N conc=C other_burst=K other_period_ms=P
  * Bad input gets an error naming the pair. */
 #include "sim.h"
@@ -60,6 +61,8 @@ static int set_number(const char *key, double v) {
     g_row.z.max_inflight = (unsigned)v;
   else if (strcmp(key, "headers") == 0)
     g_row.z.headers = v > 0;
+  else if (strcmp(key, "anchored") == 0)
+    g_row.z.anchored = v > 0;
   else if (strcmp(key, "latency_ms") == 0)
     g_row.z.latency_us = (int64_t)(v * ms);
   else if (strcmp(key, "jitter_ms") == 0)

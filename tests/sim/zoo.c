@@ -58,6 +58,12 @@ static void roll(zoo *z, int64_t now) {
   int64_t w = z->p.window_us;
   if (now < z->win_start_us + w)
     return;
+  if (z->p.anchored) {
+    z->prev_count = 0;
+    z->win_count = 0;
+    z->win_start_us = now;
+    return;
+  }
   int64_t k = (now - z->win_start_us) / w;
   z->prev_count = k == 1 ? z->win_count : 0;
   z->win_count = 0;

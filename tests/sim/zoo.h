@@ -49,6 +49,9 @@ typedef struct {
   int64_t jitter_us;     /* ... uniform in [-jitter, +jitter] */
   zoo_change change;
   zoo_other other; /* burst 0: none */
+  int anchored;    /* fixed window: opened by the first request after the last
+                      one expired (express-rate-limit's memory store), not at
+                      t0 + k w */
 } zoo_params;
 
 #define ZOO_LOG_MAX 4096 /* the sliding log's largest quota */
