@@ -220,16 +220,29 @@ typedef struct {
   int64_t cut_from_us;   /* the throttled request's start at the last cut */
   double prev_limit;     /* the limit before the last cut (0: none) */
   double upper;          /* the last cut's upper estimate of the limit */
-  unsigned steady_base;  /* steady before the last cut */
   int64_t prev_cut_us;   /* the cut before the last one (0: none) */
   int64_t chain_from_us; /* the throttled start of the first cut of the
                             last series of relapses */
-  int relapse;           /* the last cut came before the one before it was
-                            confirmed: that one landed above the limit */
   /* the server's last pauses, [start, end) each, newest at pause_head - 1:
    * time in them was not sending time (the estimate's duty) */
   int64_t pause_log[POLITE__RATECTL_PAUSES][2];
+  int64_t longest_pause_us; /* the longest wait a server named */
+  /* the learned in-flight cap: a concurrency limit (0: none), since when,
+   * and whether a refusal below a cap showed a rate limit (then a cap
+   * needs the whole signature) */
+  int64_t cap_since_us;
+  unsigned cap;
+  unsigned cap_refused;
+  /* refusals without a server wait since the last admitted answer, and
+   * when the last hold for them began (ratectl.c, hold_streak) */
+  int64_t streak_from_us;
+  unsigned streak;
+  unsigned inflight;    /* started and not answered yet */
+  unsigned steady_base; /* steady before the last cut */
   unsigned pause_head;
+  int relapse;        /* the last cut came on the climb to the plateau or
+                         soon after: the one before landed above the limit */
+  int others;         /* another participant published to the budget */
   int cut_in_ss;      /* the last cut ended slow start */
   int cut_in_headers; /* ... came while fresh headers planned the rate */
   /* measurement: start times of the last answers, which got through, and
@@ -245,19 +258,6 @@ typedef struct {
    * each answered one's start (the concurrency signature, ratectl.c) */
   unsigned short st_busy[POLITE__RATECTL_RING];
   unsigned short ok_busy[POLITE__RATECTL_RING];
-  unsigned inflight; /* started and not answered yet */
-  /* the learned in-flight cap: a concurrency limit (0: none), since when,
-   * and whether a refusal below a cap showed a rate limit (then a cap
-   * needs the whole signature) */
-  unsigned cap;
-  int64_t cap_since_us;
-  int others;               /* another participant published to the budget */
-  int64_t longest_pause_us; /* the longest wait a server named */
-  /* refusals without a server wait since the last admitted answer, and
-   * when the last hold for them began (ratectl.c, hold_streak) */
-  unsigned streak;
-  int64_t streak_from_us;
-  unsigned cap_refused;
   unsigned st_head, st_n;
   double clean_rate;  /* the rate the last clean answer was started at */
   double shared_seen; /* the budget's rate at the last admission */
