@@ -45,42 +45,17 @@ now() { date +%s.%N; }
 
 # ---- the limiters ---------------------------------------------------------
 
-# nginx with one location in front of the upstream; $1: the limit's
-# directives (http level), $2: the location's. Sets B (base URL) and LOG.
+# nginx in front of the upstream (bench/adaptive/nginx.conf.in); $1: the
+# limit's directives (http level), $2: the location's. Sets B (base URL)
+# and LOG.
 nginx_up() {
   mkdir -p "$T/ng/logs" "$T/ng/tmp"
   . "$RUN/nginx.sh"
   for _ in $(seq 20); do
     PORT=$((20000 + RANDOM % 30000))
-    cat >"$T/ng/nginx.conf" <<EOF
-worker_processes 1;
-error_log $T/ng/logs/error.log warn;
-pid $T/ng/nginx.pid;
-events { worker_connections 4096; }
-http {
-  log_format bench '\$msec \$request_time \$status \$request_uri';
-  access_log $T/ng/logs/access.log bench;
-  client_body_temp_path $T/ng/tmp/cb; proxy_temp_path $T/ng/tmp/p;
-  fastcgi_temp_path $T/ng/tmp/f; uwsgi_temp_path $T/ng/tmp/u;
-  scgi_temp_path $T/ng/tmp/s;
-  upstream up { server 127.0.0.1:$UP; keepalive 64; }
-  $1
-  server {
-    listen 127.0.0.1:$PORT;
-    location /probe { return 200; }
-    location / {
-      $2
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_pass http://up;
-    }
-    location @limited {
-      add_header Retry-After 1 always;
-      return 429 "limited\n";
-    }
-  }
-}
-EOF
+    sed -e "s|@T@|$T|g" -e "s|@UP@|$UP|g" -e "s|@PORT@|$PORT|g" \
+      -e "s|@HTTP@|$1|" -e "s|@LOCATION@|$2|" "$HERE/nginx.conf.in" \
+      >"$T/ng/nginx.conf"
     bench_nginx_start && break
     PORT=
   done
