@@ -10,6 +10,7 @@ FUZZ_BUILD ?= build-fuzz
 LINT_BUILD ?= build-lint
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 10
+SIM_SEEDS  ?= 2 3 4 5
 
 # Debian packages the build, the tests and the demo need.
 DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
@@ -90,6 +91,7 @@ lint: deps
 # `ctest -R sim/zoo` holds the same runs to the targets.
 sim: build
 	$(BUILD)/polite_sim --out $(BUILD)/sim
+	@for s in $(SIM_SEEDS); do $(BUILD)/polite_sim --seed $$s --out $(BUILD)/sim/seed$$s >/dev/null; done
 	python3 tests/sim/render.py $(BUILD)/sim docs/learned-rate.md
 
 demo: build

@@ -71,6 +71,7 @@
 #define RELAPSE_US 3000000
 #define LO_FLOOR 0.5    /* the lower estimate is at least this x the upper */
 #define RELAPSE_AT 0.95 /* see estimates */
+#define OWN_CAP_MIN 0.9 /* see estimates */
 #define STREAK_HOLD_US 500000 /* see hold_streak */
 #define STREAK_MAX_US 8000000
 #define CAP_WINDOW_US 2000000
@@ -260,10 +261,13 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
     *hi = c->upper > 0 ? dmin(at, c->upper) : at;
     /* Over a window with a pause in it, a sliding window admits its quota
      * and no more: what got through over it bounds the limit (a window
-     * mostly paused says little). Without a pause it is a lower bound. */
+     * mostly paused says little). Without a pause it is a lower bound, and
+     * on a leaky bucket, which banks nothing, it is one with a pause too:
+     * it lowers the upper estimate by 10% at most (unbounded, a relapse
+     * on a limit shared with another caller held 0.85 x it for 37 s). */
     if (own > LO_FLOOR * *hi &&
         polite__rc_paused_within(c, from, c->cut_from_us) > 0)
-      *hi = dmin(*hi, own);
+      *hi = dmax(dmin(*hi, own), OWN_CAP_MIN * *hi);
   } else {
     int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
     *hi = polite__rc_admitted_sending(

@@ -266,6 +266,41 @@ SHORT = [
 ]
 
 
+def spread(d, shapes):
+    """The range of polite's wall / floor over the seeds in d/seed*/ (the
+    same zoo with other random draws: latency jitter, the other caller's
+    phase), beside seed 1's."""
+    import glob
+    runs = []
+    for f in sorted(glob.glob(f"{d}/seed*/results.json")):
+        with open(f) as fh:
+            runs.append([r for r in json.load(fh) if r["client"] == "polite"])
+    if not runs:
+        return ""
+    out = [f"## Over {len(runs) + 1} seeds\n",
+           "The same zoo with other random draws (the handler's jitter, the "
+           "order of equal events): polite's wall / floor, lowest to highest, "
+           "and the rows that miss a target per seed.\n",
+           "| shape | 1 process | 2 processes | 4 processes |",
+           "|---|---|---|---|"]
+    with open(f"{d}/results.json") as fh:
+        runs.insert(0, [r for r in json.load(fh) if r["client"] == "polite"])
+    for shape in shapes:
+        cells = []
+        for procs in (1, 2, 4):
+            v = [r["wall_over_floor"] for rows in runs for r in rows
+                 if r["shape"] == shape and r["processes"] == procs]
+            cells.append(f"{min(v):.2f}–{max(v):.2f} ×")
+        out.append(f"| {shape} | {' | '.join(cells)} |")
+    misses = [sum(1 for r in rows if r["wall_over_floor"] >
+                  target_wall(r["processes"]) or r["share_429"] > TARGET_SHARE)
+              for rows in runs]
+    out.append("")
+    out.append("Rows missing the wall or 429 target, seed by seed: " +
+               ", ".join(str(m) for m in misses) + f" of {len(runs[0])}.\n")
+    return "\n".join(out)
+
+
 def falls_short():
     out = ["## Where polite falls short\n"]
     for what, why in SHORT:
@@ -285,7 +320,7 @@ def main():
         scen = json.load(f)
     shapes = [s["shape"] for s in scen]
     page = [HEAD, DIALOGUE, "## Summary\n", summary(rows, shapes), "",
-            falls_short()]
+            falls_short(), spread(d, shapes)]
     for s in scen:
         page.append(f'## {s["shape"]}\n')
         page.append(f'{s["what"]}; {s["requests"]} requests, floor '
