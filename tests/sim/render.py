@@ -235,7 +235,7 @@ SHORT = [
      "and every estimate before the bucket is drained is above the 20/s it "
      "refills at; the relapses that drain it cost one 429 each. The wall "
      "(1.03-1.04 x) is met."),
-    ("fixed-window (1.2-1.3% 429s, 1.19 x with 1 process)",
+    ("fixed-window (0.9-1.4% 429s; 1.20 x with 1 process, 1.31 x with 4)",
      "with no headers and no Retry-After the first window is spent at "
      "slow start's rate and then refuses everything for the rest of it; "
      "polite holds the account (0.5 s, doubling) after two such refusals in "
@@ -252,7 +252,7 @@ SHORT = [
      "(a participant that held 4 left the others none) and the limit is "
      "learned as a rate. Sharing a cap needs the budget to carry it."),
     ("halve-double",
-     "1.26-1.36 x. Following the halving costs two cuts; finding the "
+     "1.20-1.29 x (1.20-1.36 x over five seeds). Following the halving costs two cuts; finding the "
      "doubled limit again waits for the plateau's hold (20 server pauses) "
      "and the slow probe: about 30 s at half the rate. Probing sooner "
      "costs a pause per probe on every other shape."),
