@@ -351,9 +351,11 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
   c->cut_in_ss = c->phase == POLITE_RC_SLOW_START;
   /* A 429 while fresh headers plan the rate is a start that reached the
    * server a little early (transport jitter against a limiter with no
-   * tolerance), not a wrong plan: hold 5% below the planned rate. */
-  c->cut_in_headers = c->phase == POLITE_RC_HEADERS && c->header_rate > 0 &&
-                      now_us < c->header_until_us;
+   * tolerance), not a wrong plan: hold 5% below the planned rate. Also
+   * after an earlier cut (the probe phase, where fresh headers still cap
+   * the rate): taken for a relapse, the second such 429 cut two processes
+   * against polite proxy 10/s to 5.7/s (1.5 x the floor). */
+  c->cut_in_headers = c->header_rate > 0 && now_us < c->header_until_us;
   c->steady_base = c->steady;
   /* A cut on the climb to the previous one's plateau, or soon after
    * reaching it: that one landed (or aimed) above the limit. */
