@@ -73,7 +73,7 @@ nginx_down() {
 # HAProxy in front of the upstream: a stick table of http_req_rate(1s) per
 # source; above 40 in the last second a request is answered 429 with
 # Retry-After 1 (tracked first, so a refused request counts as well). Its
-# log (arrival ms, status, URI) goes to $T/hap.log.
+# log (accept ms, status, URI, handshake and idle ms) goes to $T/hap.log.
 haproxy_up() {
   for _ in $(seq 20); do
     PORT=$((20000 + RANDOM % 30000))
@@ -84,7 +84,7 @@ global
 defaults
   mode http
   log global
-  log-format "%Ts%ms %ST %HU"
+  log-format "%Ts%ms %ST %HU %Th %Ti"
   timeout connect 5s
   timeout client 30s
   timeout server 30s
@@ -206,8 +206,11 @@ import sys
 rows = []
 for line in open(sys.argv[1]):
     p = line.split()
-    if len(p) >= 3 and "tool=" + sys.argv[2] in p[2]:
-        rows.append((int(p[0]) / 1000.0, int(p[1])))
+    # The accept date, plus the handshake and the keep-alive idle time
+    # before the request (%Th %Ti): when the request itself arrived (the
+    # accept date alone is the connection's, up to a pause earlier).
+    if len(p) >= 5 and "tool=" + sys.argv[2] in p[2]:
+        rows.append(((int(p[0]) + int(p[3]) + int(p[4])) / 1000.0, int(p[1])))
 rows.sort()
 n429 = early = 0
 until = 0.0

@@ -217,8 +217,13 @@ static int parse(int argc, char **argv, sim_opts *o) {
         o->procs[o->nprocs++] = (unsigned)v;
         p = *end == ',' ? end + 1 : end;
       }
+    } else if (strcmp(argv[i], "--net") == 0 && i + 1 < argc) {
+      if (sim_net_set(argv[++i]) != 0) {
+        fprintf(stderr, "polite_sim: --net takes exact, quiet or loaded\n");
+        return -1;
+      }
     } else if (strcmp(argv[i], "--trace") == 0) {
-      sim_trace = 1;
+      sim_trace++;
     } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
       o->shape = argv[++i];
     } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
@@ -226,7 +231,8 @@ static int parse(int argc, char **argv, sim_opts *o) {
     } else {
       fprintf(stderr,
               "usage: polite_sim [--out DIR] [--check] [--shape NAME] "
-              "[--seed N] [--row SPEC [--procs 1,2]] [--json] [--trace]\n"
+              "[--seed N] [--row SPEC [--procs 1,2]] [--net NAME] [--json] "
+              "[--trace]\n"
               "(unknown or incomplete option '%s')\n",
               argv[i]);
       return -1;

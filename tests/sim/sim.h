@@ -26,6 +26,21 @@ typedef enum {
 #define SIM_MAX_PROCS 4
 #define SIM_MAX_ATTEMPTS 10
 
+/* The client machine between a start and the limiter: what a real run
+ * adds to the fake clock's exact times. Each request reaches the limiter
+ * jitter_us x U(0, 1) after its start, and with probability stall_p its
+ * process was descheduled in between for a further stall_us x U(0, 1) (a
+ * loaded machine: two requests started 25 ms apart may arrive together);
+ * answers come back through the same delays. Process k > 0 starts
+ * start_us x U(0, 1) after the first (exec, the budget's open). All zero:
+ * the exact times. */
+typedef struct {
+  int64_t jitter_us;
+  double stall_p;
+  int64_t stall_us;
+  int64_t start_us;
+} sim_net;
+
 /* One scenario: a row of the zoo's table. */
 typedef struct {
   const char *shape; /* short name, the report's section */
@@ -34,6 +49,15 @@ typedef struct {
   unsigned requests;
   unsigned concurrency; /* per process */
 } sim_scenario;
+
+/* The machine every run of the zoo assumes unless --net says otherwise
+ * (world.c): a real `polite run` on a machine shared with other work. */
+extern sim_net sim_net_model;
+/* Sets sim_net_model by name ("exact", "quiet", "loaded"); -1 when the name
+ * is unknown. */
+int sim_net_set(const char *name);
+/* One way's delay drawn from n with *rng, in us. */
+int64_t sim_net_delay(const sim_net *n, uint64_t *rng);
 
 /* What one client did in one scenario. */
 typedef struct {

@@ -5,6 +5,8 @@
  * the clock jumps from one event to the next. */
 #include "world.h"
 
+#include "sched_internal.h"
+
 #include <polite/batch.h>
 
 #include <stdio.h>
@@ -27,27 +29,28 @@ static unsigned bucket_of(int64_t t) {
   return b < 0 ? 0 : b >= SIM_MAX_BUCKETS ? SIM_MAX_BUCKETS - 1 : (unsigned)b;
 }
 
-sim_flight *sim_send(sim_world *w, sim_proc *p, int thread, polite__job *j) {
-  if (w->nflights >= SIM_MAX_FLIGHTS)
-    return NULL;
+/* Flight f reaches the limiter now: its answer, counted for its process,
+ * judged early or not. */
+static void arrive(sim_world *w, sim_flight *f) {
   zoo_answer a = zoo_arrive(&w->z, w->now);
-  sim_flight *f = &w->flights[w->nflights++];
-  memset(f, 0, sizeof *f);
-  f->proc = p ? p->idx : 0;
-  f->thread = thread;
-  f->job = j;
-  f->done_us = w->now + a.latency_us;
+  f->arrive_us = SIM_NEVER;
+  f->answered_us = w->now + a.latency_us;
   f->status = a.status;
   f->retry_after_s = a.retry_after_s;
   for (int k = 0; k < 2 && a.hdr[k]; k++)
     snprintf(f->hdr[f->nhdr++], sizeof f->hdr[0], "%s", a.hdr[k]);
-  if (p == NULL) { /* the other caller: only its admitted ones count */
+  if (f->thread == -2) { /* the other caller: only its admitted ones count */
+    f->done_us = f->answered_us;
     w->other_ok += a.status != 429;
-    return f;
+    return;
   }
+  sim_proc *p = &w->procs[f->proc];
+  f->done_us = f->answered_us + sim_net_delay(&sim_net_model, &w->net_rng);
   sim_result *r = w->res;
   r->attempts++;
-  if (w->now < p->ra_until_us)
+  /* Early: sent after its process was told of a Retry-After, arrived
+   * before it ended (by the limiter's clock). */
+  if (w->now < p->ra_until_us && f->sent_us >= p->ra_told_us)
     r->early++;
   unsigned b = bucket_of(w->now);
   if (a.status == 429) {
@@ -58,6 +61,23 @@ sim_flight *sim_send(sim_world *w, sim_proc *p, int thread, polite__job *j) {
   }
   if (b + 1 > r->buckets)
     r->buckets = b + 1;
+}
+
+sim_flight *sim_send(sim_world *w, sim_proc *p, int thread, polite__job *j) {
+  if (w->nflights >= SIM_MAX_FLIGHTS)
+    return NULL;
+  sim_flight *f = &w->flights[w->nflights++];
+  memset(f, 0, sizeof *f);
+  f->proc = p ? p->idx : 0;
+  f->thread = thread;
+  f->job = j;
+  f->sent_us = w->now;
+  f->freed = 0;
+  int64_t d = p ? sim_net_delay(&sim_net_model, &w->net_rng) : 0;
+  if (d > 0)
+    f->arrive_us = w->now + d;
+  else
+    arrive(w, f);
   return f;
 }
 
@@ -117,6 +137,15 @@ static void pol_rate(void *ud, const polite_rate_change *c) {
     fprintf(stderr, "  [%u] %8.3f s  rate %7.2f (was %7.2f) %-9s %s\n", p->idx,
             (double)(c->wall_ms - WALL0) / 1e3, c->rate_per_s,
             c->previous_per_s, c->reason, c->detail ? c->detail : "");
+  if (sim_trace > 1 && p->s != NULL && strcmp(c->reason, "probe") != 0) {
+    /* --trace twice: the controller's state behind the change. */
+    const polite_ratectl *rc = &p->s->rate.rc;
+    fprintf(stderr,
+            "        limit %.2f plateau %.2f upper %.2f hold %.1f s "
+            "relapse %d ss %d steady %u cap %u\n",
+            rc->limit, rc->plateau, rc->upper, (double)rc->hold_us / 1e6,
+            rc->relapse, rc->cut_in_ss, rc->steady, rc->cap);
+  }
 }
 
 static int pol_begin(sim_world *w, sim_proc *p, uint64_t seed) {
@@ -170,6 +199,14 @@ static void pol_answer(sim_world *w, sim_proc *p, const sim_flight *f) {
 static void pol_step(sim_world *w, sim_proc *p) {
   if (p->finished || (!p->poke && p->wake_us > w->now))
     return;
+  if (sim_trace > 2 && w->now >= p->trace_us) {
+    /* --trace three times: the controller's rate every 250 ms. */
+    const polite_ratectl *rc = &p->s->rate.rc;
+    fprintf(stderr, "  [%u] %8.3f s  . %7.2f plateau %.2f limit %.2f\n",
+            p->idx, (double)(w->now - SIM_T0) / 1e6,
+            polite_ratectl_rate(rc, w->now), rc->plateau, rc->limit);
+    p->trace_us = w->now + 250000;
+  }
   p->poke = 0;
   polite__now now = {w->now, WALL0 + (w->now - SIM_T0) / 1000};
   int64_t wake = SIM_NEVER;
@@ -183,24 +220,37 @@ static void pol_step(sim_world *w, sim_proc *p) {
 
 /* ---- the event loop ---------------------------------------------------- */
 
-/* Delivers every flight due now, in their order. */
+/* Moves every flight due now on: arrivals at the limiter, the
+ * limiter's end of an admitted request (its slot frees before the answer
+ * reaches the client), answers delivered to their process. */
 static void deliver(sim_world *w) {
+  for (unsigned i = 0; i < w->nflights; i++) {
+    sim_flight *f = &w->flights[i];
+    if (f->arrive_us <= w->now)
+      arrive(w, f);
+    if (f->arrive_us == SIM_NEVER && !f->freed && f->answered_us <= w->now) {
+      f->freed = 1;
+      if (f->status != 429)
+        zoo_done(&w->z, w->now);
+    }
+  }
   for (unsigned i = 0; i < w->nflights;) {
-    if (w->flights[i].done_us > w->now) {
+    if (w->flights[i].arrive_us != SIM_NEVER ||
+        w->flights[i].done_us > w->now) {
       i++;
       continue;
     }
     sim_flight f = w->flights[i];
     w->flights[i] = w->flights[--w->nflights];
-    if (f.status != 429)
-      zoo_done(&w->z, w->now);
     if (f.thread == -2)
       continue;
     sim_proc *p = &w->procs[f.proc];
     if (f.status == 429 && f.retry_after_s >= 0) {
-      int64_t until = w->now + f.retry_after_s * SIM_SEC;
-      if (until > p->ra_until_us)
+      int64_t until = f.answered_us + f.retry_after_s * SIM_SEC;
+      if (until > p->ra_until_us) {
         p->ra_until_us = until;
+        p->ra_told_us = w->now;
+      }
     }
     if (f.thread == -1)
       pol_answer(w, p, &f);
@@ -221,11 +271,21 @@ static void other_caller(sim_world *w) {
 
 static int64_t next_event(const sim_world *w) {
   int64_t t = w->other_next_us;
-  for (unsigned i = 0; i < w->nflights; i++)
-    if (w->flights[i].done_us < t)
-      t = w->flights[i].done_us;
+  for (unsigned i = 0; i < w->nflights; i++) {
+    const sim_flight *f = &w->flights[i];
+    int64_t e = f->arrive_us != SIM_NEVER ? f->arrive_us
+                : f->freed                ? f->done_us
+                : f->answered_us < f->done_us ? f->answered_us
+                                              : f->done_us;
+    if (e < t)
+      t = e;
+  }
   for (unsigned i = 0; i < w->nprocs; i++) {
     const sim_proc *p = &w->procs[i];
+    if (!p->begun) {
+      t = p->begin_us < t ? p->begin_us : t;
+      continue;
+    }
     if (w->client == CL_POLITE && !p->finished && p->wake_us < t)
       t = p->wake_us;
     for (unsigned k = 0; w->client != CL_POLITE && k < p->nth; k++)
@@ -235,11 +295,15 @@ static int64_t next_event(const sim_world *w) {
   return t;
 }
 
+static int proc_begin(sim_world *w, sim_proc *p);
+
 static void turn(sim_world *w) {
   deliver(w);
   other_caller(w);
   for (unsigned i = 0; i < w->nprocs; i++) {
     sim_proc *p = &w->procs[i];
+    if (!p->begun && (p->begin_us > w->now || proc_begin(w, p) != 0))
+      continue;
     if (w->client == CL_POLITE) {
       pol_step(w, p);
       continue;
@@ -277,23 +341,39 @@ static double converge(const sim_world *w, const sim_result *r) {
   return (double)((int64_t)good * SIM_BUCKET_US - change) / 1e6;
 }
 
+/* Starts process p now (its start offset came). */
+static int proc_begin(sim_world *w, sim_proc *p) {
+  p->begun = 1;
+  if (w->client != CL_POLITE) {
+    peer_begin(w, p);
+    return 0;
+  }
+  if (pol_begin(w, p, p->seed) == 0)
+    return 0;
+  w->failed = 1;
+  return -1;
+}
+
+/* Sets up the processes; the first starts now, the others after their
+ * start offsets (the net's). */
 static int world_begin(sim_world *w, uint64_t seed) {
   unsigned n = w->sc->requests, np = w->nprocs;
   polite_budget_config bc = {0, 1, w->sc->concurrency};
   if (w->client == CL_POLITE && polite_budget_local_new(&bc, &w->budget) != 0)
     return -1;
+  w->net_rng = seed * 104729 + 17;
+  uint64_t start_rng = seed * 15485863 + 3; /* the same for every client */
   for (unsigned i = 0; i < np; i++) {
     sim_proc *p = &w->procs[i];
     p->idx = i;
     p->lo = p->next = n * i / np;
     p->hi = n * (i + 1) / np;
     p->rng = seed * 7919 + i + 1;
-    if (w->client == CL_POLITE) {
-      if (pol_begin(w, p, seed * 31 + i + 1) != 0)
-        return -1;
-    } else {
-      peer_begin(w, p);
-    }
+    p->seed = seed * 31 + i + 1;
+    double u = zoo_uniform(&start_rng);
+    p->begin_us = w->now + (i > 0 ? (int64_t)(u * (double)sim_net_model.start_us) : 0);
+    if (p->begin_us == w->now && proc_begin(w, p) != 0)
+      return -1;
   }
   return 0;
 }
@@ -322,6 +402,10 @@ int sim_run(const sim_scenario *sc, sim_client client, unsigned procs,
   const int64_t end = SIM_T0 + (int64_t)SIM_MAX_BUCKETS * SIM_BUCKET_US;
   while (rc == 0 && w->outstanding > 0) {
     turn(w);
+    if (w->failed) {
+      rc = -1;
+      break;
+    }
     if (w->outstanding == 0)
       break;
     int64_t t = next_event(w);

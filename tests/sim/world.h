@@ -35,23 +35,32 @@ typedef struct {
 typedef struct {
   unsigned idx;
   unsigned lo, hi, next; /* this process's requests */
-  int64_t ra_until_us;   /* the latest Retry-After it was told */
+  int64_t ra_until_us;   /* the latest Retry-After it was told ends */
+  int64_t ra_told_us;    /* ... and when it was told */
   /* polite */
   polite__sched *s;
   int64_t wake_us;
   int finished, poke;
+  int64_t trace_us; /* --trace x3: the next sample of the rate */
   /* peers */
   peer_thread th[SIM_MAX_THREADS];
   unsigned nth;
   aws_state aws;
   uint64_t rng;
+  int64_t begin_us; /* when the process starts (the net's start offset) */
+  uint64_t seed;    /* its scheduler's */
+  int begun;
 } sim_proc;
 
 typedef struct {
   unsigned proc;
   int thread; /* peer thread; -1 polite (job); -2 the other caller */
   polite__job *job;
-  int64_t done_us;
+  int64_t sent_us;   /* its start */
+  int64_t arrive_us; /* when it reaches the limiter (SIM_NEVER: it did) */
+  int64_t answered_us; /* when the limiter answered (after arrive_us) */
+  int64_t done_us;     /* when its answer reaches the client */
+  int freed;           /* the limiter's zoo_done was called */
   int status, retry_after_s;
   char hdr[2][96];
   int nhdr;
@@ -71,6 +80,8 @@ struct sim_world {
   unsigned outstanding; /* requests without a final answer */
   sim_result *res;
   polite_budget *budget;
+  uint64_t net_rng; /* the transport's draws */
+  int failed;       /* a process could not start */
 };
 
 /* A request of process p arrives at the limiter now: counted, judged
