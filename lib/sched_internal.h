@@ -64,7 +64,15 @@ struct polite__sched {
   int64_t last_heartbeat_us;
   int64_t planned_us; /* when the budget said the next start is due */
   int fatal;
-  char errstr[256];
+  char errstr[512];
+  /* A budget outage (see polite_batch_options.budget_outage_ms): nothing
+   * is admitted before outage_retry_us; outage_since_us is NO_TIME when
+   * the budget works. */
+  int64_t outage_since_us;
+  int64_t outage_retry_us;
+  int64_t outage_backoff_us;
+  int64_t outage_done_ms; /* the outages that ended */
+  char outage_err[400];
   polite_batch_stats st;
   int64_t *intervals;
   polite_throttle_count throttled[POLITE_BATCH_MAX_THROTTLED];

@@ -68,6 +68,7 @@ polite__sched *polite__sched_new(const polite_batch_options *o,
   s->st.throttled = s->throttled;
   s->last_start_abs_us = -1;
   s->planned_us = NO_TIME;
+  s->outage_since_us = NO_TIME;
   return s;
 }
 
@@ -218,8 +219,12 @@ static void flush_waiting(polite__sched *s, polite_outcome out, const char *why,
     polite__sched_finish(s, j, out, j->status, why, now, NULL, NULL);
 }
 
-/* Aborts the transfers still running (cancel grace over, fatal error). */
-static void abort_inflight(polite__sched *s, int64_t now) {
+/* Aborts the transfers still running (cancel grace over, fatal error).
+ * Each was a network attempt that started, so each is reported (on_attempt:
+ * no status, reason "cancelled", cut at now) like every other attempt
+ * before its request ends: the attempt log and the journal then count
+ * every attempt the summary counts. */
+static void abort_inflight(polite__sched *s, const polite__now *now) {
   job *list = s->inflight; /* detached first: finish frees each job */
   s->inflight = NULL;
   for (job *j = list, *n; j; j = n) {
@@ -229,9 +234,25 @@ static void abort_inflight(polite__sched *s, int64_t now) {
     if (s->io.abort)
       s->io.abort(s->io.ud, j);
     polite_budget_release(s->o.budget, j->key, 1);
+    if (s->o.on_attempt) {
+      polite_attempt a;
+      memset(&a, 0, sizeof a);
+      a.req = j->req;
+      a.method = j->method;
+      a.attempt = j->attempts;
+      a.start_wall_ms = j->attempt_start_wall;
+      a.end_wall_ms = now->wall_ms;
+      a.error = "cut in flight: the run was stopped before the answer came";
+      a.decision.action = POLITE_STOP;
+      a.decision.reason = POLITE_R_CANCELLED;
+      a.decision.server_wait_ms = -1;
+      a.decision.why = "the run was stopped while the attempt was in flight";
+      s->o.on_attempt(s->o.ud, &a);
+    }
+    s->st.latency_sum_us += now->mono_us - j->attempt_start_us;
     polite__sched_finish(s, j, POLITE_OUT_CANCELLED, 0,
-                         "interrupted while the attempt was in flight", now,
-                         NULL, NULL);
+                         "interrupted while the attempt was in flight",
+                         now->mono_us, NULL, NULL);
   }
 }
 
@@ -353,7 +374,7 @@ static void start_attempt(polite__sched *s, job *j, const polite__now *now) {
 
 static int reading_over(const polite__sched *s) {
   return s->input_done || s->cancelling || s->st.quota_stop ||
-         s->run_deadline_hit ||
+         s->run_deadline_hit || s->fatal ||
          (s->o.max_requests && s->st.read >= s->o.max_requests);
 }
 
@@ -465,6 +486,64 @@ static int end_too_long(polite__sched *s, job *j, const char *what,
   return ADM_ENDED;
 }
 
+/* The budget answered an error at t (rc): an outage begins or goes on.
+ * Nothing is admitted before the next try (a backoff from 100 ms doubling
+ * to 2 s, with jitter so a fleet does not come back at one instant); after
+ * budget_outage_ms the run stops (s->fatal). Returns ADM_BLOCKED: j waits
+ * for the next try (or is ended by the stop). */
+static int budget_failed(polite__sched *s, int rc, int64_t t, int64_t *wake,
+                         int64_t *due_out) {
+  const char *e = polite_budget_errstr(s->o.budget);
+  if (s->outage_since_us == NO_TIME) {
+    s->outage_since_us = t;
+    s->outage_backoff_us = 0;
+    s->st.budget_outages++;
+  }
+  snprintf(s->outage_err, sizeof s->outage_err, "%s",
+           e[0] ? e : polite_strerror(rc));
+  int64_t limit = s->o.budget_outage_ms;
+  int64_t lasted = t - s->outage_since_us;
+  if (limit <= 0 || lasted >= limit * 1000) {
+    if (limit <= 0)
+      snprintf(
+          s->errstr, sizeof s->errstr,
+          "the budget failed: %.320s; stopping (no budget outage is waited "
+          "out)",
+          s->outage_err);
+    else
+      snprintf(
+          s->errstr, sizeof s->errstr,
+          "the budget could not be used for %.1f s (the limit is %.1f "
+          "s): %.320s; stopping: requests in flight finish, the others were "
+          "not sent",
+          (double)lasted / 1e6, (double)limit / 1e3, s->outage_err);
+    s->fatal = rc;
+    return ADM_BLOCKED;
+  }
+  int64_t b = s->outage_backoff_us ? s->outage_backoff_us * 2 : 100000;
+  if (b > 2000000)
+    b = 2000000;
+  s->outage_backoff_us = b;
+  /* Uniform in [b/2, b]: spread, never sooner than half the step; and one
+   * last try when the limit is reached, so the run stops on time. */
+  int64_t next =
+      t + b / 2 + polite_rand_uniform(polite_rand_next(&s->rng), b / 2);
+  if (next > s->outage_since_us + limit * 1000)
+    next = s->outage_since_us + limit * 1000;
+  s->outage_retry_us = next;
+  *due_out = next;
+  if (next < *wake)
+    *wake = next;
+  return ADM_BLOCKED;
+}
+
+/* The budget answered again at t: the outage is over. */
+static void outage_over(polite__sched *s, int64_t t) {
+  s->outage_done_ms += (t - s->outage_since_us) / 1000;
+  s->outage_since_us = NO_TIME;
+  s->outage_err[0] = '\0';
+}
+
 /* Tries to start j (taken out of the waiting set) at now. BLOCKED: j is
  * not admitted yet and *wake is lowered to when to ask again (NO_TIME: a
  * release will tell); *due is set to that time when the wait is a rate or
@@ -506,12 +585,10 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     if (rc >= 0)
       polite__sched_rate_admitted(s, j, now);
   }
-  if (rc < 0) {
-    snprintf(s->errstr, sizeof s->errstr, "the budget failed: %s",
-             polite_budget_errstr(s->o.budget));
-    s->fatal = rc;
-    return ADM_FATAL;
-  }
+  if (rc < 0)
+    return budget_failed(s, rc, t, wake, due_out);
+  if (s->outage_since_us != NO_TIME)
+    outage_over(s, t);
   if (rc == POLITE_BUDGET_ADMITTED) {
     polite__sched_rate_commit(s, j, &next);
     double rate = polite__sched_rate_now(s, j);
@@ -566,6 +643,12 @@ static void schedule(polite__sched *s, const polite__now *now, int64_t *wake) {
   unsigned nb = 0;
   unsigned lookahead = s->o.scope_host ? HOST_LOOKAHEAD : 0;
   int64_t t = now->mono_us;
+  if (s->outage_since_us != NO_TIME && t < s->outage_retry_us) {
+    /* The budget is out: nothing is admitted before the next try. */
+    if (s->outage_retry_us < *wake)
+      *wake = s->outage_retry_us;
+    return;
+  }
   while (!s->fatal) {
     const polite__heap_entry *top = polite__heap_top(&s->waiting);
     job *j;
@@ -581,7 +664,8 @@ static void schedule(polite__sched *s, const polite__now *now, int64_t *wake) {
     int a = admit(s, j, now, wake, &due);
     if (a != ADM_BLOCKED)
       continue;
-    bdue[nb] = s->o.scope_host && due > t ? due : t;
+    bdue[nb] =
+        (s->o.scope_host || s->outage_since_us != NO_TIME) && due > t ? due : t;
     blocked[nb++] = j;
     if (nb > lookahead)
       break;
@@ -634,10 +718,15 @@ void polite__sched_update_stats(polite__sched *s, int64_t now) {
                   ? (s->pause_end_us > now ? s->pause_end_us - now : 0)
                   : polite_budget_paused_for(s->o.budget, NULL, now);
   s->st.paused_left_ms = p / 1000;
+  int out = s->outage_since_us != NO_TIME;
+  s->st.budget_outage_ms = out ? (now - s->outage_since_us) / 1000 : 0;
+  s->st.budget_outage_total_ms = s->outage_done_ms + s->st.budget_outage_ms;
+  s->st.budget_error = out ? s->outage_err : NULL;
 }
 
 /* Cancel, grace, quota stop and the run deadline at now. */
-static void stops(polite__sched *s, int64_t now) {
+static void stops(polite__sched *s, const polite__now *pn) {
+  int64_t now = pn->mono_us;
   if (s->cancel_flag && !s->cancelling) {
     s->cancelling = 1;
     s->cancel_at_us = now;
@@ -645,7 +734,7 @@ static void stops(polite__sched *s, int64_t now) {
                   now);
   }
   if (s->cancelling && now - s->cancel_at_us >= s->o.cancel_grace_ms * 1000)
-    abort_inflight(s, now);
+    abort_inflight(s, pn);
   if (s->st.quota_stop)
     flush_waiting(s, POLITE_OUT_CANCELLED,
                   "not started: another request found the quota spent", now);
@@ -675,14 +764,19 @@ int polite__sched_step(polite__sched *s, const polite__now *now,
   s->source_dry = 0;
   polite__sched_update_stats(s, t);
   heartbeat(s, t);
-  stops(s, t);
+  stops(s, now);
   int64_t wake = NO_TIME;
   if (!s->cancelling && !s->st.quota_stop && !s->run_deadline_hit && !s->fatal)
     schedule(s, now, &wake);
   if (s->fatal) {
+    /* Nothing more starts. After a budget that could not be used, the
+     * requests in flight finish and are recorded as what they were (their
+     * answers have been paid for); after any other failure they are cut. */
     flush_waiting(s, POLITE_OUT_CANCELLED, s->errstr, t);
-    abort_inflight(s, t);
-    return s->fatal;
+    if (s->fatal != POLITE_EBUDGET)
+      abort_inflight(s, now);
+    if (s->st.in_flight == 0)
+      return s->fatal;
   }
   if (s->o.max_requests && s->st.read >= s->o.max_requests)
     s->st.input_done = 1;
