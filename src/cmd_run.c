@@ -157,6 +157,13 @@ static const cli_opt run_table[] = {
      "authority, each with the same rate, burst and concurrency, and each "
      "with its own learned rate",
      NULL, CLI_AT(R, bo.scope_host), NULL, "run|host", 0},
+    {"budget-outage", 0, CLI_DURATION, "DURATION", 0, LONG_MAX, "60s", NULL,
+     NULL,
+     "while the budget cannot be used (Redis unreachable, a damaged budget "
+     "file) nothing is sent and polite asks again with a backoff for up to "
+     "this long, then stops (exit 1; --resume sends the rest); 0: stop at "
+     "the first failure",
+     NULL, CLI_AT(R, bo.budget_outage_ms), NULL, NULL, 0},
     {"max-attempts", 0, CLI_UINT, "N", 1, 100, "5", NULL, NULL,
      "network attempts per request, first included: polite never sends more",
      "Retries and time", CLI_AT(R, bo.max_attempts), NULL, NULL, 0},
@@ -474,6 +481,15 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
     return cli_usage("run", "%s", err);
   if ((rc = check_distinct(o)) != 0)
     return rc;
+  const struct {
+    const char *what, *path;
+  } outs[] = {{"--out", o->out_path},
+              {"--log", o->log_path},
+              {"--summary-json", o->summary_path},
+              {"--report", o->report_path}};
+  for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
+    if (run_output_path_check(outs[i].what, outs[i].path, err, sizeof err))
+      return cli_usage("run", "%s", err);
   if (o->data_arg && o->data_arg[0] == '@') {
     if ((rc = read_data_file(o->data_arg + 1, o->max_data, &o->data_buf,
                              &o->data_len)) != 0)
@@ -492,6 +508,10 @@ typedef struct {
   run_log log;
   run_progress progress;
   polite_input *input;
+  int quiet;
+  int64_t outage_limit_ms; /* --budget-outage */
+  uint64_t outages_told;   /* budget outages announced on stderr */
+  int outage_on;           /* one is going on */
 } run_ctx;
 
 static polite_batch *volatile g_batch;
@@ -511,8 +531,34 @@ static void on_result(void *ud, const polite_result *r) {
 static void on_attempt(void *ud, const polite_attempt *a) {
   run_log_attempt(&((run_ctx *)ud)->log, a);
 }
+/* Says on stderr when a budget outage begins (what failed, and what
+ * happens now) and when it ends; the progress line shows it meanwhile. */
+static void tell_outage(run_ctx *c, const polite_batch_stats *s) {
+  int on = s->budget_outage_ms > 0 && s->budget_error != NULL;
+  if (on == c->outage_on)
+    return;
+  c->outage_on = on;
+  if (!on && c->quiet)
+    return;
+  if (c->progress.on && c->progress.drawn)
+    fputs("\r\033[K", stderr); /* the progress line is drawn again */
+  if (on && c->outages_told++ == 0 && c->outage_limit_ms > 0)
+    fprintf(stderr,
+            "polite run: %s\npolite run: nothing is sent while the budget "
+            "cannot be used; asking again (100 ms doubling to 2 s) for up "
+            "to %.0f s (--budget-outage), then stopping\n",
+            s->budget_error, (double)c->outage_limit_ms / 1e3);
+  else if (on)
+    fprintf(stderr, "polite run: %s; nothing is sent until it answers\n",
+            s->budget_error);
+  else
+    fprintf(stderr, "polite run: the budget answers again; sending\n");
+}
+
 static void on_tick(void *ud, const polite_batch_stats *s) {
-  run_progress_draw(&((run_ctx *)ud)->progress, s, 0);
+  run_ctx *c = ud;
+  tell_outage(c, s);
+  run_progress_draw(&c->progress, s, 0);
 }
 static void on_rate(void *ud, const polite_rate_change *r) {
   run_log_rate(&((run_ctx *)ud)->log, r);
@@ -560,7 +606,8 @@ static int open_outputs(run_opts *o, run_ctx *c, run_journal **jr) {
       c->out.out = NULL;
       return rc;
     }
-  } else if (o->out_path && (c->out.out = fopen(o->out_path, "w")) == NULL) {
+  } else if (o->out_path &&
+             (c->out.out = run_output_open(o->out_path, 0)) == NULL) {
     return cli_usage("run", "--out: cannot open '%s': %s", o->out_path,
                      strerror(errno));
   }
@@ -572,7 +619,9 @@ static int open_outputs(run_opts *o, run_ctx *c, run_journal **jr) {
                          S_ISREG(c->out.out_st.st_mode);
   }
   c->log.path = o->log_path;
-  if (o->log_path && (c->log.f = fopen(o->log_path, "w")) == NULL)
+  /* --resume appends to the first run's log: one log for the batch. */
+  if (o->log_path &&
+      (c->log.f = run_output_open(o->log_path, o->jc.resume)) == NULL)
     return cli_usage("run", "--log: cannot open '%s': %s", o->log_path,
                      strerror(errno));
   if (o->bodies_dir) {
@@ -630,6 +679,8 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
   bo->on_tick = on_tick;
   bo->on_rate = on_rate;
   bo->ud = c;
+  c->quiet = o->quiet;
+  c->outage_limit_ms = bo->budget_outage_ms;
   if (jr && run_journal_wrap(jr, bo) != 0)
     return CLI_EXIT_FAILED;
   /* Last, so that it sees what the journal wrapper passes on. */
@@ -679,6 +730,17 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
     rc = CLI_EXIT_FAILED;
   else
     rc = CLI_EXIT_OK;
+  char kept[200];
+  uint64_t kept_bad = run_journal_kept_failures(jr, kept, sizeof kept);
+  if (kept_bad > 0 && rc == CLI_EXIT_OK) {
+    /* The exit status is the whole batch's, not only this session's. */
+    rc = CLI_EXIT_FAILED;
+    fprintf(stderr,
+            "polite run: the batch is not all ok: %llu request(s) finished "
+            "in earlier sessions did not end ok (%s); --requeue runs them "
+            "again\n",
+            (unsigned long long)kept_bad, kept);
+  }
   if (c->out.out_failed || outputs_failed || c->out.body_errors)
     rc = CLI_EXIT_FAILED; /* an output could not be written */
   if (run_journal_finish(jr))
