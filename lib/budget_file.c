@@ -35,6 +35,8 @@ typedef struct {
   unsigned held;
   int64_t pause_seen_us;
   polite_shared_rate sr_seen;
+  uint32_t repairs_seen; /* the record's repair count when last read */
+  int read_once;
 } pf_local;
 
 typedef struct {
@@ -51,6 +53,9 @@ typedef struct {
   int64_t verified_us;
   int verified;
   int64_t switched_us; /* when the path last named a new file; 0: never */
+  char note[200];    /* damage repaired, said by the next acquire ("": none) */
+  uint64_t bad_now;  /* damaged records seen at the last check */
+  uint64_t bad_told; /* of those, the ones already reported */
   pf_local loc[PF_ACCOUNTS];
   unsigned nloc;
 } file_budget;
@@ -62,6 +67,7 @@ typedef struct {
   pf_record r;
   pf_owner *me;
   int dirty;
+  int rebuilt; /* fresh_record rebuilt it in this call */
 } pf_acct;
 
 static int errf(file_budget *fb, const char *fmt, const char *detail) {
@@ -145,6 +151,7 @@ static void fresh_record(file_budget *fb, pf_acct *a, unsigned index,
   if (why == NULL)
     return;
   snprintf(r->why, sizeof r->why, "%s", why);
+  a->rebuilt = 1;
   r->settle_until_us = now_us + SETTLE_US;
   r->paused_until_us = a->l->pause_seen_us;
   r->sr_rate = a->l->sr_seen.rate_per_s;
@@ -234,6 +241,30 @@ static int verify(file_budget *fb, int64_t now_us, int *held) {
   }
   fb->verified = 1;
   fb->verified_us = now_us;
+  /* Damaged records anywhere are noted here and said once, by the first
+   * call that does not rebuild an account anyway (see enter). */
+  if (!fb->inspect &&
+      polite__pf_bad_records(&fb->st, &fb->bad_now, err, sizeof err) != 0)
+    return errf(fb, "%s", err);
+  uint64_t fresh = fb->bad_now & ~fb->bad_told;
+  fb->bad_told = fb->bad_now;
+  char why[120];
+  if (repaired)
+    snprintf(why, sizeof why, "%s",
+             "cut short or its header overwritten; repaired");
+  else if (fresh)
+    snprintf(why, sizeof why,
+             "%d account record(s) overwritten; rebuilt when next used",
+             __builtin_popcountll(fresh));
+  /* Every participant of the file says it (each sees the count change). */
+  if ((repaired || fresh) && !fb->inspect) {
+    int marked = polite__pf_mark_repaired(&fb->st, repaired, fb->bad_now, why,
+                                          err, sizeof err);
+    if (marked < 0)
+      return errf(fb, "%s", err);
+    if (marked > 0 || repaired)
+      snprintf(fb->note, sizeof fb->note, "the file was damaged (%s)", why);
+  }
   return 0;
 }
 
@@ -298,6 +329,18 @@ static int read_known(file_budget *fb, pf_acct *a, int64_t now_us, char *why,
   return 1;
 }
 
+/* A repair of the file marked in this account's record since this
+ * participant last read it becomes the note its next acquire says
+ * (starting nothing); a rebuild of the account says it by settling. */
+static void tell_damage(file_budget *fb, pf_acct *a) {
+  pf_local *l = a->l;
+  if (l->read_once && a->r.repairs != l->repairs_seen && !a->rebuilt)
+    snprintf(fb->note, sizeof fb->note, "the file was damaged (%.120s)",
+             a->r.why);
+  l->repairs_seen = a->r.repairs;
+  l->read_once = 1;
+}
+
 /* Takes the locks and reads key's account into a: the common start of
  * every call. A record that is not this account's any more, fails its
  * checksum or holds values polite could not have written is rebuilt
@@ -337,14 +380,21 @@ static int enter(file_budget *fb, const char *key, int64_t now_us, int create,
   if (rc == 1 && damage == NULL && fb->switched_us != 0 &&
       now_us - fb->switched_us < 10 * SETTLE_US)
     damage = "the file was removed or replaced while in use";
-  if (rc == 1) /* a damaged account is rebuilt by any call that meets it */
-    rc = locate(fb, a, now_us, (create || damage) && !fb->inspect, damage);
+  /* A damaged account is rebuilt by any call that meets it and has a
+   * clock (a release has none: it only counts, and the next call with a
+   * clock rebuilds). */
+  if (rc == 1)
+    rc = locate(fb, a, now_us,
+                (create || damage) && !fb->inspect && now_us != INT64_MIN,
+                damage);
   if (rc == 1 && fb->inspect && damage != NULL)
     rc = errf(fb, "the file is damaged: %s", damage);
   if (rc != 0)
     goto fail;
   if (!fb->inspect && (rc = register_me(fb, a, now_us)) != 0)
     goto fail;
+  if (!fb->inspect)
+    tell_damage(fb, a);
   a->l->pause_seen_us = a->r.paused_until_us; /* a sound record is truth */
   a->l->sr_seen.rate_per_s = a->r.sr_rate;
   a->l->sr_seen.limit_per_s = a->r.sr_limit;
@@ -447,6 +497,11 @@ static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
   int take = b->cfg.concurrency > 0 && slots > 0;
   if (now_us < a.r.settle_until_us && (units > 0 || slots > 0)) {
     rc = settling(fb, &a, now_us);
+    fb->note[0] = '\0'; /* the settling says it */
+  } else if (fb->note[0] && (units > 0 || slots > 0)) {
+    /* Damage repaired since the last acquire: said once, nothing starts. */
+    rc = errf(fb, "%s", fb->note);
+    fb->note[0] = '\0';
   } else if (now_us < a.r.paused_until_us) {
     *wait_us = a.r.paused_until_us - now_us;
     rc = POLITE_BUDGET_WAIT_PAUSE;

@@ -483,6 +483,40 @@ int polite__pf_read(pf_store *s, unsigned index, pf_record *r, char *err,
   return r->used ? PF_REC_USED : PF_REC_FREE;
 }
 
+int polite__pf_bad_records(pf_store *s, uint64_t *mask, char *err,
+                           size_t errlen) {
+  *mask = 0;
+  for (unsigned i = 0; i < PF_ACCOUNTS; i++) {
+    pf_record r;
+    int st = polite__pf_read(s, i, &r, err, errlen);
+    if (st < 0)
+      return st;
+    if (st == PF_REC_BAD)
+      *mask |= UINT64_C(1) << i;
+  }
+  return 0;
+}
+
+int polite__pf_mark_repaired(pf_store *s, int repaired, uint64_t bad,
+                             const char *why, char *err, size_t errlen) {
+  int marked = 0;
+  for (unsigned i = 0; i < PF_ACCOUNTS; i++) {
+    pf_record r;
+    int st = polite__pf_read(s, i, &r, err, errlen);
+    if (st < 0)
+      return st;
+    if (st != PF_REC_USED || (!repaired && (bad & ~r.bad_seen) == 0))
+      continue;
+    r.repairs++;
+    r.bad_seen = bad;
+    snprintf(r.why, sizeof r.why, "%s", why);
+    if (polite__pf_write(s, &r, err, errlen) != 0)
+      return POLITE_EBUDGET;
+    marked++;
+  }
+  return marked;
+}
+
 int polite__pf_write(pf_store *s, pf_record *r, char *err, size_t errlen) {
   r->file_id = s->h.file_id;
   if (r->hi > PF_OWNERS)

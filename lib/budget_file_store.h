@@ -73,7 +73,11 @@ typedef struct {
   double sr_rate, sr_limit; /* the learned rate (polite_shared_rate) */
   uint64_t sr_gen;
   int64_t settle_until_us; /* after a rebuild, no start before this */
-  char why[120];           /* what the rebuild found, for every message */
+  uint32_t repairs;        /* bumped at each repair of the file seen by its
+                              participants: each of them then says why */
+  uint32_t pad;
+  uint64_t bad_seen; /* the damaged records known at the last mark */
+  char why[120];     /* what the rebuild or the last repair found */
   pf_owner owners[PF_OWNERS];
 } pf_record;
 
@@ -138,6 +142,19 @@ int polite__pf_reopen(pf_store *s, char *err, size_t errlen);
  * failed (err set). */
 int polite__pf_read(pf_store *s, unsigned index, pf_record *r, char *err,
                     size_t errlen);
+
+/* Sets bit i of *mask for each record i that is PF_REC_BAD. Returns 0 or
+ * POLITE_EBUDGET with err set. */
+int polite__pf_bad_records(pf_store *s, uint64_t *mask, char *err,
+                           size_t errlen);
+
+/* Bumps `repairs` and sets `why` in every record in use, so that every
+ * participant says what was repaired: always after a repair of the header
+ * (`repaired`), else only in records that did not know the damaged records
+ * `bad` yet (a participant that joins later does not announce old damage
+ * again). Returns how many records were marked, or POLITE_EBUDGET. */
+int polite__pf_mark_repaired(pf_store *s, int repaired, uint64_t bad,
+                             const char *why, char *err, size_t errlen);
 
 /* Stamps r (file id, index, checksum) and writes it back. Returns 0 or
  * POLITE_EBUDGET with err set (a short write: the disk is full). */

@@ -494,13 +494,19 @@ static int end_too_long(polite__sched *s, job *j, const char *what,
 static int budget_failed(polite__sched *s, int rc, int64_t t, int64_t *wake,
                          int64_t *due_out) {
   const char *e = polite_budget_errstr(s->o.budget);
-  if (s->outage_since_us == NO_TIME) {
+  int began = s->outage_since_us == NO_TIME;
+  if (began) {
     s->outage_since_us = t;
     s->outage_backoff_us = 0;
     s->st.budget_outages++;
   }
   snprintf(s->outage_err, sizeof s->outage_err, "%s",
            e[0] ? e : polite_strerror(rc));
+  if (began && s->o.on_tick) {
+    /* Told at once: an outage may be over before the next tick. */
+    s->st.budget_error = s->outage_err;
+    s->o.on_tick(s->o.ud, &s->st);
+  }
   int64_t limit = s->o.budget_outage_ms;
   int64_t lasted = t - s->outage_since_us;
   if (limit <= 0 || lasted >= limit * 1000) {

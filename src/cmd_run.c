@@ -534,7 +534,7 @@ static void on_attempt(void *ud, const polite_attempt *a) {
 /* Says on stderr when a budget outage begins (what failed, and what
  * happens now) and when it ends; the progress line shows it meanwhile. */
 static void tell_outage(run_ctx *c, const polite_batch_stats *s) {
-  int on = s->budget_outage_ms > 0 && s->budget_error != NULL;
+  int on = s->budget_error != NULL;
   if (on == c->outage_on)
     return;
   c->outage_on = on;

@@ -89,15 +89,17 @@ static void overwrite(off_t at, size_t len, unsigned char fill, int random) {
  * a's slots were re-registered, none was lost or doubled. */
 static void check_repaired(polite_budget *a, polite_budget *b, int64_t at) {
   int64_t w;
-  int rc = acq(b, at, &w);
-  assert_int_equal(rc, POLITE_EBUDGET);
-  const char *e = polite_budget_errstr(b);
-  assert_non_null(strstr(e, path));
-  assert_non_null(strstr(e, "nothing starts"));
+  /* The call that meets the damage fails and says so (repairing the file,
+   * or rebuilding the account at once); the next one finds the account
+   * rebuilt and settling. */
+  assert_int_equal(acq(b, at, &w), POLITE_EBUDGET);
+  assert_non_null(strstr(polite_budget_errstr(b), path));
+  assert_int_equal(acq(b, at + 100 * MS, &w), POLITE_EBUDGET);
+  assert_non_null(strstr(polite_budget_errstr(b), "nothing starts"));
   /* a's heartbeat re-registers its slots while the account settles. */
   polite_budget_acquire(a, NULL, at + 500 * MS, 0, 0, &w);
   assert_int_equal(acq(b, at + 1900 * MS, &w), POLITE_EBUDGET);
-  int64_t t = at + 2100 * MS;
+  int64_t t = at + 2200 * MS;
   assert_int_equal(acq(b, t, &w), POLITE_BUDGET_ADMITTED);
   assert_int_equal(acq(b, t, &w), POLITE_BUDGET_ADMITTED);
   assert_int_equal(acq(b, t, &w), POLITE_BUDGET_WAIT_SLOT);
@@ -140,7 +142,10 @@ static void damage_is_repaired(void **state) {
       overwrite(c->at, c->len, 0, c->random);
     if (c->at == 0 && c->random) {
       /* Only the header: the records prove the file is this one, so the
-       * header is written again and the account was never touched. */
+       * header is written again (the call that does it says so) and the
+       * account was never touched. */
+      assert_int_equal(acq(b, t + 200 * MS, &w), POLITE_EBUDGET);
+      assert_non_null(strstr(polite_budget_errstr(b), "repaired"));
       assert_int_equal(acq(b, t + 200 * MS, &w), POLITE_BUDGET_ADMITTED);
       assert_int_equal(acq(b, t + 200 * MS, &w), POLITE_BUDGET_ADMITTED);
       assert_int_equal(acq(b, t + 200 * MS, &w), POLITE_BUDGET_WAIT_SLOT);
@@ -191,6 +196,21 @@ static void unprovable_file_waits_for_removal(void **state) {
   assert_int_equal(acq(b, t, &w), POLITE_BUDGET_WAIT_SLOT);
   polite_budget_close(a);
   polite_budget_close(b);
+}
+
+/* Damage in records no account uses loses nothing: it is said once, by the
+ * next check of the file, and the accounts in use go on untouched. */
+static void damage_elsewhere_is_said_once(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(0, 1, 2);
+  int64_t w;
+  assert_int_equal(acq(a, T0, &w), POLITE_BUDGET_ADMITTED);
+  overwrite((off_t)PF_PAGE * 40, 3 * PF_PAGE, 0, 1);
+  assert_int_equal(acq(a, T0 + 200 * MS, &w), POLITE_EBUDGET);
+  assert_non_null(strstr(polite_budget_errstr(a), "3 account record(s)"));
+  assert_int_equal(acq(a, T0 + 201 * MS, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(a, T0 + 500 * MS, &w), POLITE_BUDGET_WAIT_SLOT);
+  polite_budget_close(a);
 }
 
 /* A rebuilt account keeps the pause its participants saw and starts no
@@ -311,6 +331,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(damage_is_repaired),
       cmocka_unit_test_setup_teardown(unprovable_file_waits_for_removal, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(damage_elsewhere_is_said_once, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(rebuild_keeps_pause_and_spacing, setup,
                                       teardown),
