@@ -103,26 +103,6 @@ static pf_local *local_of(file_budget *fb, const char *key) {
   return l;
 }
 
-/* This participant's entry in r, or NULL. */
-static pf_owner *my_owner(const file_budget *fb, pf_record *r) {
-  for (uint32_t i = 0; i < r->hi; i++)
-    if (r->owners[i].id == fb->id)
-      return &r->owners[i];
-  return NULL;
-}
-
-/* A free entry of r (extending hi), or NULL when all are taken. */
-static pf_owner *new_owner(pf_record *r) {
-  for (uint32_t i = 0; i < r->hi; i++)
-    if (r->owners[i].id == 0)
-      return &r->owners[i];
-  if (r->hi == PF_OWNERS)
-    return NULL;
-  pf_owner *o = &r->owners[r->hi++];
-  memset(o, 0, sizeof *o);
-  return o;
-}
-
 /* Sets fb->proto up for rate r (configured or learned) and returns it, 0
  * for unlimited. */
 static double file_rate(file_budget *fb, const pf_record *rec) {
@@ -272,7 +252,7 @@ static int verify(file_budget *fb, int64_t now_us, int *held) {
  * rebuild, or after its lease ran out while its requests still ran) and
  * renews its lease. now_us INT64_MIN: no clock (release), no renewal. */
 static int register_me(file_budget *fb, pf_acct *a, int64_t now_us) {
-  a->me = my_owner(fb, &a->r);
+  a->me = polite__pf_owner_find(&a->r, fb->id);
   unsigned held = a->l->held;
   if (held == 0 && a->me != NULL && a->me->slots > 0) {
     memset(a->me, 0, sizeof *a->me); /* stale: nothing is held here */
@@ -282,7 +262,7 @@ static int register_me(file_budget *fb, pf_acct *a, int64_t now_us) {
   if (held == 0 || now_us == INT64_MIN)
     return 0;
   if (a->me == NULL) {
-    if ((a->me = new_owner(&a->r)) == NULL)
+    if ((a->me = polite__pf_owner_new(&a->r)) == NULL)
       return errf(fb, "%s",
                   "all 128 participant entries of the account are in use");
     a->me->id = fb->id;
@@ -422,34 +402,6 @@ static void leave(file_budget *fb) {
   pthread_mutex_unlock(&fb->mu);
 }
 
-/* Frees entries whose lease ran out at now_us and returns the slots in
- * use by live ones; *next_expiry gets the earliest live expiry. */
-static uint64_t reclaim(pf_acct *a, int64_t now_us, int64_t *next_expiry) {
-  uint64_t in_use = 0;
-  uint32_t last = 0;
-  *next_expiry = INT64_MAX;
-  pf_record *r = &a->r;
-  for (uint32_t i = 0; i < r->hi; i++) {
-    pf_owner *o = &r->owners[i];
-    if (o->id == 0)
-      continue;
-    if (o->slots == 0 || o->expiry_us <= now_us) {
-      memset(o, 0, sizeof *o);
-      a->dirty = 1;
-      continue;
-    }
-    in_use += o->slots;
-    last = i + 1;
-    if (o->expiry_us < *next_expiry)
-      *next_expiry = o->expiry_us;
-  }
-  if (r->hi != last) {
-    r->hi = last;
-    a->dirty = 1;
-  }
-  return in_use;
-}
-
 /* The message while a rebuilt account settles. */
 static int settling(file_budget *fb, const pf_acct *a, int64_t now_us) {
   char msg[300];
@@ -468,8 +420,8 @@ static int take_slot(file_budget *fb, pf_acct *a, int64_t now_us,
                      unsigned slots, int64_t *wait_us) {
   unsigned conc = fb->base.cfg.concurrency;
   int64_t next_expiry;
-  uint64_t in_use = reclaim(a, now_us, &next_expiry);
-  a->me = my_owner(fb, &a->r);
+  uint64_t in_use = polite__pf_reclaim(&a->r, now_us, &next_expiry, &a->dirty);
+  a->me = polite__pf_owner_find(&a->r, fb->id);
   if (slots > conc || in_use + slots > conc) {
     int64_t w = POLITE__BUDGET_SLOT_POLL_US;
     if (next_expiry != INT64_MAX && next_expiry - now_us < w)
@@ -477,7 +429,7 @@ static int take_slot(file_budget *fb, pf_acct *a, int64_t now_us,
     *wait_us = w;
     return POLITE_BUDGET_WAIT_SLOT;
   }
-  if (a->me == NULL && (a->me = new_owner(&a->r)) == NULL)
+  if (a->me == NULL && (a->me = polite__pf_owner_new(&a->r)) == NULL)
     return errf(fb, "%s",
                 "all 128 participant entries of the account are in use");
   return 0;
@@ -558,7 +510,7 @@ static void file_release(polite_budget *b, const char *key, unsigned slots) {
     return;
   }
   a.l->held = a.l->held > slots ? a.l->held - slots : 0;
-  a.me = my_owner(fb, &a.r);
+  a.me = polite__pf_owner_find(&a.r, fb->id);
   if (a.me != NULL) {
     a.me->slots = a.l->held;
     if (a.me->slots == 0)
@@ -618,7 +570,7 @@ static void file_close(polite_budget *b) {
     fb->loc[i].held = 0;
     if (enter(fb, fb->loc[i].key, INT64_MIN, 0, &a) != 0)
       continue;
-    a.me = my_owner(fb, &a.r);
+    a.me = polite__pf_owner_find(&a.r, fb->id);
     if (a.me != NULL) {
       memset(a.me, 0, sizeof *a.me);
       a.dirty = 1;
@@ -746,34 +698,11 @@ static int parse_uri(const char *uri, char **path, int64_t *lease_ms,
                         "expected file:PATH (the path is empty)");
     return POLITE_EINVAL;
   }
-  while (q != NULL) {
-    const char *s = q + 1;
-    q = strchr(s, '&');
-    size_t n = q ? (size_t)(q - s) : strlen(s);
-    char param[128];
-    if (n >= sizeof param) {
-      polite__budget_errf(errbuf, errlen, uri, "URI parameter too long");
-      return POLITE_EINVAL;
-    }
-    memcpy(param, s, n);
-    param[n] = '\0';
-    if (strncmp(param, "lease=", 6) == 0) {
-      if (polite_duration_parse(param + 6, lease_ms) != 0 || *lease_ms < 1 ||
-          *lease_ms > PF_MAX_LEASE_US / 1000) {
-        polite__budget_errf(errbuf, errlen, uri,
-                            "lease: expected a duration like 30s or 500ms "
-                            "(at most 7 days), got '%.40s'",
-                            param + 6);
-        return POLITE_EINVAL;
-      }
-    } else {
-      /* The name only: an unknown parameter's value may be a secret. */
-      polite__budget_errf(errbuf, errlen, uri,
-                          "unknown parameter '%.*s' (expected lease=DURATION)",
-                          (int)strcspn(param, "="), param);
-      return POLITE_EINVAL;
-    }
-  }
+  const polite__budget_param params[] = {
+      {"lease", lease_ms, PF_MAX_LEASE_US / 1000, "at most 7 days"}};
+  int rc = polite__budget_uri_params(q, params, 1, uri, errbuf, errlen);
+  if (rc != 0)
+    return rc;
   *path = strndup(p, plen);
   return *path ? 0 : POLITE_ENOMEM;
 }

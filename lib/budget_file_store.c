@@ -565,3 +565,47 @@ int polite__pf_record_check(const pf_store *s, const pf_record *r,
   }
   return 0;
 }
+
+pf_owner *polite__pf_owner_find(pf_record *r, uint64_t id) {
+  for (uint32_t i = 0; i < r->hi; i++)
+    if (r->owners[i].id == id)
+      return &r->owners[i];
+  return NULL;
+}
+
+pf_owner *polite__pf_owner_new(pf_record *r) {
+  for (uint32_t i = 0; i < r->hi; i++)
+    if (r->owners[i].id == 0)
+      return &r->owners[i];
+  if (r->hi == PF_OWNERS)
+    return NULL;
+  pf_owner *o = &r->owners[r->hi++];
+  memset(o, 0, sizeof *o);
+  return o;
+}
+
+uint64_t polite__pf_reclaim(pf_record *r, int64_t now_us, int64_t *next_expiry,
+                            int *changed) {
+  uint64_t in_use = 0;
+  uint32_t last = 0;
+  *next_expiry = INT64_MAX;
+  for (uint32_t i = 0; i < r->hi; i++) {
+    pf_owner *o = &r->owners[i];
+    if (o->id == 0)
+      continue;
+    if (o->slots == 0 || o->expiry_us <= now_us) {
+      memset(o, 0, sizeof *o);
+      *changed = 1;
+      continue;
+    }
+    in_use += o->slots;
+    last = i + 1;
+    if (o->expiry_us < *next_expiry)
+      *next_expiry = o->expiry_us;
+  }
+  if (r->hi != last) {
+    r->hi = last;
+    *changed = 1;
+  }
+  return in_use;
+}

@@ -166,6 +166,16 @@ int polite__pf_write(pf_store *s, pf_record *r, char *err, size_t errlen);
 int polite__pf_record_check(const pf_store *s, const pf_record *r,
                             int64_t now_us, char *why, size_t len);
 
+/* The entry of participant `id` in r, or NULL. */
+pf_owner *polite__pf_owner_find(pf_record *r, uint64_t id);
+/* A free entry of r (cleared, extending hi), or NULL when all are taken. */
+pf_owner *polite__pf_owner_new(pf_record *r);
+/* Frees the entries of r whose lease ran out at now_us (setting *changed
+ * when it did) and returns the slots held by the live ones; *next_expiry
+ * gets the earliest live expiry (INT64_MAX: none). */
+uint64_t polite__pf_reclaim(pf_record *r, int64_t now_us, int64_t *next_expiry,
+                            int *changed);
+
 /* Sets h->sum for the bytes before it (init, and tests that forge a
  * header). */
 void polite__pf_header_seal(pf_header *h);

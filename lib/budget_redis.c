@@ -679,37 +679,11 @@ static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
   if (rb->host == NULL || rb->seed_host == NULL || rb->name == NULL)
     return POLITE_ENOMEM;
   int64_t lease_ms = POLITE__BUDGET_LEASE_DEFAULT_MS, timeout_ms = 1000;
-  while (q != NULL) {
-    const char *s = q + 1;
-    q = strchr(s, '&');
-    size_t n = q ? (size_t)(q - s) : strlen(s);
-    char param[128];
-    if (n >= sizeof param) {
-      polite__budget_errf(errbuf, errlen, u, "URI parameter too long");
-      return POLITE_EINVAL;
-    }
-    memcpy(param, s, n);
-    param[n] = '\0';
-    int64_t *dst = strncmp(param, "lease=", 6) == 0     ? &lease_ms
-                   : strncmp(param, "timeout=", 8) == 0 ? &timeout_ms
-                                                        : NULL;
-    if (dst == NULL) {
-      /* The name only: an unknown parameter's value may be a secret. */
-      polite__budget_errf(
-          errbuf, errlen, u,
-          "unknown parameter '%.*s' (expected lease= or timeout=)",
-          (int)strcspn(param, "="), param);
-      return POLITE_EINVAL;
-    }
-    const char *v = strchr(param, '=') + 1;
-    if (polite_duration_parse(v, dst) != 0 || *dst < 1) {
-      polite__budget_errf(
-          errbuf, errlen, u,
-          "%.*s: expected a duration like 30s or 500ms, got '%.40s'",
-          (int)(v - param - 1), param, v);
-      return POLITE_EINVAL;
-    }
-  }
+  const polite__budget_param params[] = {{"lease", &lease_ms, 0, NULL},
+                                         {"timeout", &timeout_ms, 0, NULL}};
+  int rc = polite__budget_uri_params(q, params, 2, u, errbuf, errlen);
+  if (rc != 0)
+    return rc;
   rb->lease_us = lease_ms * 1000;
   rb->timeout_ms = timeout_ms;
   return 0;

@@ -107,6 +107,17 @@ void polite__sched_finish(polite__sched *s, job *j, polite_outcome out,
  * depend on time. */
 void polite__sched_update_stats(polite__sched *s, int64_t now);
 
+/* sched_outage.c: the budget answered an error at t (rc): an outage begins
+ * or goes on, and the next try is set (lowering *wake and setting *due_out
+ * to it); past budget_outage_ms, s->fatal is set instead. */
+void polite__sched_outage_fail(polite__sched *s, int rc, int64_t t,
+                               int64_t *wake, int64_t *due_out);
+/* The budget answered again at t: the outage is over. */
+void polite__sched_outage_over(polite__sched *s, int64_t t);
+/* 1 when an outage goes on and its next try is after t (*wake lowered to
+ * it): nothing is to be admitted now. */
+int polite__sched_outage_wait(polite__sched *s, int64_t t, int64_t *wake);
+
 /* sched_response.c */
 /* The refusal covering key's account at now, or NULL. */
 const refusal *polite__sched_refused(const polite__sched *s, const char *key,

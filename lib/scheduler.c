@@ -486,70 +486,6 @@ static int end_too_long(polite__sched *s, job *j, const char *what,
   return ADM_ENDED;
 }
 
-/* The budget answered an error at t (rc): an outage begins or goes on.
- * Nothing is admitted before the next try (a backoff from 100 ms doubling
- * to 2 s, with jitter so a fleet does not come back at one instant); after
- * budget_outage_ms the run stops (s->fatal). Returns ADM_BLOCKED: j waits
- * for the next try (or is ended by the stop). */
-static int budget_failed(polite__sched *s, int rc, int64_t t, int64_t *wake,
-                         int64_t *due_out) {
-  const char *e = polite_budget_errstr(s->o.budget);
-  int began = s->outage_since_us == NO_TIME;
-  if (began) {
-    s->outage_since_us = t;
-    s->outage_backoff_us = 0;
-    s->st.budget_outages++;
-  }
-  snprintf(s->outage_err, sizeof s->outage_err, "%s",
-           e[0] ? e : polite_strerror(rc));
-  if (began && s->o.on_tick) {
-    /* Told at once: an outage may be over before the next tick. */
-    s->st.budget_error = s->outage_err;
-    s->o.on_tick(s->o.ud, &s->st);
-  }
-  int64_t limit = s->o.budget_outage_ms;
-  int64_t lasted = t - s->outage_since_us;
-  if (limit <= 0 || lasted >= limit * 1000) {
-    if (limit <= 0)
-      snprintf(
-          s->errstr, sizeof s->errstr,
-          "the budget failed: %.320s; stopping (no budget outage is waited "
-          "out)",
-          s->outage_err);
-    else
-      snprintf(
-          s->errstr, sizeof s->errstr,
-          "the budget could not be used for %.1f s (the limit is %.1f "
-          "s): %.320s; stopping: requests in flight finish, the others were "
-          "not sent",
-          (double)lasted / 1e6, (double)limit / 1e3, s->outage_err);
-    s->fatal = rc;
-    return ADM_BLOCKED;
-  }
-  int64_t b = s->outage_backoff_us ? s->outage_backoff_us * 2 : 100000;
-  if (b > 2000000)
-    b = 2000000;
-  s->outage_backoff_us = b;
-  /* Uniform in [b/2, b]: spread, never sooner than half the step; and one
-   * last try when the limit is reached, so the run stops on time. */
-  int64_t next =
-      t + b / 2 + polite_rand_uniform(polite_rand_next(&s->rng), b / 2);
-  if (next > s->outage_since_us + limit * 1000)
-    next = s->outage_since_us + limit * 1000;
-  s->outage_retry_us = next;
-  *due_out = next;
-  if (next < *wake)
-    *wake = next;
-  return ADM_BLOCKED;
-}
-
-/* The budget answered again at t: the outage is over. */
-static void outage_over(polite__sched *s, int64_t t) {
-  s->outage_done_ms += (t - s->outage_since_us) / 1000;
-  s->outage_since_us = NO_TIME;
-  s->outage_err[0] = '\0';
-}
-
 /* Tries to start j (taken out of the waiting set) at now. BLOCKED: j is
  * not admitted yet and *wake is lowered to when to ask again (NO_TIME: a
  * release will tell); *due is set to that time when the wait is a rate or
@@ -591,10 +527,12 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     if (rc >= 0)
       polite__sched_rate_admitted(s, j, now);
   }
-  if (rc < 0)
-    return budget_failed(s, rc, t, wake, due_out);
+  if (rc < 0) { /* an outage: j waits for the next try (or the stop) */
+    polite__sched_outage_fail(s, rc, t, wake, due_out);
+    return ADM_BLOCKED;
+  }
   if (s->outage_since_us != NO_TIME)
-    outage_over(s, t);
+    polite__sched_outage_over(s, t);
   if (rc == POLITE_BUDGET_ADMITTED) {
     polite__sched_rate_commit(s, j, &next);
     double rate = polite__sched_rate_now(s, j);
@@ -649,12 +587,8 @@ static void schedule(polite__sched *s, const polite__now *now, int64_t *wake) {
   unsigned nb = 0;
   unsigned lookahead = s->o.scope_host ? HOST_LOOKAHEAD : 0;
   int64_t t = now->mono_us;
-  if (s->outage_since_us != NO_TIME && t < s->outage_retry_us) {
-    /* The budget is out: nothing is admitted before the next try. */
-    if (s->outage_retry_us < *wake)
-      *wake = s->outage_retry_us;
-    return;
-  }
+  if (polite__sched_outage_wait(s, t, wake))
+    return; /* the budget is out: nothing is admitted before the next try */
   while (!s->fatal) {
     const polite__heap_entry *top = polite__heap_top(&s->waiting);
     job *j;

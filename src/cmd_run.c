@@ -283,12 +283,12 @@ static const cli_opt run_table[] = {
      "(needs --out and an input FILE; see journal.md)",
      "Journal (crash-safe resume)", CLI_AT(R, jc.path), NULL, NULL, 0},
     {"resume", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
-     "continue the journal's run: skip finished ids, reuse recorded keys, "
-     "repair --out",
+     "continue the journal's run: skip finished ids, run again what was "
+     "cancelled or never started, reuse recorded keys, repair --out",
      NULL, CLI_AT(R, jc.resume), NULL, NULL, 0},
     {"requeue", 0, CLI_CUSTOM, "LIST", 0, 0, NULL, NULL, NULL,
-     "with --resume, run ids whose result was one of these outcomes again "
-     "(e.g. deadline,cancelled)",
+     "with --resume, also run again the ids whose result was one of these "
+     "outcomes (e.g. deadline,http_error)",
      NULL, 0, 0, set_requeue, NULL, 0},
     {"force", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
      "resume although the input or --out changed", NULL, CLI_AT(R, jc.force),
@@ -481,14 +481,11 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
     return cli_usage("run", "%s", err);
   if ((rc = check_distinct(o)) != 0)
     return rc;
-  const struct {
-    const char *what, *path;
-  } outs[] = {{"--out", o->out_path},
-              {"--log", o->log_path},
-              {"--summary-json", o->summary_path},
-              {"--report", o->report_path}};
-  for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
-    if (run_output_path_check(outs[i].what, outs[i].path, err, sizeof err))
+  const char *outs[] = {"--out",     o->out_path,      "--log",
+                        o->log_path, "--summary-json", o->summary_path,
+                        "--report",  o->report_path};
+  for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i += 2)
+    if (run_output_path_check(outs[i], outs[i + 1], err, sizeof err))
       return cli_usage("run", "%s", err);
   if (o->data_arg && o->data_arg[0] == '@') {
     if ((rc = read_data_file(o->data_arg + 1, o->max_data, &o->data_buf,
@@ -508,10 +505,7 @@ typedef struct {
   run_log log;
   run_progress progress;
   polite_input *input;
-  int quiet;
-  int64_t outage_limit_ms; /* --budget-outage */
-  uint64_t outages_told;   /* budget outages announced on stderr */
-  int outage_on;           /* one is going on */
+  run_outage outage;
 } run_ctx;
 
 static polite_batch *volatile g_batch;
@@ -531,33 +525,9 @@ static void on_result(void *ud, const polite_result *r) {
 static void on_attempt(void *ud, const polite_attempt *a) {
   run_log_attempt(&((run_ctx *)ud)->log, a);
 }
-/* Says on stderr when a budget outage begins (what failed, and what
- * happens now) and when it ends; the progress line shows it meanwhile. */
-static void tell_outage(run_ctx *c, const polite_batch_stats *s) {
-  int on = s->budget_error != NULL;
-  if (on == c->outage_on)
-    return;
-  c->outage_on = on;
-  if (!on && c->quiet)
-    return;
-  if (c->progress.on && c->progress.drawn)
-    fputs("\r\033[K", stderr); /* the progress line is drawn again */
-  if (on && c->outages_told++ == 0 && c->outage_limit_ms > 0)
-    fprintf(stderr,
-            "polite run: %s\npolite run: nothing is sent while the budget "
-            "cannot be used; asking again (100 ms doubling to 2 s) for up "
-            "to %.0f s (--budget-outage), then stopping\n",
-            s->budget_error, (double)c->outage_limit_ms / 1e3);
-  else if (on)
-    fprintf(stderr, "polite run: %s; nothing is sent until it answers\n",
-            s->budget_error);
-  else
-    fprintf(stderr, "polite run: the budget answers again; sending\n");
-}
-
 static void on_tick(void *ud, const polite_batch_stats *s) {
   run_ctx *c = ud;
-  tell_outage(c, s);
+  run_outage_tell(&c->outage, &c->progress, s);
   run_progress_draw(&c->progress, s, 0);
 }
 static void on_rate(void *ud, const polite_rate_change *r) {
@@ -679,8 +649,8 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
   bo->on_tick = on_tick;
   bo->on_rate = on_rate;
   bo->ud = c;
-  c->quiet = o->quiet;
-  c->outage_limit_ms = bo->budget_outage_ms;
+  c->outage.quiet = o->quiet;
+  c->outage.limit_ms = bo->budget_outage_ms;
   if (jr && run_journal_wrap(jr, bo) != 0)
     return CLI_EXIT_FAILED;
   /* Last, so that it sees what the journal wrapper passes on. */
@@ -730,17 +700,8 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
     rc = CLI_EXIT_FAILED;
   else
     rc = CLI_EXIT_OK;
-  char kept[200];
-  uint64_t kept_bad = run_journal_kept_failures(jr, kept, sizeof kept);
-  if (kept_bad > 0 && rc == CLI_EXIT_OK) {
-    /* The exit status is the whole batch's, not only this session's. */
-    rc = CLI_EXIT_FAILED;
-    fprintf(stderr,
-            "polite run: the batch is not all ok: %llu request(s) finished "
-            "in earlier sessions did not end ok (%s); --requeue runs them "
-            "again\n",
-            (unsigned long long)kept_bad, kept);
-  }
+  if (rc == CLI_EXIT_OK && run_journal_report_kept(jr))
+    rc = CLI_EXIT_FAILED; /* the whole batch's status, not this session's */
   if (c->out.out_failed || outputs_failed || c->out.body_errors)
     rc = CLI_EXIT_FAILED; /* an output could not be written */
   if (run_journal_finish(jr))

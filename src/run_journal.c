@@ -611,6 +611,18 @@ uint64_t run_journal_kept_failures(const run_journal *rj, char *names,
   return n;
 }
 
+int run_journal_report_kept(const run_journal *rj) {
+  char kept[200];
+  uint64_t n = run_journal_kept_failures(rj, kept, sizeof kept);
+  if (n > 0)
+    fprintf(stderr,
+            "polite run: the batch is not all ok: %llu request(s) finished "
+            "in earlier sessions did not end ok (%s); --requeue runs them "
+            "again\n",
+            (unsigned long long)n, kept);
+  return n > 0;
+}
+
 long long run_journal_done(const run_journal *rj) {
   return rj ? (long long)rj->done.n : 0;
 }

@@ -55,6 +55,10 @@ long long run_journal_done(const run_journal *rj);
 uint64_t run_journal_kept_failures(const run_journal *rj, char *names,
                                    size_t len);
 
+/* Says so on stderr, and returns 1, when run_journal_kept_failures is not
+ * 0: the exit status of a resume counts the whole batch. 0 for NULL. */
+int run_journal_report_kept(const run_journal *rj);
+
 /* The engine to cancel when recording fails (call after polite_batch_new). */
 void run_journal_set_batch(run_journal *rj, polite_batch *b);
 

@@ -515,6 +515,31 @@ void run_progress_draw(run_progress *p, const polite_batch_stats *s,
   fflush(stderr);
 }
 
+/* Says on stderr when a budget outage begins (what failed, and what
+ * happens now) and when it ends; the progress line shows it meanwhile. */
+void run_outage_tell(run_outage *c, const run_progress *p,
+                     const polite_batch_stats *s) {
+  int on = s->budget_error != NULL;
+  if (on == c->on)
+    return;
+  c->on = on;
+  if (!on && c->quiet)
+    return;
+  if (p->on && p->drawn)
+    fputs("\r\033[K", stderr); /* the progress line is drawn again */
+  if (on && c->told++ == 0 && c->limit_ms > 0)
+    fprintf(stderr,
+            "polite run: %s\npolite run: nothing is sent while the budget "
+            "cannot be used; asking again (100 ms doubling to 2 s) for up "
+            "to %.0f s (--budget-outage), then stopping\n",
+            s->budget_error, (double)c->limit_ms / 1e3);
+  else if (on)
+    fprintf(stderr, "polite run: %s; nothing is sent until it answers\n",
+            s->budget_error);
+  else
+    fprintf(stderr, "polite run: the budget answers again; sending\n");
+}
+
 void run_progress_end(run_progress *p) {
   if (p->on && p->drawn) {
     fputc('\n', stderr);
