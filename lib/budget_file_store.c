@@ -3,6 +3,7 @@
  * (see budget_file_store.h). */
 #define _GNU_SOURCE
 #include "budget_file_store.h"
+#include "http_syntax.h"
 
 #include <polite/clock.h>
 
@@ -181,8 +182,7 @@ static int init_file(pf_store *s, const polite_budget_config *c,
  * readable). */
 static void link_refused(const char *path, char *err, size_t errlen) {
   char target[256];
-  ssize_t n = readlink(path, target, sizeof target - 1);
-  target[n > 0 ? n : 0] = '\0';
+  polite__symlink_at(path, target, sizeof target);
   snprintf(err, errlen,
            "%s is a symbolic link (to '%s'): a budget file is never opened "
            "through one, so that every participant uses the same file; give "

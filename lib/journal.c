@@ -5,6 +5,8 @@
 #include <polite/clock.h>
 #include <polite/journal.h>
 
+#include "http_syntax.h"
+
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -127,10 +129,8 @@ static int prepare(polite_journal *j, const char *sql, sqlite3_stmt **st) {
  * err set. */
 static int check_path(const char *path, char *err, size_t errlen) {
   struct stat st;
-  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-    char target[256];
-    ssize_t n = readlink(path, target, sizeof target - 1);
-    target[n > 0 ? n : 0] = '\0';
+  char target[256];
+  if (polite__symlink_at(path, target, sizeof target)) {
     snprintf(err, errlen,
              "journal '%s' is a symbolic link (to '%s'): a journal is never "
              "opened through one (its -wal file would be made next to the "

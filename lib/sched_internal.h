@@ -119,6 +119,12 @@ void polite__sched_outage_over(polite__sched *s, int64_t t);
 int polite__sched_outage_wait(polite__sched *s, int64_t t, int64_t *wake);
 
 /* sched_response.c */
+/* Reports the attempt of j that ended with r and decision d at wall (the
+ * user's on_attempt, when set). */
+void polite__sched_report_attempt(polite__sched *s, const job *j,
+                                  const polite__response *r,
+                                  const polite_decision *d,
+                                  const polite_diagnosis *diag, int64_t wall);
 /* The refusal covering key's account at now, or NULL. */
 const refusal *polite__sched_refused(const polite__sched *s, const char *key,
                                      int64_t now);

@@ -154,9 +154,10 @@ static void decide(polite__sched *s, const job *j, const polite__response *r,
   }
 }
 
-static void report_attempt(polite__sched *s, const job *j,
-                           const polite__response *r, const polite_decision *d,
-                           const polite_diagnosis *diag, int64_t wall) {
+void polite__sched_report_attempt(polite__sched *s, const job *j,
+                                  const polite__response *r,
+                                  const polite_decision *d,
+                                  const polite_diagnosis *diag, int64_t wall) {
   if (s->o.on_attempt == NULL)
     return;
   polite_attempt a;
@@ -241,7 +242,7 @@ void polite__sched_response(polite__sched *s, job *j, const polite__response *r,
   }
   polite_decision d;
   decide(s, j, r, t, &d);
-  report_attempt(s, j, r, &d, diag, now->wall_ms);
+  polite__sched_report_attempt(s, j, r, &d, diag, now->wall_ms);
   polite__sched_observe_response(s, j, r, &d, latency, now);
   account_pause(s, j, &d, t);
 

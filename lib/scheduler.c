@@ -234,21 +234,16 @@ static void abort_inflight(polite__sched *s, const polite__now *now) {
     if (s->io.abort)
       s->io.abort(s->io.ud, j);
     polite_budget_release(s->o.budget, j->key, 1);
-    if (s->o.on_attempt) {
-      polite_attempt a;
-      memset(&a, 0, sizeof a);
-      a.req = j->req;
-      a.method = j->method;
-      a.attempt = j->attempts;
-      a.start_wall_ms = j->attempt_start_wall;
-      a.end_wall_ms = now->wall_ms;
-      a.error = "cut in flight: the run was stopped before the answer came";
-      a.decision.action = POLITE_STOP;
-      a.decision.reason = POLITE_R_CANCELLED;
-      a.decision.server_wait_ms = -1;
-      a.decision.why = "the run was stopped while the attempt was in flight";
-      s->o.on_attempt(s->o.ud, &a);
-    }
+    polite__response r;
+    memset(&r, 0, sizeof r);
+    r.error = "cut in flight: the run was stopped before the answer came";
+    polite_decision d;
+    memset(&d, 0, sizeof d);
+    d.action = POLITE_STOP;
+    d.reason = POLITE_R_CANCELLED;
+    d.server_wait_ms = -1;
+    d.why = "the run was stopped while the attempt was in flight";
+    polite__sched_report_attempt(s, j, &r, &d, NULL, now->wall_ms);
     s->st.latency_sum_us += now->mono_us - j->attempt_start_us;
     polite__sched_finish(s, j, POLITE_OUT_CANCELLED, 0,
                          "interrupted while the attempt was in flight",

@@ -21,46 +21,7 @@
 #include "budget_backends.h"
 #include "budget_file_store.h"
 
-#define SEC INT64_C(1000000)
-#define MS INT64_C(1000)
-#define T0 (INT64_C(5000) * SEC) /* a fake monotonic "now" */
-
-static char dir[64];
-static char uri[160];
-static char path[128];
-static int counter;
-
-/* Each test gets a fresh file name in one temporary directory. */
-static int setup(void **state) {
-  (void)state;
-  if (dir[0] == '\0') {
-    strcpy(dir, "/tmp/polite-bf-XXXXXX");
-    if (mkdtemp(dir) == NULL)
-      return -1;
-  }
-  snprintf(path, sizeof path, "%s/b%d", dir, ++counter);
-  snprintf(uri, sizeof uri, "file:%s", path);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  unlink(path);
-  return 0;
-}
-
-static polite_budget *open_ok(const char *u, double rate, unsigned burst,
-                              unsigned conc) {
-  polite_budget_config c = {rate, burst, conc};
-  polite_budget *b = NULL;
-  char err[256];
-  int rc = polite__budget_file_new(u, &c, &b, err, sizeof err);
-  if (rc != 0)
-    fail_msg("open %s: %d %s", u, rc, err);
-  assert_non_null(b);
-  assert_string_equal(b->vt->scheme, "file");
-  return b;
-}
+#include "budget_file_fixture.h"
 
 /* One request of `units` rate units and one slot (what polite run asks). */
 static int acq(polite_budget *b, int64_t now, unsigned units, int64_t *w) {

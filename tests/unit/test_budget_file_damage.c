@@ -26,41 +26,7 @@
 #include "budget_backends.h"
 #include "budget_file_store.h"
 
-#define SEC INT64_C(1000000)
-#define MS INT64_C(1000)
-#define T0 (INT64_C(5000) * SEC) /* a fake monotonic "now" */
-
-static char dir[64];
-static char uri[160];
-static char path[128];
-static int counter;
-
-static int setup(void **state) {
-  (void)state;
-  if (dir[0] == '\0') {
-    strcpy(dir, "/tmp/polite-bfd-XXXXXX");
-    if (mkdtemp(dir) == NULL)
-      return -1;
-  }
-  snprintf(path, sizeof path, "%s/b%d", dir, ++counter);
-  snprintf(uri, sizeof uri, "file:%s", path);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  unlink(path);
-  return 0;
-}
-
-static polite_budget *open_ok(double rate, unsigned burst, unsigned conc) {
-  polite_budget_config c = {rate, burst, conc};
-  polite_budget *b = NULL;
-  char err[256];
-  if (polite__budget_file_new(uri, &c, &b, err, sizeof err) != 0)
-    fail_msg("open %s: %s", uri, err);
-  return b;
-}
+#include "budget_file_fixture.h"
 
 static int acq(polite_budget *b, int64_t now, int64_t *w) {
   return polite_budget_acquire(b, NULL, now, 1, 1, w);
@@ -132,7 +98,7 @@ static void damage_is_repaired(void **state) {
   for (size_t i = 0; i < sizeof repairable / sizeof repairable[0]; i++) {
     const damage_case *c = &repairable[i];
     setup(NULL);
-    polite_budget *a = open_ok(0, 1, 4), *b = open_ok(0, 1, 4);
+    polite_budget *a = open_ok(uri, 0, 1, 4), *b = open_ok(uri, 0, 1, 4);
     int64_t w, t = T0 + (int64_t)i * 100 * SEC;
     assert_int_equal(acq(a, t, &w), POLITE_BUDGET_ADMITTED);
     assert_int_equal(acq(a, t, &w), POLITE_BUDGET_ADMITTED);
@@ -167,7 +133,7 @@ static void damage_is_repaired(void **state) {
  * it, and once it is removed the participants make a new one and go on. */
 static void unprovable_file_waits_for_removal(void **state) {
   (void)state;
-  polite_budget *a = open_ok(0, 1, 4), *b = open_ok(0, 1, 4);
+  polite_budget *a = open_ok(uri, 0, 1, 4), *b = open_ok(uri, 0, 1, 4);
   int64_t w;
   assert_int_equal(acq(a, T0, &w), POLITE_BUDGET_ADMITTED);
   overwrite(0, (size_t)PF_FILE_SIZE, 0, 1);
@@ -202,7 +168,7 @@ static void unprovable_file_waits_for_removal(void **state) {
  * next check of the file, and the accounts in use go on untouched. */
 static void damage_elsewhere_is_said_once(void **state) {
   (void)state;
-  polite_budget *a = open_ok(0, 1, 2);
+  polite_budget *a = open_ok(uri, 0, 1, 2);
   int64_t w;
   assert_int_equal(acq(a, T0, &w), POLITE_BUDGET_ADMITTED);
   overwrite((off_t)PF_PAGE * 40, 3 * PF_PAGE, 0, 1);
@@ -217,7 +183,7 @@ static void damage_elsewhere_is_said_once(void **state) {
  * burst when it settles. */
 static void rebuild_keeps_pause_and_spacing(void **state) {
   (void)state;
-  polite_budget *a = open_ok(10, 5, 0);
+  polite_budget *a = open_ok(uri, 10, 5, 0);
   int64_t w;
   assert_int_equal(polite_budget_pause_until(a, NULL, T0, T0 + 10 * SEC), 0);
   overwrite(PF_PAGE, 64, 0, 1);
@@ -238,13 +204,13 @@ static void rebuild_keeps_pause_and_spacing(void **state) {
  * within the bound (an error, not a hang) and go on once it is gone. */
 static void stopped_holder_bounds_the_wait(void **state) {
   (void)state;
-  polite_budget *a = open_ok(0, 1, 1);
+  polite_budget *a = open_ok(uri, 0, 1, 1);
   int pipefd[2];
   assert_int_equal(pipe(pipefd), 0);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    polite_budget *c = open_ok(0, 1, 1);
+    polite_budget *c = open_ok(uri, 0, 1, 1);
     int ok = polite__budget_file_hold_lock(c) == 0;
     if (write(pipefd[1], ok ? "y" : "n", 1) != 1)
       _exit(1);
@@ -271,7 +237,7 @@ static void stopped_holder_bounds_the_wait(void **state) {
 /* polite budget show reports damage and never writes. */
 static void inspect_reports_without_writing(void **state) {
   (void)state;
-  polite_budget *a = open_ok(0, 1, 2);
+  polite_budget *a = open_ok(uri, 0, 1, 2);
   int64_t w;
   assert_int_equal(acq(a, T0, &w), POLITE_BUDGET_ADMITTED);
   polite_budget *v = NULL;
@@ -296,7 +262,7 @@ static void inspect_reports_without_writing(void **state) {
  * answer is one the interface allows. */
 static void random_damage_never_crashes(void **state) {
   (void)state;
-  polite_budget *a = open_ok(100, 2, 3), *b = open_ok(100, 2, 3);
+  polite_budget *a = open_ok(uri, 100, 2, 3), *b = open_ok(uri, 100, 2, 3);
   uint64_t x = 42;
   int64_t t = T0, w;
   for (int k = 0; k < 400; k++) {
