@@ -386,6 +386,9 @@ int polite__pf_verify(pf_store *s, int repair, int *repaired, char *err,
     snprintf(err, errlen, "cannot read %s: %s", s->path, strerror(errno));
     return POLITE_EBUDGET;
   }
+  /* Byte identity is what is meant: both are the file's own bytes (a
+   * double's -0.0 or NaN included), so memcmp, not a member compare. */
+  // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
   int same = memcmp(&h, &s->h, sizeof h) == 0;
   /* Ours for sure: intact, cut to a prefix of it (or to nothing), zeroed
    * (nothing of anyone's is lost by writing it again), or overwritten
