@@ -39,6 +39,7 @@ const char *polite_reason_outcome(polite_reason r) {
   case POLITE_R_NOT_RETRIED_UNSAFE: return "not_retried_unsafe";
   case POLITE_R_NETWORK_ERROR: return "network_error";
   case POLITE_R_WAIT_TOO_LONG: return "wait_too_long";
+  case POLITE_R_TLS_ERROR: return "tls_error";
   case POLITE_R_CANCELLED: return "cancelled";
   case POLITE_R_RETRY_SERVER:
   case POLITE_R_RETRY_PROMPT:
@@ -84,13 +85,19 @@ static int64_t add_sat(int64_t a, int64_t b) {
  *  2. 403 or 429 whose body says the quota/credit is spent: STOP
  *     quota_exhausted (waiting cannot help). Other 403s are http_error.
  *  3. Any other status that is not retryable (other 4xx, 501, 505, ...,
- *     anything outside 0..599): DONE http_error.
+ *     anything outside 0..599): DONE http_error. No response (status 0)
+ *     with failure POLITE_FAILURE_TLS: STOP tls_error (every attempt would
+ *     fail the same way; curl does not retry it either).
  *  4. attempt >= max_attempts: STOP retries_exhausted, or network_error when
  *     the last attempt got no response. So network attempts never exceed
  *     max_attempts (max_attempts 0 is treated as 1).
  *  5. A write (polite_method_idempotent() == 0) without an idempotency key
  *     and without retry_unsafe: STOP not_retried_unsafe; for status 0 too,
- *     since the write may have landed before the connection broke.
+ *     since the write may have landed before the connection broke. With
+ *     retry_writes a 429 is the exception: an API that answers 429 has
+ *     refused the request before doing any work (LLM APIs document it), so
+ *     the write goes on to the rules below; a 503 or a broken connection
+ *     may come after the work, so they still stop.
  *  6. time_left_ms == 0: STOP deadline (time_left_ms < 0 = no deadline).
  *  7. The server named a wait W (polite_headers_wait_ms):
  *     W > 0: W is a minimum. W > max_wait_ms (when > 0): STOP
@@ -144,6 +151,13 @@ void polite_decide(const polite_decide_in *in, polite_decision *out) {
            "The server answered with an error that a retry cannot fix.");
     return;
   }
+  if (st == 0 && in->failure == POLITE_FAILURE_TLS) {
+    finish(out, POLITE_STOP, POLITE_R_TLS_ERROR,
+           "TLS failed in a way a retry cannot fix: the certificate did not "
+           "verify, or a CA file or client certificate cannot be used; not "
+           "retried.");
+    return;
+  }
 
   unsigned max = in->max_attempts > 0 ? in->max_attempts : 1;
   if (in->attempt >= max) {
@@ -156,7 +170,7 @@ void polite_decide(const polite_decide_in *in, polite_decision *out) {
     return;
   }
   if (!polite_method_idempotent(in->method) && !in->has_idempotency_key &&
-      !in->retry_unsafe) {
+      !in->retry_unsafe && !(in->retry_writes && st == 429)) {
     finish(out, POLITE_STOP, POLITE_R_NOT_RETRIED_UNSAFE,
            st == 0 ? "A write without an idempotency key failed in transit; "
                      "it may have landed, so it is not sent again."

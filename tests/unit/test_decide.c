@@ -77,6 +77,38 @@ static void unfixable_statuses_are_http_error(void **state) {
   }
 }
 
+/* Rule 3b: no response because TLS cannot work (the certificate does not
+ * verify) ends at once, tls_error, whatever else holds: attempts left, a
+ * write without a key (nothing was sent), a deadline. A transient failure
+ * with the same inputs is retried (or not_retried_unsafe for the write). */
+static void tls_failures_are_not_retried(void **state) {
+  (void)state;
+  static const struct {
+    const char *method;
+    int64_t left_ms;
+  } cases[] = {{"GET", -1}, {"POST", -1}, {"GET", 5000}, {"PUT", 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    polite_decide_in in = base_in(0);
+    in.method = cases[i].method;
+    in.time_left_ms = cases[i].left_ms;
+    in.failure = POLITE_FAILURE_TLS;
+    polite_decision d = run(&in);
+    assert_int_equal(d.action, POLITE_STOP);
+    assert_int_equal(d.reason, POLITE_R_TLS_ERROR);
+    assert_string_equal(polite_reason_outcome(d.reason), "tls_error");
+    in.failure = POLITE_FAILURE_TRANSIENT;
+    d = run(&in);
+    assert_int_not_equal(d.reason, POLITE_R_TLS_ERROR);
+    assert_int_equal(d.action, strcmp(cases[i].method, "POST") == 0
+                                   ? POLITE_STOP
+                                   : POLITE_RETRY);
+  }
+  /* A response is a response: the failure kind is only read for status 0. */
+  polite_decide_in in = base_in(503);
+  in.failure = POLITE_FAILURE_TLS;
+  assert_int_equal(run(&in).action, POLITE_RETRY);
+}
+
 static void retryable_statuses_are_retried(void **state) {
   (void)state;
   int st[] = {408, 425, 429, 500, 502, 503, 504, 0};
@@ -176,6 +208,35 @@ static void write_with_key_or_opt_in_is_retried(void **state) {
   in.method = "PATCH";
   in.status = 0;
   assert_int_equal(run(&in).action, POLITE_RETRY);
+}
+
+/* retry_writes lets a write without a key be retried after a 429 only: a
+ * 503, a 500 and a broken connection may come after the work was done. */
+static void retry_writes_retries_a_429_only(void **state) {
+  (void)state;
+  static const struct {
+    int status;
+    polite_action action;
+  } rows[] = {
+      {429, POLITE_RETRY}, {503, POLITE_STOP}, {500, POLITE_STOP},
+      {502, POLITE_STOP},  {0, POLITE_STOP},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    polite_decide_in in = base_in(rows[i].status);
+    in.method = "POST";
+    in.retry_writes = 1;
+    polite_decision d = run(&in);
+    assert_int_equal(d.action, rows[i].action);
+    if (rows[i].action == POLITE_STOP)
+      assert_int_equal(d.reason, POLITE_R_NOT_RETRIED_UNSAFE);
+  }
+  /* Without it the 429 stops too; the other rules still apply after it. */
+  polite_decide_in in = base_in(429);
+  in.method = "PATCH";
+  assert_int_equal(run(&in).reason, POLITE_R_NOT_RETRIED_UNSAFE);
+  in.retry_writes = 1;
+  in.attempt = 3;
+  assert_int_equal(run(&in).reason, POLITE_R_RETRIES_EXHAUSTED);
 }
 
 static void idempotent_methods(void **state) {
@@ -584,6 +645,7 @@ static void invariants_hold_for_random_inputs(void **state) {
     in.method = methods[(r >> 4) % 7];
     in.has_idempotency_key = (r >> 7) & 1;
     in.retry_unsafe = ((r >> 8) & 7) == 0;
+    in.retry_writes = (r >> 31) & 1;
     in.body_quota = ((r >> 11) & 7) == 0;
     in.max_attempts = (unsigned)((r >> 14) % 7); /* 0 .. 6 */
     in.attempt = 1 + (unsigned)((r >> 17) % 7);
@@ -616,7 +678,8 @@ static void invariants_hold_for_random_inputs(void **state) {
     polite_decision d = run(&in);
     unsigned max = in.max_attempts ? in.max_attempts : 1;
     int unsafe = !polite_method_idempotent(in.method) &&
-                 !in.has_idempotency_key && !in.retry_unsafe;
+                 !in.has_idempotency_key && !in.retry_unsafe &&
+                 !(in.retry_writes && in.status == 429);
     int64_t spread = in.spread_ms > 0 ? in.spread_ms : 0;
     counts[d.action]++;
 
@@ -660,6 +723,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(success_statuses_are_done_ok),
       cmocka_unit_test(unfixable_statuses_are_http_error),
+      cmocka_unit_test(tls_failures_are_not_retried),
       cmocka_unit_test(retryable_statuses_are_retried),
       cmocka_unit_test(last_attempt_is_retries_exhausted),
       cmocka_unit_test(last_attempt_network_error),
@@ -667,6 +731,7 @@ int main(void) {
       cmocka_unit_test(network_attempts_never_exceed_max),
       cmocka_unit_test(write_without_key_is_not_retried),
       cmocka_unit_test(write_with_key_or_opt_in_is_retried),
+      cmocka_unit_test(retry_writes_retries_a_429_only),
       cmocka_unit_test(idempotent_methods),
       cmocka_unit_test(quota_body_stops),
       cmocka_unit_test(quota_hint_ignored_on_other_statuses),
