@@ -64,13 +64,13 @@ fuzz: fuzz-build
 # checks and their exclusions are in .clang-tidy. The lint build directory is
 # only configured (Debug, so asserts inform the analyzer), never built: all
 # clang-tidy needs is its compile_commands.json.
-LINT_SOURCES = $(sort $(wildcard lib/*.c src/*.c proxy/*.c gateway/*.c))
+LINT_SOURCES = $(sort $(wildcard lib/*.c common/*.c src/*.c net/*.c proxy/*.c gateway/*.c))
 lint: deps
 	cmake -S . -B $(LINT_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPOLITE_TESTS=OFF \
 	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 	cppcheck --enable=warning,portability,performance --inline-suppr \
-	  --error-exitcode=1 --std=c11 -Iinclude -Ilib -Isrc -Iproxy -Igateway \
-	  --suppress=missingIncludeSystem -q -j$(JOBS) lib src proxy gateway
+	  --error-exitcode=1 --std=c11 -Iinclude -Ilib -Icommon -Isrc -Inet -Iproxy -Igateway \
+	  --suppress=missingIncludeSystem -q -j$(JOBS) lib common src net proxy gateway
 	@echo "cppcheck: clean"
 	@log=$(LINT_BUILD)/clang-tidy.log; rc=0; \
 	printf '%s\n' $(LINT_SOURCES) | \
@@ -78,8 +78,10 @@ lint: deps
 	grep -v -E '^[0-9]+ warnings? generated\.$$' $$log || true; \
 	if [ $$rc -ne 0 ]; then echo "clang-tidy: findings above (exit $$rc)"; exit 1; fi; \
 	echo "clang-tidy: clean ($(words $(LINT_SOURCES)) files)"
-	scripts/checksrc.sh lib src proxy gateway
-	@files=$$(git ls-files '*.c' '*.h' 2>/dev/null || find lib src proxy include tests examples bench -name '*.[ch]'); \
+	scripts/checksrc.sh lib common src net proxy gateway
+	scripts/checklayers.sh
+	scripts/checksize.sh
+	@files=$$(git ls-files '*.c' '*.h' 2>/dev/null || find lib common src net proxy gateway include tests examples bench -name '*.[ch]'); \
 	clang-format --dry-run --Werror $$files || { echo "clang-format: run 'clang-format -i' on the files above"; exit 1; }; \
 	echo "clang-format: clean ($$(echo $$files | wc -w) files)"
 
@@ -96,7 +98,7 @@ test-asan: asan
 # ASan+UBSan, a short fuzz run of every parser, then the static analysis.
 test: build asan
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L unit
+	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L 'unit|asan'
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 	$(MAKE) --no-print-directory lint
 

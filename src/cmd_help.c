@@ -1,7 +1,7 @@
 /* polite help: any command's generated help, the option table its docs page
  * embeds (--markdown), or the command tree as JSON (--json) for
  * tools/polite_docs.py, which makes the docs tables and the man pages. */
-#include "cli.h"
+#include "commands.h"
 
 #include <string.h>
 

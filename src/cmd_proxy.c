@@ -1,7 +1,7 @@
-/* polite proxy: its options (proxy/px_config.c's table, read by src/cli.c's
- * parser), then the proxy engine (proxy/). */
-#include "cli.h"
-#include "px.h"
+/* polite proxy: its options (the proxy's table, read by common/cli.c's
+ * parser), then the proxy engine, through its one header (proxy/proxy.h). */
+#include "commands.h"
+#include "proxy.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -83,28 +83,27 @@ int cmd_proxy(int argc, char **argv) {
   int rc = cli_subcommand(&cli_cmd_proxy, argc, argv);
   if (rc >= 0)
     return rc; /* polite proxy ca */
-  px_config c;
-  polite__px_config_init(&c);
+  px_config *c = polite__px_config_new();
+  if (c == NULL) {
+    fprintf(stderr, "polite proxy: out of memory\n");
+    return CLI_EXIT_FAILED;
+  }
   char err[1024];
   cli_args pos;
-  rc = read_sources(&c, argc, argv);
+  rc = read_sources(c, argc, argv);
   if (rc >= 0)
     goto out;
-  c.skip_sources = 1;
-  rc = cli_parse(&cli_cmd_proxy, argc, argv, &c, &pos);
+  polite__px_config_sources_done(c);
+  rc = cli_parse(&cli_cmd_proxy, argc, argv, c, &pos);
   if (rc >= 0)
     goto out;
-  if (polite__px_config_finish(&c, err, sizeof err) < 0) {
+  if (polite__px_config_finish(c, err, sizeof err) < 0) {
     fprintf(stderr, "polite proxy: %s\n", err);
     rc = CLI_EXIT_USAGE;
     goto out;
   }
-  /* A devproxyrc implies forward mode (Dev Proxy is one); --mode, wherever
-   * it stands, and an --upstream say otherwise. */
-  if (!c.mode_set && c.upstream)
-    c.forward_mode = 0;
-  rc = polite__px_run(&c) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+  rc = polite__px_run(c) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 out:
-  polite__px_config_free(&c);
+  polite__px_config_delete(c);
   return rc;
 }

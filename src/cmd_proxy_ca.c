@@ -2,7 +2,7 @@
  * CA that signs certificates for intercepted HTTPS hosts, and how to trust
  * it (docs/proxy-ca.md); a subcommand of polite proxy. */
 #include "cli.h"
-#include "px_tls.h"
+#include "proxy.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -62,12 +62,12 @@ const cli_command cli_cmd_proxy_ca = {
     NULL,
     NULL};
 
-static void show(const px_ca *ca) {
-  const char *p = polite__px_ca_cert_path(ca);
+static void show(const net_ca *ca) {
+  const char *p = polite__net_ca_cert_path(ca);
   char fp[128], subj[256], until[32];
-  polite__px_ca_fingerprint(ca, fp, sizeof fp);
-  polite__px_ca_subject(ca, subj, sizeof subj);
-  polite__px_ca_not_after(ca, until, sizeof until);
+  polite__net_ca_fingerprint(ca, fp, sizeof fp);
+  polite__net_ca_subject(ca, subj, sizeof subj);
+  polite__net_ca_not_after(ca, until, sizeof until);
   printf("CA certificate: %s\n"
          "key:            %s/ca.key (mode 0600, never share it)\n"
          "subject:        %s\n"
@@ -88,7 +88,7 @@ static void show(const px_ca *ca) {
          "  sudo update-ca-certificates\n\n"
          "Make a new one (the old one stops working): polite proxy ca "
          "--renew\n",
-         p, polite__px_ca_dir(ca), subj, until, fp, p, p, p, p, p);
+         p, polite__net_ca_dir(ca), subj, until, fp, p, p, p, p, p);
 }
 
 int cmd_proxy_ca(int argc, char **argv) {
@@ -103,12 +103,12 @@ int cmd_proxy_ca(int argc, char **argv) {
   if ((issue == NULL) != (out == NULL))
     return cli_usage("proxy ca", "--issue HOST and --out PREFIX go together");
   char err[1024];
-  if (renew && polite__px_ca_renew(dir, err, sizeof err) < 0) {
+  if (renew && polite__net_ca_renew(dir, err, sizeof err) < 0) {
     fprintf(stderr, "polite proxy ca: %s\n", err);
     return CLI_EXIT_FAILED;
   }
-  px_ca *ca = NULL;
-  if (polite__px_ca_open(dir, 1, &ca, err, sizeof err) < 0) {
+  net_ca *ca = NULL;
+  if (polite__net_ca_open(dir, 1, &ca, err, sizeof err) < 0) {
     fprintf(stderr, "polite proxy ca: %s\n", err);
     return CLI_EXIT_FAILED;
   }
@@ -117,20 +117,20 @@ int cmd_proxy_ca(int argc, char **argv) {
     char cp[1100], kp[1100];
     snprintf(cp, sizeof cp, "%s.pem", out);
     snprintf(kp, sizeof kp, "%s.key", out);
-    if (polite__px_ca_issue(ca, issue, cp, kp, err, sizeof err) < 0) {
+    if (polite__net_ca_issue(ca, issue, cp, kp, err, sizeof err) < 0) {
       fprintf(stderr, "polite proxy ca: %s\n", err);
       rc = CLI_EXIT_FAILED;
     } else {
       printf("%s\n%s\n", cp, kp);
     }
   } else if (path_only) {
-    printf("%s\n", polite__px_ca_cert_path(ca));
+    printf("%s\n", polite__net_ca_cert_path(ca));
   } else {
     if (renew)
       printf("Made a new CA; clients that trusted the old one must trust "
              "this one instead.\n\n");
     show(ca);
   }
-  polite__px_ca_free(ca);
+  polite__net_ca_free(ca);
   return rc;
 }

@@ -1,6 +1,6 @@
 /* polite: the command-line tool; the root of the command tree, whose
  * commands each live in their own file. */
-#include "cli.h"
+#include "commands.h"
 
 #include <polite/polite.h>
 #include <string.h>

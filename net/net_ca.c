@@ -1,7 +1,7 @@
 /* polite proxy: the local root CA (created on first use, kept outside the
  * project) and the leaf certificates it signs for intercepted hosts. */
 #define _GNU_SOURCE
-#include "px_tls.h"
+#include "net_tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,7 +35,7 @@ typedef struct ca_entry {
   struct ca_entry *next; /* newest first */
 } ca_entry;
 
-struct px_ca {
+struct net_ca {
   char dir[1024];
   char cert_path[1100];
   X509 *cert;
@@ -57,8 +57,8 @@ static void set_err(char *err, size_t errlen, const char *what,
            ossl[0] ? ossl : (errno && path ? strerror(errno) : ""));
 }
 
-int polite__px_ca_default_dir(char *out, size_t outlen, char *err,
-                              size_t errlen) {
+int polite__net_ca_default_dir(char *out, size_t outlen, char *err,
+                               size_t errlen) {
   const char *env = getenv("POLITE_CA_DIR");
   if (env && env[0]) {
     snprintf(out, outlen, "%s", env);
@@ -277,10 +277,10 @@ static int resolve_dir(const char *dir, char *out, size_t outlen, char *err,
     snprintf(out, outlen, "%s", dir);
     return 0;
   }
-  return polite__px_ca_default_dir(out, outlen, err, errlen);
+  return polite__net_ca_default_dir(out, outlen, err, errlen);
 }
 
-int polite__px_ca_renew(const char *dir, char *err, size_t errlen) {
+int polite__net_ca_renew(const char *dir, char *err, size_t errlen) {
   char d[1024];
   if (resolve_dir(dir, d, sizeof d, err, errlen) < 0 ||
       make_dirs(d, err, errlen) < 0)
@@ -295,7 +295,7 @@ int polite__px_ca_renew(const char *dir, char *err, size_t errlen) {
 
 /* Loads dir/ca.key (refused when group or others may read it) and
  * dir/ca.pem, and checks that they belong together. */
-static int load(px_ca *ca, char *err, size_t errlen) {
+static int load(net_ca *ca, char *err, size_t errlen) {
   char kp[1100];
   snprintf(kp, sizeof kp, "%s/ca.key", ca->dir);
   struct stat st;
@@ -335,10 +335,10 @@ static int load(px_ca *ca, char *err, size_t errlen) {
   return 0;
 }
 
-int polite__px_ca_open(const char *dir, int create, px_ca **out, char *err,
-                       size_t errlen) {
+int polite__net_ca_open(const char *dir, int create, net_ca **out, char *err,
+                        size_t errlen) {
   *out = NULL;
-  px_ca *ca = calloc(1, sizeof *ca);
+  net_ca *ca = calloc(1, sizeof *ca);
   if (ca == NULL) {
     snprintf(err, errlen, "out of memory");
     return -1;
@@ -370,11 +370,11 @@ int polite__px_ca_open(const char *dir, int create, px_ca **out, char *err,
   *out = ca;
   return 0;
 bad:
-  polite__px_ca_free(ca);
+  polite__net_ca_free(ca);
   return -1;
 }
 
-void polite__px_ca_free(px_ca *ca) {
+void polite__net_ca_free(net_ca *ca) {
   if (ca == NULL)
     return;
   while (ca->cache) {
@@ -389,14 +389,14 @@ void polite__px_ca_free(px_ca *ca) {
   free(ca);
 }
 
-const char *polite__px_ca_cert_path(const px_ca *ca) {
+const char *polite__net_ca_cert_path(const net_ca *ca) {
   return ca->cert_path;
 }
-const char *polite__px_ca_dir(const px_ca *ca) {
+const char *polite__net_ca_dir(const net_ca *ca) {
   return ca->dir;
 }
 
-void polite__px_ca_fingerprint(const px_ca *ca, char *out, size_t outlen) {
+void polite__net_ca_fingerprint(const net_ca *ca, char *out, size_t outlen) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   out[0] = '\0';
@@ -407,11 +407,11 @@ void polite__px_ca_fingerprint(const px_ca *ca, char *out, size_t outlen) {
     o += (size_t)snprintf(out + o, outlen - o, i ? ":%02X" : "%02X", md[i]);
 }
 
-void polite__px_ca_subject(const px_ca *ca, char *out, size_t outlen) {
+void polite__net_ca_subject(const net_ca *ca, char *out, size_t outlen) {
   X509_NAME_oneline(X509_get_subject_name(ca->cert), out, (int)outlen);
 }
 
-void polite__px_ca_not_after(const px_ca *ca, char *out, size_t outlen) {
+void polite__net_ca_not_after(const net_ca *ca, char *out, size_t outlen) {
   struct tm tm;
   if (ASN1_TIME_to_tm(X509_get0_notAfter(ca->cert), &tm) == 1)
     strftime(out, outlen, "%Y-%m-%d", &tm);
@@ -466,7 +466,7 @@ static int san_for(const char *host, char *san, size_t sanlen, char *canon,
 }
 
 /* A leaf for the canonical host (see san_for), signed by the CA. */
-static X509 *leaf_new(px_ca *ca, const char *canon, const char *san) {
+static X509 *leaf_new(net_ca *ca, const char *canon, const char *san) {
   X509 *c = cert_new(canon, ca->leaf_key, LEAF_DAYS, ca->cert);
   if (c == NULL ||
       add_ext(c, ca->cert, NID_basic_constraints, "CA:FALSE") < 0 ||
@@ -482,8 +482,8 @@ static X509 *leaf_new(px_ca *ca, const char *canon, const char *san) {
   return c;
 }
 
-static X509 *leaf_for(px_ca *ca, const char *host, char *canon, size_t canonlen,
-                      char *err, size_t errlen) {
+static X509 *leaf_for(net_ca *ca, const char *host, char *canon,
+                      size_t canonlen, char *err, size_t errlen) {
   char san[300];
   if (san_for(host, san, sizeof san, canon, canonlen) < 0) {
     snprintf(err, errlen,
@@ -525,18 +525,18 @@ static int alpn_select(SSL *ssl, const unsigned char **out,
  * switched to, so evicting it from the cache later is harmless. */
 static int sni_switch(SSL *ssl, int *alert, void *arg) {
   (void)alert;
-  px_ca *ca = arg;
+  net_ca *ca = arg;
   const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   if (name == NULL)
     return SSL_TLSEXT_ERR_NOACK;
   char err[160];
-  SSL_CTX *want = polite__px_ca_ctx_for(ca, name, err, sizeof err);
+  SSL_CTX *want = polite__net_ca_ctx_for(ca, name, err, sizeof err);
   if (want && want != SSL_get_SSL_CTX(ssl))
     SSL_set_SSL_CTX(ssl, want);
   return SSL_TLSEXT_ERR_OK;
 }
 
-static SSL_CTX *server_ctx(px_ca *ca, X509 *leaf) {
+static SSL_CTX *server_ctx(net_ca *ca, X509 *leaf) {
   SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == NULL)
     return NULL;
@@ -554,8 +554,8 @@ static SSL_CTX *server_ctx(px_ca *ca, X509 *leaf) {
   return ctx;
 }
 
-SSL_CTX *polite__px_ca_ctx_for(px_ca *ca, const char *host, char *err,
-                               size_t errlen) {
+SSL_CTX *polite__net_ca_ctx_for(net_ca *ca, const char *host, char *err,
+                                size_t errlen) {
   char canon[256];
   char san[300];
   if (san_for(host, san, sizeof san, canon, sizeof canon) == 0)
@@ -578,7 +578,7 @@ SSL_CTX *polite__px_ca_ctx_for(px_ca *ca, const char *host, char *err,
   e->ctx = ctx;
   e->next = ca->cache;
   ca->cache = e;
-  if (++ca->ncache > PX_CA_CACHE_MAX) {
+  if (++ca->ncache > NET_CA_CACHE_MAX) {
     /* Drop the oldest (the list's tail). */
     ca_entry **pp = &ca->cache;
     while ((*pp)->next)
@@ -596,8 +596,8 @@ static int pem_chain(FILE *f, void *arg) {
   return PEM_write_X509(f, pair[0]) == 1 && PEM_write_X509(f, pair[1]) == 1;
 }
 
-int polite__px_ca_issue(px_ca *ca, const char *host, const char *cert_path,
-                        const char *key_path, char *err, size_t errlen) {
+int polite__net_ca_issue(net_ca *ca, const char *host, const char *cert_path,
+                         const char *key_path, char *err, size_t errlen) {
   char canon[256];
   X509 *leaf = leaf_for(ca, host, canon, sizeof canon, err, errlen);
   if (leaf == NULL)

@@ -1,7 +1,7 @@
 /* polite proxy: HTTP/1.1 parsers, free of sockets (bytes in, callbacks out):
  * the upstream's responses, the clients' request heads, and message bodies. */
-#ifndef POLITE_PX_HTTP_H
-#define POLITE_PX_HTTP_H
+#ifndef POLITE_NET_HTTP_H
+#define POLITE_NET_HTTP_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -12,7 +12,7 @@
  * more. Body bytes are handed out as they come, de-chunked. */
 
 /* A response head larger than this is refused, like a server's limit. */
-#define PX_HTTP_HEAD_MAX (64 * 1024)
+#define NET_HTTP_HEAD_MAX (64 * 1024)
 
 typedef struct {
   /* One header of the final (non-1xx) response, name and value trimmed,
@@ -23,22 +23,22 @@ typedef struct {
   int (*on_head)(void *arg, int status, const char *reason, size_t rlen,
                  int minor);
   int (*on_body)(void *arg, const char *data, size_t len);
-} px_http_cb;
+} net_http_cb;
 
 typedef enum {
-  PX_HTTP_STATUS = 0,
-  PX_HTTP_HEADERS,
-  PX_HTTP_FIXED,
-  PX_HTTP_CHUNK_SIZE,
-  PX_HTTP_CHUNK_DATA,
-  PX_HTTP_CHUNK_END,
-  PX_HTTP_TRAILERS,
-  PX_HTTP_CLOSE, /* body runs until the connection closes */
-  PX_HTTP_DONE
-} px_http_state;
+  NET_HTTP_STATUS = 0,
+  NET_HTTP_HEADERS,
+  NET_HTTP_FIXED,
+  NET_HTTP_CHUNK_SIZE,
+  NET_HTTP_CHUNK_DATA,
+  NET_HTTP_CHUNK_END,
+  NET_HTTP_TRAILERS,
+  NET_HTTP_CLOSE, /* body runs until the connection closes */
+  NET_HTTP_DONE
+} net_http_state;
 
 typedef struct {
-  px_http_state state;
+  net_http_state state;
   int is_head; /* the request was HEAD: no body whatever the head says */
   int status;
   int minor;              /* HTTP/1.minor */
@@ -51,26 +51,27 @@ typedef struct {
   size_t head_bytes;
   char reason[64];   /* reason phrase, truncated, control bytes blanked */
   const char *error; /* static text once feed returned -1 */
-} px_http_parser;
+} net_http_parser;
 
 /* Starts a parser for the response to one request. */
-void polite__px_http_init(px_http_parser *p, int is_head);
+void polite__net_http_init(net_http_parser *p, int is_head);
 
 /* Feeds bytes. Returns how many were consumed (the rest, an incomplete
  * line, must be fed again with what follows), or -1 on a protocol error or
  * when a callback returned -1 (p->error says which). Stops consuming at
- * PX_HTTP_DONE; bytes after the response are left to the caller. */
-ssize_t polite__px_http_feed(px_http_parser *p, const char *data, size_t len,
-                             const px_http_cb *cb, void *arg);
+ * NET_HTTP_DONE; bytes after the response are left to the caller. */
+ssize_t polite__net_http_feed(net_http_parser *p, const char *data, size_t len,
+                              const net_http_cb *cb, void *arg);
 
 /* The connection closed. Returns 1 when that completes the response (a
  * body delimited by the close, or an already complete one), else 0. */
-int polite__px_http_eof(px_http_parser *p);
+int polite__net_http_eof(net_http_parser *p);
 
 /* Starts `p` as a decoder of a request body: `chunked`, else `length` bytes
- * (0: none). Fed with polite__px_http_feed like a response; on_head and
+ * (0: none). Fed with polite__net_http_feed like a response; on_head and
  * on_header are not called, trailer fields are dropped. */
-void polite__px_http_body_init(px_http_parser *p, int chunked, int64_t length);
+void polite__net_http_body_init(net_http_parser *p, int chunked,
+                                int64_t length);
 
 /* ---- Request heads (the client side) ------------------------------------ */
 
@@ -78,7 +79,7 @@ void polite__px_http_body_init(px_http_parser *p, int chunked, int64_t length);
 typedef struct {
   size_t head_max;    /* request line + header lines, bytes */
   size_t headers_max; /* header lines */
-} px_req_limits;
+} net_limits;
 
 /* A parsed request head. The framing follows RFC 9112 §6 strictly: every
  * shape that two parsers could frame differently (request smuggling) is
@@ -95,25 +96,40 @@ typedef struct {
   size_t nheaders;
   int status;        /* when parsing failed: 400, 417, 431, 501 or 505 */
   const char *error; /* static text saying what was wrong */
-} px_req_head;
+} net_req_head;
 
 /* Finds the end of a request head (the empty line) in data[0..len).
  * Returns the head's length including the empty line; 0 when it is not
  * complete yet; -1 when more than lim->head_max bytes hold no end. `*scan`
  * (0 for a new head) remembers how far the bytes were searched, so that
  * feeding a head in small pieces costs time linear in its length. */
-long polite__px_req_head_end(const char *data, size_t len, size_t *scan,
-                             const px_req_limits *lim);
+long polite__net_req_head_end(const char *data, size_t len, size_t *scan,
+                              const net_limits *lim);
 
 /* Parses a complete head of `len` bytes (as found by head_end). Each header
  * (name and value, value trimmed of OWS) goes to on_header (may be NULL),
  * which returns 0 or -1 to stop. Returns 0, or -1 with h->status and
  * h->error set. */
-int polite__px_req_parse(px_req_head *h, const char *data, size_t len,
-                         const px_req_limits *lim,
-                         int (*on_header)(void *arg, const char *name,
-                                          size_t nlen, const char *value,
-                                          size_t vlen),
-                         void *arg);
+int polite__net_req_parse(net_req_head *h, const char *data, size_t len,
+                          const net_limits *lim,
+                          int (*on_header)(void *arg, const char *name,
+                                           size_t nlen, const char *value,
+                                           size_t vlen),
+                          void *arg);
+
+/* ---- Header lists ---------------------------------------------------- */
+
+/* The parsed fields of a request or a response as libevent's evkeyvalq, so
+ * that evhttp_find_header reads them, but each field made in one
+ * allocation (name and value with it) instead of three: a proxied request
+ * carries a dozen. Free such a list with polite__net_fields_clear, never
+ * evhttp_clear_headers. */
+struct evkeyvalq;
+/* Appends name[0..nlen): value[0..vlen). 0, or -1 out of memory. */
+int polite__net_field_add(struct evkeyvalq *h, const char *name, size_t nlen,
+                          const char *value, size_t vlen);
+/* Removes every field called name (any case). */
+void polite__net_field_remove(struct evkeyvalq *h, const char *name);
+void polite__net_fields_clear(struct evkeyvalq *h);
 
 #endif

@@ -1,21 +1,12 @@
-/* Small helpers shared by the polite subcommands (not part of libpolite),
- * and the option table every command's and subcommand's command line is
- * read with (docs/cli.md). */
+/* The option-table engine every command line and configuration file of
+ * polite is read with (common/: the command and the proxy share it), and
+ * small helpers shared by the subcommands (not part of libpolite). */
 #ifndef POLITE_CLI_H
 #define POLITE_CLI_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-
-/* Subcommands: each returns the process exit status. */
-int cmd_run(int argc, char **argv);
-int cmd_proxy(int argc, char **argv);
-int cmd_plan(int argc, char **argv);
-int cmd_delay(int argc, char **argv);
-int cmd_diagnose(int argc, char **argv);
-int cmd_report(int argc, char **argv);
-int cmd_budget(int argc, char **argv);
 
 /* Exit statuses shared by all subcommands (docs/run.md, "Exit status"). */
 enum {
@@ -222,6 +213,16 @@ int cli_opt_set_json(const cli_opt *o, void *opts, const void *json, char *err,
 int cli_config_apply(const cli_opt *table, void *opts, const void *object,
                      char *err, size_t errlen);
 
+/* The same for a configuration file's text (len bytes, need not be
+ * NUL-terminated) named `name`: JSON with duplicate keys refused, keys
+ * starting with '$' ("$schema") and null values skipped, an array item of
+ * a repeatable row must be a string. Errors name the file, the line of the
+ * key and the field: "c.json:3: field 'quota': expected ...", "c.json:2:5:
+ * <syntax error>", "c.json:1: expected a JSON object of options". */
+int cli_config_apply_text(const cli_opt *table, void *opts, const char *text,
+                          size_t len, const char *name, char *err,
+                          size_t errlen);
+
 /* Stores val as row o's kind would, ignoring its setter: a setter that
  * only validates ends with this. */
 int cli_opt_store(const cli_opt *o, void *opts, const char *val, char *err,
@@ -240,18 +241,5 @@ void cli_help_json(const cli_command *cmd, FILE *f);
  * -1 (not a size, or above max). */
 int cli_parse_size(const char *s, unsigned long long max,
                    unsigned long long *out);
-
-/* The commands, each in its own file; cli_cmd_polite (src/main.c) is the
- * root whose subcommands they are, walked by `polite help`. */
-extern const cli_command cli_cmd_polite, cli_cmd_run, cli_cmd_plan,
-    cli_cmd_delay, cli_cmd_diagnose, cli_cmd_report, cli_cmd_proxy,
-    cli_cmd_proxy_ca, cli_cmd_budget, cli_cmd_help;
-int cmd_proxy_ca(int argc, char **argv);
-int cmd_help(int argc, char **argv);
-
-/* Every `polite proxy` option, one row each (proxy/px_config.c): the
- * command line, its --config file, presets and the devproxyrc reader all
- * set options through these rows. */
-extern const cli_opt polite__px_options[];
 
 #endif

@@ -1,7 +1,7 @@
-/* polite proxy: the upstreams a forward proxy reaches, one per scheme, host
+/* polite net: the upstreams a forward proxy reaches, one per scheme, host
  * and port, each with its own keep-alive connections. */
-#include "px_tls.h"
-#include "px_upstream.h"
+#include "net_tls.h"
+#include "net_upstream.h"
 
 #include <event2/dns.h>
 #include <stdio.h>
@@ -13,28 +13,31 @@ typedef struct pool_entry {
   int https;
   int port;
   char host[256];
-  px_upstream *up;
+  net_upstream *up;
   struct pool_entry *next; /* most recently used first */
 } pool_entry;
 
-struct px_up_pool {
+struct net_up_pool {
   struct event_base *base;
   char *cafile;
   int insecure;
   SSL_CTX *tls;           /* made on the first https upstream */
   struct evdns_base *dns; /* made on the first host name */
   int dns_failed;         /* evdns could not start: resolve with getaddrinfo */
+  const net_connect_to *cto;
   pool_entry *list;
   size_t n;
 };
 
-px_up_pool *polite__px_up_pool_new(struct event_base *base, const char *cafile,
-                                   int insecure) {
-  px_up_pool *p = calloc(1, sizeof *p);
+net_up_pool *polite__net_up_pool_new(struct event_base *base,
+                                     const char *cafile, int insecure,
+                                     const net_connect_to *cto) {
+  net_up_pool *p = calloc(1, sizeof *p);
   if (p == NULL)
     return NULL;
   p->base = base;
   p->insecure = insecure;
+  p->cto = cto;
   if (cafile && (p->cafile = strdup(cafile)) == NULL) {
     free(p);
     return NULL;
@@ -42,13 +45,13 @@ px_up_pool *polite__px_up_pool_new(struct event_base *base, const char *cafile,
   return p;
 }
 
-void polite__px_up_pool_free(px_up_pool *p) {
+void polite__net_up_pool_free(net_up_pool *p) {
   if (p == NULL)
     return;
   while (p->list) {
     pool_entry *e = p->list;
     p->list = e->next;
-    polite__px_up_free(e->up);
+    polite__net_up_free(e->up);
     free(e);
   }
   SSL_CTX_free(p->tls);
@@ -60,23 +63,24 @@ void polite__px_up_pool_free(px_up_pool *p) {
 
 /* Drops the least recently used upstream with nothing in flight. Returns 0,
  * or -1 when every one is busy. */
-static int evict_one(px_up_pool *p) {
+static int evict_one(net_up_pool *p) {
   pool_entry **victim = NULL;
   for (pool_entry **pp = &p->list; *pp; pp = &(*pp)->next)
-    if (polite__px_up_active((*pp)->up) == 0)
+    if (polite__net_up_active((*pp)->up) == 0)
       victim = pp;
   if (victim == NULL)
     return -1;
   pool_entry *e = *victim;
   *victim = e->next;
-  polite__px_up_free(e->up);
+  polite__net_up_free(e->up);
   free(e);
   p->n--;
   return 0;
 }
 
-px_upstream *polite__px_up_pool_get(px_up_pool *p, int https, const char *host,
-                                    int port, char *err, size_t errlen) {
+net_upstream *polite__net_up_pool_get(net_up_pool *p, int https,
+                                      const char *host, int port, char *err,
+                                      size_t errlen) {
   char h[256];
   size_t hl = strlen(host);
   if (hl >= sizeof h || hl == 0) {
@@ -101,12 +105,12 @@ px_upstream *polite__px_up_pool_get(px_up_pool *p, int https, const char *host,
     }
   }
   if (https && p->tls == NULL &&
-      (p->tls = polite__px_tls_client_ctx(p->cafile, p->insecure, err,
-                                          errlen)) == NULL)
+      (p->tls = polite__net_tls_client_ctx(p->cafile, p->insecure, err,
+                                           errlen)) == NULL)
     return NULL;
-  if (p->n >= PX_UP_POOL_MAX && evict_one(p) < 0) {
+  if (p->n >= NET_UP_POOL_MAX && evict_one(p) < 0) {
     snprintf(err, errlen, "too many upstream hosts in use at once (%d)",
-             PX_UP_POOL_MAX);
+             NET_UP_POOL_MAX);
     return NULL;
   }
   pool_entry *e = calloc(1, sizeof *e);
@@ -114,18 +118,12 @@ px_upstream *polite__px_up_pool_get(px_up_pool *p, int https, const char *host,
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
-  if (p->dns == NULL && !p->dns_failed) {
-    /* Only nameservers and the hosts file: no search domains to try. */
-    p->dns = evdns_base_new(p->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
-                                         EVDNS_BASE_DISABLE_WHEN_INACTIVE);
-    if (p->dns) {
-      evdns_base_set_option(p->dns, "timeout:", "5");
-      evdns_base_set_option(p->dns, "attempts:", "2");
-    }
-    p->dns_failed = p->dns == NULL;
-  }
-  e->up = polite__px_up_new_dns(p->base, p->dns, h, port, https ? p->tls : NULL,
-                                err, errlen);
+  char dial[256];
+  int dial_port = port;
+  polite__net_connect_to_map(p->cto, h, port, dial, sizeof dial, &dial_port);
+  e->up =
+      polite__net_up_new_via(p->base, polite__net_up_pool_dns(p), h, port, dial,
+                             dial_port, https ? p->tls : NULL, err, errlen);
   if (e->up == NULL) {
     free(e);
     return NULL;
@@ -137,4 +135,18 @@ px_upstream *polite__px_up_pool_get(px_up_pool *p, int https, const char *host,
   p->list = e;
   p->n++;
   return e->up;
+}
+
+struct evdns_base *polite__net_up_pool_dns(net_up_pool *p) {
+  if (p->dns == NULL && !p->dns_failed) {
+    /* Only nameservers and the hosts file: no search domains to try. */
+    p->dns = evdns_base_new(p->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+                                         EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+    if (p->dns) {
+      evdns_base_set_option(p->dns, "timeout:", "5");
+      evdns_base_set_option(p->dns, "attempts:", "2");
+    }
+    p->dns_failed = p->dns == NULL;
+  }
+  return p->dns;
 }

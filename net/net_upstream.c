@@ -1,10 +1,10 @@
 /* polite proxy: upstream HTTP/1.1 client over TCP or TLS (keep-alive pool,
  * response parser, body streaming, a reason for every failure). */
 #define _GNU_SOURCE
-#include "px_upstream.h"
-#include "px_http.h"
-#include "px_tls.h"
-#include "px_up_int.h"
+#include "net_upstream.h"
+#include "net_http.h"
+#include "net_tls.h"
+#include "net_up_int.h"
 
 #include <errno.h>
 #include <event2/dns.h>
@@ -32,10 +32,10 @@
  * not a hang. */
 #define CONNECT_TIMEOUT_S 10
 
-/* Records why the current exchange fails, for polite__px_up_error. The
+/* Records why the current exchange fails, for polite__net_up_error. The
  * text ends up in a JSON string the server writes without escaping, so
  * quotes, backslashes and control bytes are blanked. */
-void polite__px_up_set_error(px_upstream *u, const char *fmt, ...) {
+void polite__net_up_set_error(net_upstream *u, const char *fmt, ...) {
   int n =
       snprintf(u->err, sizeof u->err, "polite proxy: upstream %s: ", u->where);
   va_list ap;
@@ -48,19 +48,19 @@ void polite__px_up_set_error(px_upstream *u, const char *fmt, ...) {
       *p = '?';
 }
 
-const char *polite__px_up_error(const px_upstream *u) {
+const char *polite__net_up_error(const net_upstream *u) {
   return u->err[0] ? u->err : "upstream failed";
 }
 
-unsigned polite__px_up_active(const px_upstream *u) {
+unsigned polite__net_up_active(const net_upstream *u) {
   return u->active;
 }
 
 /* An upstream for host:port with no address yet. */
-px_upstream *polite__px_up_alloc(struct event_base *base, const char *host,
-                                 int port, SSL_CTX *tls, char *err,
-                                 size_t errlen) {
-  px_upstream *u = calloc(1, sizeof *u);
+net_upstream *polite__net_up_alloc(struct event_base *base, const char *host,
+                                   int port, SSL_CTX *tls, char *err,
+                                   size_t errlen) {
+  net_upstream *u = calloc(1, sizeof *u);
   if (u == NULL) {
     snprintf(err, errlen, "out of memory");
     return NULL;
@@ -69,6 +69,7 @@ px_upstream *polite__px_up_alloc(struct event_base *base, const char *host,
   u->port = port;
   u->queue_tail = &u->queue;
   snprintf(u->host, sizeof u->host, "%s", host);
+  snprintf(u->dial, sizeof u->dial, "%s", host);
   snprintf(u->where, sizeof u->where, strchr(host, ':') ? "[%s]:%d" : "%s:%d",
            host, port);
   if (tls && SSL_CTX_up_ref(tls) != 1) {
@@ -80,33 +81,37 @@ px_upstream *polite__px_up_alloc(struct event_base *base, const char *host,
   return u;
 }
 
-px_upstream *polite__px_up_new_tls(struct event_base *base, const char *host,
-                                   int port, SSL_CTX *tls, char *err,
-                                   size_t errlen) {
+/* Resolves u->dial now with getaddrinfo (blocking: at start, or for an IP
+ * literal, which needs no lookup). 0, or -1 with err. */
+int polite__net_up_resolve_now(net_upstream *u, char *err, size_t errlen) {
   char ps[16];
-  snprintf(ps, sizeof ps, "%d", port);
+  snprintf(ps, sizeof ps, "%d", u->port);
   struct addrinfo hints = {0}, *ai = NULL;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  int rc = getaddrinfo(host, ps, &hints, &ai);
+  int rc = getaddrinfo(u->dial, ps, &hints, &ai);
   if (rc != 0 || ai == NULL) {
-    snprintf(err, errlen, "cannot resolve upstream host '%s': %s", host,
+    snprintf(err, errlen, "cannot resolve upstream host '%s': %s", u->dial,
              gai_strerror(rc));
-    return NULL;
+    return -1;
   }
-  px_upstream *u = polite__px_up_alloc(base, host, port, tls, err, errlen);
-  if (u) {
-    memcpy(&u->addr, ai->ai_addr, ai->ai_addrlen);
-    u->addrlen = ai->ai_addrlen;
-    u->resolved = 1;
-  }
+  memcpy(&u->addr, ai->ai_addr, ai->ai_addrlen);
+  u->addrlen = ai->ai_addrlen;
+  u->resolved = 1;
   freeaddrinfo(ai);
-  return u;
+  return 0;
 }
 
-px_upstream *polite__px_up_new(struct event_base *base, const char *host,
-                               int port, char *err, size_t errlen) {
-  return polite__px_up_new_tls(base, host, port, NULL, err, errlen);
+net_upstream *polite__net_up_new_tls(struct event_base *base, const char *host,
+                                     int port, SSL_CTX *tls, char *err,
+                                     size_t errlen) {
+  return polite__net_up_new_via(base, NULL, host, port, host, port, tls, err,
+                                errlen);
+}
+
+net_upstream *polite__net_up_new(struct event_base *base, const char *host,
+                                 int port, char *err, size_t errlen) {
+  return polite__net_up_new_tls(base, host, port, NULL, err, errlen);
 }
 
 static void idle_remove(upconn *c) {
@@ -156,30 +161,25 @@ static void conn_close(upconn *c) {
   free(c);
 }
 
-void polite__px_up_free(px_upstream *u) {
+void polite__net_up_free(net_upstream *u) {
   if (u == NULL)
     return;
   while (u->idle)
     conn_close(u->idle);
-  if (u->lookup) {
-    u->lookup->u = NULL; /* the callback frees the ticket */
-    evdns_getaddrinfo_cancel(u->lookup->req);
-  }
-  if (u->dns_ev)
-    event_free(u->dns_ev);
+  polite__net_lookup_cancel(u->lookup);
   SSL_SESSION_free(u->session);
   SSL_CTX_free(u->tls);
   free(u);
 }
 
-void polite__px_up_exch_free(exch *x) {
+void polite__net_up_exch_free(exch *x) {
   if (x->held)
     evbuffer_free(x->held);
   if (x->copy)
     evbuffer_free(x->copy);
   if (x->tmp)
     evbuffer_free(x->tmp);
-  evhttp_clear_headers(&x->headers);
+  polite__net_fields_clear(&x->headers);
   free(x);
 }
 
@@ -191,12 +191,12 @@ static void on_write(evutil_socket_t fd, short what, void *arg);
 static void finish(upconn *c, int ok) {
   exch *x = c->x;
   c->x = NULL;
-  int keep = ok && x->p.keepalive && x->p.state == PX_HTTP_DONE &&
+  int keep = ok && x->p.keepalive && x->p.state == NET_HTTP_DONE &&
              evbuffer_get_length(c->in) == 0 &&
              evbuffer_get_length(c->out) == 0;
-  const px_up_handler *h = x->h;
+  const net_up_handler *h = x->h;
   void *arg = x->arg;
-  polite__px_up_exch_free(x);
+  polite__net_up_exch_free(x);
   if (c->paused) {
     event_del(c->pause_ev);
     c->paused = 0;
@@ -227,17 +227,17 @@ static int try_retry(upconn *c) {
   exch *x = c->x;
   if (x == NULL || x->got_bytes || !c->reused || x->copy == NULL || x->retried)
     return 0;
-  px_upstream *u = c->u;
+  net_upstream *u = c->u;
   c->x = NULL;
   conn_close(c);
   x->retried = 1;
   struct evbuffer *req = x->copy;
   x->copy = NULL;
-  if (polite__px_up_start(u, x, req) != 0) {
-    const px_up_handler *h = x->h;
+  if (polite__net_up_start(u, x, req) != 0) {
+    const net_up_handler *h = x->h;
     void *arg = x->arg;
     evbuffer_free(req);
-    polite__px_up_exch_free(x);
+    polite__net_up_exch_free(x);
     u->active--;
     h->on_done(arg, 0);
   } else {
@@ -288,8 +288,8 @@ static int flush_tls(upconn *c) {
     if (e == SSL_ERROR_WANT_READ)
       return 0;
     char why[256];
-    polite__px_tls_describe(c->ssl, w, why, sizeof why);
-    polite__px_up_set_error(c->u, "sending the request failed: %s", why);
+    polite__net_tls_describe(c->ssl, w, why, sizeof why);
+    polite__net_up_set_error(c->u, "sending the request failed: %s", why);
     return -1;
   }
   return 0;
@@ -307,8 +307,8 @@ static int flush_out(upconn *c) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
         break;
-      polite__px_up_set_error(c->u, "sending the request failed: %s",
-                              strerror(errno));
+      polite__net_up_set_error(c->u, "sending the request failed: %s",
+                               strerror(errno));
       return -1;
     }
     if (n == 0)
@@ -323,7 +323,7 @@ static int flush_out(upconn *c) {
  * addresses), the name or address the certificate must carry, and the
  * session to resume. */
 static int tls_setup(upconn *c) {
-  px_upstream *u = c->u;
+  net_upstream *u = c->u;
   unsigned char bin[16];
   int is_ip = inet_pton(AF_INET, u->host, bin) == 1 ||
               inet_pton(AF_INET6, u->host, bin) == 1;
@@ -362,12 +362,12 @@ static int tls_handshake(upconn *c) {
     return 0;
   }
   char why[300];
-  polite__px_tls_describe(c->ssl, r, why, sizeof why);
-  polite__px_up_set_error(c->u, "%s", why);
+  polite__net_tls_describe(c->ssl, r, why, sizeof why);
+  polite__net_up_set_error(c->u, "%s", why);
   return -1;
 }
 
-static upconn *conn_new(px_upstream *u) {
+static upconn *conn_new(net_upstream *u) {
   upconn *c = calloc(1, sizeof *c);
   if (c == NULL)
     return NULL;
@@ -388,29 +388,30 @@ static upconn *conn_new(px_upstream *u) {
     goto bad;
   /* Even a connect that succeeds at once goes through on_write, which
    * starts the handshake: a failure then reaches on_done from the loop,
-   * never from inside polite__px_up_send. */
+   * never from inside polite__net_up_send. */
   if (connect(c->fd, (struct sockaddr *)&u->addr, u->addrlen) != 0 &&
       errno != EINPROGRESS)
     goto bad;
   c->connecting = 1;
   return c;
 bad:
-  polite__px_up_set_error(u, "cannot open a connection: %s",
-                          errno ? strerror(errno) : "out of memory");
+  polite__net_up_set_error(u, "cannot open a connection: %s",
+                           errno ? strerror(errno) : "out of memory");
   ERR_clear_error();
   conn_close(c);
   return NULL;
 }
 
-int polite__px_up_start(px_upstream *u, exch *x, struct evbuffer *req) {
+int polite__net_up_start(net_upstream *u, exch *x, struct evbuffer *req) {
   if (!u->resolved)
-    return polite__px_up_queue(u, x, req);
+    return polite__net_up_queue(u, x, req);
   upconn *c = u->idle;
   if (c)
     idle_remove(c);
   else if ((c = conn_new(u)) == NULL)
     return -1;
   c->x = x;
+  x->c = c;
   if (c->reused && !x->retried) {
     /* Keep a copy: this connection may have been closed by the upstream
      * just now, and then the request is sent again on a fresh one. */
@@ -428,41 +429,74 @@ int polite__px_up_start(px_upstream *u, exch *x, struct evbuffer *req) {
   }
   arm_read(c, EXCHANGE_TIMEOUT_S);
   if (flush_out(c) < 0) {
-    /* A kept-alive connection the upstream closed: EPIPE/ECONNRESET. */
-    if (!try_retry(c)) {
-      c->x = NULL;
-      conn_close(c);
-      if (x->copy) {
-        evbuffer_free(x->copy);
-        x->copy = NULL;
-      }
-      return -1;
+    /* A kept-alive connection the upstream closed: EPIPE/ECONNRESET. Sent
+     * again once on a fresh connection, here and not through try_retry,
+     * whose failure calls on_done: this runs inside polite__net_up_send,
+     * which reports a failure by returning it. */
+    int again = c->reused && x->copy && !x->retried;
+    c->x = NULL;
+    x->c = NULL;
+    conn_close(c);
+    struct evbuffer *copy = x->copy;
+    x->copy = NULL;
+    int rc = -1;
+    if (again) {
+      x->retried = 1;
+      rc = polite__net_up_start(u, x, copy);
     }
+    if (copy)
+      evbuffer_free(copy);
+    return rc;
   }
   return 0;
 }
 
-int polite__px_up_send(px_upstream *u, struct evbuffer *req, int is_head,
-                       int retryable, const px_up_handler *h, void *arg) {
+net_up_exch *polite__net_up_send(net_upstream *u, struct evbuffer *req,
+                                 int is_head, int retryable,
+                                 const net_up_handler *h, void *arg) {
   exch *x = calloc(1, sizeof *x);
   if (x == NULL) {
-    polite__px_up_set_error(u, "out of memory");
-    return -1;
+    polite__net_up_set_error(u, "out of memory");
+    return NULL;
   }
   x->h = h;
   x->arg = arg;
-  polite__px_http_init(&x->p, is_head);
+  x->u = u;
+  polite__net_http_init(&x->p, is_head);
   x->retried = !retryable; /* not retryable: as if the retry were used */
   x->headers.tqh_first = NULL;
   x->headers.tqh_last = &x->headers.tqh_first;
   x->tmp = evbuffer_new();
   u->active++;
-  if (x->tmp == NULL || polite__px_up_start(u, x, req) != 0) {
+  if (x->tmp == NULL || polite__net_up_start(u, x, req) != 0) {
     u->active--;
-    polite__px_up_exch_free(x);
-    return -1;
+    polite__net_up_exch_free(x);
+    return NULL;
   }
-  return 0;
+  return x;
+}
+
+void polite__net_up_cancel(net_up_exch *x) {
+  if (x == NULL)
+    return;
+  upconn *c = x->c;
+  net_upstream *u = c ? c->u : x->u;
+  if (c) {
+    c->x = NULL;
+    conn_close(c);
+  } else {
+    /* Still waiting for the address: out of the queue. */
+    exch **pp = &u->queue;
+    while (*pp && *pp != x)
+      pp = &(*pp)->qnext;
+    if (*pp) {
+      *pp = x->qnext;
+      if (u->queue_tail == &x->qnext)
+        u->queue_tail = pp;
+    }
+  }
+  u->active--;
+  polite__net_up_exch_free(x);
 }
 
 static void on_write(evutil_socket_t fd, short what, void *arg) {
@@ -479,7 +513,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg) {
     }
     c->connecting = 0;
     if (err != 0) {
-      polite__px_up_set_error(c->u, "cannot connect: %s", strerror(err));
+      polite__net_up_set_error(c->u, "cannot connect: %s", strerror(err));
       conn_fail(c);
       return;
     }
@@ -493,11 +527,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg) {
 static int cb_header(void *arg, const char *name, size_t nlen,
                      const char *value, size_t vlen) {
   exch *x = arg;
-  char *n = strndup(name, nlen), *v = strndup(value, vlen);
-  int rc = (n && v) ? evhttp_add_header(&x->headers, n, v) : -1;
-  free(n);
-  free(v);
-  return rc;
+  return polite__net_field_add(&x->headers, name, nlen, value, vlen);
 }
 
 static int cb_head(void *arg, int status, const char *reason, size_t rlen,
@@ -507,7 +537,7 @@ static int cb_head(void *arg, int status, const char *reason, size_t rlen,
   /* A chunked body is re-framed for the client: its Content-Length (if the
    * upstream sent both) would be wrong. */
   if (x->p.has_te)
-    evhttp_remove_header(&x->headers, "Content-Length");
+    polite__net_field_remove(&x->headers, "Content-Length");
   x->h->on_head(x->arg, status, reason, minor, &x->headers);
   return 0;
 }
@@ -523,7 +553,7 @@ static int cb_body(void *arg, const char *data, size_t len) {
   return 0;
 }
 
-static const px_http_cb parse_cb = {cb_header, cb_head, cb_body};
+static const net_http_cb parse_cb = {cb_header, cb_head, cb_body};
 
 /* Back-pressure: while the receiver is busy, stop reading this socket
  * (the upstream then blocks on a full TCP window) and check again soon. */
@@ -566,7 +596,7 @@ static int parse(upconn *c, const char *data, size_t n) {
   int from_in = evbuffer_get_length(c->in) > 0;
   if (from_in) {
     if (n > 0 && evbuffer_add(c->in, data, n) != 0) {
-      polite__px_up_set_error(c->u, "out of memory");
+      polite__net_up_set_error(c->u, "out of memory");
       finish(c, 0);
       return 1;
     }
@@ -575,10 +605,10 @@ static int parse(upconn *c, const char *data, size_t n) {
   }
   if (n > 0) {
     ssize_t used =
-        data ? polite__px_http_feed(&x->p, data, n, &parse_cb, x) : -1;
+        data ? polite__net_http_feed(&x->p, data, n, &parse_cb, x) : -1;
     if (used < 0) {
-      polite__px_up_set_error(c->u, "the response is not valid HTTP/1.1 (%s)",
-                              x->p.error ? x->p.error : "out of memory");
+      polite__net_up_set_error(c->u, "the response is not valid HTTP/1.1 (%s)",
+                               x->p.error ? x->p.error : "out of memory");
       finish(c, 0);
       return 1;
     }
@@ -586,12 +616,12 @@ static int parse(upconn *c, const char *data, size_t n) {
       evbuffer_drain(c->in, (size_t)used);
     else if ((size_t)used < n &&
              evbuffer_add(c->in, data + used, n - (size_t)used) != 0) {
-      polite__px_up_set_error(c->u, "out of memory");
+      polite__net_up_set_error(c->u, "out of memory");
       finish(c, 0);
       return 1;
     }
   }
-  if (x->p.state == PX_HTTP_DONE) {
+  if (x->p.state == NET_HTTP_DONE) {
     finish(c, 1);
     return 1;
   }
@@ -604,11 +634,11 @@ static void on_eof(upconn *c) {
   exch *x = c->x;
   if (parse(c, NULL, 0))
     return;
-  if (polite__px_http_eof(&x->p)) {
+  if (polite__net_http_eof(&x->p)) {
     finish(c, 1);
     return;
   }
-  polite__px_up_set_error(
+  polite__net_up_set_error(
       c->u, "%s",
       x->got_bytes ? "the connection closed in the middle of the response"
                    : "the upstream closed the connection without "
@@ -620,14 +650,14 @@ static void on_timeout(upconn *c) {
   if (c->x == NULL)
     return;
   if (c->connecting)
-    polite__px_up_set_error(c->u, "timed out connecting (%d s)",
-                            CONNECT_TIMEOUT_S);
+    polite__net_up_set_error(c->u, "timed out connecting (%d s)",
+                             CONNECT_TIMEOUT_S);
   else if (c->handshaking)
-    polite__px_up_set_error(c->u, "timed out in the TLS handshake (%d s)",
-                            CONNECT_TIMEOUT_S);
+    polite__net_up_set_error(c->u, "timed out in the TLS handshake (%d s)",
+                             CONNECT_TIMEOUT_S);
   else
-    polite__px_up_set_error(c->u, "timed out waiting for the response (%d s)",
-                            EXCHANGE_TIMEOUT_S);
+    polite__net_up_set_error(c->u, "timed out waiting for the response (%d s)",
+                             EXCHANGE_TIMEOUT_S);
   finish(c, 0);
 }
 
@@ -664,8 +694,8 @@ static void read_tls(upconn *c, char *buf, size_t size) {
     return;
   }
   char why[300];
-  polite__px_tls_describe(c->ssl, n, why, sizeof why);
-  polite__px_up_set_error(c->u, "reading the response failed: %s", why);
+  polite__net_tls_describe(c->ssl, n, why, sizeof why);
+  polite__net_up_set_error(c->u, "reading the response failed: %s", why);
   fail(c);
 }
 
@@ -699,8 +729,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg) {
   ssize_t n = read(fd, buf, sizeof buf);
   if (n < 0) {
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      polite__px_up_set_error(c->u, "reading the response failed: %s",
-                              strerror(errno));
+      polite__net_up_set_error(c->u, "reading the response failed: %s",
+                               strerror(errno));
       fail(c);
     }
     return;

@@ -327,6 +327,9 @@ int cli_opt_set_json(const cli_opt *o, void *opts, const void *json, char *err,
     snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
   else if (json_is_real(v) && o->kind == CLI_DURATION)
     snprintf(text, sizeof text, "%.3fs", json_real_value(v));
+  else if (json_is_real(v) && o->kind == CLI_CUSTOM)
+    snprintf(text, sizeof text, "%.17g", json_real_value(v)); /* its setter
+                                                                 decides */
   else {
     snprintf(err, errlen, "expected a string%s",
              o->kind == CLI_UINT || o->kind == CLI_INT || o->kind == CLI_SIZE
@@ -337,39 +340,110 @@ int cli_opt_set_json(const cli_opt *o, void *opts, const void *json, char *err,
   return cli_opt_set(o, opts, val ? val : text, err, errlen);
 }
 
-int cli_config_apply(const cli_opt *table, void *opts, const void *object,
-                     char *err, size_t errlen) {
-  const json_t *obj = object;
+/* Line of the first occurrence of "key" in text (0 when text is NULL):
+ * jansson gives positions only for syntax errors, and the field's line is
+ * what a reader looks for. */
+static int key_line(const char *text, size_t len, const char *key) {
+  size_t k = strlen(key);
+  int line = 1;
+  for (size_t i = 0; text && i < len; i++) {
+    if (text[i] == '\n')
+      line++;
+    else if (text[i] == '"' && i + k + 1 < len &&
+             memcmp(text + i + 1, key, k) == 0 && text[i + k + 1] == '"')
+      return line;
+  }
+  return 0;
+}
+
+/* A member's error: "NAME:LINE: field 'K': --OPTION: why" for a file (the
+ * key as written and the option it names), "key 'K': why" for an object
+ * without one. */
+static void member_error(char *err, size_t errlen, const char *name,
+                         const char *text, size_t len, const char *key,
+                         const cli_opt *o, const char *item, const char *why) {
+  if (name && o)
+    snprintf(err, errlen, "%s:%d: field '%.64s'%s: --%s: %s", name,
+             key_line(text, len, key), key, item, o->name, why);
+  else if (name)
+    snprintf(err, errlen, "%s:%d: field '%.64s'%s: %s", name,
+             key_line(text, len, key), key, item, why);
+  else
+    snprintf(err, errlen, "key '%.64s'%s: %s", key, item, why);
+}
+
+/* The one walk over a JSON object's members (cli_config_apply and
+ * cli_config_apply_text): keys looked up loosely, an array feeds a
+ * repeatable row item by item (strings only), "$schema"-like keys and nulls
+ * are skipped in files. text/len/name: the file, for messages. */
+static int apply_members(const cli_opt *table, void *opts, const json_t *obj,
+                         const char *text, size_t len, const char *name,
+                         char *err, size_t errlen) {
   const char *key;
   json_t *v;
-  if (!json_is_object(obj)) {
-    snprintf(err, errlen, "expected a JSON object");
-    return -1;
-  }
   json_object_foreach((json_t *)obj, key, v) {
+    if (name && (key[0] == '$' || json_is_null(v)))
+      continue;
     const cli_opt *o = cli_opt_find(table, key, strlen(key), 1);
-    char why[300];
+    char why[300], item[32] = "";
     if (o == NULL) {
-      snprintf(err, errlen, "unknown key '%.64s'", key);
+      if (name)
+        member_error(err, errlen, name, text, len, key, NULL, "",
+                     "unknown option");
+      else
+        snprintf(err, errlen, "unknown key '%.64s'", key);
       return -1;
     }
     if (o->kind == CLI_LIST && json_is_array(v)) {
       size_t i;
-      json_t *item;
-      json_array_foreach(v, i, item) {
-        if (cli_opt_set_json(o, opts, item, why, sizeof why) != 0) {
-          snprintf(err, errlen, "key '%s' item %zu: %s", o->name, i, why);
+      json_t *it;
+      json_array_foreach(v, i, it) {
+        int rc = json_is_string(it) || !name
+                     ? cli_opt_set_json(o, opts, it, why, sizeof why)
+                     : (snprintf(why, sizeof why, "expected a string"), -1);
+        if (rc != 0) {
+          snprintf(item, sizeof item, name ? "[%zu]" : " item %zu", i);
+          member_error(err, errlen, name, text, len, name ? key : o->name, o,
+                       item, why);
           return -1;
         }
       }
       continue;
     }
     if (cli_opt_set_json(o, opts, v, why, sizeof why) != 0) {
-      snprintf(err, errlen, "key '%s': %s", o->name, why);
+      member_error(err, errlen, name, text, len, name ? key : o->name, o, "",
+                   why);
       return -1;
     }
   }
   return 0;
+}
+
+int cli_config_apply(const cli_opt *table, void *opts, const void *object,
+                     char *err, size_t errlen) {
+  if (!json_is_object((const json_t *)object)) {
+    snprintf(err, errlen, "expected a JSON object");
+    return -1;
+  }
+  return apply_members(table, opts, object, NULL, 0, NULL, err, errlen);
+}
+
+int cli_config_apply_text(const cli_opt *table, void *opts, const char *text,
+                          size_t len, const char *name, char *err,
+                          size_t errlen) {
+  json_error_t je;
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+  if (root == NULL) {
+    snprintf(err, errlen, "%s:%d:%d: %s", name, je.line, je.column, je.text);
+    return -1;
+  }
+  int rc = -1;
+  if (!json_is_object(root))
+    snprintf(err, errlen, "%s:1: expected a JSON object of options", name);
+  else
+    rc = apply_members(table, opts, root, text, len, name, err, errlen);
+  json_decref(root);
+  return rc;
 }
 
 /* "--name" or "-x, --name" for messages. */

@@ -1,6 +1,6 @@
 /* polite proxy: TLS client context for upstream connections and the words
  * a 502 uses to say why a handshake failed. */
-#include "px_tls.h"
+#include "net_tls.h"
 
 #include <errno.h>
 #include <openssl/err.h>
@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-SSL_CTX *polite__px_tls_client_ctx(const char *cafile, int insecure, char *err,
-                                   size_t errlen) {
+SSL_CTX *polite__net_tls_client_ctx(const char *cafile, int insecure, char *err,
+                                    size_t errlen) {
   SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
   if (ctx == NULL) {
     snprintf(err, errlen, "cannot make a TLS client context");
@@ -49,7 +49,7 @@ SSL_CTX *polite__px_tls_client_ctx(const char *cafile, int insecure, char *err,
   return ctx;
 }
 
-void polite__px_tls_describe(SSL *ssl, int ret, char *out, size_t outlen) {
+void polite__net_tls_describe(SSL *ssl, int ret, char *out, size_t outlen) {
   long vr = SSL_get_verify_result(ssl);
   int saved = errno;
   unsigned long e = ERR_peek_error();

@@ -1,19 +1,21 @@
 /* polite proxy: HTTP/1.1 parsers (RFC 9112 framing) for responses, request
  * heads and bodies; pure: no sockets, no allocation. */
-#include "px_http.h"
+#include "net_http.h"
 
 #include "http_syntax.h"
 
+#include <event2/keyvalq_struct.h>
+#include <stdlib.h>
 #include <string.h>
 
-void polite__px_http_init(px_http_parser *p, int is_head) {
+void polite__net_http_init(net_http_parser *p, int is_head) {
   memset(p, 0, sizeof *p);
   p->is_head = is_head;
   p->content_length = -1;
-  p->state = PX_HTTP_STATUS;
+  p->state = NET_HTTP_STATUS;
 }
 
-static int http_fail(px_http_parser *p, const char *why) {
+static int http_fail(net_http_parser *p, const char *why) {
   p->error = why;
   return -1;
 }
@@ -64,7 +66,7 @@ static void each_token(void *ctx, const char *v, size_t n,
 }
 
 static void conn_token(void *ctx, const char *t, size_t n) {
-  px_http_parser *p = ctx;
+  net_http_parser *p = ctx;
   if (polite__ci_eq(t, n, "close"))
     p->conn_close = 1;
   else if (polite__ci_eq(t, n, "keep-alive"))
@@ -72,12 +74,12 @@ static void conn_token(void *ctx, const char *t, size_t n) {
 }
 
 static void te_token(void *ctx, const char *t, size_t n) {
-  px_http_parser *p = ctx;
+  net_http_parser *p = ctx;
   /* Only the last coding matters: chunked must be last to frame the body. */
   p->chunked = polite__ci_eq(t, n, "chunked");
 }
 
-static int status_line(px_http_parser *p, const char *l, size_t n,
+static int status_line(net_http_parser *p, const char *l, size_t n,
                        const char **reason, size_t *rlen) {
   if (n < 12 || memcmp(l, "HTTP/1.", 7) != 0 || (l[7] != '0' && l[7] != '1') ||
       l[8] != ' ')
@@ -93,8 +95,8 @@ static int status_line(px_http_parser *p, const char *l, size_t n,
   return 0;
 }
 
-static int header_line(px_http_parser *p, const char *l, size_t n,
-                       const px_http_cb *cb, void *arg) {
+static int header_line(net_http_parser *p, const char *l, size_t n,
+                       const net_http_cb *cb, void *arg) {
   if (l[0] == ' ' || l[0] == '\t')
     return http_fail(p, "obsolete line folding");
   size_t c = 0;
@@ -133,31 +135,31 @@ static int header_line(px_http_parser *p, const char *l, size_t n,
 }
 
 /* The head is complete: decide the framing (RFC 9112 §6.3). */
-static int end_of_head(px_http_parser *p) {
+static int end_of_head(net_http_parser *p) {
   p->keepalive = p->minor >= 1 ? !p->conn_close : p->conn_keep_alive;
   if (p->status == 101)
     return http_fail(p, "protocol upgrade is not supported");
   if (p->is_head || p->status == 204 || p->status == 304) {
-    p->state = PX_HTTP_DONE;
+    p->state = NET_HTTP_DONE;
   } else if (p->has_te) {
     p->content_length = -1; /* Transfer-Encoding overrides it */
     if (p->chunked) {
-      p->state = PX_HTTP_CHUNK_SIZE;
+      p->state = NET_HTTP_CHUNK_SIZE;
     } else {
-      p->state = PX_HTTP_CLOSE;
+      p->state = NET_HTTP_CLOSE;
       p->keepalive = 0;
     }
   } else if (p->content_length >= 0) {
     p->remaining = p->content_length;
-    p->state = p->remaining > 0 ? PX_HTTP_FIXED : PX_HTTP_DONE;
+    p->state = p->remaining > 0 ? NET_HTTP_FIXED : NET_HTTP_DONE;
   } else {
-    p->state = PX_HTTP_CLOSE;
+    p->state = NET_HTTP_CLOSE;
     p->keepalive = 0;
   }
   return 0;
 }
 
-static int chunk_size(px_http_parser *p, const char *l, size_t n) {
+static int chunk_size(net_http_parser *p, const char *l, size_t n) {
   size_t i = 0;
   int64_t v = 0;
   while (i < n) {
@@ -176,33 +178,34 @@ static int chunk_size(px_http_parser *p, const char *l, size_t n) {
   if (i == 0 || (i < n && l[i] != ';' && l[i] != ' ' && l[i] != '\t'))
     return http_fail(p, "bad chunk size");
   if (v == 0) {
-    p->state = PX_HTTP_TRAILERS;
+    p->state = NET_HTTP_TRAILERS;
   } else {
     p->remaining = v;
-    p->state = PX_HTTP_CHUNK_DATA;
+    p->state = NET_HTTP_CHUNK_DATA;
   }
   return 0;
 }
 
-ssize_t polite__px_http_feed(px_http_parser *p, const char *data, size_t len,
-                             const px_http_cb *cb, void *arg) {
+ssize_t polite__net_http_feed(net_http_parser *p, const char *data, size_t len,
+                              const net_http_cb *cb, void *arg) {
   size_t used = 0;
-  while (used < len && p->state != PX_HTTP_DONE) {
+  while (used < len && p->state != NET_HTTP_DONE) {
     const char *d = data + used;
     size_t avail = len - used;
     switch (p->state) {
-    case PX_HTTP_FIXED:
-    case PX_HTTP_CHUNK_DATA: {
+    case NET_HTTP_FIXED:
+    case NET_HTTP_CHUNK_DATA: {
       size_t n = avail < (uint64_t)p->remaining ? avail : (size_t)p->remaining;
       if (cb->on_body && cb->on_body(arg, d, n) < 0)
         return http_fail(p, "body refused");
       used += n;
       p->remaining -= (int64_t)n;
       if (p->remaining == 0)
-        p->state = p->state == PX_HTTP_FIXED ? PX_HTTP_DONE : PX_HTTP_CHUNK_END;
+        p->state =
+            p->state == NET_HTTP_FIXED ? NET_HTTP_DONE : NET_HTTP_CHUNK_END;
       continue;
     }
-    case PX_HTTP_CLOSE:
+    case NET_HTTP_CLOSE:
       if (cb->on_body && cb->on_body(arg, d, avail) < 0)
         return http_fail(p, "body refused");
       used += avail;
@@ -211,9 +214,9 @@ ssize_t polite__px_http_feed(px_http_parser *p, const char *data, size_t len,
     }
     /* Line states: a whole line (LF or CRLF) or nothing. */
     const char *nl = memchr(d, '\n', avail);
-    int in_head = p->state == PX_HTTP_STATUS || p->state == PX_HTTP_HEADERS;
+    int in_head = p->state == NET_HTTP_STATUS || p->state == NET_HTTP_HEADERS;
     if (nl == NULL) {
-      if ((in_head && p->head_bytes + avail > PX_HTTP_HEAD_MAX) ||
+      if ((in_head && p->head_bytes + avail > NET_HTTP_HEAD_MAX) ||
           (!in_head && avail > 4096))
         return http_fail(p,
                          in_head ? "response head too large" : "line too long");
@@ -225,11 +228,11 @@ ssize_t polite__px_http_feed(px_http_parser *p, const char *data, size_t len,
       n--;
     if (in_head) {
       p->head_bytes += n + 2;
-      if (p->head_bytes > PX_HTTP_HEAD_MAX)
+      if (p->head_bytes > NET_HTTP_HEAD_MAX)
         return http_fail(p, "response head too large");
     }
     switch (p->state) {
-    case PX_HTTP_STATUS: {
+    case NET_HTTP_STATUS: {
       const char *reason;
       size_t rlen;
       if (status_line(p, d, n, &reason, &rlen) < 0)
@@ -240,15 +243,15 @@ ssize_t polite__px_http_feed(px_http_parser *p, const char *data, size_t len,
       for (size_t i = 0; i < rlen; i++)
         p->reason[i] = (unsigned char)reason[i] < 0x20 ? ' ' : reason[i];
       p->reason[rlen] = '\0';
-      p->state = PX_HTTP_HEADERS;
+      p->state = NET_HTTP_HEADERS;
       break;
     }
-    case PX_HTTP_HEADERS:
+    case NET_HTTP_HEADERS:
       if (n == 0) {
         if (p->status < 200 && p->status != 101) {
           /* Interim response (100 Continue, 103 Early Hints): skipped. */
-          px_http_parser fresh;
-          polite__px_http_init(&fresh, p->is_head);
+          net_http_parser fresh;
+          polite__net_http_init(&fresh, p->is_head);
           fresh.head_bytes = p->head_bytes;
           *p = fresh;
           break;
@@ -265,30 +268,30 @@ ssize_t polite__px_http_feed(px_http_parser *p, const char *data, size_t len,
           return -1;
       } else {
         /* Headers of an interim response are checked, not reported. */
-        px_http_cb none = {NULL, NULL, NULL};
+        net_http_cb none = {NULL, NULL, NULL};
         if (header_line(p, d, n, &none, NULL) < 0)
           return -1;
         p->content_length = -1;
         p->has_te = p->chunked = p->conn_close = p->conn_keep_alive = 0;
       }
       break;
-    case PX_HTTP_CHUNK_SIZE:
+    case NET_HTTP_CHUNK_SIZE:
       if (chunk_size(p, d, n) < 0)
         return -1;
       break;
-    case PX_HTTP_CHUNK_END:
+    case NET_HTTP_CHUNK_END:
       if (n != 0)
         return http_fail(p, "chunk data longer than its size");
-      p->state = PX_HTTP_CHUNK_SIZE;
+      p->state = NET_HTTP_CHUNK_SIZE;
       break;
-    case PX_HTTP_TRAILERS:
+    case NET_HTTP_TRAILERS:
       /* Trailer fields are dropped: the client side is re-chunked. They
        * count against the head limit, so that endless trailers end. */
       p->head_bytes += n + 2;
-      if (p->head_bytes > PX_HTTP_HEAD_MAX)
+      if (p->head_bytes > NET_HTTP_HEAD_MAX)
         return http_fail(p, "trailer section too large");
       if (n == 0)
-        p->state = PX_HTTP_DONE;
+        p->state = NET_HTTP_DONE;
       break;
     default: break;
     }
@@ -296,32 +299,33 @@ ssize_t polite__px_http_feed(px_http_parser *p, const char *data, size_t len,
   return (ssize_t)used;
 }
 
-int polite__px_http_eof(px_http_parser *p) {
-  if (p->state == PX_HTTP_CLOSE) {
-    p->state = PX_HTTP_DONE;
+int polite__net_http_eof(net_http_parser *p) {
+  if (p->state == NET_HTTP_CLOSE) {
+    p->state = NET_HTTP_DONE;
     p->keepalive = 0;
     return 1;
   }
-  return p->state == PX_HTTP_DONE;
+  return p->state == NET_HTTP_DONE;
 }
 
-void polite__px_http_body_init(px_http_parser *p, int chunked, int64_t length) {
-  polite__px_http_init(p, 0);
+void polite__net_http_body_init(net_http_parser *p, int chunked,
+                                int64_t length) {
+  polite__net_http_init(p, 0);
   p->status = 200;
   if (chunked) {
     p->chunked = 1;
-    p->state = PX_HTTP_CHUNK_SIZE;
+    p->state = NET_HTTP_CHUNK_SIZE;
   } else {
     p->content_length = length;
     p->remaining = length;
-    p->state = length > 0 ? PX_HTTP_FIXED : PX_HTTP_DONE;
+    p->state = length > 0 ? NET_HTTP_FIXED : NET_HTTP_DONE;
   }
 }
 
 /* ---- Request heads ------------------------------------------------------- */
 
-long polite__px_req_head_end(const char *data, size_t len, size_t *scan,
-                             const px_req_limits *lim) {
+long polite__net_req_head_end(const char *data, size_t len, size_t *scan,
+                              const net_limits *lim) {
   /* The head ends at an LF followed by an empty line (CRLF or a bare LF).
    * Every byte is looked at once: the search resumes at *scan, which is
    * left on the last LF whose successors were not all there yet. */
@@ -345,14 +349,14 @@ long polite__px_req_head_end(const char *data, size_t len, size_t *scan,
   return len > lim->head_max ? -1 : 0;
 }
 
-static int req_fail(px_req_head *h, int status, const char *why) {
+static int req_fail(net_req_head *h, int status, const char *why) {
   h->status = status;
   h->error = why;
   return -1;
 }
 
 /* "HTTP/1.x". A well-formed version of another major answers 505. */
-static int req_version(px_req_head *h, const char *v, size_t n) {
+static int req_version(net_req_head *h, const char *v, size_t n) {
   if (n != 8 || memcmp(v, "HTTP/", 5) != 0 || v[6] != '.' || v[5] < '0' ||
       v[5] > '9' || v[7] < '0' || v[7] > '9')
     return req_fail(h, 400, "bad HTTP version");
@@ -365,7 +369,7 @@ static int req_version(px_req_head *h, const char *v, size_t n) {
 /* The target's form must fit the method (RFC 9112 §3.2): origin-form
  * "/...", absolute-form "http(s)://...", authority-form only for CONNECT,
  * "*" only for OPTIONS. Only visible ASCII: a space means two targets. */
-static int req_target(px_req_head *h, const char *t, size_t n) {
+static int req_target(net_req_head *h, const char *t, size_t n) {
   if (n == 0)
     return req_fail(h, 400, "empty request target");
   for (size_t i = 0; i < n; i++)
@@ -388,7 +392,7 @@ static int req_target(px_req_head *h, const char *t, size_t n) {
   return req_fail(h, 400, "bad request target");
 }
 
-static int request_line(px_req_head *h, const char *l, size_t n) {
+static int request_line(net_req_head *h, const char *l, size_t n) {
   const char *sp1 = memchr(l, ' ', n);
   if (sp1 == NULL)
     return req_fail(h, 400, "bad request line");
@@ -442,7 +446,7 @@ static void req_conn_token(void *ctx, const char *t, size_t n) {
 }
 
 /* The header fields that frame the message or route it. */
-static int req_special(px_req_head *h, req_flags *f, const char *name,
+static int req_special(net_req_head *h, req_flags *f, const char *name,
                        size_t nl, const char *v, size_t vn) {
   if (polite__ci_eq(name, nl, "Content-Length")) {
     /* One field with 1*DIGIT: no sign, no list, no second field (even with
@@ -477,7 +481,7 @@ static int req_special(px_req_head *h, req_flags *f, const char *name,
   return 0;
 }
 
-static int req_header(px_req_head *h, req_flags *f, const char *l, size_t n,
+static int req_header(net_req_head *h, req_flags *f, const char *l, size_t n,
                       int (*on_header)(void *, const char *, size_t,
                                        const char *, size_t),
                       void *arg) {
@@ -508,7 +512,7 @@ static int req_header(px_req_head *h, req_flags *f, const char *l, size_t n,
 }
 
 /* The framing, once every header line is read (RFC 9112 §6.1-6.3). */
-static int req_framing(px_req_head *h, const req_flags *f) {
+static int req_framing(net_req_head *h, const req_flags *f) {
   if (f->te_seen) {
     if (f->cl_seen)
       return req_fail(h, 400, "both Content-Length and Transfer-Encoding");
@@ -528,11 +532,11 @@ static int req_framing(px_req_head *h, const req_flags *f) {
   return 0;
 }
 
-int polite__px_req_parse(px_req_head *h, const char *data, size_t len,
-                         const px_req_limits *lim,
-                         int (*on_header)(void *, const char *, size_t,
-                                          const char *, size_t),
-                         void *arg) {
+int polite__net_req_parse(net_req_head *h, const char *data, size_t len,
+                          const net_limits *lim,
+                          int (*on_header)(void *, const char *, size_t,
+                                           const char *, size_t),
+                          void *arg) {
   memset(h, 0, sizeof *h);
   h->content_length = -1;
   if (len > lim->head_max)
@@ -569,4 +573,51 @@ int polite__px_req_parse(px_req_head *h, const char *data, size_t len,
   if (first)
     return req_fail(h, 400, "empty request");
   return req_framing(h, &f);
+}
+
+/* ---- Header lists ---------------------------------------------------- */
+
+int polite__net_field_add(struct evkeyvalq *h, const char *name, size_t nlen,
+                          const char *value, size_t vlen) {
+  struct evkeyval *kv = malloc(sizeof *kv + nlen + vlen + 2);
+  if (kv == NULL)
+    return -1;
+  kv->key = (char *)(kv + 1);
+  kv->value = kv->key + nlen + 1;
+  memcpy(kv->key, name, nlen);
+  kv->key[nlen] = '\0';
+  memcpy(kv->value, value, vlen);
+  kv->value[vlen] = '\0';
+  kv->next.tqe_next = NULL;
+  kv->next.tqe_prev = h->tqh_last;
+  *h->tqh_last = kv;
+  h->tqh_last = &kv->next.tqe_next;
+  return 0;
+}
+
+void polite__net_field_remove(struct evkeyvalq *h, const char *name) {
+  struct evkeyval *kv = h->tqh_first;
+  while (kv) {
+    struct evkeyval *next = kv->next.tqe_next;
+    if (polite__ci_eq(kv->key, strlen(kv->key), name)) {
+      if (next)
+        next->next.tqe_prev = kv->next.tqe_prev;
+      else
+        h->tqh_last = kv->next.tqe_prev;
+      *kv->next.tqe_prev = next;
+      free(kv);
+    }
+    kv = next;
+  }
+}
+
+void polite__net_fields_clear(struct evkeyvalq *h) {
+  struct evkeyval *kv = h->tqh_first;
+  while (kv) {
+    struct evkeyval *next = kv->next.tqe_next;
+    free(kv);
+    kv = next;
+  }
+  h->tqh_first = NULL;
+  h->tqh_last = &h->tqh_first;
 }

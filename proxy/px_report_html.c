@@ -2,11 +2,10 @@
  * self-contained page, built from the proxy's JSON report and its request
  * log (what it did over time, per client, per rule, every early retry). */
 #define _GNU_SOURCE
-#include "report_proxy.h"
+#include "px_report_html.h"
 
 #include "px.h"
-#include "report_html.h"
-#include "report_model.h"
+#include "report_svg.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -77,6 +76,14 @@ static int64_t parse_iso(const char *s) {
 
 /* "TIME CLIENT [auth:HASH] METHOD URL STATUS KIND [NOTES...] DURms"
  * (docs/proxy.md). Returns 0, or -1 for a line of another shape. */
+/* A duration of the log in whole seconds: "90000ms" (what the log writes)
+ * or "90s" (logs of earlier versions). */
+static int64_t log_seconds(const char *v) {
+  char *end;
+  long long n = strtoll(v, &end, 10);
+  return strncmp(end, "ms", 2) == 0 ? n / 1000 : n;
+}
+
 static int parse_line(char *line, px_line *out) {
   char *tok[24];
   int n = 0;
@@ -97,7 +104,7 @@ static int parse_line(char *line, px_line *out) {
     if (strncmp(tok[k], "early_by=", 9) == 0)
       out->early_ms = strtoll(tok[k] + 9, NULL, 10);
     else if (strncmp(tok[k], "retry_after=", 12) == 0)
-      out->retry_after_s = strtoll(tok[k] + 12, NULL, 10);
+      out->retry_after_s = log_seconds(tok[k] + 12);
   }
   return 0;
 }
@@ -525,7 +532,9 @@ int polite__px_report_html(const px_config *cfg, const px_state *st,
   free(text);
   px_view *v = calloc(1, sizeof *v);
   const char *log_path =
-      cfg->log && strcmp(cfg->log, "-") != 0 ? cfg->log : NULL;
+      cfg->log && strcmp(cfg->log, "-") != 0 && strcmp(cfg->log, "none") != 0
+          ? cfg->log
+          : NULL;
   if (log && log != stderr)
     fflush(log);
   int rc = -1;

@@ -1,6 +1,6 @@
-/* polite report: SVG building blocks (frames, axes, patterns, markers) and
- * the shared page head; the charts themselves are in report_charts.c. */
-#include "report_html.h"
+/* polite: SVG and HTML building blocks (frames, axes, patterns, markers,
+ * histogram bins) and the shared page head of every page polite writes. */
+#include "report_svg.h"
 
 #include <math.h>
 #include <string.h>
@@ -266,4 +266,19 @@ void rp_hist_label(char *buf, size_t n, int k) {
     snprintf(buf, n, "< %s", b);
   else
     snprintf(buf, n, "%s-%s", a, b);
+}
+
+static const int64_t HIST_EDGES[RP_HIST - 1] = {
+    1,   2,    5,    10,   20,    50,    100,   200,
+    500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
+
+int rp_hist_bin(int64_t ms) {
+  int k = 0;
+  while (k < RP_HIST - 1 && ms >= HIST_EDGES[k])
+    k++;
+  return k;
+}
+
+int64_t rp_hist_edge(int k) {
+  return k >= 0 && k < RP_HIST - 1 ? HIST_EDGES[k] : -1;
 }

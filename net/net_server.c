@@ -1,17 +1,17 @@
-/* polite proxy: the client side, our own HTTP/1.1 server on bufferevents:
+/* polite net: the client side, our own HTTP/1.1 server on bufferevents:
  * keep-alive, pipelining answered in order, bounded heads and bodies,
- * deadlines, and a connection limit that sheds idle connections first. */
+ * deadlines, a connection limit that sheds idle connections first, and one
+ * owner per request (net_server.h says who frees what). */
 #define _GNU_SOURCE
 #include <sys/queue.h> /* before libevent: its TAILQ macros */
 
 #include "http_syntax.h"
 
-#include "px_conn.h"
-
-#include <polite/clock.h>
+#include "net_conn.h"
 
 #include <arpa/inet.h>
 #include <event2/bufferevent.h>
+#include <event2/http.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +29,8 @@
 
 /* ---- The connection list (for the limit) --------------------------------- */
 
-static void list_unlink(px_conn *c) {
-  px_server *s = c->s;
+static void list_unlink(net_conn *c) {
+  net_server *s = c->s;
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -42,8 +42,8 @@ static void list_unlink(px_conn *c) {
   c->prev = c->next = NULL;
 }
 
-static void list_append(px_conn *c) {
-  px_server *s = c->s;
+static void list_append(net_conn *c) {
+  net_server *s = c->s;
   c->prev = s->conns_tail;
   c->next = NULL;
   if (s->conns_tail)
@@ -53,18 +53,27 @@ static void list_append(px_conn *c) {
   s->conns_tail = c;
 }
 
-static void conn_free(px_conn *c) {
-  px_server *s = c->s;
-  polite__px_conn_gone(s, c->id); /* pxlimits hook */
+/* Frees c. A request it holds that was handed to the owner is detached
+ * and the owner told (on_gone), whatever state the connection was in: the
+ * owner, not the connection, frees what it owns. One never handed out is
+ * freed here. */
+static void conn_free(net_conn *c) {
+  net_server *s = c->s;
   list_unlink(c);
   s->nconns--;
-  if (c->cur) {
-    if (c->state == C_WAIT) {
-      c->cur->conn = NULL; /* the answer goes on, and is dropped */
+  net_req *rq = c->cur;
+  if (rq) {
+    c->cur = NULL;
+    rq->conn = NULL;
+    if (rq->handed) {
+      polite__net_pending_cancel(rq);
+      s->cb.on_gone(s->ud, rq);
     } else {
-      polite__px_req_free(c->cur); /* never decided: nothing to record */
+      polite__net_req_free(rq);
     }
   }
+  if (s->cb.on_conn_closed)
+    s->cb.on_conn_closed(s->ud, c->id);
   if (c->timer)
     event_free(c->timer);
   if (c->dest)
@@ -76,22 +85,47 @@ static void conn_free(px_conn *c) {
   free(c);
 }
 
-static void arm(px_conn *c, int ms) {
+static void arm(net_conn *c, int ms) {
   struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
   event_add(c->timer, &tv);
 }
 
-/* Frees c when it is done with; called last by every callback. */
-static void settle(px_conn *c) {
-  if (c->busy)
-    return;
-  if (c->state == C_DEAD ||
-      (c->state == C_CLOSING &&
-       evbuffer_get_length(bufferevent_get_output(c->bev)) == 0))
-    conn_free(c);
+void polite__net_conn_arm(net_conn *c, int ms) {
+  arm(c, ms);
 }
 
-static void close_after_write(px_conn *c) {
+/* Frees c when it is done with; called last by every callback. */
+/* Bytes written to c's client not yet in its socket. Behind TLS they may
+ * have left the filter and still wait in the socket's own bufferevent:
+ * freeing the connection then would lose the end of the last answer. */
+static size_t unsent(net_conn *c) {
+  struct bufferevent *under = bufferevent_get_underlying(c->bev);
+  return evbuffer_get_length(bufferevent_get_output(c->bev)) +
+         (under ? evbuffer_get_length(bufferevent_get_output(under)) : 0);
+}
+
+/* How often a closing TLS connection looks whether its socket took the
+ * rest (no callback says so: the filter's fires when it hands its bytes
+ * to the socket's bufferevent, not when that one drains). */
+#define CLOSING_POLL_MS 10
+
+static void settle(net_conn *c) {
+  if (c->busy)
+    return;
+  if (c->state == C_DEAD || (c->state == C_CLOSING && unsent(c) == 0)) {
+    conn_free(c);
+    return;
+  }
+  if (c->state == C_CLOSING && c->origin_host[0] &&
+      evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 &&
+      !c->closing_poll) {
+    c->closing_poll = 1;
+    c->closing_left_ms = c->s->bounds.idle_timeout_ms;
+    arm(c, CLOSING_POLL_MS);
+  }
+}
+
+static void close_after_write(net_conn *c) {
   c->state = C_CLOSING;
   bufferevent_disable(c->bev, EV_READ);
   event_del(c->timer);
@@ -140,32 +174,32 @@ static const char *reason_of(int status) {
   return status < 400 ? "OK" : status < 500 ? "Client Error" : "Server Error";
 }
 
-/* Date header value, formatted once per second. */
-static const char *http_date(void) {
-  static char buf[40];
-  static time_t last = -1;
-  time_t now = time(NULL);
-  if (now != last) {
+/* Date header value on the server's wall clock, formatted once per
+ * second. */
+static const char *http_date(net_server *s) {
+  int64_t now = polite_env_wall_ms(s->env) / 1000;
+  if (now != s->date_s || s->date[0] == '\0') {
+    time_t t = (time_t)now;
     struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    last = now;
+    gmtime_r(&t, &tm);
+    strftime(s->date, sizeof s->date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    s->date_s = now;
   }
-  return buf;
+  return s->date;
 }
 
 /* A refused head: a short text answer, then close (RFC 9112 says the
  * connection cannot be trusted to frame another request). */
-static void refuse(px_conn *c, int status, const char *why) {
+static void refuse(net_conn *c, int status, const char *why) {
   struct evbuffer *out = bufferevent_get_output(c->bev);
   evbuffer_add_printf(out,
                       "HTTP/1.1 %d %s\r\nServer: polite-proxy\r\nDate: "
                       "%s\r\nContent-Type: text/plain\r\nContent-Length: "
                       "%zu\r\nConnection: close\r\n\r\npolite proxy: %s\n",
-                      status, reason_of(status), http_date(), strlen(why) + 15,
-                      why);
+                      status, reason_of(status), http_date(c->s),
+                      strlen(why) + 15, why);
   if (c->cur) {
-    polite__px_req_free(c->cur);
+    polite__net_req_free(c->cur);
     c->cur = NULL;
   }
   close_after_write(c);
@@ -175,17 +209,7 @@ static void refuse(px_conn *c, int status, const char *why) {
 
 static int add_header(void *arg, const char *name, size_t nlen,
                       const char *value, size_t vlen) {
-  struct evkeyvalq *h = arg;
-  struct evkeyval *kv = calloc(1, sizeof *kv);
-  if (kv == NULL || (kv->key = strndup(name, nlen)) == NULL ||
-      (kv->value = strndup(value, vlen)) == NULL) {
-    if (kv)
-      free(kv->key);
-    free(kv);
-    return -1;
-  }
-  TAILQ_INSERT_TAIL(h, kv, next);
-  return 0;
+  return polite__net_field_add(arg, name, nlen, value, vlen);
 }
 
 static struct evkeyvalq *headers_new(void) {
@@ -195,26 +219,58 @@ static struct evkeyvalq *headers_new(void) {
   return h;
 }
 
-static px_req *req_new(px_conn *c, const px_req_head *h) {
-  px_req *r = calloc(1, sizeof *r);
-  if (r == NULL)
+/* A request read on c, owned by c until it is handed out; hdrs (parsed
+ * headers) becomes its own. NULL when out of memory (hdrs freed). */
+static net_req *req_new(net_conn *c, const net_req_head *h,
+                        struct evkeyvalq *hdrs) {
+  net_req *r = calloc(1, sizeof *r);
+  if (r == NULL) {
+    polite__net_fields_clear(hdrs);
+    free(hdrs);
     return NULL;
-  r->s = c->s;
+  }
   r->conn = c;
-  r->in = headers_new();
-  r->out = headers_new();
+  r->in = hdrs;
   r->target = strndup(h->target, h->target_len);
-  if (r->in == NULL || r->out == NULL || r->target == NULL) {
-    polite__px_req_free(r);
+  if (r->target == NULL) {
+    polite__net_req_free(r);
     return NULL;
   }
   snprintf(r->method, sizeof r->method, "%s", h->method);
   r->minor = h->minor;
   r->keepalive = h->keepalive;
-  r->t0_us = polite_mono_us();
-  snprintf(r->client, sizeof r->client, "%s", c->peer);
+  r->t0_us = polite_env_mono_us(c->s->env);
+  snprintf(r->peer, sizeof r->peer, "%s", c->peer);
   snprintf(r->conn_id, sizeof r->conn_id, "%s", c->id);
+  snprintf(r->origin_host, sizeof r->origin_host, "%s", c->origin_host);
+  r->origin_port = c->origin_port;
   return r;
+}
+
+void polite__net_req_detach(net_req *rq) {
+  net_conn *c = rq->conn;
+  if (c && c->cur == rq)
+    c->cur = NULL;
+  rq->conn = NULL;
+}
+
+void polite__net_req_free(net_req *rq) {
+  if (rq == NULL)
+    return;
+  polite__net_pending_cancel(rq);
+  polite__net_req_detach(rq);
+  if (rq->body)
+    evbuffer_free(rq->body);
+  if (rq->in) {
+    polite__net_fields_clear(rq->in);
+    free(rq->in);
+  }
+  free(rq->target);
+  free(rq);
+}
+
+int polite__net_req_attached(const net_req *rq) {
+  return rq->conn != NULL;
 }
 
 /* Drops empty lines before a request line (RFC 9112 §2.2). Returns 0 when
@@ -236,10 +292,10 @@ static int skip_empty_lines(struct evbuffer *in) {
   }
 }
 
-static void start_body(px_conn *c, const px_req_head *h) {
-  px_req *r = c->cur;
-  r->reqbody = evbuffer_new();
-  if (r->reqbody == NULL) {
+static void start_body(net_conn *c, const net_req_head *h) {
+  net_req *r = c->cur;
+  r->body = evbuffer_new();
+  if (r->body == NULL) {
     refuse(c, 503, "out of memory");
     return;
   }
@@ -251,7 +307,7 @@ static void start_body(px_conn *c, const px_req_head *h) {
     refuse(c, 413, "request body larger than --max-body");
     return;
   }
-  polite__px_http_body_init(&c->body, h->chunked, h->content_length);
+  polite__net_http_body_init(&c->body, h->chunked, h->content_length);
   if (h->expect_continue && h->minor >= 1)
     evbuffer_add(bufferevent_get_output(c->bev),
                  "HTTP/1.1 100 Continue\r\n\r\n", 25);
@@ -261,8 +317,8 @@ static void start_body(px_conn *c, const px_req_head *h) {
 
 /* Reads one request head. Returns 1 when it moved on (to C_BODY, C_WAIT or
  * a refusal), 0 when it needs more bytes. */
-static int read_head(px_conn *c) {
-  px_server *s = c->s;
+static int read_head(net_conn *c) {
+  net_server *s = c->s;
   struct evbuffer *in = bufferevent_get_input(c->bev);
   if (c->scan == 0 && !skip_empty_lines(in))
     return 0;
@@ -278,35 +334,31 @@ static int read_head(px_conn *c) {
     refuse(c, 503, "out of memory");
     return 1;
   }
-  long end = polite__px_req_head_end(d, want, &c->scan, &s->bounds.head);
+  long end = polite__net_req_head_end(d, want, &c->scan, &s->bounds.head);
   if (end < 0) {
     refuse(c, 431, "request head larger than --max-head");
     return 1;
   }
   if (end == 0)
     return 0;
-  px_req_head h;
+  net_req_head h;
   struct evkeyvalq *hdrs = headers_new();
   if (hdrs == NULL) {
     refuse(c, 503, "out of memory");
     return 1;
   }
-  if (polite__px_req_parse(&h, d, (size_t)end, &s->bounds.head, add_header,
-                           hdrs) < 0) {
-    evhttp_clear_headers(hdrs);
+  if (polite__net_req_parse(&h, d, (size_t)end, &s->bounds.head, add_header,
+                            hdrs) < 0) {
+    polite__net_fields_clear(hdrs);
     free(hdrs);
     refuse(c, h.status, h.error);
     return 1;
   }
-  c->cur = req_new(c, &h);
+  c->cur = req_new(c, &h, hdrs);
   if (c->cur == NULL) {
-    evhttp_clear_headers(hdrs);
-    free(hdrs);
     refuse(c, 503, "out of memory");
     return 1;
   }
-  free(c->cur->in);
-  c->cur->in = hdrs;
   if (c->eof)
     c->cur->keepalive = 0;
   evbuffer_drain(in, (size_t)end);
@@ -322,46 +374,49 @@ static int body_append(void *arg, const char *data, size_t len) {
   return evbuffer_add(arg, data, len);
 }
 
-static const px_http_cb body_cb = {NULL, NULL, body_append};
+static const net_http_cb body_cb = {NULL, NULL, body_append};
 
 /* Reads body bytes of c->cur. Returns 1 when the body is complete or was
  * refused, 0 when it needs more bytes. */
-static int read_body(px_conn *c) {
-  px_req *r = c->cur;
+static int read_body(net_conn *c) {
+  net_req *r = c->cur;
   struct evbuffer *in = bufferevent_get_input(c->bev);
   for (;;) {
     size_t len = evbuffer_get_length(in);
-    if (c->body.state == PX_HTTP_DONE)
+    if (c->body.state == NET_HTTP_DONE)
       break;
     if (len == 0)
       return 0;
-    if (c->body.state == PX_HTTP_FIXED) {
+    if (c->body.state == NET_HTTP_FIXED) {
       /* The common case moves the bytes' chains, copying nothing. */
       size_t n =
           len < (uint64_t)c->body.remaining ? len : (size_t)c->body.remaining;
-      evbuffer_remove_buffer(in, r->reqbody, n);
+      evbuffer_remove_buffer(in, r->body, n);
       c->body.remaining -= (int64_t)n;
+      arm(c, c->s->bounds.idle_timeout_ms); /* a stall is what times out */
       if (c->body.remaining == 0)
-        c->body.state = PX_HTTP_DONE;
+        c->body.state = NET_HTTP_DONE;
       continue;
     }
     size_t want = len < 65536 ? len : 65536;
     const char *d = (const char *)evbuffer_pullup(in, (ssize_t)want);
     ssize_t used =
-        d ? polite__px_http_feed(&c->body, d, want, &body_cb, r->reqbody) : -1;
+        d ? polite__net_http_feed(&c->body, d, want, &body_cb, r->body) : -1;
     if (used < 0) {
       refuse(c, 400, c->body.error ? c->body.error : "bad chunked body");
       return 1;
     }
     evbuffer_drain(in, (size_t)used);
-    if ((int64_t)evbuffer_get_length(r->reqbody) > c->s->bounds.body_max) {
+    if ((int64_t)evbuffer_get_length(r->body) > c->s->bounds.body_max) {
       refuse(c, 413, "request body larger than --max-body");
       return 1;
     }
-    if (used == 0 && c->body.state != PX_HTTP_DONE)
+    if (used > 0) /* --idle-timeout counts stalls: progress re-arms it */
+      arm(c, c->s->bounds.idle_timeout_ms);
+    if (used == 0 && c->body.state != NET_HTTP_DONE)
       return 0; /* an incomplete chunk-size line */
   }
-  if ((int64_t)evbuffer_get_length(r->reqbody) > c->s->bounds.body_max) {
+  if ((int64_t)evbuffer_get_length(r->body) > c->s->bounds.body_max) {
     refuse(c, 413, "request body larger than --max-body");
     return 1;
   }
@@ -372,7 +427,7 @@ static int read_body(px_conn *c) {
 }
 
 /* Reads and answers requests while whole ones are there. */
-static void process(px_conn *c) {
+static void process(net_conn *c) {
   if (c->busy)
     return;
   c->busy = 1;
@@ -387,7 +442,8 @@ static void process(px_conn *c) {
       /* A request just read: decide and answer it. The answer may end at
        * once (own answers), which puts the connection back in C_HEAD. */
       c->fresh = 0;
-      polite__px_dispatch(c->cur);
+      c->cur->handed = 1;
+      c->s->cb.on_request(c->s->ud, c->cur);
     } else {
       break;
     }
@@ -402,7 +458,7 @@ static void process(px_conn *c) {
 
 static void on_read(struct bufferevent *bev, void *arg) {
   (void)bev;
-  px_conn *c = arg;
+  net_conn *c = arg;
   process(c);
   settle(c);
 }
@@ -414,7 +470,7 @@ static void on_write(struct bufferevent *bev, void *arg) {
 
 static void on_event(struct bufferevent *bev, short what, void *arg) {
   (void)bev;
-  px_conn *c = arg;
+  net_conn *c = arg;
   if (what & BEV_EVENT_CONNECTED)
     return; /* a TLS filter's handshake is done: requests follow */
   if (what & BEV_EVENT_EOF) {
@@ -434,20 +490,26 @@ static void on_event(struct bufferevent *bev, short what, void *arg) {
 static void on_timer(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
-  px_conn *c = arg;
-  /* Idle keep-alive, a head that took too long, a stalled body. */
+  net_conn *c = arg;
+  if (c->state == C_CLOSING && c->closing_poll && unsent(c) > 0 &&
+      (c->closing_left_ms -= CLOSING_POLL_MS) > 0) {
+    arm(c, CLOSING_POLL_MS); /* TLS: the socket has not taken it all yet */
+    return;
+  }
+  /* Idle keep-alive, a head that took too long, a stalled body, a stalled
+   * reader of the last answer. */
   c->state = C_DEAD;
   settle(c);
 }
 
 /* ---- Accepting, with the connection limit -------------------------------- */
 
-static int idle(const px_conn *c) {
+static int idle(const net_conn *c) {
   return c->state == C_HEAD && !c->head_started &&
          evbuffer_get_length(bufferevent_get_input(c->bev)) == 0;
 }
 
-static int partial(const px_conn *c) {
+static int partial(const net_conn *c) {
   return c->state == C_HEAD || c->state == C_BODY;
 }
 
@@ -455,10 +517,10 @@ static int partial(const px_conn *c) {
  * active idle connection, else the oldest one still sending its request;
  * connections with a request being answered are kept. Returns 0 when room
  * was made. */
-static int shed_one(px_server *s) {
-  int (*const order[])(const px_conn *) = {idle, partial};
+static int shed_one(net_server *s) {
+  int (*const order[])(const net_conn *) = {idle, partial};
   for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
-    for (px_conn *c = s->conns; c; c = c->next)
+    for (net_conn *c = s->conns; c; c = c->next)
       if (!c->busy && order[k](c)) {
         s->shed++;
         conn_free(c);
@@ -484,14 +546,13 @@ static void peer_name(const struct sockaddr *a, char *out, size_t size,
   snprintf(id, idsize, "%s:%u", out, port);
 }
 
-int polite__px_conn_accept(px_server *s, evutil_socket_t fd,
-                           const struct sockaddr *addr, int addrlen) {
-  (void)addrlen;
+int polite__net_conn_accept(net_server *s, evutil_socket_t fd,
+                            const struct sockaddr *addr) {
   if (s->nconns >= s->bounds.conns_max && shed_one(s) < 0) {
     close(fd);
     return -1;
   }
-  px_conn *c = calloc(1, sizeof *c);
+  net_conn *c = calloc(1, sizeof *c);
   if (c == NULL) {
     close(fd);
     return -1;
@@ -515,14 +576,14 @@ int polite__px_conn_accept(px_server *s, evutil_socket_t fd,
   }
   s->nconns++;
   list_append(c);
-  polite__px_conn_setup(c);
+  polite__net_conn_setup(c);
   c->state = C_HEAD;
   arm(c, s->bounds.idle_timeout_ms);
   return 0;
 }
 
-void polite__px_conn_setup(px_conn *c) {
-  px_server *s = c->s;
+void polite__net_conn_setup(net_conn *c) {
+  net_server *s = c->s;
   bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
   /* Pipelined bytes beyond one head wait in the kernel, not here. */
   bufferevent_setwatermark(c->bev, EV_READ, 0, s->bounds.head.head_max + 65536);
@@ -532,37 +593,56 @@ void polite__px_conn_setup(px_conn *c) {
   bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
-void polite__px_conn_idle(px_conn *c) {
+void polite__net_conn_idle(net_conn *c) {
   c->state = C_HEAD;
   c->scan = 0;
   c->head_started = 0;
   arm(c, c->s->bounds.idle_timeout_ms);
+  if (!c->busy && evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+    process(c);
 }
 
-void polite__px_conn_settle(px_conn *c) {
+void polite__net_conn_settle(net_conn *c) {
   settle(c);
 }
-void polite__px_conn_free(px_conn *c) {
-  conn_free(c);
-}
-void polite__px_conn_process(px_conn *c) {
-  process(c);
-}
 
-const char *polite__px_conn_origin(const px_req *r, int *port) {
-  if (r->conn == NULL || r->conn->origin_host[0] == '\0')
+net_server *polite__net_server_new(struct event_base *base, const net_bounds *b,
+                                   const net_server_cb *cb, void *ud,
+                                   const polite_env *env) {
+  net_server *s = calloc(1, sizeof *s);
+  if (s == NULL)
     return NULL;
-  *port = r->conn->origin_port;
-  return r->conn->origin_host;
+  s->base = base;
+  s->bounds = *b;
+  s->cb = *cb;
+  s->ud = ud;
+  s->env = env;
+  s->date_s = -1;
+  return s;
 }
 
-void polite__px_conn_close_all(px_server *s) {
-  px_conn *c = s->conns;
+void polite__net_server_free(net_server *s) {
+  if (s == NULL)
+    return;
+  net_conn *c = s->conns;
   while (c) {
-    px_conn *next = c->next; /* conn_free unlinks c only */
+    net_conn *next = c->next; /* conn_free unlinks c only */
     conn_free(c);
     c = next;
   }
+  if (s->listener)
+    evconnlistener_free(s->listener);
+  if (s->resume)
+    event_free(s->resume);
+  free(s);
+}
+
+size_t polite__net_conns(const net_server *s) {
+  return s->nconns;
+}
+
+uint64_t polite__net_shed(const net_server *s) {
+  return s->shed;
 }
 
 /* ---- Writing answers ----------------------------------------------------- */
@@ -574,9 +654,29 @@ static int framing_header(const char *name) {
          polite__ci_eq(name, strlen(name), "Connection");
 }
 
-void polite__px_conn_head(px_req *r, int status, const char *reason,
-                          int64_t length, int no_body, int own) {
-  px_conn *c = r->conn;
+/* One "Name: value" line, without printf (a proxied answer writes a dozen
+ * per request). */
+static void add_field(struct evbuffer *out, const char *k, const char *v) {
+  evbuffer_add(out, k, strlen(k));
+  evbuffer_add(out, ": ", 2);
+  evbuffer_add(out, v, strlen(v));
+  evbuffer_add(out, "\r\n", 2);
+}
+
+static void add_fields(struct evbuffer *out, const struct evkeyvalq *h,
+                       int (*skip)(const char *name, void *arg), void *arg) {
+  for (struct evkeyval *f = h ? h->tqh_first : NULL; f; f = f->next.tqe_next)
+    if (!framing_header(f->key) && !(skip && skip(f->key, arg)))
+      add_field(out, f->key, f->value);
+}
+
+void polite__net_req_head_fwd(net_req *r, int status, const char *reason,
+                              const struct evkeyvalq *own,
+                              const struct evkeyvalq *fwd,
+                              int (*skip)(const char *name, void *arg),
+                              void *arg, const char *extra, int64_t length,
+                              int no_body, int flags) {
+  net_conn *c = r->conn;
   if (c == NULL)
     return;
   /* Staged, and sent with the first body bytes or the end: one write (one
@@ -586,18 +686,23 @@ void polite__px_conn_head(px_req *r, int status, const char *reason,
   c->resp_chunked = !no_body && length < 0 && r->minor >= 1;
   c->resp_close =
       !r->keepalive || c->eof || (!no_body && length < 0 && r->minor == 0);
-  evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
-                      reason && reason[0] ? reason : reason_of(status));
-  if (own)
-    evbuffer_add_printf(
-        out, "%sDate: %s\r\n",
-        evhttp_find_header(r->out, "Server") ? "" : "Server: polite-proxy\r\n",
-        http_date());
-  for (struct evkeyval *h = r->out->tqh_first; h; h = h->next.tqe_next)
-    if (!framing_header(h->key))
-      evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
-  if (length >= 0 && status >= 200 && status != 204)
-    evbuffer_add_printf(out, "Content-Length: %lld\r\n", (long long)length);
+  char line[64];
+  const char *why = reason && reason[0] ? reason : reason_of(status);
+  int n = snprintf(line, sizeof line, "HTTP/1.1 %d ", status);
+  evbuffer_add(out, line, (size_t)n);
+  evbuffer_add(out, why, strlen(why));
+  evbuffer_add(out, "\r\n", 2);
+  if (flags & NET_HEAD_DATE)
+    add_field(out, "Date", http_date(c->s));
+  add_fields(out, own, NULL, NULL);
+  add_fields(out, fwd, skip, arg);
+  if (extra)
+    evbuffer_add(out, extra, strlen(extra));
+  if (length >= 0 && status >= 200 && status != 204) {
+    n = snprintf(line, sizeof line, "Content-Length: %lld\r\n",
+                 (long long)length);
+    evbuffer_add(out, line, (size_t)n);
+  }
   if (c->resp_chunked)
     evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
   if (c->resp_close)
@@ -607,12 +712,19 @@ void polite__px_conn_head(px_req *r, int status, const char *reason,
   evbuffer_add(out, "\r\n", 2);
 }
 
+void polite__net_req_head(net_req *r, int status, const char *reason,
+                          const struct evkeyvalq *headers, int64_t length,
+                          int no_body, int flags) {
+  polite__net_req_head_fwd(r, status, reason, headers, NULL, NULL, NULL, NULL,
+                           length, no_body, flags);
+}
+
 /* Sends what is staged. On a plain socket with nothing queued it is
  * written at once: the bufferevent would first wait for the socket to be
  * writable (an epoll_ctl to add the write event, a loop turn, another to
  * remove it), a third of the syscalls of a small proxied request. What the
  * socket does not take is queued on the bufferevent as usual. */
-static void flush_stage(px_conn *c) {
+static void flush_stage(net_conn *c) {
   struct evbuffer *out = bufferevent_get_output(c->bev);
   if (c->origin_host[0] == '\0' && evbuffer_get_length(out) == 0) {
     evutil_socket_t fd = bufferevent_getfd(c->bev);
@@ -623,8 +735,8 @@ static void flush_stage(px_conn *c) {
   evbuffer_add_buffer(out, c->stage);
 }
 
-void polite__px_conn_body(px_req *r, struct evbuffer *data) {
-  px_conn *c = r->conn;
+void polite__net_req_body(net_req *r, struct evbuffer *data) {
+  net_conn *c = r->conn;
   size_t n = evbuffer_get_length(data);
   if (c == NULL || c->resp_nobody || n == 0) {
     evbuffer_drain(data, n);
@@ -639,21 +751,20 @@ void polite__px_conn_body(px_req *r, struct evbuffer *data) {
   flush_stage(c);
 }
 
-int polite__px_conn_fd(const px_req *r) {
+int polite__net_req_fd(const net_req *r) {
   return r->conn ? (int)bufferevent_getfd(r->conn->bev) : -1;
 }
 
-size_t polite__px_conn_backlog(const px_req *r) {
+size_t polite__net_req_backlog(const net_req *r) {
   return r->conn ? evbuffer_get_length(bufferevent_get_output(r->conn->bev))
                  : 0;
 }
 
-void polite__px_conn_end(px_req *r, int ok) {
-  px_conn *c = r->conn;
+void polite__net_req_end(net_req *r, int ok) {
+  net_conn *c = r->conn;
   if (c == NULL)
     return;
-  r->conn = NULL;
-  c->cur = NULL;
+  polite__net_req_detach(r);
   if (ok && c->resp_chunked)
     evbuffer_add(c->stage, "0\r\n\r\n", 5);
   flush_stage(c);
@@ -662,15 +773,13 @@ void polite__px_conn_end(px_req *r, int ok) {
      * chunk, and a Content-Length left unmet, so the client sees the
      * truncation instead of a well-formed short answer. */
     close_after_write(c);
+  } else if (c->resp_close) {
+    close_after_write(c);
   } else {
-    if (c->resp_close) {
-      close_after_write(c);
-    } else {
-      c->state = C_HEAD;
-      list_unlink(c);
-      list_append(c); /* most recently active last */
-      arm(c, c->s->bounds.idle_timeout_ms);
-    }
+    c->state = C_HEAD;
+    list_unlink(c);
+    list_append(c); /* most recently active last */
+    arm(c, c->s->bounds.idle_timeout_ms);
   }
   if (!c->busy) {
     process(c);
