@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "run_output.h"
 
+#include "http_syntax.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio_ext.h>
@@ -114,13 +116,10 @@ static int link_to_stream(const char *path) {
 
 int run_output_path_check(const char *what, const char *path, char *err,
                           size_t len) {
-  struct stat st;
-  if (path == NULL || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) ||
+  char target[256];
+  if (path == NULL || !polite__symlink_at(path, target, sizeof target) ||
       link_to_stream(path))
     return 0;
-  char target[256];
-  ssize_t n = readlink(path, target, sizeof target - 1);
-  target[n > 0 ? n : 0] = '\0';
   struct stat t;
   snprintf(err, len,
            "%s '%s' is a symbolic link to %s'%s': polite writes no file "
