@@ -11,6 +11,7 @@
 start_pyserver
 B=http://127.0.0.1:$PY_PORT
 now() { python3 -c 'import time; print("%.3f" % time.time())'; }
+calc() { python3 -c "print(round($1, 3))"; } # arithmetic on seconds (no bc)
 sent_between() { # FROM TO PREFIX: requests received in [FROM, TO]
   python3 - "$PY_REC" "$1" "$2" "$3" <<'EOF'
 import json, sys
@@ -58,7 +59,7 @@ case_() {
   # after the damage at the earliest).
   t_mid=$(python3 -c "print(min($(now), $t_before + 1.9))")
   [ "$stop" = 1 ] && check_eq "$name: nothing sent once the damage was seen" \
-    "$(sent_between "$(echo "$t_dmg + 0.6" | bc)" "$t_mid" "/ok/$name-")" 0
+    "$(sent_between "$(calc "$t_dmg + 0.6")" "$t_mid" "/ok/$name-")" 0
   # A third participant and the inspector answer at once, with a reason.
   timeout 5 "$POLITE" budget show "$U" >"$TMP/$name.show" 2>&1
   local st=$?
@@ -71,7 +72,7 @@ case_() {
   if [ "$repaired" = 1 ]; then
     sleep 1.5
     check "$name: sending again after the account settled" \
-      [ "$(sent_between "$(echo "$t_dmg + 2.1" | bc)" "$(now)" "/ok/$name-")" -gt 0 ]
+      [ "$(sent_between "$(calc "$t_dmg + 2.1")" "$(now)" "/ok/$name-")" -gt 0 ]
   fi
   local t_term
   t_term=$(now)
@@ -82,7 +83,7 @@ case_() {
     check_eq "$name: run $((i + 1)) exits 130 on SIGTERM, not by a signal" "$st" 130
   done
   local took
-  took=$(echo "$(now) - $t_term" | bc)
+  took=$(calc "$(now) - $t_term")
   check "$name: both exited within 5 s of SIGTERM (${took} s)" \
     python3 -c "import sys; sys.exit(not $took < 5)"
   for i in 1 2; do
