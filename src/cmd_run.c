@@ -158,6 +158,13 @@ static const cli_opt run_table[] = {
      "authority, each with the same rate, burst and concurrency, and each "
      "with its own learned rate",
      NULL, CLI_AT(R, bo.scope_host), NULL, "run|host", 0},
+    {"budget-outage", 0, CLI_DURATION, "DURATION", 0, LONG_MAX, "60s", NULL,
+     NULL,
+     "while the budget cannot be used (Redis unreachable, a damaged budget "
+     "file) nothing is sent and polite asks again with a backoff for up to "
+     "this long, then stops (exit 1; --resume sends the rest); 0: stop at "
+     "the first failure",
+     NULL, CLI_AT(R, bo.budget_outage_ms), NULL, NULL, 0},
     {"max-attempts", 0, CLI_UINT, "N", 1, 100, "5", NULL, NULL,
      "network attempts per request, first included: polite never sends more",
      "Retries and time", CLI_AT(R, bo.max_attempts), NULL, NULL, 0},
@@ -256,12 +263,12 @@ static const cli_opt run_table[] = {
      "(needs --out and an input FILE; see journal.md)",
      "Journal (crash-safe resume)", CLI_AT(R, jc.path), NULL, NULL, 0},
     {"resume", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
-     "continue the journal's run: skip finished ids, reuse recorded keys, "
-     "repair --out",
+     "continue the journal's run: skip finished ids, run again what was "
+     "cancelled or never started, reuse recorded keys, repair --out",
      NULL, CLI_AT(R, jc.resume), NULL, NULL, 0},
     {"requeue", 0, CLI_CUSTOM, "LIST", 0, 0, NULL, NULL, NULL,
-     "with --resume, run ids whose result was one of these outcomes again "
-     "(e.g. deadline,cancelled)",
+     "with --resume, also run again the ids whose result was one of these "
+     "outcomes (e.g. deadline,http_error)",
      NULL, 0, 0, set_requeue, NULL, 0},
     {"force", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
      "resume although the input or --out changed", NULL, CLI_AT(R, jc.force),
@@ -458,6 +465,12 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
     return cli_usage("run", "%s", err);
   if ((rc = check_distinct(o)) != 0)
     return rc;
+  const char *outs[] = {"--out",     o->out_path,      "--log",
+                        o->log_path, "--summary-json", o->summary_path,
+                        "--report",  o->report_path};
+  for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i += 2)
+    if (run_output_path_check(outs[i], outs[i + 1], err, sizeof err))
+      return cli_usage("run", "%s", err);
   if (o->data_arg && o->data_arg[0] == '@') {
     if ((rc = read_data_file(o->data_arg + 1, o->max_data, &o->data_buf,
                              &o->data_len)) != 0)
@@ -476,6 +489,7 @@ typedef struct {
   run_log log;
   run_progress progress;
   polite_input *input;
+  run_outage outage;
 } run_ctx;
 
 static polite_batch *volatile g_batch;
@@ -496,7 +510,9 @@ static void on_attempt(void *ud, const polite_attempt *a) {
   run_log_attempt(&((run_ctx *)ud)->log, a);
 }
 static void on_tick(void *ud, const polite_batch_stats *s) {
-  run_progress_draw(&((run_ctx *)ud)->progress, s, 0);
+  run_ctx *c = ud;
+  run_outage_tell(&c->outage, &c->progress, s);
+  run_progress_draw(&c->progress, s, 0);
 }
 static void on_rate(void *ud, const polite_rate_change *r) {
   run_log_rate(&((run_ctx *)ud)->log, r);
@@ -544,7 +560,8 @@ static int open_outputs(run_opts *o, run_ctx *c, run_journal **jr) {
       c->out.out = NULL;
       return rc;
     }
-  } else if (o->out_path && (c->out.out = fopen(o->out_path, "w")) == NULL) {
+  } else if (o->out_path &&
+             (c->out.out = run_output_open(o->out_path, 0)) == NULL) {
     return cli_usage("run", "--out: cannot open '%s': %s", o->out_path,
                      strerror(errno));
   }
@@ -556,7 +573,9 @@ static int open_outputs(run_opts *o, run_ctx *c, run_journal **jr) {
                          S_ISREG(c->out.out_st.st_mode);
   }
   c->log.path = o->log_path;
-  if (o->log_path && (c->log.f = fopen(o->log_path, "w")) == NULL)
+  /* --resume appends to the first run's log: one log for the batch. */
+  if (o->log_path &&
+      (c->log.f = run_output_open(o->log_path, o->jc.resume)) == NULL)
     return cli_usage("run", "--log: cannot open '%s': %s", o->log_path,
                      strerror(errno));
   if (o->bodies_dir) {
@@ -614,6 +633,8 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
   bo->on_tick = on_tick;
   bo->on_rate = on_rate;
   bo->ud = c;
+  c->outage.quiet = o->quiet;
+  c->outage.limit_ms = bo->budget_outage_ms;
   if (jr && run_journal_wrap(jr, bo) != 0)
     return CLI_EXIT_FAILED;
   /* Last, so that it sees what the journal wrapper passes on. */
@@ -663,6 +684,8 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
     rc = CLI_EXIT_FAILED;
   else
     rc = CLI_EXIT_OK;
+  if (rc == CLI_EXIT_OK && run_journal_report_kept(jr))
+    rc = CLI_EXIT_FAILED; /* the whole batch's status, not this session's */
   if (c->out.out_failed || outputs_failed || c->out.body_errors)
     rc = CLI_EXIT_FAILED; /* an output could not be written */
   if (run_journal_finish(jr))

@@ -45,6 +45,20 @@ json_t *run_redacted_text_json(const char *text);
 #define RUN_BODY_NAME_MAX 240
 char *run_body_name(const char *id);
 
+/* The rule for every file polite run writes (--out, --log, --summary-json,
+ * --report, --journal, a file: budget, body files): a symbolic link at its
+ * path is refused, whether it dangles or names a file, unless it names a
+ * stream (a character device, a FIFO or a socket: /dev/stdout, /dev/fd/N,
+ * /dev/null), which is written like the stream. Returns 0, or -1 with a
+ * message naming `what`, the path and the link's target in err. */
+int run_output_path_check(const char *what, const char *path, char *err,
+                          size_t len);
+
+/* Opens path for writing (truncated, or appended to) under that rule, with
+ * O_NOFOLLOW so that a link planted after the check is refused too. NULL
+ * with errno set (ELOOP for such a link). */
+FILE *run_output_open(const char *path, int append);
+
 /* The batch's on_result: writes one result line (ud is a run_output). */
 void run_output_result(void *ud, const polite_result *r);
 
