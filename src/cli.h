@@ -15,6 +15,7 @@ int cmd_delay(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_budget(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
 
 /* Exit statuses shared by all subcommands (DESIGN.md). */
 enum {
@@ -205,7 +206,7 @@ int cli_parse_size(const char *s, unsigned long long max,
 
 /* The commands with an option table (for `polite help`). */
 extern const cli_command cli_cmd_run, cli_cmd_plan, cli_cmd_delay,
-    cli_cmd_diagnose, cli_cmd_proxy;
+    cli_cmd_diagnose, cli_cmd_proxy, cli_cmd_queue;
 
 /* Every `polite proxy` option, one row each (proxy/px_config.c): the
  * command line, its --config file, presets and the devproxyrc reader all

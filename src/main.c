@@ -13,11 +13,13 @@
 #pragma weak cmd_diagnose
 #pragma weak cmd_report
 #pragma weak cmd_budget
+#pragma weak cmd_queue
 #pragma weak cli_cmd_run
 #pragma weak cli_cmd_plan
 #pragma weak cli_cmd_delay
 #pragma weak cli_cmd_diagnose
 #pragma weak cli_cmd_proxy
+#pragma weak cli_cmd_queue
 
 struct command {
   const char *name;
@@ -98,6 +100,7 @@ int main(int argc, char **argv) {
       {"proxy", cmd_proxy, "throttling test proxy that catches early retries",
        &cli_cmd_proxy},
       {"budget", cmd_budget, "show or clear a shared budget", NULL},
+      {"queue", cmd_queue, NULL, &cli_cmd_queue},
       {NULL, NULL, NULL, NULL}};
 
   if (argc < 2) {
