@@ -19,9 +19,10 @@
  * doubling up to 500 ms. */
 #define POLL_MIN_US INT64_C(50000)
 #define POLL_MAX_US INT64_C(500000)
-/* Reconnects are spaced by a backoff doubling from 100 ms to 5 s. */
+/* Reconnects are spaced by a backoff doubling from 100 ms to 2 s: a fleet
+ * does not hammer a server that is coming back, and finds it within 2 s. */
 #define BACKOFF_MIN_US INT64_C(100000)
-#define BACKOFF_MAX_US INT64_C(5000000)
+#define BACKOFF_MAX_US INT64_C(2000000)
 /* One take in this many also removes consumers that hold nothing and were
  * idle a long time (workers that died with nothing in hand). */
 #define SWEEP_EVERY 64
@@ -47,8 +48,10 @@ static void errcopy(polite_queue_run *r) {
  * backoff. */
 static void went_down(polite_queue_run *r, int64_t now) {
   r->connected = 0;
-  if (r->down_since_us < 0)
+  if (r->down_since_us < 0) {
     r->down_since_us = now;
+    r->st.outages++;
+  }
   r->backoff_us = r->backoff_us ? r->backoff_us * 2 : BACKOFF_MIN_US;
   if (r->backoff_us > BACKOFF_MAX_US)
     r->backoff_us = BACKOFF_MAX_US;
@@ -72,6 +75,8 @@ static void try_connect(polite_queue_run *r, int64_t now) {
     return;
   }
   r->connected = 1;
+  if (r->down_since_us >= 0)
+    r->st.down_ms += (now - r->down_since_us) / 1000;
   r->down_since_us = -1;
   r->backoff_us = 0;
   r->next_renew_us = now;

@@ -17,6 +17,7 @@
 
 /* How long finish waits for Redis when there is no outage bound. */
 #define FINISH_WAIT_DEFAULT_US INT64_C(10000000)
+#define FINISH_WAIT_STOPPED_US INT64_C(5000000)
 
 /* ---- the request hash (mu held) ------------------------------------------ */
 
@@ -167,13 +168,12 @@ static int qw_attempt_start(void *ud, const polite_attempt_start *s) {
 }
 
 /* Whether a result means "this worker stopped", not "this is the id's
- * result": the entry then goes back to the queue for another worker. A
- * vetoed attempt, a cancel (SIGTERM, a budget that failed), a spent quota
- * (waiting will not help this worker; the queue keeps the work) and the
- * end of --run-deadline. */
-static int is_stop(const polite_queue_run *r, const qentry *e,
-                   const polite_result *res) {
-  if (e->vetoed || res->outcome == POLITE_OUT_CANCELLED ||
+ * result": the engine was cancelled (SIGTERM, a budget that failed), a
+ * quota is spent (waiting will not help this worker; the queue keeps the
+ * work) or --run-deadline passed. The entry then goes back to the queue
+ * for another worker, and this one takes no more. */
+static int is_stop(const polite_queue_run *r, const polite_result *res) {
+  if (res->outcome == POLITE_OUT_CANCELLED ||
       res->outcome == POLITE_OUT_QUOTA_EXHAUSTED)
     return 1;
   if (res->outcome != POLITE_OUT_DEADLINE || r->inner.run_deadline_ms < 0 ||
@@ -187,13 +187,16 @@ static void qw_result(void *ud, const polite_result *res) {
   polite_queue_run *r = ud;
   pthread_mutex_lock(&r->mu);
   qentry *e = hash_get(r, res->req, 1);
-  int stop = e && is_stop(r, e, res);
+  /* A vetoed attempt (its lease was lost, or could not be renewed in
+   * time) ends its request only: its entry goes back (if it is still this
+   * worker's), and the worker goes on. */
+  int vetoed = e && e->vetoed, stop = e && !vetoed && is_stop(r, res);
   if (stop)
     r->stop_taking = 1;
   pthread_mutex_unlock(&r->mu);
   if (e == NULL)
     return; /* not an entry of this queue: cannot happen */
-  char *line = stop ? NULL : r->wo.render(r->wo.ud, res);
+  char *line = stop || vetoed ? NULL : r->wo.render(r->wo.ud, res);
   pthread_mutex_lock(&r->mu);
   if (line != NULL) {
     e->rline = line;
@@ -377,6 +380,11 @@ int polite_queue_run_finish(polite_queue_run *r) {
   r->in_tail = NULL;
   int64_t wait =
       r->wo.outage_ms > 0 ? r->wo.outage_ms * 1000 : FINISH_WAIT_DEFAULT_US;
+  /* Stopped by a signal: a few seconds for Redis, not the outage bound
+   * (what cannot be recorded is kept in the caller's results). */
+  if (r->batch && polite_batch_stats_get(r->batch)->cancelled &&
+      wait > FINISH_WAIT_STOPPED_US)
+    wait = FINISH_WAIT_STOPPED_US;
   drain(r, polite_mono_us() + wait);
   r->quit = 1;
   pthread_cond_broadcast(&r->cv);

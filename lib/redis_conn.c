@@ -275,8 +275,10 @@ static ssize_t link_read(rlink *l, short *ev) {
       *ev |= POLLIN;
       return 0;
     }
-    if (r == 0)
-      errno = ECONNRESET;
+    if (r == 0) {
+      errno = ECONNRESET; /* the server closed the connection */
+      return -1;
+    }
   } else {
     int n = SSL_read(l->ssl, buf, (int)sizeof buf);
     int e = n > 0 ? SSL_ERROR_NONE : SSL_get_error(l->ssl, n);

@@ -150,6 +150,9 @@ void run_queue_summary(const run_queue *rq, FILE *f, int quiet) {
   if (s.recorded + s.duplicates > 0)
     fprintf(f, " (%.2f per result)",
             (double)s.round_trips / (double)(s.recorded + s.duplicates));
+  if (s.outages)
+    fprintf(f, "; Redis was unreachable %llu time(s), %.1f s in all",
+            (unsigned long long)s.outages, (double)s.down_ms / 1000.0);
   fputc('\n', f);
 }
 

@@ -180,6 +180,8 @@ typedef struct {
   uint64_t dead_lettered;
   uint64_t unrecorded; /* results Redis could not be told */
   uint64_t round_trips;
+  uint64_t outages;  /* times Redis became unreachable */
+  int64_t down_ms;   /* how long it was, in all (ended outages) */
   int gave_up;       /* Redis stayed unreachable past the outage bound */
   int missing;       /* the queue did not exist (nothing pushed) */
   const char *error; /* the last Redis failure, "" when none */
