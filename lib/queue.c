@@ -372,17 +372,12 @@ static int status_workers(const redisReply *r, polite_queue_status *st) {
   return 0;
 }
 
-int polite_queue_status_get(polite_queue *q, polite_queue_status *st) {
+int polite__queue_status_parse(const redisReply *r, polite_queue_status *st) {
   memset(st, 0, sizeof *st);
   st->oldest_pending_ms = -1;
-  polite__qargs a;
-  polite__qargs_init(&a, q, "status", "");
-  polite__rcmd cmd = polite__qargs_cmd(&a);
-  redisReply *r = NULL;
-  int rc = a.oom ? POLITE_ENOMEM : polite__queue_exec(q, 1, &cmd, &r);
-  if (rc == 0)
-    rc = polite__queue_expect(q, r, REDIS_REPLY_ARRAY, "status");
-  if (rc == 0 && r->elements >= 1 && polite__reply_int(r->element[0]) == 1 &&
+  if (r->type != REDIS_REPLY_ARRAY)
+    return POLITE_EIO;
+  if (r->elements >= 1 && polite__reply_int(r->element[0]) == 1 &&
       r->elements >= 9) {
     long long v[9];
     for (int i = 0; i < 9; i++)
@@ -397,8 +392,23 @@ int polite_queue_status_get(polite_queue *q, polite_queue_status *st) {
     /* -1 (none) is not a whole number to polite__reply_int either. */
     st->oldest_pending_ms = v[7];
     st->lease_ms = v[8] > 0 ? v[8] : 0;
-    rc = status_workers(r, st);
+    return status_workers(r, st);
   }
+  return 0;
+}
+
+int polite_queue_status_get(polite_queue *q, polite_queue_status *st) {
+  memset(st, 0, sizeof *st);
+  st->oldest_pending_ms = -1;
+  polite__qargs a;
+  polite__qargs_init(&a, q, "status", "");
+  polite__rcmd cmd = polite__qargs_cmd(&a);
+  redisReply *r = NULL;
+  int rc = a.oom ? POLITE_ENOMEM : polite__queue_exec(q, 1, &cmd, &r);
+  if (rc == 0)
+    rc = polite__queue_expect(q, r, REDIS_REPLY_ARRAY, "status");
+  if (rc == 0)
+    rc = polite__queue_status_parse(r, st);
   freeReplyObject(r);
   polite__qargs_free(&a);
   return rc;

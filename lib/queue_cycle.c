@@ -265,9 +265,10 @@ static qentry *new_entry(const redisReply *const *e, int64_t sent_us) {
   return q;
 }
 
-/* The take reply: {cursor, pel, dead_lettered, exists, stored_lease,
- * entries...}. Returns the number of entries put in the inbox. */
-static size_t done_take(polite_queue_run *r, turn *t, const redisReply *rep) {
+size_t polite__queue_take_reply(polite_queue_run *r, const redisReply *rep,
+                                int64_t sent_us) {
+  if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 5)
+    return 0;
   const char *cursor = polite__reply_str(rep->element[0], NULL, 0);
   long long pel = polite__reply_int(rep->element[1]);
   long long stored = polite__reply_int(rep->element[4]);
@@ -282,8 +283,7 @@ static size_t done_take(polite_queue_run *r, turn *t, const redisReply *rep) {
   }
   size_t n = 0;
   for (size_t i = 5; i + 7 <= rep->elements; i += 7) {
-    qentry *e =
-        new_entry((const redisReply *const *)rep->element + i, t->sent_us);
+    qentry *e = new_entry((const redisReply *const *)rep->element + i, sent_us);
     if (e == NULL)
       continue; /* its lease runs out; another worker will take it */
     e->next = r->held;
@@ -309,7 +309,7 @@ static size_t done_take(polite_queue_run *r, turn *t, const redisReply *rep) {
                        ? (r->poll_gap_us * 2 < POLL_MAX_US ? r->poll_gap_us * 2
                                                            : POLL_MAX_US)
                        : POLL_MIN_US;
-  r->next_poll_us = t->sent_us + r->poll_gap_us;
+  r->next_poll_us = sent_us + r->poll_gap_us;
   return n;
 }
 
@@ -352,7 +352,8 @@ static int done(polite_queue_run *r, turn *t, redisReply **rep) {
   if (t->ia_take >= 0 &&
       (j = judge(r, rep[t->ia_take], REDIS_REPLY_ARRAY, "take")) == 0 &&
       rep[t->ia_take]->elements >= 5)
-    wake = done_take(r, t, rep[t->ia_take]) > 0 || r->ended;
+    wake = polite__queue_take_reply(r, rep[t->ia_take], t->sent_us) > 0 ||
+           r->ended;
   else if (t->ia_take >= 0 && (j ? j : 2) > worst)
     worst = j ? j : 2;
   if (wake && r->batch)

@@ -58,6 +58,11 @@ int polite__queue_expect(polite_queue *q, const redisReply *r, int type,
 void polite__queue_errf(polite_queue *q, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Fills st from the reply of the script's "status" (see queue_script.h);
+ * elements of the wrong type count as 0. Returns 0, POLITE_EIO (not an
+ * array) or POLITE_ENOMEM. */
+int polite__queue_status_parse(const redisReply *r, polite_queue_status *st);
+
 /* A reply element as a string (a bulk string, or an integer's digits in
  * buf), or NULL when it is neither. */
 const char *polite__reply_str(const redisReply *r, char *buf, size_t len);

@@ -67,6 +67,13 @@ struct polite_queue_run {
   char cursor[48];
 };
 
+/* Puts the entries of a take reply ({cursor, pel, dead_lettered, exists,
+ * stored_lease, then (sid, id, line, lineno, key, deliveries, claimed) per
+ * entry}, sent at sent_us) in r's inbox, and notes whether the queue is
+ * done (mu held). Elements of the wrong type are skipped. Returns the
+ * number of entries taken. */
+size_t polite__queue_take_reply(polite_queue_run *r, const redisReply *rep,
+                                int64_t sent_us);
 /* The queue's thread (lib/queue_cycle.c). */
 void *polite__queue_thread(void *arg);
 /* Unlinks e from the held list and the hash and frees it (mu held). */

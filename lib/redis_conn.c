@@ -72,6 +72,74 @@ static const char *ssl_why(char *buf, size_t len) {
   return buf;
 }
 
+/* ---- replies with bounds ---------------------------------------------------
+ *
+ * hiredis 0.14's own reply builder allocates an array of whatever size a
+ * "*N" header names, before any element arrives: a hostile or broken
+ * server could make one reply take gigabytes. These builders make the same
+ * redisReply objects (freeReplyObject frees them) but refuse arrays longer
+ * than POLITE__RCONN_MAX_ELEMENTS; the reader then fails with "Out of
+ * memory" and the connection is dropped. */
+
+static void *attach(const redisReadTask *t, redisReply *r) {
+  if (t->parent != NULL) {
+    redisReply *p = t->parent->obj;
+    p->element[t->idx] = r;
+  }
+  return r;
+}
+
+static void *mk_string(const redisReadTask *t, char *str, size_t len) {
+  redisReply *r = calloc(1, sizeof *r);
+  if (r == NULL || (r->str = malloc(len + 1)) == NULL) {
+    free(r);
+    return NULL;
+  }
+  r->type = t->type;
+  memcpy(r->str, str, len);
+  r->str[len] = '\0';
+  r->len = len;
+  return attach(t, r);
+}
+
+static void *mk_array(const redisReadTask *t, int n) {
+  if (n < 0 || n > POLITE__RCONN_MAX_ELEMENTS)
+    return NULL;
+  redisReply *r = calloc(1, sizeof *r);
+  if (r == NULL ||
+      (n > 0 && (r->element = calloc((size_t)n, sizeof *r->element)) == NULL)) {
+    free(r);
+    return NULL;
+  }
+  r->type = REDIS_REPLY_ARRAY;
+  r->elements = (size_t)n;
+  return attach(t, r);
+}
+
+static void *mk_integer(const redisReadTask *t, long long v) {
+  redisReply *r = calloc(1, sizeof *r);
+  if (r == NULL)
+    return NULL;
+  r->type = REDIS_REPLY_INTEGER;
+  r->integer = v;
+  return attach(t, r);
+}
+
+static void *mk_nil(const redisReadTask *t) {
+  redisReply *r = calloc(1, sizeof *r);
+  if (r == NULL)
+    return NULL;
+  r->type = REDIS_REPLY_NIL;
+  return attach(t, r);
+}
+
+static redisReplyObjectFunctions bounded = {mk_string, mk_array, mk_integer,
+                                            mk_nil, freeReplyObject};
+
+redisReader *polite__rconn_reader(void) {
+  return redisReaderCreateWithFunctions(&bounded);
+}
+
 static void link_close(rlink *l) {
   if (l->ssl) {
     SSL_free(l->ssl);
@@ -230,7 +298,7 @@ static int link_open(polite__rconn *c, rlink *l, const char *host, int port) {
     errf(c, "cannot connect to %.80s:%d: %s", host, port, strerror(err));
     return POLITE_EIO;
   }
-  if ((l->rd = redisReaderCreate()) == NULL) {
+  if ((l->rd = polite__rconn_reader()) == NULL) {
     errf(c, "out of memory");
     link_close(l);
     return POLITE_EIO;
@@ -326,7 +394,8 @@ static int xfer(polite__rconn *c, rlink *l, const char *out, size_t len,
       progress = 1;
     }
     if (l->rd->err) {
-      errf(c, "protocol error: %.100s", l->rd->errstr);
+      errf(c, "protocol error: %.100s (or a reply of more than %d elements)",
+           l->rd->errstr, POLITE__RCONN_MAX_ELEMENTS);
       goto fail;
     }
     if (fed > POLITE__RCONN_MAX_REPLY) {
@@ -415,8 +484,15 @@ static int link_setup(polite__rconn *c, rlink *l) {
   polite__rcmd cmds[2] = {{u->user ? 3 : 2, auth, NULL}, {3, load, NULL}};
   size_t first = u->pass ? 0 : 1;
   redisReply *rep[2] = {NULL, NULL};
-  if (link_exec(c, l, 2 - first, cmds + first, rep) != 0)
+  if (link_exec(c, l, 2 - first, cmds + first, rep) != 0) {
+    /* TLS 1.3 servers refuse a missing client certificate after the
+     * handshake: the first read finds the connection reset. */
+    size_t n = strlen(c->errstr);
+    if (u->tls && u->cert == NULL && n < sizeof c->errstr)
+      snprintf(c->errstr + n, sizeof c->errstr - n,
+               " (does the server want a client certificate? ?cert=FILE)");
     return POLITE_EIO;
+  }
   int rc = 0;
   redisReply *a = first ? NULL : rep[0], *s = rep[1 - first];
   if (a && a->type == REDIS_REPLY_ERROR) {
@@ -502,8 +578,11 @@ static int err_is(const redisReply *r, const char *prefix) {
 }
 
 int polite__rconn_transient(const redisReply *r) {
+  /* A redirect or TRYAGAIN still there after the retries of one exec: a
+   * slot being migrated; wait and try again like after a failover. */
   static const char *const codes[] = {"LOADING",     "READONLY", "MASTERDOWN",
-                                      "CLUSTERDOWN", "BUSY",     NULL};
+                                      "CLUSTERDOWN", "BUSY",     "TRYAGAIN",
+                                      "MOVED ",      "ASK ",     NULL};
   for (const char *const *p = codes; *p; p++)
     if (err_is(r, *p))
       return 1;

@@ -15,6 +15,16 @@
  * a message: Redis's own limit for one bulk string is 512 MB. */
 #define POLITE__RCONN_MAX_REPLY (512u * 1024 * 1024)
 
+/* The most elements one reply array may have (a take of the largest
+ * window is about 30,000): a larger one breaks the connection instead of
+ * being allocated. */
+#define POLITE__RCONN_MAX_ELEMENTS (1 << 20)
+
+/* A reply reader whose arrays are bounded by POLITE__RCONN_MAX_ELEMENTS
+ * (hiredis's own allocates any "*N" at once); replies are freed with
+ * freeReplyObject. NULL when out of memory. */
+redisReader *polite__rconn_reader(void);
+
 typedef struct polite__rconn polite__rconn;
 
 /* One command: argc arguments with their lengths (lens NULL: strlen). */
@@ -55,7 +65,8 @@ int polite__rconn_exec(polite__rconn *c, size_t n, const polite__rcmd *cmds,
                        redisReply **replies);
 
 /* 1 when r is an error that says the node cannot serve now (LOADING,
- * READONLY, MASTERDOWN, CLUSTERDOWN, BUSY): the command did not run, and
+ * READONLY, MASTERDOWN, CLUSTERDOWN, BUSY, and TRYAGAIN, MOVED or ASK left
+ * after exec's retries: a slot in migration): the command did not run, and
  * the connection should be dropped and tried again later. */
 int polite__rconn_transient(const redisReply *r);
 
