@@ -79,17 +79,57 @@ static char *pct_decode(const char *s, size_t n, int *bad) {
   return out;
 }
 
-/* The masked copy: the password (between the userinfo's first ':' and its
- * last '@') becomes REDACTED. */
+static const uri_param *find_param(const char *s, size_t kn) {
+  const uri_param *p = params;
+  while (p->name && (strlen(p->name) != kn || memcmp(p->name, s, kn) != 0))
+    p++;
+  return p->name ? p : NULL;
+}
+
+/* The masked copy for messages: the password (between the userinfo's
+ * first ':' and its last '@'; a userinfo without ':' is all password, as
+ * people write redis://PASSWORD@HOST) and the value of every parameter
+ * polite does not know (it may be a secret put in the wrong place) become
+ * REDACTED. */
 static char *mask(const char *uri, const char *p, const char *at) {
-  char *safe = NULL;
-  if (at == NULL)
-    return strdup(uri);
-  const char *colon = memchr(p, ':', (size_t)(at - p));
-  if (colon == NULL)
-    return strdup(uri);
-  if (asprintf(&safe, "%.*sREDACTED%s", (int)(colon + 1 - uri), uri, at) < 0)
+  const char *colon = at ? memchr(p, ':', (size_t)(at - p)) : NULL;
+  if (at && colon == NULL)
+    colon = p - 1; /* mask from the start of the userinfo */
+  const char *q = strchr(at ? at : p, '?');
+  size_t len = strlen(uri);
+  char *safe = malloc(len + 16 * (len / 2 + 2));
+  if (safe == NULL)
     return NULL;
+  size_t o = 0, head = colon ? (size_t)(colon + 1 - uri)
+                       : q   ? (size_t)(q - uri)
+                             : len;
+  memcpy(safe, uri, head);
+  o = head;
+  if (colon) {
+    memcpy(safe + o, "REDACTED", 8);
+    o += 8;
+    size_t mid = q ? (size_t)(q - at) : strlen(at);
+    memcpy(safe + o, at, mid);
+    o += mid;
+  }
+  while (q != NULL) {
+    const char *s = q + 1, *amp = strchr(s, '&');
+    size_t n = amp ? (size_t)(amp - s) : strlen(s);
+    const char *eq = memchr(s, '=', n);
+    size_t kn = eq ? (size_t)(eq - s) : n;
+    safe[o++] = *q;
+    if (eq && find_param(s, kn) == NULL) {
+      memcpy(safe + o, s, kn + 1);
+      o += kn + 1;
+      memcpy(safe + o, "REDACTED", 8);
+      o += 8;
+    } else {
+      memcpy(safe + o, s, n);
+      o += n;
+    }
+    q = amp;
+  }
+  safe[o] = '\0';
   return safe;
 }
 
@@ -159,10 +199,8 @@ static int parse_param(polite__redis_uri *u, const char *s, size_t n, char *err,
                        size_t len) {
   const char *eq = memchr(s, '=', n);
   size_t kn = eq ? (size_t)(eq - s) : n;
-  const uri_param *p = params;
-  while (p->name && (strlen(p->name) != kn || memcmp(p->name, s, kn) != 0))
-    p++;
-  if (p->name == NULL)
+  const uri_param *p = find_param(s, kn);
+  if (p == NULL)
     /* The name only: an unknown parameter's value may be a secret. */
     return fail(err, len, u->safe,
                 "unknown parameter '%.*s' (expected timeout=, and with "
