@@ -11,8 +11,14 @@
                                   every request of that path
   check.py twice REC              prints how many paths were sent more than
                                   once
-  check.py inflight REC T         prints how many requests were in flight
-                                  at Unix time T (arrived, not yet answered)
+  check.py killed REC UA PREFIX DUMP  for a worker killed with User-Agent
+                                  UA and consumer name PREFIX...:
+                                  prints how many paths it sent without
+                                  recording their result (DUMP: the results
+                                  stream as `redis-cli --raw xrange` prints
+                                  it), i.e. what it had in flight when it
+                                  died; fails when a path sent twice was not
+                                  first sent by it
   check.py field FILE ID NAME     prints the field NAME of ID's line in FILE
 Exit status 1 (with a message) when a check fails.
 """
@@ -62,13 +68,25 @@ def main():
         c = collections.Counter(r["path"] for r in recs)
         print(sum(1 for v in c.values() if v > 1))
         return
-    if cmd == "inflight":
-        t, open_ = float(args[1]), collections.Counter()
-        for r in records(args[0]):
-            key = (r["path"], r["ua"])
-            if r["t"] <= t:
-                open_[key] += 1 if r["ev"] == "in" else -1
-        print(sum(v for v in open_.values() if v > 0))
+    if cmd == "killed":
+        ua, prefix, dump = args[1], args[2], open(args[3]).read().split("\n")
+        by = {}
+        for i in range(0, len(dump) - 8, 9):
+            f = dict(zip(dump[i + 1:i + 9:2], dump[i + 2:i + 9:2]))
+            by[f.get("id")] = f.get("worker", "")
+        first = {}
+        for r in recs:
+            first.setdefault(r["path"], r["ua"])
+        sent = {r["path"] for r in recs if r["ua"] == ua}
+        # A path ends with its id; the killed worker's consumer name starts
+        # with HOST:PID: (docs/queue.md).
+        unrec = [p for p in sent
+                 if not by.get(p.rsplit("/", 1)[-1], "").startswith(prefix)]
+        c = collections.Counter(r["path"] for r in recs)
+        bad = [p for p, n in c.items() if n > 1 and first[p] != ua]
+        print(len(unrec))
+        if bad:
+            sys.exit("sent twice but not first by %s: %s" % (ua, bad[:5]))
         return
     if cmd == "field":
         for r in lines(args[0]):

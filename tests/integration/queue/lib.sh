@@ -95,3 +95,49 @@ wait_for() {
   echo "the upstream did not see $n requests matching '$re' in ${secs}s" >&2
   return 1
 }
+
+# start_cluster: three masters with --cluster-enabled on free ports of
+# 127.0.0.1 joined by redis-cli --cluster create; CPORTS holds their ports.
+start_cluster() {
+  local i p
+  for _ in 1 2 3; do
+    CPORTS=()
+    for i in 0 1 2; do
+      p=$(free_port)
+      CPORTS+=("$p")
+      mkdir -p "$TMP/c$p"
+      (cd "$TMP/c$p" && exec redis-server --port "$p" --bind 127.0.0.1 \
+        --save '' --appendonly no --cluster-enabled yes \
+        --cluster-config-file nodes.conf >log 2>&1) &
+      PIDS+=($!)
+    done
+    for p in "${CPORTS[@]}"; do
+      for _ in $(seq 100); do
+        redis-cli -p "$p" ping 2>/dev/null | grep -q PONG && break
+        sleep 0.05
+      done
+    done
+    if redis-cli --cluster create "${CPORTS[@]/#/127.0.0.1:}" --cluster-yes \
+      >"$TMP/cluster.log" 2>&1; then
+      for _ in $(seq 100); do
+        local okc=0
+        for p in "${CPORTS[@]}"; do
+          redis-cli -p "$p" cluster info 2>/dev/null | grep -q 'cluster_state:ok' &&
+            okc=$((okc + 1))
+        done
+        [ "$okc" = 3 ] && return 0
+        sleep 0.1
+      done
+    fi
+  done
+  echo "could not start a Redis Cluster: $(tail -2 "$TMP/cluster.log")" >&2
+  return 1
+}
+
+# slot_owner KEY: the port (of CPORTS) whose node serves KEY's slot.
+slot_owner() {
+  local p
+  for p in "${CPORTS[@]}"; do
+    redis-cli -p "$p" exists "$1" 2>&1 | grep -q MOVED || { echo "$p"; return; }
+  done
+}
