@@ -20,14 +20,35 @@ import re
 import subprocess
 import sys
 
-COMMANDS = ["run", "plan", "delay", "diagnose", "proxy"]
+COMMANDS = ["run", "plan", "delay", "diagnose", "proxy", "queue"]
 BEGIN = "<!-- options:begin {} -->"
 END = "<!-- options:end -->"
+# A table of some rows of another command's table: "<!-- options:begin run
+# --queue --follow -->" (docs/queue.md shows polite run's queue rows).
+MARKER = re.compile(r"<!-- options:begin ([^>]*?) -->\n(.*?)<!-- options:end -->",
+                    re.S)
 
 
 def polite(exe, *args):
     return subprocess.run([exe, *args], check=True, capture_output=True,
                           text=True).stdout
+
+
+def table_for(exe, spec):
+    """The table a marker asks for: CMD's whole table, or only the rows of
+    CMD whose option names are listed after it."""
+    cmd, *names = spec.split()
+    table = polite(exe, "help", "--markdown", cmd)
+    if not names:
+        return table
+    lines = table.splitlines(keepends=True)
+    keep = lines[:2]
+    for line in lines[2:]:
+        cell = line.split("|")[1].strip().strip("`")
+        opts = {w.rstrip(",") for w in cell.split() if w.startswith("-")}
+        if opts & set(names):
+            keep.append(line)
+    return "".join(keep)
 
 
 def docs(exe, docs_dir, check):
@@ -41,14 +62,12 @@ def docs(exe, docs_dir, check):
             print(f"{path}: no '{begin}' ... '{END}' markers", file=sys.stderr)
             drift = 1
             continue
-        head, rest = text.split(begin, 1)
-        _, tail = rest.split(END, 1)
-        table = polite(exe, "help", "--markdown", cmd)
-        new = head + begin + "\n" + table + END + tail
+        new = MARKER.sub(lambda m: BEGIN.format(m.group(1)) + "\n" +
+                         table_for(exe, m.group(1)) + END, text)
         if new == text:
             continue
         if check:
-            print(f"{path}: the option table differs from "
+            print(f"{path}: an option table differs from "
                   f"'polite help --markdown {cmd}' (run tools/polite_docs.py "
                   f"docs to regenerate)", file=sys.stderr)
             drift = 1

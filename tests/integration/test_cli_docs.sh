@@ -24,7 +24,7 @@ check "regenerating restores the page" [ $? -eq 0 ]
 # ---- man pages: generated, readable with man -l, one entry per option -------
 python3 "$GEN" man "$P" "$POLITE_SRC/docs" "$TMP/man"
 check "the generator writes the man pages" [ $? -eq 0 ]
-for page in polite polite-run polite-plan polite-delay polite-diagnose polite-proxy; do
+for page in polite polite-run polite-plan polite-delay polite-diagnose polite-proxy polite-queue; do
   f=$TMP/man/$page.1
   check "$page.1 exists" test -s "$f"
   MANWIDTH=100 man -l "$f" >"$TMP/$page.txt" 2>"$TMP/$page.err"
@@ -35,7 +35,7 @@ for page in polite polite-run polite-plan polite-delay polite-diagnose polite-pr
   [ -n "${POLITE_BUILD:-}" ] && [ -f "$POLITE_BUILD/man/$page.1" ] &&
     check "the build's $page.1 is up to date" cmp -s "$f" "$POLITE_BUILD/man/$page.1"
 done
-for cmd in run plan delay diagnose proxy; do
+for cmd in run plan delay diagnose proxy queue; do
   "$P" help --json "$cmd" | jq -r '.options[].name' >"$TMP/names.$cmd"
   n=$(wc -l <"$TMP/names.$cmd")
   check "$cmd has options in its table ($n)" [ "$n" -gt 0 ]
@@ -59,6 +59,13 @@ sed -i 's/| `--max-headers N` | 100 (1..100000) |/| `--max-headers N` | 200 |/' 
 python3 "$GEN" docs "$P" "$TMP/docs" --check 2>"$TMP/drift3"
 check "a drifted proxy row is caught" [ $? -eq 1 ]
 check_grep "... naming proxy.md" "proxy.md" "$TMP/drift3"
+# A table of some rows of another command's (queue.md shows polite run's
+# queue rows) drifts too.
+sed -i 's/| `--lease DURATION` | 30s |/| `--lease DURATION` | 60s |/' "$TMP/docs/queue.md"
+python3 "$GEN" docs "$P" "$TMP/docs" --check 2>"$TMP/drift4"
+check "a drifted row of run's table in queue.md is caught" [ $? -eq 1 ]
+check_grep "... naming queue.md" "queue.md" "$TMP/drift4"
+check_grep "polite-queue(1) lists the worker's options of polite run" "--max-deliveries" "$TMP/polite-queue.txt"
 
 # ---- installed by cmake --install into share/man/man1 ----------------------
 if [ -f "$POLITE_BUILD/cmake_install.cmake" ]; then
