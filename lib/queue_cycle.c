@@ -122,7 +122,7 @@ static void untake(polite_queue_run *r, qentry **v, size_t n) {
 static int plan(polite_queue_run *r, turn *t, int64_t now) {
   take_outbox(r, t);
   if (r->nheld > 0 && now >= r->next_renew_us) {
-    t->renew = malloc(r->nheld * sizeof *t->renew);
+    t->renew = malloc(r->nheld * sizeof(qentry *));
     for (qentry *e = r->held; e && t->renew; e = e->next)
       if (!e->lost && e->where != E_BUSY)
         t->renew[t->nrenew++] = e;

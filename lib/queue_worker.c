@@ -283,7 +283,7 @@ int polite_queue_attach(polite_queue *q, polite_batch_options *bo,
   r->renew_us = r->lease_us / 3;
   r->safe_us = 2 * r->renew_us;
   r->hcap = 2 * (size_t)r->wo.window + 1;
-  r->hash = calloc(r->hcap, sizeof *r->hash);
+  r->hash = calloc(r->hcap, sizeof(qentry *));
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -416,8 +416,11 @@ void polite_queue_run_free(polite_queue_run *r) {
     return;
   if (r->th_started)
     polite_queue_run_finish(r);
-  while (r->held)
-    polite__queue_entry_free(r, r->held);
+  while (r->held) {
+    qentry *e = r->held;
+    e->prev = NULL; /* the head: entry_free moves r->held on */
+    polite__queue_entry_free(r, e);
+  }
   free(r->hash);
   pthread_mutex_destroy(&r->mu);
   pthread_cond_destroy(&r->cv);

@@ -106,8 +106,8 @@ static void *mk_array(const redisReadTask *t, int n) {
   if (n < 0 || n > POLITE__RCONN_MAX_ELEMENTS)
     return NULL;
   redisReply *r = calloc(1, sizeof *r);
-  if (r == NULL ||
-      (n > 0 && (r->element = calloc((size_t)n, sizeof *r->element)) == NULL)) {
+  if (r == NULL || (n > 0 && (r->element = calloc(
+                                  (size_t)n, sizeof(redisReply *))) == NULL)) {
     free(r);
     return NULL;
   }

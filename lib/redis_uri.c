@@ -15,20 +15,21 @@
 /* Kinds of URI parameter. */
 enum { P_DURATION, P_PATH, P_FLAG };
 
-/* One parameter: its name, kind, where it lands and whether it needs TLS. */
+/* One parameter: its name, where it lands, its kind and whether it needs
+ * TLS. */
 typedef struct {
   const char *name;
-  int kind;
   size_t off;
+  int kind;
   int tls_only;
 } uri_param;
 
 static const uri_param params[] = {
-    {"timeout", P_DURATION, offsetof(polite__redis_uri, timeout_ms), 0},
-    {"cacert", P_PATH, offsetof(polite__redis_uri, cacert), 1},
-    {"cert", P_PATH, offsetof(polite__redis_uri, cert), 1},
-    {"key", P_PATH, offsetof(polite__redis_uri, key), 1},
-    {"insecure", P_FLAG, offsetof(polite__redis_uri, insecure), 1},
+    {"timeout", offsetof(polite__redis_uri, timeout_ms), P_DURATION, 0},
+    {"cacert", offsetof(polite__redis_uri, cacert), P_PATH, 1},
+    {"cert", offsetof(polite__redis_uri, cert), P_PATH, 1},
+    {"key", offsetof(polite__redis_uri, key), P_PATH, 1},
+    {"insecure", offsetof(polite__redis_uri, insecure), P_FLAG, 1},
     {NULL, 0, 0, 0}};
 
 /* "URI 'SAFE': " + fmt into err. */

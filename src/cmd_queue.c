@@ -72,7 +72,7 @@ static int do_push(polite_queue *q, const queue_opts *o, const char *path) {
   if (path && strcmp(path, "-") != 0 && (in = fopen(path, "r")) == NULL)
     return cli_usage("queue", "push: cannot open '%s': %s", path,
                      strerror(errno));
-  invalid_ctx ic = {path && strcmp(path, "-") ? path : "standard input", 0,
+  invalid_ctx ic = {path && strcmp(path, "-") != 0 ? path : "standard input", 0,
                     o->max_errors};
   polite_queue_push_stats st;
   int rc = polite_queue_push(q, in, &st, on_invalid, &ic);

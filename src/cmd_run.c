@@ -792,6 +792,7 @@ int cmd_run(int argc, char **argv) {
       polite_budget_close(budget);
     }
     polite_input_close(c.input);
+    c.def = NULL; /* def ends here */
   }
   rc = close_outputs(&c, rc);
   if (in != stdin)
