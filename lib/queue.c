@@ -26,13 +26,9 @@
 #define RETRY_PAGE 1000
 
 void polite__queue_errf(polite_queue *q, const char *fmt, ...) {
-  int n = snprintf(q->errstr, sizeof q->errstr,
-                   "queue '%.200s': ", q->u.safe ? q->u.safe : "");
-  if (n < 0 || (size_t)n >= sizeof q->errstr)
-    return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(q->errstr + n, sizeof q->errstr - (size_t)n, fmt, ap);
+  polite__redis_vmsg(q->errstr, sizeof q->errstr, "queue ", q->u.safe, fmt, ap);
   va_end(ap);
 }
 
@@ -137,6 +133,7 @@ polite__rcmd polite__qargs_cmd(const polite__qargs *a) {
 
 int polite__queue_exec(polite_queue *q, size_t n, const polite__rcmd *cmds,
                        redisReply **rep) {
+  q->commands += n;
   if (polite__rconn_exec(q->c, n, cmds, rep) == 0)
     return 0;
   /* The connection's message already names the URI. */

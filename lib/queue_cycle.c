@@ -28,6 +28,9 @@
  * idle a long time (workers that died with nothing in hand). */
 #define SWEEP_EVERY 64
 
+/* The parts of a turn, in the order they are pipelined. */
+enum { P_REC, P_GB, P_RENEW, P_TAKE, P_COUNT };
+
 /* One turn's work, built under the mutex and sent without it. */
 typedef struct {
   qentry *rec[OUT_BATCH], *gb[OUT_BATCH];
@@ -36,7 +39,7 @@ typedef struct {
   size_t nrenew;
   unsigned take; /* entries asked for; 0: no take */
   polite__qargs a[4];
-  int ia_rec, ia_gb, ia_renew, ia_take; /* index in a[], -1: none */
+  int ia[4]; /* each part's index in a[] (P_REC, ...), -1: not sent */
   size_t na;
   int64_t sent_us;
 } turn;
@@ -140,9 +143,10 @@ static int plan(polite_queue_run *r, turn *t, int64_t now) {
  * entries and the sids of held ones are this thread's to read). */
 static void build(polite_queue_run *r, turn *t) {
   polite_queue *q = r->q;
-  t->ia_rec = t->ia_gb = t->ia_renew = t->ia_take = -1;
+  for (int p = 0; p < P_COUNT; p++)
+    t->ia[p] = -1;
   if (t->nrec) {
-    polite__qargs *a = &t->a[t->ia_rec = (int)t->na++];
+    polite__qargs *a = &t->a[t->ia[P_REC] = (int)t->na++];
     polite__qargs_init(a, q, "record", r->worker);
     for (size_t i = 0; i < t->nrec; i++) {
       qentry *e = t->rec[i];
@@ -153,19 +157,19 @@ static void build(polite_queue_run *r, turn *t) {
     }
   }
   if (t->ngb) {
-    polite__qargs *a = &t->a[t->ia_gb = (int)t->na++];
+    polite__qargs *a = &t->a[t->ia[P_GB] = (int)t->na++];
     polite__qargs_init(a, q, "giveback", r->worker);
     for (size_t i = 0; i < t->ngb; i++)
       polite__qargs_add(a, t->gb[i]->sid, strlen(t->gb[i]->sid));
   }
   if (t->nrenew) {
-    polite__qargs *a = &t->a[t->ia_renew = (int)t->na++];
+    polite__qargs *a = &t->a[t->ia[P_RENEW] = (int)t->na++];
     polite__qargs_init(a, q, "renew", r->worker);
     for (size_t i = 0; i < t->nrenew; i++)
       polite__qargs_add(a, t->renew[i]->sid, strlen(t->renew[i]->sid));
   }
   if (t->take) {
-    polite__qargs *a = &t->a[t->ia_take = (int)t->na++];
+    polite__qargs *a = &t->a[t->ia[P_TAKE] = (int)t->na++];
     polite__qargs_init(a, q, "take", r->worker);
     polite__qargs_addf(a, "%lld", (long long)r->wo.lease_ms);
     polite__qargs_addf(a, "%u", t->take);
@@ -178,7 +182,7 @@ static void build(polite_queue_run *r, turn *t) {
 
 /* The record reply: who recorded each id. on_recorded is called without the
  * mutex, in the order the results came. */
-static void done_records(polite_queue_run *r, turn *t, const redisReply *rep) {
+static int done_records(polite_queue_run *r, turn *t, const redisReply *rep) {
   for (size_t i = 0; i < t->nrec; i++) {
     qentry *e = t->rec[i];
     const char *by =
@@ -200,11 +204,12 @@ static void done_records(polite_queue_run *r, turn *t, const redisReply *rep) {
     polite__queue_entry_free(r, e);
   }
   t->nrec = 0;
+  return 0;
 }
 
 /* The renew reply: the sids no longer this worker's. The others' leases
  * run from when the renewal was sent. */
-static void done_renew(polite_queue_run *r, turn *t, const redisReply *rep) {
+static int done_renew(polite_queue_run *r, turn *t, const redisReply *rep) {
   for (size_t i = 0; i < t->nrenew; i++) {
     qentry *e = t->renew[i];
     int lost = 0;
@@ -231,6 +236,7 @@ static void done_renew(polite_queue_run *r, turn *t, const redisReply *rep) {
       polite__queue_entry_free(r, e);
     }
   }
+  return 0;
 }
 
 /* One entry of a take reply: 7 elements from e[0]. */
@@ -327,36 +333,50 @@ static int judge(polite_queue_run *r, const redisReply *x, int type,
              : 2;
 }
 
-/* The replies of one turn (mu held). Returns the worst judge() said; the
- * entries of a failed part stay detached for the caller to put back. */
+/* The give-back reply: how many went back (the others were not this
+ * worker's any more, or had a result by now). */
+static int done_giveback(polite_queue_run *r, turn *t, const redisReply *rep) {
+  r->st.given_back += (uint64_t)(rep->integer > 0 ? rep->integer : 0);
+  for (size_t i = 0; i < t->ngb; i++)
+    polite__queue_entry_free(r, t->gb[i]);
+  t->ngb = 0;
+  return 0;
+}
+
+static int done_take(polite_queue_run *r, turn *t, const redisReply *rep) {
+  if (rep->elements < 5)
+    return -1;
+  return polite__queue_take_reply(r, rep, t->sent_us) > 0 || r->ended;
+}
+
+/* What each part's good reply is and what is done with it (mu held):
+ * 0, 1 to wake the engine, -1 a malformed reply. */
+static const struct {
+  const char *what;
+  int type;
+  int (*ok)(polite_queue_run *r, turn *t, const redisReply *rep);
+} parts[P_COUNT] = {{"record", REDIS_REPLY_ARRAY, done_records},
+                    {"giveback", REDIS_REPLY_INTEGER, done_giveback},
+                    {"renew", REDIS_REPLY_ARRAY, done_renew},
+                    {"take", REDIS_REPLY_ARRAY, done_take}};
+
+/* The replies of one turn (mu held). Returns the worst judge() said (a
+ * malformed reply counts as refused); the entries of a failed part stay
+ * detached for the caller to put back. */
 static int done(polite_queue_run *r, turn *t, redisReply **rep) {
-  int worst = 0, j, wake = 0;
-  if (t->ia_rec >= 0 &&
-      (j = judge(r, rep[t->ia_rec], REDIS_REPLY_ARRAY, "record")) == 0)
-    done_records(r, t, rep[t->ia_rec]);
-  else if (t->ia_rec >= 0 && j > worst)
-    worst = j;
-  if (t->ia_gb >= 0 &&
-      (j = judge(r, rep[t->ia_gb], REDIS_REPLY_INTEGER, "giveback")) == 0) {
-    r->st.given_back += (uint64_t)rep[t->ia_gb]->integer;
-    for (size_t i = 0; i < t->ngb; i++)
-      polite__queue_entry_free(r, t->gb[i]);
-    t->ngb = 0;
-  } else if (t->ia_gb >= 0 && j > worst) {
-    worst = j;
+  int worst = 0, wake = 0;
+  for (int p = 0; p < P_COUNT; p++) {
+    if (t->ia[p] < 0)
+      continue;
+    const redisReply *x = rep[t->ia[p]];
+    int j = judge(r, x, parts[p].type, parts[p].what);
+    int got = j == 0 ? parts[p].ok(r, t, x) : 0;
+    if (got < 0)
+      j = 2;
+    wake |= got > 0;
+    if (j > worst)
+      worst = j;
   }
-  if (t->ia_renew >= 0 &&
-      (j = judge(r, rep[t->ia_renew], REDIS_REPLY_ARRAY, "renew")) == 0)
-    done_renew(r, t, rep[t->ia_renew]);
-  else if (t->ia_renew >= 0 && j > worst)
-    worst = j;
-  if (t->ia_take >= 0 &&
-      (j = judge(r, rep[t->ia_take], REDIS_REPLY_ARRAY, "take")) == 0 &&
-      rep[t->ia_take]->elements >= 5)
-    wake = polite__queue_take_reply(r, rep[t->ia_take], t->sent_us) > 0 ||
-           r->ended;
-  else if (t->ia_take >= 0 && (j ? j : 2) > worst)
-    worst = j ? j : 2;
   if (wake && r->batch)
     polite_batch_wakeup(r->batch);
   if (worst)

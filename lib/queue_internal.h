@@ -16,7 +16,8 @@ struct polite_queue {
   polite__rconn *c;
   char key[QK_COUNT][POLITE__REDIS_NAME_MAX + 32];
   char errstr[400];
-  int attached; /* a worker's thread uses the connection */
+  int attached;      /* a worker's thread uses the connection */
+  uint64_t commands; /* sent by polite__queue_exec (script calls, ...) */
 };
 
 /* One script call's arguments: EVALSHA, the script's SHA-1, 6, the keys,

@@ -399,6 +399,7 @@ int polite_queue_run_finish(polite_queue_run *r) {
   if (connected && r->nheld == 0)
     leave(r);
   r->st.round_trips = polite_queue_round_trips(r->q);
+  r->st.commands = r->q->commands;
   return left ? POLITE_EIO : 0;
 }
 
@@ -408,6 +409,7 @@ void polite_queue_run_status_get(const polite_queue_run *r,
   *s = r->st;
   s->error = r->error;
   s->round_trips = polite_queue_round_trips(r->q);
+  s->commands = r->q->commands;
   pthread_mutex_unlock((pthread_mutex_t *)&r->mu);
 }
 

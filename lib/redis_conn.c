@@ -52,12 +52,9 @@ struct polite__rconn {
 static void errf(polite__rconn *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void errf(polite__rconn *c, const char *fmt, ...) {
-  int n = snprintf(c->errstr, sizeof c->errstr, "'%.160s': ", c->u->safe);
-  if (n < 0 || (size_t)n >= sizeof c->errstr)
-    return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(c->errstr + n, sizeof c->errstr - (size_t)n, fmt, ap);
+  polite__redis_vmsg(c->errstr, sizeof c->errstr, "", c->u->safe, fmt, ap);
   va_end(ap);
 }
 

@@ -36,16 +36,20 @@ static const uri_param params[] = {
 static int fail(char *err, size_t len, const char *safe, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int fail(char *err, size_t len, const char *safe, const char *fmt, ...) {
-  if (err == NULL || len == 0)
-    return POLITE_EINVAL;
-  int n = snprintf(err, len, "'%.200s': ", safe ? safe : "");
-  if (n < 0 || (size_t)n >= len)
-    return POLITE_EINVAL;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err + n, len - (size_t)n, fmt, ap);
+  polite__redis_vmsg(err, len, "", safe, fmt, ap);
   va_end(ap);
   return POLITE_EINVAL;
+}
+
+void polite__redis_vmsg(char *buf, size_t len, const char *what,
+                        const char *safe, const char *fmt, va_list ap) {
+  if (buf == NULL || len == 0)
+    return;
+  int n = snprintf(buf, len, "%s'%.200s': ", what, safe ? safe : "");
+  if (n >= 0 && (size_t)n < len)
+    vsnprintf(buf + n, len - (size_t)n, fmt, ap);
 }
 
 static int hexval(int c) {

@@ -5,6 +5,7 @@
 #ifndef POLITE_REDIS_URI_H
 #define POLITE_REDIS_URI_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,12 @@ typedef struct {
  * POLITE_ENOMEM. On error u is freed (left zeroed). */
 int polite__redis_uri_parse(const char *uri, polite__redis_uri *u, char *err,
                             size_t errlen);
+
+/* Formats "WHAT'SAFE': " + fmt into buf (len bytes): the one shape of the
+ * messages about a Redis URI (what names the client, "queue " or ""; safe
+ * is a masked URI, cut to 200 bytes). */
+void polite__redis_vmsg(char *buf, size_t len, const char *what,
+                        const char *safe, const char *fmt, va_list ap);
 
 /* Frees the strings of u (u itself is the caller's); zeroes it. */
 void polite__redis_uri_free(polite__redis_uri *u);

@@ -141,15 +141,16 @@ void run_queue_summary(const run_queue *rq, FILE *f, int quiet) {
           "queue: took %llu (%llu claimed after their lease ran out), "
           "recorded %llu (%llu ok), %llu recorded first by another worker "
           "(not written), gave back %llu, %llu lease(s) lost, %llu "
-          "dead-lettered; %llu round trips to Redis",
+          "dead-lettered; %llu round trips to Redis (%llu script calls)",
           (unsigned long long)s.taken, (unsigned long long)s.claimed,
           (unsigned long long)s.recorded, (unsigned long long)s.recorded_ok,
           (unsigned long long)s.duplicates, (unsigned long long)s.given_back,
           (unsigned long long)s.lost, (unsigned long long)s.dead_lettered,
-          (unsigned long long)s.round_trips);
+          (unsigned long long)s.round_trips, (unsigned long long)s.commands);
   if (s.recorded + s.duplicates > 0)
-    fprintf(f, " (%.2f per result)",
-            (double)s.round_trips / (double)(s.recorded + s.duplicates));
+    fprintf(f, "; per result: %.2f round trips, %.2f script calls",
+            (double)s.round_trips / (double)(s.recorded + s.duplicates),
+            (double)s.commands / (double)(s.recorded + s.duplicates));
   if (s.outages)
     fprintf(f, "; Redis was unreachable %llu time(s), %.1f s in all",
             (unsigned long long)s.outages, (double)s.down_ms / 1000.0);

@@ -37,14 +37,19 @@ def commands(d, name):
 
 
 def round_trips(d, name):
-    rt, results = 0, 0
+    """The workers' own counts (their summary's queue line): round trips,
+    script calls, results, and entries claimed from other workers."""
+    rt, calls, results, claimed = 0, 0, 0, 0
     for f in glob.glob(os.path.join(d, name + ".w*.err")):
         for l in open(f):
-            m = re.search(r"recorded (\d+) .*?(\d+) recorded first.*; (\d+) round trips", l)
+            m = re.search(r"\((\d+) claimed.* recorded (\d+) .*?(\d+) recorded "
+                          r"first.*; (\d+) round trips to Redis \((\d+) script", l)
             if m:
-                results += int(m.group(1)) + int(m.group(2))
-                rt += int(m.group(3))
-    return rt, results
+                claimed += int(m.group(1))
+                results += int(m.group(2)) + int(m.group(3))
+                rt += int(m.group(4))
+                calls += int(m.group(5))
+    return rt, calls, results, claimed
 
 
 def max_window(ins, secs=1.0):
@@ -73,6 +78,7 @@ def common(name, d, n, rate, t0, t1):
         "run": name, "requests": n, "wall_s": round(t1 - t0, 2),
         "wall_floor": round((t1 - t0) / floor, 3),
         "span_floor": round((last - first) / floor, 3),
+        "lag": "%.2f / %.2f" % (first - t0, t1 - last),
         "max_1s": max_window(ins),
         "cpu_ms_req": round(cpu_ms(d, name) / n, 3),
         "evalsha_req": round(evalsha / n, 2),
@@ -92,13 +98,18 @@ def fleet(args):
     for f in glob.glob(os.path.join(d, name + ".w*.jsonl")):
         for l in open(f):
             outs[json.loads(l)["id"]] += 1
-    rt, results = round_trips(d, name)
+    rt, calls, results, claimed = round_trips(d, name)
     row.update({
         "workers": int(k), "lost": len(want - set(got)),
         "dup_results": sum(1 for v in got.values() if v > 1) +
         sum(1 for v in outs.values() if v > 1),
-        "queue_rt_req": round(rt / results, 2) if results else None,
+        "queue_rt_req": round(rt / n, 2),
+        "queue_calls_req": round(calls / n, 2),
     })
+    if killed != "-":
+        kept = sum(1 for _ in open(os.path.join(d, name + ".w2.jsonl")))
+        row["note"] = ("worker 2 killed after %d results; %d entries claimed "
+                       "by the others" % (kept, claimed))
     if killed != "-":
         dump = open(os.path.join(d, name + ".dump")).read().split("\n")
         by = {}
@@ -140,10 +151,12 @@ def table(args):
     cols = [("run", "run"), ("workers", "processes"), ("wall_s", "wall s"),
             ("wall_floor", "wall / floor"),
             ("span_floor", "first start to last answer / floor"),
+            ("lag", "start to first request / last answer to exit, s"),
             ("max_1s", "max starts in 1 s"),
             ("cpu_ms_req", "CPU ms / request (line)"),
             ("queue_rt_req", "queue round trips / request"),
-            ("evalsha_req", "Redis script calls / request"),
+            ("queue_calls_req", "queue script calls / request"),
+            ("evalsha_req", "all script calls / request (budget too)"),
             ("lost", "ids lost"), ("dup_results", "duplicate results"),
             ("keys_gt1", "writes with > 1 key"), ("sent_twice", "sent twice"),
             ("in_flight_at_kill", "in flight at the kill"), ("note", "note")]

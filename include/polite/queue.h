@@ -180,6 +180,7 @@ typedef struct {
   uint64_t dead_lettered;
   uint64_t unrecorded; /* results Redis could not be told */
   uint64_t round_trips;
+  uint64_t commands; /* script calls in them */
   uint64_t outages;  /* times Redis became unreachable */
   int64_t down_ms;   /* how long it was, in all (ended outages) */
   int gave_up;       /* Redis stayed unreachable past the outage bound */

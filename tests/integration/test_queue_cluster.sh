@@ -8,7 +8,6 @@
 # results.
 . "$(dirname "$0")/lib.sh"
 . "$IT/queue/lib.sh"
-command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 1; }
 start_cluster || exit 1
 start_upstream
 owner=$(slot_owner 'polite:queue:{cl}:work')

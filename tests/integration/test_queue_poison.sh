@@ -5,7 +5,6 @@
 # `polite queue retry-dead` puts it back with its count from 0.
 . "$(dirname "$0")/lib.sh"
 . "$IT/queue/lib.sh"
-command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 1; }
 start_redis || exit 1
 start_upstream
 Q="redis://127.0.0.1:$RPORT/poison"

@@ -7,7 +7,6 @@
 # and the results are the first worker's.
 . "$(dirname "$0")/lib.sh"
 . "$IT/queue/lib.sh"
-command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 1; }
 start_redis || exit 1
 start_upstream
 Q="redis://127.0.0.1:$RPORT/ra"

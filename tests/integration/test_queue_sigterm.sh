@@ -6,7 +6,6 @@
 # twice. Also: --follow waits for entries pushed later and ends on SIGTERM.
 . "$(dirname "$0")/lib.sh"
 . "$IT/queue/lib.sh"
-command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 1; }
 start_redis || exit 1
 start_upstream
 Q="redis://127.0.0.1:$RPORT/term"

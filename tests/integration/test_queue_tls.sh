@@ -6,7 +6,6 @@
 # off; AUTH with a password that no message ever shows.
 . "$(dirname "$0")/lib.sh"
 . "$IT/queue/lib.sh"
-command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 1; }
 make_cert "$TMP/pki" server || { echo "openssl failed"; exit 1; }
 K=$TMP/pki
 RPORT=$(free_port)

@@ -14,6 +14,7 @@
 #                          $TMP/NAME.err; its pid in WPID[NAME]. Workers
 #                          are killed (-9) at exit before the servers
 #   QCHECK                 python3 tests/integration/queue/check.py
+command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 1; }
 QDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 QCHECK="python3 $QDIR/check.py"
 RPID=""
