@@ -307,8 +307,8 @@ size_t polite__queue_take_reply(polite_queue_run *r, const redisReply *rep,
     r->st.claimed += (uint64_t)e->claimed;
     n++;
   }
-  if (polite__reply_int(rep->element[3]) != 1)
-    r->st.missing = 1;
+  /* Nothing pushed yet (a --follow worker may see it appear). */
+  r->st.missing = polite__reply_int(rep->element[3]) != 1;
   if (n == 0 && !r->wo.follow && (pel == 0 || r->st.missing))
     r->ended = 1; /* nothing pending, nothing in flight anywhere */
   r->poll_gap_us = n ? 0

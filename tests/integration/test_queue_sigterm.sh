@@ -53,6 +53,8 @@ check_grep "--follow: an entry pushed later runs within 2 s" '"id":"late"' "$TMP
 kill -TERM "$F"
 wait "$F"
 check_eq "--follow ends on SIGTERM (130)" "$?" 130
+check_no_grep "... and does not call the queue missing once it was pushed to" \
+  "does not exist" "$TMP/F.err"
 
 # Without --follow, a queue nothing was pushed to ends the worker at once.
 "$POLITE" run --queue "redis://127.0.0.1:$RPORT/none" --no-progress \
