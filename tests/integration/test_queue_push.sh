@@ -45,8 +45,14 @@ check_grep "status text: pending, with the wait of the next" \
   "^pending: 5 \(the next has waited [0-9.]+ s\)$" "$TMP/st.txt"
 check_grep "status text: nothing in flight" "^in flight: 0$" "$TMP/st.txt"
 "$POLITE" run --queue "$Q" --rate 50/s -X POST -H 'X-From: worker' \
-  --idempotency-key auto --no-progress -o "$TMP/w.jsonl" 2>"$TMP/w.err"
+  --idempotency-key auto --progress --log "$TMP/w.log" \
+  --summary-json "$TMP/w.summary" -o "$TMP/w.jsonl" 2>"$TMP/w.err"
 check_eq "the worker ends 0" "$?" 0
+check_eq "its attempt log has the 5 attempts" \
+  "$(grep -c '"attempt":' "$TMP/w.log")" 5
+check_eq "its --summary-json counts the 5 results" \
+  "$(jq -c '[.requests, .ok]' "$TMP/w.summary")" "[5,5]"
+check_grep "its progress line and summary are on stderr" "5 requests in" "$TMP/w.err"
 jq -r 'select(.line == 3 or .line == 8) | .id' "$TMP/w.jsonl" | sort >"$TMP/ids"
 check_grep "a bare URL line got the stable id line-3-XXXXXXXX" '^line-3-[0-9a-f]{8}$' "$TMP/ids"
 check_eq "... the same URL on line 8 is another request: line-8-, the same digits" \
