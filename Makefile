@@ -1,6 +1,7 @@
 # Shortcuts for the README's two commands; the real build is CMake + ctest.
 #   make demo   install what is missing, build, run the built-in demo
 #   make test   install what is missing, build, run every test (plain + ASan/UBSan + fuzz smoke + lint)
+#   make sim    the learned-rate simulation: build/sim/results.json and docs/learned-rate.md
 #   make lint   cppcheck, clang-tidy (.clang-tidy), banned functions (scripts/checksrc.sh), clang-format
 #               over lib/ src/ proxy/ gateway/; fails on any finding
 BUILD      ?= build
@@ -9,6 +10,7 @@ FUZZ_BUILD ?= build-fuzz
 LINT_BUILD ?= build-lint
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 10
+SIM_SEEDS  ?= 2 3 4 5
 
 # Debian packages the build, the tests and the demo need.
 DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
@@ -16,7 +18,7 @@ DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
   libcmocka-dev curl jq redis-server nginx-light python3 python3-requests \
   cppcheck clang-tidy libssl-dev openssl chromium nodejs npm man-db prometheus libyaml-dev
 
-.PHONY: all deps build asan fuzz fuzz-build demo lint test test-unit test-asan clean install
+.PHONY: all deps build asan fuzz fuzz-build demo lint sim test test-unit test-asan clean install
 
 all: build
 
@@ -64,13 +66,13 @@ fuzz: fuzz-build
 # checks and their exclusions are in .clang-tidy. The lint build directory is
 # only configured (Debug, so asserts inform the analyzer), never built: all
 # clang-tidy needs is its compile_commands.json.
-LINT_SOURCES = $(sort $(wildcard lib/*.c src/*.c proxy/*.c gateway/*.c))
+LINT_SOURCES = $(sort $(wildcard lib/*.c common/*.c src/*.c net/*.c proxy/*.c gateway/*.c))
 lint: deps
 	cmake -S . -B $(LINT_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPOLITE_TESTS=OFF \
 	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 	cppcheck --enable=warning,portability,performance --inline-suppr \
-	  --error-exitcode=1 --std=c11 -Iinclude -Ilib -Isrc -Iproxy -Igateway \
-	  --suppress=missingIncludeSystem -q -j$(JOBS) lib src proxy gateway
+	  --error-exitcode=1 --std=c11 -Iinclude -Ilib -Icommon -Isrc -Inet -Iproxy -Igateway \
+	  --suppress=missingIncludeSystem -q -j$(JOBS) lib common src net proxy gateway
 	@echo "cppcheck: clean"
 	@log=$(LINT_BUILD)/clang-tidy.log; rc=0; \
 	printf '%s\n' $(LINT_SOURCES) | \
@@ -78,10 +80,21 @@ lint: deps
 	grep -v -E '^[0-9]+ warnings? generated\.$$' $$log || true; \
 	if [ $$rc -ne 0 ]; then echo "clang-tidy: findings above (exit $$rc)"; exit 1; fi; \
 	echo "clang-tidy: clean ($(words $(LINT_SOURCES)) files)"
-	scripts/checksrc.sh lib src proxy gateway
-	@files=$$(git ls-files '*.c' '*.h' 2>/dev/null || find lib src proxy include tests examples bench -name '*.[ch]'); \
+	scripts/checksrc.sh lib common src net proxy gateway
+	scripts/checklayers.sh
+	scripts/checksize.sh
+	@files=$$(git ls-files '*.c' '*.h' 2>/dev/null || find lib common src net proxy gateway include tests examples bench -name '*.[ch]'); \
 	clang-format --dry-run --Werror $$files || { echo "clang-format: run 'clang-format -i' on the files above"; exit 1; }; \
 	echo "clang-format: clean ($$(echo $$files | wc -w) files)"
+
+# The learned-rate simulation (tests/sim): the limiter zoo against polite's
+# real scheduler and controller and the peer models, on a fake clock, in
+# about a second; writes build/sim/results.json and renders the report.
+# `ctest -R sim/zoo` holds the same runs to the targets.
+sim: build
+	$(BUILD)/polite_sim --out $(BUILD)/sim
+	@for s in $(SIM_SEEDS); do $(BUILD)/polite_sim --seed $$s --out $(BUILD)/sim/seed$$s >/dev/null; done
+	python3 tests/sim/render.py $(BUILD)/sim docs/learned-rate.md
 
 demo: build
 	@bash tests/demo.sh $(BUILD)/polite
@@ -96,7 +109,7 @@ test-asan: asan
 # ASan+UBSan, a short fuzz run of every parser, then the static analysis.
 test: build asan
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L unit
+	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L 'unit|asan'
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 	$(MAKE) --no-print-directory lint
 

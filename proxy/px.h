@@ -6,6 +6,7 @@
 #include <polite/core.h>
 
 #include "px_limit.h"
+#include "proxy.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -88,6 +89,12 @@ int polite__px_glob_match(const char *pattern, const char *url,
  * An empty list watches everything. */
 int polite__px_watch_match(char *const *patterns, size_t n, const char *url,
                            const char *path);
+/* 1 when some pattern could match a URL of authority (host[:port]) under
+ * the scheme https (1) or http (0): its host part matches, or it names no
+ * host (a path glob, a bare star). An intercepted CONNECT and the check of
+ * a watch list against --upstream both ask it. */
+int polite__px_watch_host(char *const *patterns, size_t n,
+                          const char *authority, int https);
 
 /* Copies `url` into a new string with the values of secret-looking query
  * parameters (names containing key, token, secret, signature, sig,
@@ -131,11 +138,12 @@ typedef enum {
 #define PX_HDR_DEVPROXY 2 /* RateLimit-Limit/-Remaining/-Reset */
 #define PX_HDR_OPENAI 4   /* x-ratelimit-{limit,remaining,reset}-requests */
 
-typedef struct {
+struct px_config {
   char *listen;          /* "ADDR:PORT" */
   char *upstream;        /* NULL: mock mode */
   char *upstream_cacert; /* https upstreams: CA file (NULL: system store) */
   int upstream_insecure; /* https upstreams: no certificate verification */
+  int test_clock; /* --test-clock: time moves only by POST /__polite/clock */
   char **watch;
   size_t nwatch;
   double failure_rate;  /* percent, 0..100 */
@@ -186,6 +194,9 @@ typedef struct {
   size_t max_file;   /* --max-file-size: files the proxy reads, in bytes */
   char **allow_host; /* --allow-host globs (forward mode); owned */
   size_t nallow_host;
+  char **connect_to; /* --connect-to HOST:PORT:HOST2:PORT2 rules; owned */
+  size_t nconnect_to;
+  const char *mode_note; /* said at start: how the mode was settled */
   int header_timeout_ms, idle_timeout_ms;
   int mode_set; /* --mode given: a devproxyrc or --upstream do not decide */
   /* While options are set (px_config.c): 1 when --config/--devproxy-config/
@@ -193,20 +204,14 @@ typedef struct {
    * resolved against (a config file's; NULL on the command line). */
   int skip_sources;
   const char *set_dir;
-} px_config;
+};
 
 void polite__px_config_init(px_config *c);
 void polite__px_config_free(px_config *c);
 
-/* Sets option `name` (a row of polite__px_options, looked up loosely:
- * kebab-case "failure-rate", camelCase "failureRate" or snake_case) from
- * its text value. Boolean options take
- * "true"/"false"/"1"/"0" or NULL (meaning true). `base_dir` (may be NULL)
- * resolves relative file paths (the config file's directory). Returns 0,
- * or -1 with a message naming the option and the value in err; -2 when the
- * name is unknown. */
-int polite__px_config_set(px_config *c, const char *name, const char *value,
-                          const char *base_dir, char *err, size_t errlen);
+/* polite__px_config_set (proxy.h): boolean options take
+ * "true"/"false"/"1"/"0" or NULL (meaning true); `base_dir` (may be NULL)
+ * resolves relative file paths (the config file's directory). */
 
 /* 1 when the option `name` is boolean (takes no value on the command line). */
 int polite__px_config_is_bool(const char *name);
@@ -233,13 +238,12 @@ struct json_t;
 const char *polite__px_json_text(struct json_t *v, int allow_bool, char *buf,
                                  size_t size);
 
-/* Loads errors_file / mocks_file into c->errors / c->mocks. */
-int polite__px_config_finish(px_config *c, char *err, size_t errlen);
-
 /* Reloads the errors and mocks files when their modification time changed
  * (as Dev Proxy watches them). A file that no longer loads keeps the
  * previous rules; the message goes to `log`. Returns how many reloaded. */
 int polite__px_config_reload(px_config *c, FILE *log);
+/* Modification time of path in ns; 0 when it is NULL or cannot be read. */
+int64_t polite__px_file_mtime_ns(const char *path);
 
 /* ---- Presets (px_preset.c) ------------------------------------------------
  */
@@ -249,8 +253,6 @@ int polite__px_config_reload(px_config *c, FILE *log);
  * setter adds it). */
 int polite__px_preset_apply(px_config *c, const char *name, char *err,
                             size_t errlen);
-/* --preset list: each preset, what it imitates, and its options. */
-void polite__px_preset_list(FILE *f);
 
 /* ---- Dev Proxy's configuration (px_devproxy.c) ----------------------------
  */
@@ -413,12 +415,5 @@ char *polite__px_metrics_text(px_state *s);
 
 /* Number of requests recorded so far (all kinds). */
 uint64_t polite__px_requests(const px_state *s);
-
-/* ---- The engine (px_server.c) ------------------------------------------- */
-
-/* Runs the proxy until SIGINT/SIGTERM, then writes the reports and returns
- * 0; returns 1 (with a message on stderr) when it cannot start. The config
- * is owned by the caller and must have been finished. */
-int polite__px_run(px_config *c);
 
 #endif

@@ -5,14 +5,11 @@
 
 #include "http_syntax.h"
 
-#include <polite/clock.h>
-
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static void iso_now(char *buf, size_t size) {
-  int64_t ms = polite_wall_ms();
+static void iso_time(char *buf, size_t size, int64_t ms) {
   time_t t = (time_t)(ms / 1000);
   struct tm tm;
   gmtime_r(&t, &tm);
@@ -43,13 +40,14 @@ static void headers_free(struct evkeyvalq *h) {
 }
 
 void polite__px_req_free(px_req *r) {
+  if (r->x) /* never left in flight: its callbacks would find r gone */
+    polite__net_up_cancel(r->x);
+  if (r->timer)
+    event_free(r->timer);
   if (r->body)
     evbuffer_free(r->body);
-  if (r->reqbody)
-    evbuffer_free(r->reqbody);
-  headers_free(r->in);
   headers_free(r->out);
-  free(r->target);
+  polite__net_req_free(r->nr);
   free(r->url);
   free(r->raw_url);
   free(r->key);
@@ -70,11 +68,14 @@ void polite__px_finish(px_req *r) {
   polite__px_metrics(s->st)->in_flight--;
   if (s->log) {
     char t[40];
-    iso_now(t, sizeof t);
-    long long tenths = (long long)(polite_mono_us() - r->t0_us) / 100;
+    iso_time(t, sizeof t, r->now.wall_ms);
+    long long tenths = (long long)(r->now.mono_us - r->nr->t0_us) / 100;
+    if (tenths < 0)
+      tenths = 0;
     fprintf(s->log, "%s %s %s %s %d %s%s%s %lld.%lldms\n", t, r->client,
-            r->method, r->url, r->status, kind_name(r->kind),
-            r->note[0] ? " " : "", r->note, tenths / 10, tenths % 10);
+            r->method, r->url, r->status,
+            r->cat[0] ? r->cat : kind_name(r->kind), r->note[0] ? " " : "",
+            r->note, tenths / 10, tenths % 10);
   }
   polite__px_req_free(r);
 }
@@ -134,8 +135,9 @@ void polite__px_send_retry_after(px_req *r, int64_t seconds, int flags) {
   r->tell_wait_ms = seconds * 1000;
   r->tell_flags = flags;
   size_t n = strlen(r->note);
-  snprintf(r->note + n, sizeof r->note - n, "%sretry_after=%llds", n ? " " : "",
-           (long long)seconds);
+  /* Every duration in the log is in milliseconds (docs/proxy.md, "Log"). */
+  snprintf(r->note + n, sizeof r->note - n, "%sretry_after=%lldms",
+           n ? " " : "", (long long)seconds * 1000);
 }
 
 void polite__px_answer_left(px_req *r) {
@@ -148,7 +150,7 @@ void polite__px_answer_left(px_req *r) {
   if (r->tell_wait_ms <= 0)
     return;
   polite__px_tell(r->s->st, r->key, r->conn_id, r->client,
-                  polite_mono_us() / 1000, r->tell_wait_ms, r->tell_flags);
+                  r->now.mono_us / 1000, r->tell_wait_ms, r->tell_flags);
   r->tell_wait_ms = 0;
 }
 
@@ -226,7 +228,8 @@ void polite__px_rate_headers(px_req *r, const px_lim_state *st,
  * @dynamic=N is N; a literal value is sent as written. Returns the wait in
  * ms it asks for (0: none or invalid) and sets *literal when it is sent as
  * written. */
-static int64_t canned_wait(const char *value, int64_t dynamic, int *literal) {
+static int64_t canned_wait(const char *value, int64_t dynamic, int64_t wall,
+                           int *literal) {
   *literal = 0;
   if (strcmp(value, "@dynamic") == 0)
     return dynamic * 1000;
@@ -237,7 +240,6 @@ static int64_t canned_wait(const char *value, int64_t dynamic, int *literal) {
   }
   *literal = 1;
   polite_retry_after ra;
-  int64_t wall = polite_wall_ms();
   polite_retry_after_parse(value, strlen(value), wall / 1000, &ra);
   int64_t d = polite_retry_after_delay_ms(&ra, wall, -1);
   return d > 0 ? d : 0;
@@ -253,7 +255,7 @@ void polite__px_own_canned_wait(px_req *r, const px_response *resp,
     const px_header *h = &resp->headers[i];
     if (polite__ci_eq(h->name, strlen(h->name), "Retry-After")) {
       int literal;
-      int64_t ms = canned_wait(h->value, dynamic_s, &literal);
+      int64_t ms = canned_wait(h->value, dynamic_s, r->now.wall_ms, &literal);
       if (!literal) {
         char v[32];
         snprintf(v, sizeof v, "%lld", (long long)(ms / 1000));
@@ -320,7 +322,7 @@ void polite__px_upstream_answer(px_req *r, int code, struct evkeyvalq *in) {
   px_server *s = r->s;
   if (r->fwd_us > 0)
     polite__px_metrics_latency(polite__px_metrics(s->st),
-                               polite_mono_us() - r->fwd_us);
+                               r->now.mono_us - r->fwd_us);
   if (!r->watched || (code != 429 && code != 503))
     return;
   /* The upstream's own Retry-After is tracked like ours. */
@@ -328,7 +330,7 @@ void polite__px_upstream_answer(px_req *r, int code, struct evkeyvalq *in) {
   if (ra_text == NULL)
     return;
   polite_retry_after ra;
-  int64_t wall = polite_wall_ms();
+  int64_t wall = r->now.wall_ms;
   polite_retry_after_parse(ra_text, strlen(ra_text), wall / 1000, &ra);
   int64_t server_date = -1;
   const char *date = evhttp_find_header(in, "Date");
@@ -352,10 +354,11 @@ static void send_prepared(px_req *r) {
   int no_body =
       strcmp(r->method, "HEAD") == 0 || st < 200 || st == 204 || st == 304;
   r->headers_sent = 1;
-  polite__px_conn_head(r, st, NULL, (int64_t)len, no_body, 1);
+  polite__net_req_head(r->nr, st, NULL, r->out, (int64_t)len, no_body,
+                       NET_HEAD_DATE);
   if (r->body)
-    polite__px_conn_body(r, r->body);
-  polite__px_conn_end(r, 1);
+    polite__net_req_body(r->nr, r->body);
+  polite__net_req_end(r->nr, 1);
 }
 
 void polite__px_send_own(px_req *r) {
@@ -375,10 +378,16 @@ static void send_endpoint(px_req *r, char *text, const char *ctype) {
   polite__px_req_free(r);
 }
 
+void polite__px_send_endpoint(px_req *r) {
+  polite__px_add_cors(r);
+  send_prepared(r);
+  polite__px_req_free(r);
+}
+
 void polite__px_answer_report(px_req *r) {
   px_server *s = r->s;
   send_endpoint(
-      r, polite__px_report_json(s->st, s->started_wall_ms, polite_wall_ms()),
+      r, polite__px_report_json(s->st, s->started_wall_ms, r->now.wall_ms),
       "application/json");
 }
 

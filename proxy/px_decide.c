@@ -3,8 +3,6 @@
 #define _GNU_SOURCE
 #include "px_engine.h"
 
-#include <polite/clock.h>
-
 #include <event2/bufferevent.h>
 #include <netdb.h>
 #include <stdlib.h>
@@ -114,7 +112,9 @@ static int check_judge(px_req *r, int64_t now_us, const char *body,
   const px_config *c = s->cfg;
   px_judgement j;
   polite__px_conn_probe(s->st, conn_alive, NULL);
-  polite__px_judge(s->st, r->key, r->conn_id, polite__px_conn_fd(r), r->client,
+  /* Without a connection (a unit test's request) the probe has no socket. */
+  polite__px_judge(s->st, r->key, r->conn_id,
+                   r->nr ? polite__net_req_fd(r->nr) : -1, r->client,
                    now_us / 1000, c->penalty, &j);
   r->client_id = j.client;
   if (j.verdict == PX_JUDGE_OK)
@@ -122,7 +122,7 @@ static int check_judge(px_req *r, int64_t now_us, const char *body,
   char msg[200];
   int64_t secs = secs_up(j.remaining_ms * 1000);
   if (j.verdict == PX_JUDGE_EARLY) {
-    polite__px_early_record(s->st, polite_wall_ms(), r->key, r->client,
+    polite__px_early_record(s->st, r->now.wall_ms, r->key, r->client,
                             r->conn_id, r->method, r->url, j.remaining_ms,
                             j.guessed);
     r->kind = PX_KIND_EARLY;
@@ -149,7 +149,7 @@ static int check_judge(px_req *r, int64_t now_us, const char *body,
   if (l) {
     px_lim_state st;
     polite__px_lim_admit(l, now_us, 0, &st);
-    polite__px_rate_headers(r, &st, polite_wall_ms());
+    polite__px_rate_headers(r, &st, r->now.wall_ms);
   }
   return 1;
 }
@@ -218,7 +218,7 @@ static int check_rate(px_req *r, int64_t now_us, const char *body,
     return 0;
   px_lim_state st;
   polite__px_lim_admit(l, now_us, 1, &st);
-  polite__px_rate_headers(r, &st, polite_wall_ms());
+  polite__px_rate_headers(r, &st, r->now.wall_ms);
   if (st.admitted)
     return 0;
   r->kind = PX_KIND_RATE;
@@ -300,7 +300,7 @@ void polite__px_charge_tokens(px_req *r, const char *body, size_t len) {
   px_tok *t = tokens(r);
   int64_t p, c;
   if (t && polite__px_tok_usage(body, len, &p, &c) == 0)
-    polite__px_tok_charge(&r->s->cfg->tok, t, polite_mono_us(), p, c);
+    polite__px_tok_charge(&r->s->cfg->tok, t, r->now.mono_us, p, c);
 }
 
 /* Spent quota: 429 insufficient_quota and no Retry-After (waiting a normal
@@ -318,7 +318,7 @@ static int check_quota(px_req *r, int64_t now_us, const char *body,
                              calloc(1, sizeof *q), free);
   if (q == NULL)
     return 0;
-  int64_t wall = polite_wall_ms(), renew = -1;
+  int64_t wall = r->now.wall_ms, renew = -1;
   if (polite__px_quota_admit(&c->quota_cfg, q, wall, now_us / 1000, &renew))
     return 0;
   r->kind = PX_KIND_QUOTA;
@@ -374,16 +374,11 @@ static int (*const checks[])(px_req *, int64_t, const char *, size_t) = {
     check_tokens, check_quota,       check_failure,
 };
 
-int polite__px_decide(px_req *r, int64_t now_us, const char *body,
-                      size_t body_len) {
+int polite__px_decide(px_req *r, const char *body, size_t body_len) {
+  /* One reading of the clock for the whole decision: the request's. */
+  int64_t now_us = r->now.mono_us;
   for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
     if (checks[i](r, now_us, body, body_len))
       return 1;
   return 0;
-}
-
-/* A closed connection's pending deadline may pass to the client's next
- * connection (px_track.c says why). */
-void polite__px_conn_gone(px_server *s, const char *conn_id) {
-  polite__px_conn_closed(s->st, conn_id);
 }

@@ -1,11 +1,12 @@
-/* polite proxy: the engine's shared state (server, connection, request) and
- * its internal functions. */
+/* polite proxy: the engine's shared state (the proxy, its requests) and its
+ * internal functions, on net/'s server and upstream client. */
 #ifndef POLITE_PX_ENGINE_H
 #define POLITE_PX_ENGINE_H
 
+#include "net_server.h"
+#include "net_tls.h"
+#include "net_upstream.h"
 #include "px.h"
-#include "px_http.h"
-#include "px_upstream.h"
 
 #include <openssl/ssl.h>
 
@@ -13,20 +14,16 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <event2/listener.h>
 
-typedef struct px_conn px_conn;
-typedef struct px_ca px_ca;
+typedef net_bounds px_bounds;
 
-/* The server's bounds against hostile or careless clients (docs/proxy.md,
- * "Bounds"): each has a flag and a documented default. */
+/* One reading of the clocks, taken once at the start of each event (a
+ * request arrives, an upstream answer begins or ends, a timer fires) and
+ * passed down, so that one decision sees one time (libuv's uv_now). */
 typedef struct {
-  px_req_limits head;    /* request head bytes and header count */
-  int64_t body_max;      /* request body bytes */
-  int header_timeout_ms; /* from a head's first byte to its end */
-  int idle_timeout_ms;   /* keep-alive idle, body reads, stalled writes */
-  size_t conns_max;      /* client connections at once */
-} px_bounds;
+  int64_t mono_us; /* intervals, deadlines, the judge and the limiters */
+  int64_t wall_ms; /* HTTP-dates, the log, the report */
+} px_now;
 
 /* The proxy: one per process, alive for the whole run. */
 typedef struct {
@@ -38,43 +35,41 @@ typedef struct {
   FILE *log;
   int64_t started_wall_ms;
   px_bounds bounds;
+  const polite_env *env; /* the clocks (--test-clock: a controlled one) */
+  net_server *srv;       /* the clients' side (net/) */
+  net_connect_to *cto;   /* --connect-to rules (NULL: none) */
   /* Upstream (reverse mode), split once at start. */
   char up_host[256];
   int up_port;
   char up_authority[300]; /* host[:port] for the Host header and URLs */
   char up_prefix[1024];   /* path prefix without the trailing '/' */
-  px_upstream *up;
-  px_up_pool *pool; /* forward mode: upstreams by scheme, host, port */
-  px_ca *ca;        /* forward mode with --watch: the local CA */
+  net_upstream *up;
+  net_up_pool *pool; /* forward mode: upstreams by scheme, host, port */
+  net_ca *ca;        /* forward mode with --watch: the local CA */
   char listen_addr[128];
-  struct evconnlistener *listener;
-  struct event *resume; /* re-enables accepting after EMFILE */
-  int64_t accept_warned_ms;
-  px_conn *conns, *conns_tail; /* every client connection, oldest first */
-  size_t nconns;
-  uint64_t shed; /* connections closed to make room for new ones */
 } px_server;
 
 typedef enum { ACT_OWN = 0, ACT_FORWARD = 1 } px_action;
 
-/* One client request from arrival to the last byte of its response. It may
- * outlive its connection (a client that goes away while the upstream
- * answers): conn is then NULL and what would be sent is dropped. */
+/* One client request from arrival to the last byte of its response, owned
+ * by the proxy (polite__px_req_new; polite__px_finish frees it) whatever
+ * its client does: when the client leaves first (net's on_gone), what the
+ * request started (an upstream exchange, a --latency timer) is cancelled
+ * and the request is finished as 499 client_gone. */
 typedef struct {
   px_server *s;
-  px_conn *conn;            /* NULL once the client has gone */
-  struct evkeyvalq *in;     /* request headers (owned) */
-  struct evkeyvalq *out;    /* response headers being prepared (owned) */
-  struct evbuffer *reqbody; /* the request body, complete (owned) */
-  char *target;             /* request-target as received (owned) */
-  int minor;                /* the client's HTTP/1.minor */
-  int keepalive;            /* the client allows another request after */
-  int64_t t0_us;
+  net_req *nr;           /* the client's side (owned): head, body, answer */
+  struct evkeyvalq *in;  /* request headers (nr's) */
+  struct evkeyvalq *out; /* response headers being prepared (owned) */
+  const char *target;    /* request-target as received (nr's) */
+  px_now now;            /* the clocks at the event being handled */
   char method[16];
   char *url;           /* absolute URL, secrets redacted: logs, keys, report */
   char *raw_url;       /* absolute URL as requested: rule matching only */
   const char *path;    /* points into target */
-  px_upstream *up;     /* where ACT_FORWARD sends it */
+  net_upstream *up;    /* where ACT_FORWARD sends it */
+  net_up_exch *x;      /* the exchange in flight on up, or NULL */
+  struct event *timer; /* --latency before the action, or NULL */
   char authority[300]; /* Host for the upstream request */
   const char *prefix;  /* path prefix for the upstream request */
   /* Forward mode: the real destination (dest_host empty: none). */
@@ -90,6 +85,7 @@ typedef struct {
   struct evbuffer *body; /* own responses */
   int headers_sent;
   int unrecorded; /* logged, not counted in the report (a CONNECT's 200) */
+  char cat[32];   /* the log's category when not the kind's */
   char note[96];
   /* pxlimits: the judge and the limits (filled by describe and decide). */
   char conn_id[80];       /* client connection "ADDR:PORT" */
@@ -102,46 +98,34 @@ typedef struct {
   struct evbuffer *usage; /* the upstream answer's first bytes, for usage */
 } px_req;
 
-/* ---- px_conn.c: the client side (our HTTP/1.1 server) -------------------- */
+/* ---- px_server.c: requests in and out ------------------------------------ */
 
-/* Takes over an accepted socket. Returns 0, or -1 (the socket is closed). */
-int polite__px_conn_accept(px_server *s, evutil_socket_t fd,
-                           const struct sockaddr *addr, int addrlen);
-/* Frees every connection (at exit). */
-void polite__px_conn_close_all(px_server *s);
+/* The clocks now (one reading: call once per event). */
+px_now polite__px_now(const px_server *s);
+/* px_clock.c: s->env, the real clocks or (--test-clock) the controlled one,
+ * and POST /__polite/clock?advance=MS that moves it (answered, r freed). */
+void polite__px_clock_init(px_server *s);
+void polite__px_answer_clock(px_req *r);
+/* net's callbacks: a request arrived (polite__px_route decides it), its
+ * client left, a connection closed. */
+void polite__px_on_request(void *ud, net_req *nr);
+void polite__px_on_gone(void *ud, net_req *nr);
+void polite__px_on_conn_closed(void *ud, const char *conn_id);
+/* The request is decided: its action runs, after --latency. */
+void polite__px_run_action(px_req *r);
 
-/* The response head: status line, r->out, framing. `length` is the body's
- * length, or -1 when unknown (then chunked for HTTP/1.1 clients, else
- * until close); `no_body` for HEAD, 1xx, 204 and 304. `own`: an answer the
- * proxy made (Server: polite-proxy), else forwarded. */
-void polite__px_conn_head(px_req *r, int status, const char *reason,
-                          int64_t length, int no_body, int own);
-/* Body bytes (drained from data), framed as the head said. */
-void polite__px_conn_body(px_req *r, struct evbuffer *data);
-/* The end of the response. ok = 0: the body was cut short; the client's
- * connection is closed without a terminating chunk so that the truncation
- * shows. Detaches r from its connection (which goes on with the next
- * request); r itself is not freed. */
-void polite__px_conn_end(px_req *r, int ok);
-/* The socket of r's client connection (-1 when gone or behind TLS: the
- * judge's liveness probe then assumes it is alive). */
-int polite__px_conn_fd(const px_req *r);
-/* Bytes of answers waiting to be written to r's client (0 when gone). */
-size_t polite__px_conn_backlog(const px_req *r);
-/* The request is fully decided: run its action (dispatch in px_server.c). */
-void polite__px_dispatch(px_req *r);
+/* ---- px_route.c: which handler a request goes to ------------------------- */
+
+/* Routes r (a table: the report, the metrics, CONNECT, a CORS preflight,
+ * the checks, a mock, the default) and runs what it says. */
+void polite__px_route(px_req *r);
 
 /* ---- px_connect.c: CONNECT (forward mode) -------------------------------- */
 
-/* For a CONNECT to r->dest_host:r->dest_port: `ctx` NULL tunnels the bytes
- * to the destination untouched; else the proxy answers 200, terminates TLS
- * with ctx (a certificate for the host) and serves the decrypted requests
- * on the same connection through the usual pipeline. Ends r (logged and
- * freed) either way. */
-void polite__px_connect(px_req *r, SSL_CTX *ctx);
-/* The host and port the client's connection was CONNECTed to and whose TLS
- * the proxy terminated; NULL for a plain connection. */
-const char *polite__px_conn_origin(const px_req *r, int *port);
+/* A CONNECT to r->dest_host:r->dest_port: tunnelled, or intercepted with a
+ * leaf of the local CA when --watch names the host; an error is answered
+ * (502). Ends r either way. */
+void polite__px_connect(px_req *r);
 
 /* ---- px_answer.c: answers the proxy makes up, and the end of a request --- */
 
@@ -174,8 +158,6 @@ void polite__px_answer_left(px_req *r);
 /* pxlimits hook: the upstream's answer head arrived (code, headers): its
  * Retry-After on a 429/503 is remembered, its latency measured. */
 void polite__px_upstream_answer(px_req *r, int code, struct evkeyvalq *in);
-/* pxlimits hook: a client connection closed. */
-void polite__px_conn_gone(px_server *s, const char *conn_id);
 /* pxlimits hook: GET /__polite/metrics (Prometheus text). */
 void polite__px_answer_metrics(px_req *r);
 /* A response from an errors file or mocks file (@dynamic resolved to
@@ -203,6 +185,9 @@ void polite__px_send_own(px_req *r);
 /* Records the request in the stats, logs one line, frees r. */
 void polite__px_finish(px_req *r);
 void polite__px_req_free(px_req *r);
+/* Sends the prepared answer of one of the proxy's own endpoints (not
+ * counted, not logged) and frees r. */
+void polite__px_send_endpoint(px_req *r);
 /* GET /__polite/report: sends the live report and frees r (not counted). */
 void polite__px_answer_report(px_req *r);
 
@@ -214,8 +199,7 @@ char *polite__px_scope_key(px_server *s, px_req *r, px_scope scope,
                            struct evkeyvalq *in);
 /* Early retry, rate limit, quota, random failure, in that order. Returns 1
  * when one of them answers (prepared in r), 0 when the request goes on. */
-int polite__px_decide(px_req *r, int64_t now_us, const char *body,
-                      size_t body_len);
+int polite__px_decide(px_req *r, const char *body, size_t body_len);
 
 /* ---- px_forward.c: to the upstream or the real destination -------------- */
 

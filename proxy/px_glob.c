@@ -7,7 +7,9 @@
 #include <polite/batch.h>
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* Iterative glob with one backtrack point: `*` matches any run (including
  * '/'), all other characters match themselves ignoring ASCII case. Linear in
@@ -81,4 +83,26 @@ void polite__px_hash_hex(uint64_t salt, const char *s, char *out) {
     h >>= 4;
   }
   out[16] = '\0';
+}
+
+int polite__px_watch_host(char *const *patterns, size_t n,
+                          const char *authority, int https) {
+  for (size_t i = 0; i < n; i++) {
+    const char *p = patterns[i];
+    if (p[0] == '!')
+      continue;
+    const char *sep = strstr(p, "://");
+    if (sep == NULL)
+      return 1; /* a path glob, or a bare star: any host */
+    int p_https = strncasecmp(p, "https://", 8) == 0;
+    if (p_https != (https != 0) && strncmp(p, "*://", 4) != 0)
+      continue; /* a pattern of the other scheme */
+    char hp[512];
+    const char *h = sep + 3;
+    size_t hn = strcspn(h, "/");
+    snprintf(hp, sizeof hp, "%.*s", (int)hn, h);
+    if (polite__px_glob_match(hp, authority, NULL))
+      return 1;
+  }
+  return 0;
 }

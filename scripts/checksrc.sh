@@ -7,7 +7,7 @@
 # Exit status: 0 clean, 1 findings (printed as FILE:LINE: message).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -gt 0 ] || set -- lib src proxy
+[ $# -gt 0 ] || set -- lib common src net proxy
 exec python3 - "$@" <<'PY'
 import os, re, sys
 

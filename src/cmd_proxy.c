@@ -1,10 +1,13 @@
-/* polite proxy: its options (proxy/px_config.c's table, read by src/cli.c's
- * parser), then the proxy engine (proxy/). */
-#include "cli.h"
-#include "px.h"
+/* polite proxy: its options (the proxy's table, read by common/cli.c's
+ * parser), then the proxy engine, through its one header (proxy/proxy.h). */
+#include "commands.h"
+#include "proxy.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+static const cli_sub proxy_subs[] = {{"ca", &cli_cmd_proxy_ca, cmd_proxy_ca},
+                                     {NULL, NULL, NULL}};
 
 const cli_command cli_cmd_proxy = {
     "proxy",
@@ -19,9 +22,9 @@ const cli_command cli_cmd_proxy = {
     "Live report: GET http://ADDR:PORT/__polite/report. See docs/proxy.md.\n"
     "The local CA for HTTPS interception: polite proxy ca --help.\n",
     NULL,
-    0};
-
-int cmd_proxy_ca(int argc, char **argv); /* src/cmd_proxy_ca.c */
+    0,
+    NULL,
+    proxy_subs};
 
 /* The option at argv[i] when it is --config, --devproxy-config,
  * --preset or --max-file-size ("--name VALUE" or "--name=VALUE"): its row and
@@ -77,30 +80,30 @@ static int read_sources(px_config *c, int argc, char **argv) {
 }
 
 int cmd_proxy(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "ca") == 0)
-    return cmd_proxy_ca(argc - 1, argv + 1);
-  px_config c;
-  polite__px_config_init(&c);
+  int rc = cli_subcommand(&cli_cmd_proxy, argc, argv);
+  if (rc >= 0)
+    return rc; /* polite proxy ca */
+  px_config *c = polite__px_config_new();
+  if (c == NULL) {
+    fprintf(stderr, "polite proxy: out of memory\n");
+    return CLI_EXIT_FAILED;
+  }
   char err[1024];
   cli_args pos;
-  int rc = read_sources(&c, argc, argv);
+  rc = read_sources(c, argc, argv);
   if (rc >= 0)
     goto out;
-  c.skip_sources = 1;
-  rc = cli_parse(&cli_cmd_proxy, argc, argv, &c, &pos);
+  polite__px_config_sources_done(c);
+  rc = cli_parse(&cli_cmd_proxy, argc, argv, c, &pos);
   if (rc >= 0)
     goto out;
-  if (polite__px_config_finish(&c, err, sizeof err) < 0) {
+  if (polite__px_config_finish(c, err, sizeof err) < 0) {
     fprintf(stderr, "polite proxy: %s\n", err);
     rc = CLI_EXIT_USAGE;
     goto out;
   }
-  /* A devproxyrc implies forward mode (Dev Proxy is one); --mode, wherever
-   * it stands, and an --upstream say otherwise. */
-  if (!c.mode_set && c.upstream)
-    c.forward_mode = 0;
-  rc = polite__px_run(&c) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+  rc = polite__px_run(c) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 out:
-  polite__px_config_free(&c);
+  polite__px_config_delete(c);
   return rc;
 }

@@ -3,56 +3,11 @@
 #define POLITE_REPORT_HTML_H
 
 #include "report_model.h"
+#include "report_svg.h"
 
 #include <stdio.h>
 
-/* Writes s HTML-escaped (also safe inside attribute values). */
-void rp_esc(FILE *f, const char *s);
-
-/* The shared head of every page polite writes: doctype, <title>, the
- * inline style sheet (screen and print), no script, font or image. */
-void rp_page_head(FILE *f, const char *title);
-void rp_page_foot(FILE *f);
-
-/* A number with its unit, shortened for axis labels (1.5k, 2M). */
-void rp_fmt_count(char *buf, size_t n, double v);
-/* A duration: 850 ms, 12.5 s, 3 min 20 s, 1 h 05 min. */
-void rp_fmt_ms(char *buf, size_t n, double ms);
-/* ISO-8601 UTC with milliseconds. */
-void rp_fmt_iso(char *buf, size_t n, int64_t wall_ms);
-
-/* A plot frame: the drawing area and its scales. */
-typedef struct {
-  double w, h;           /* whole SVG */
-  double x0, x1, y0, y1; /* plot area (y0 top, y1 bottom) */
-  double vmax;           /* value at the top of the y scale */
-  int ticks;             /* grid steps from 0 to vmax */
-  int64_t t0, t1;        /* time at x0, x1 (ms) */
-} rp_frame;
-
-double rp_x(const rp_frame *fr, double t_ms);
-double rp_y(const rp_frame *fr, double v);
-
-/* 1, 2 or 5 times a power of ten, at least v (v <= 0 gives 1). */
-double rp_nice(double v);
-/* Sets fr's y scale: the lowest top at least v that 3 to 6 steps of a
- * 1-2-5 value reach. */
-void rp_scale(rp_frame *fr, double v);
-
-/* Opens <figure><svg ...> with role img, <title> and <desc>; the desc
- * text is given escaped by the caller through desc_fmt. */
-void rp_svg_open(FILE *f, const char *id, double w, double h, const char *title,
-                 const char *desc);
-void rp_svg_close(FILE *f, const char *caption, const char *table_id);
-
-/* The y axis with ticks and grid, and the time axis (seconds from t0). */
-void rp_axis_y(FILE *f, const rp_frame *fr, const char *label);
-void rp_axis_time(FILE *f, const rp_frame *fr);
-
-/* Shared <defs>: hatch and dot patterns, the sender markers m0..m6. */
-void rp_svg_defs(FILE *f);
-
-/* Timeline charts (report_svg.c). */
+/* Timeline charts (report_charts.c). */
 void rp_chart_rate(FILE *f, rp_model *m, const rp_derived *d);
 void rp_chart_inflight(FILE *f, rp_model *m, const rp_derived *d);
 void rp_chart_waits(FILE *f, const rp_model *m);
@@ -64,8 +19,5 @@ const uint64_t *rp_outcomes(const rp_model *m);
 
 /* The whole run page. Returns 0, or -1 when writing failed. */
 int rp_write_page(FILE *f, rp_model *m);
-
-/* Labels of histogram bin k ("1-2 ms", ">= 100 s"). */
-void rp_hist_label(char *buf, size_t n, int k);
 
 #endif

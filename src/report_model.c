@@ -398,21 +398,6 @@ const char *rp_outcome_name(int i) {
                              : "unknown";
 }
 
-static const int64_t HIST_EDGES[RP_HIST - 1] = {
-    1,   2,    5,    10,   20,    50,    100,   200,
-    500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
-
-int rp_hist_bin(int64_t ms) {
-  int k = 0;
-  while (k < RP_HIST - 1 && ms >= HIST_EDGES[k])
-    k++;
-  return k;
-}
-
-int64_t rp_hist_edge(int k) {
-  return k >= 0 && k < RP_HIST - 1 ? HIST_EDGES[k] : -1;
-}
-
 static int reason_index(const char *r) {
   if (r == NULL)
     return -1;

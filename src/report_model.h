@@ -3,6 +3,9 @@
 #ifndef POLITE_REPORT_MODEL_H
 #define POLITE_REPORT_MODEL_H
 
+#include "report_svg.h" /* RP_MARKED, RP_HIST, rp_hist_bin */
+
+#include <polite/batch.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,8 +15,6 @@
  * the log's length. */
 #define RP_BUCKETS 256
 #define RP_BASE_WIDTH_MS 125
-/* 429/503 senders drawn with their own marker; the rest share "other". */
-#define RP_MARKED 6
 /* Sender + limit pairs counted in the summary (as polite run does). */
 #define RP_PAIRS 32
 /* Server pauses kept as exact intervals; beyond, the closest two merge. */
@@ -21,10 +22,9 @@
 /* Logs read into one page, and bad lines quoted by file:line. */
 #define RP_SOURCES 64
 #define RP_BAD_QUOTED 20
-/* Latency and retry-wait histogram bins (1-2-5 series from 1 ms). */
-#define RP_HIST 17
-/* Outcomes, in polite run's order. */
-#define RP_OUTCOMES 10 /* the 9 of polite run + "unknown" */
+/* Outcomes, in polite run's order, and "unknown" last (a name this build
+ * does not know). */
+#define RP_OUTCOMES (POLITE_OUT_COUNT + 1)
 
 typedef enum { RP_ACT_DONE, RP_ACT_RETRY, RP_ACT_STOP } rp_action;
 
@@ -164,12 +164,6 @@ int rp_model_feed_line(rp_model *m, const char *line, size_t len, long lineno);
 /* Reads a whole log (streaming, one line at a time). Returns 0, or -1 when
  * the file cannot be read (message in err). */
 int rp_model_read_file(rp_model *m, const char *path, char *err, size_t n);
-
-/* Lower edge in ms of histogram bin k+1 (bins: < 1 ms, 1-2, 2-5, ...,
- * >= 100 s); -1 past the last. */
-int64_t rp_hist_edge(int k);
-/* The histogram bin of a duration in ms. */
-int rp_hist_bin(int64_t ms);
 
 /* Index of an outcome name in polite run's order ("unknown" last). */
 int rp_outcome_index(const char *name);

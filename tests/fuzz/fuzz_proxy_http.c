@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "px_http.h"
+#include "net_http.h"
 
 typedef struct {
   int status, heads;
@@ -55,14 +55,14 @@ static int on_body(void *arg, const char *d, size_t n) {
   return 0;
 }
 
-static const px_http_cb cb = {on_header, on_head, on_body};
+static const net_http_cb cb = {on_header, on_head, on_body};
 
 /* Returns 1 done, 0 incomplete, -1 error. */
 static int run(const uint8_t *data, size_t size, size_t step, int is_head,
                sink *s) {
   memset(s, 0, sizeof *s);
-  px_http_parser p;
-  polite__px_http_init(&p, is_head);
+  net_http_parser p;
+  polite__net_http_init(&p, is_head);
   char *pending = malloc(size + 1);
   size_t np = 0, off = 0;
   int rc = 0;
@@ -71,7 +71,7 @@ static int run(const uint8_t *data, size_t size, size_t step, int is_head,
     memcpy(pending + np, data + off, take);
     np += take;
     off += take;
-    ssize_t used = polite__px_http_feed(&p, pending, np, &cb, s);
+    ssize_t used = polite__net_http_feed(&p, pending, np, &cb, s);
     if (used < 0) {
       if (p.error == NULL)
         abort();
@@ -82,11 +82,11 @@ static int run(const uint8_t *data, size_t size, size_t step, int is_head,
       abort();
     memmove(pending, pending + used, np - (size_t)used);
     np -= (size_t)used;
-    if (p.state == PX_HTTP_DONE)
+    if (p.state == NET_HTTP_DONE)
       break;
   }
   if (rc == 0)
-    rc = polite__px_http_eof(&p) ? 1 : 0;
+    rc = polite__net_http_eof(&p) ? 1 : 0;
   if (rc == 1 && p.content_length >= 0 && s->heads == 1 && !is_head &&
       s->status >= 200 && s->status != 204 && s->status != 304 &&
       s->body_len != (size_t)p.content_length)
@@ -113,17 +113,17 @@ static int run_body(const uint8_t *data, size_t size, size_t step, int chunked,
                     int64_t length, sink *s) {
   memset(s, 0, sizeof *s);
   s->heads = 1;
-  px_http_parser p;
-  polite__px_http_body_init(&p, chunked, length);
+  net_http_parser p;
+  polite__net_http_body_init(&p, chunked, length);
   char *pending = malloc(size + 1);
   size_t np = 0, off = 0;
   int rc = 0;
-  while (off < size && p.state != PX_HTTP_DONE) {
+  while (off < size && p.state != NET_HTTP_DONE) {
     size_t take = size - off < step ? size - off : step;
     memcpy(pending + np, data + off, take);
     np += take;
     off += take;
-    ssize_t used = polite__px_http_feed(&p, pending, np, &cb, s);
+    ssize_t used = polite__net_http_feed(&p, pending, np, &cb, s);
     if (used < 0) {
       rc = -1;
       break;
@@ -131,7 +131,7 @@ static int run_body(const uint8_t *data, size_t size, size_t step, int chunked,
     memmove(pending, pending + used, np - (size_t)used);
     np -= (size_t)used;
   }
-  if (rc == 0 && p.state == PX_HTTP_DONE)
+  if (rc == 0 && p.state == NET_HTTP_DONE)
     rc = 1;
   if (rc == 1 && !chunked && s->body_len != (size_t)length)
     abort();
@@ -140,15 +140,15 @@ static int run_body(const uint8_t *data, size_t size, size_t step, int chunked,
 }
 
 static void request_side(const uint8_t *data, size_t size, uint8_t mode) {
-  px_req_limits lim = {256 + (size_t)(mode & 0x3f) * 64, 4 + (mode & 7)};
+  net_limits lim = {256 + (size_t)(mode & 0x3f) * 64, 4 + (mode & 7)};
   const char *text = (const char *)data;
   size_t scan = 0;
-  long whole = polite__px_req_head_end(text, size, &scan, &lim);
+  long whole = polite__net_req_head_end(text, size, &scan, &lim);
   size_t step = (mode >> 3) % 7 + 1;
   long piece = 0;
   scan = 0;
   for (size_t n = step < size ? step : size; n <= size; n += step) {
-    piece = polite__px_req_head_end(text, n, &scan, &lim);
+    piece = polite__net_req_head_end(text, n, &scan, &lim);
     if (scan > n)
       abort();
     if (piece != 0 || n == size)
@@ -160,8 +160,8 @@ static void request_side(const uint8_t *data, size_t size, uint8_t mode) {
     abort(); /* found piece by piece: the same end as found whole */
   if (whole <= 0)
     return;
-  px_req_head h;
-  if (polite__px_req_parse(&h, text, (size_t)whole, &lim, no_header, NULL) <
+  net_req_head h;
+  if (polite__net_req_parse(&h, text, (size_t)whole, &lim, no_header, NULL) <
       0) {
     if (h.error == NULL ||
         (h.status != 400 && h.status != 417 && h.status != 431 &&

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "px_http.h"
+#include "net_http.h"
 
 typedef struct {
   int heads;
@@ -52,7 +52,7 @@ static int on_body(void *arg, const char *d, size_t n) {
   return 0;
 }
 
-static const px_http_cb cb = {on_header, on_head, on_body};
+static const net_http_cb cb = {on_header, on_head, on_body};
 
 /* Feeds `text` in pieces of `step` bytes (0 = all at once), the way the
  * upstream layer does: unconsumed bytes are fed again with the next piece.
@@ -60,8 +60,8 @@ static const px_http_cb cb = {on_header, on_head, on_body};
 static void run(got *g, const char *text, size_t len, size_t step, int is_head,
                 int eof) {
   memset(g, 0, sizeof *g);
-  px_http_parser p;
-  polite__px_http_init(&p, is_head);
+  net_http_parser p;
+  polite__net_http_init(&p, is_head);
   char *pending = malloc(len + 1);
   size_t np = 0, off = 0;
   g->result = 0;
@@ -72,22 +72,22 @@ static void run(got *g, const char *text, size_t len, size_t step, int is_head,
     memcpy(pending + np, text + off, take);
     np += take;
     off += take;
-    ssize_t used = polite__px_http_feed(&p, pending, np, &cb, g);
+    ssize_t used = polite__net_http_feed(&p, pending, np, &cb, g);
     if (used < 0) {
       g->result = -1;
       break;
     }
     memmove(pending, pending + used, np - (size_t)used);
     np -= (size_t)used;
-    if (p.state == PX_HTTP_DONE)
+    if (p.state == NET_HTTP_DONE)
       break;
     if (take == 0)
       break; /* nothing new and nothing consumed */
   }
   if (g->result == 0) {
-    if (p.state == PX_HTTP_DONE)
+    if (p.state == NET_HTTP_DONE)
       g->result = 1;
-    else if (eof && polite__px_http_eof(&p))
+    else if (eof && polite__net_http_eof(&p))
       g->result = 1;
   }
   g->keepalive = p.keepalive;
@@ -269,7 +269,7 @@ static void malformed_responses(void **state) {
 
 static void head_size_is_bounded(void **state) {
   (void)state;
-  size_t n = PX_HTTP_HEAD_MAX + 100;
+  size_t n = NET_HTTP_HEAD_MAX + 100;
   char *t = malloc(n + 64);
   strcpy(t, "HTTP/1.1 200 OK\r\nX-Big: ");
   size_t o = strlen(t);
@@ -286,16 +286,16 @@ static void head_size_is_bounded(void **state) {
 
 /* ---- Request heads ------------------------------------------------------- */
 
-static const px_req_limits lim = {64 * 1024, 100};
+static const net_limits lim = {64 * 1024, 100};
 
 /* Parses a complete head; returns 0 or the refusal's status. */
-static int req_status(const char *text, px_req_head *h) {
+static int req_status(const char *text, net_req_head *h) {
   size_t scan = 0;
   size_t len = strlen(text);
-  long end = polite__px_req_head_end(text, len, &scan, &lim);
+  long end = polite__net_req_head_end(text, len, &scan, &lim);
   assert_int_equal(end, (long)len); /* every case is one whole head */
-  return polite__px_req_parse(h, text, len, &lim, NULL, NULL) == 0 ? 0
-                                                                   : h->status;
+  return polite__net_req_parse(h, text, len, &lim, NULL, NULL) == 0 ? 0
+                                                                    : h->status;
 }
 
 /* Each row: a request head and what the proxy must answer (0: accepted).
@@ -372,7 +372,7 @@ static const struct {
 static void request_heads(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof req_cases / sizeof req_cases[0]; i++) {
-    px_req_head h;
+    net_req_head h;
     int st = req_status(req_cases[i].head, &h);
     if (st != req_cases[i].status)
       fail_msg("case %zu (%s): got %d (%s), want %d", i, req_cases[i].head, st,
@@ -382,7 +382,7 @@ static void request_heads(void **state) {
 
 static void request_framing(void **state) {
   (void)state;
-  px_req_head h;
+  net_req_head h;
   assert_int_equal(req_status("POST /u HTTP/1.1\r\nHost: a\r\nContent-Length: "
                               "12\r\nConnection: close\r\n\r\n",
                               &h),
@@ -417,26 +417,26 @@ static void request_head_end_is_incremental(void **state) {
   size_t scan = 0;
   long end = 0;
   for (size_t n = 1; n <= strlen(t) && end == 0; n++) {
-    end = polite__px_req_head_end(t, n, &scan, &lim);
+    end = polite__net_req_head_end(t, n, &scan, &lim);
     assert_true(scan <= n);
   }
   assert_int_equal(end, (long)want);
   /* Bare LF ends too. */
   scan = 0;
   assert_int_equal(
-      polite__px_req_head_end("GET / HTTP/1.0\n\n", 16, &scan, &lim), 16);
+      polite__net_req_head_end("GET / HTTP/1.0\n\n", 16, &scan, &lim), 16);
   /* Over the limit with no end: -1; just under: 0. */
-  px_req_limits small = {32, 10};
+  net_limits small = {32, 10};
   char big[64];
   memset(big, 'a', sizeof big);
   scan = 0;
-  assert_int_equal(polite__px_req_head_end(big, 32, &scan, &small), 0);
-  assert_int_equal(polite__px_req_head_end(big, 33, &scan, &small), -1);
+  assert_int_equal(polite__net_req_head_end(big, 32, &scan, &small), 0);
+  assert_int_equal(polite__net_req_head_end(big, 33, &scan, &small), -1);
   /* A complete head over the limit is refused by the parser (431). */
-  px_req_head h;
+  net_req_head h;
   const char *head = "GET / HTTP/1.1\r\nHost: a\r\nX-Long: aaaaaaaaaa\r\n\r\n";
   assert_int_equal(
-      polite__px_req_parse(&h, head, strlen(head), &small, NULL, NULL), -1);
+      polite__net_req_parse(&h, head, strlen(head), &small, NULL, NULL), -1);
   assert_int_equal(h.status, 431);
 }
 
@@ -446,13 +446,13 @@ static void request_header_count_is_bounded(void **state) {
   for (int i = 0; i < 100; i++)
     snprintf(head + strlen(head), sizeof head - strlen(head), "X%d: v\r\n", i);
   strcat(head, "\r\n");
-  px_req_head h;
+  net_req_head h;
   assert_int_equal(
-      polite__px_req_parse(&h, head, strlen(head), &lim, NULL, NULL), -1);
+      polite__net_req_parse(&h, head, strlen(head), &lim, NULL, NULL), -1);
   assert_int_equal(h.status, 431); /* 101 fields > 100 */
-  px_req_limits more = {64 * 1024, 101};
+  net_limits more = {64 * 1024, 101};
   assert_int_equal(
-      polite__px_req_parse(&h, head, strlen(head), &more, NULL, NULL), 0);
+      polite__net_req_parse(&h, head, strlen(head), &more, NULL, NULL), 0);
 }
 
 /* Request bodies through the body decoder: chunked de-chunked, trailers
@@ -461,18 +461,18 @@ static void request_bodies(void **state) {
   (void)state;
   got g;
   memset(&g, 0, sizeof g);
-  px_http_parser p;
-  polite__px_http_body_init(&p, 1, -1);
+  net_http_parser p;
+  polite__net_http_body_init(&p, 1, -1);
   const char *b = "3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\nX-T: 1\r\n\r\nNEXT";
-  ssize_t used = polite__px_http_feed(&p, b, strlen(b), &cb, &g);
-  assert_int_equal(p.state, PX_HTTP_DONE);
+  ssize_t used = polite__net_http_feed(&p, b, strlen(b), &cb, &g);
+  assert_int_equal(p.state, NET_HTTP_DONE);
   assert_int_equal(used, (ssize_t)strlen(b) - 4);
   assert_int_equal(g.body_len, 5);
   assert_memory_equal(g.body, "abcde", 5);
-  polite__px_http_body_init(&p, 1, -1);
-  assert_int_equal(polite__px_http_feed(&p, "zz\r\n", 4, &cb, &g), -1);
-  polite__px_http_body_init(&p, 0, 0);
-  assert_int_equal(p.state, PX_HTTP_DONE);
+  polite__net_http_body_init(&p, 1, -1);
+  assert_int_equal(polite__net_http_feed(&p, "zz\r\n", 4, &cb, &g), -1);
+  polite__net_http_body_init(&p, 0, 0);
+  assert_int_equal(p.state, NET_HTTP_DONE);
 }
 
 int main(void) {

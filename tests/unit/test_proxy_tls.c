@@ -1,5 +1,5 @@
 /* Unit tests of the proxy's local CA and leaf certificates: files and
- * modes, a real OpenSSL handshake against each leaf (proxy/px_ca.c,
+ * modes, a real OpenSSL handshake against each leaf (proxy/net_ca.c,
  * proxy/px_tls.c). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "px_ca.c"
-#include "px_tls.c"
+#include "net_ca.c"
+#include "net_tls.c"
 
 static char tmpdir[256];
 
@@ -37,11 +37,11 @@ static void creates_with_private_modes(void **state) {
   (void)state;
   char d[300], err[512], p[400];
   ca_dir(d, sizeof d, "modes");
-  px_ca *ca = NULL;
-  assert_int_equal(polite__px_ca_open(d, 0, &ca, err, sizeof err), -1);
+  net_ca *ca = NULL;
+  assert_int_equal(polite__net_ca_open(d, 0, &ca, err, sizeof err), -1);
   assert_null(ca);
   assert_non_null(strstr(err, "ca.key"));
-  assert_int_equal(polite__px_ca_open(d, 1, &ca, err, sizeof err), 0);
+  assert_int_equal(polite__net_ca_open(d, 1, &ca, err, sizeof err), 0);
   struct stat st;
   assert_int_equal(stat(d, &st), 0);
   assert_int_equal(st.st_mode & 0777, 0700);
@@ -49,34 +49,34 @@ static void creates_with_private_modes(void **state) {
   assert_int_equal(stat(p, &st), 0);
   assert_int_equal(st.st_mode & 0777, 0600);
   snprintf(p, sizeof p, "%s/ca.pem", d);
-  assert_string_equal(polite__px_ca_cert_path(ca), p);
+  assert_string_equal(polite__net_ca_cert_path(ca), p);
   char subj[256];
-  polite__px_ca_subject(ca, subj, sizeof subj);
+  polite__net_ca_subject(ca, subj, sizeof subj);
   assert_non_null(strstr(subj, "polite proxy CA ("));
   /* The root is a CA that may sign certificates. */
   assert_int_equal(X509_check_ca(ca->cert), 1);
   assert_true(X509_get_key_usage(ca->cert) & KU_KEY_CERT_SIGN);
   char fp1[128], fp2[128];
-  polite__px_ca_fingerprint(ca, fp1, sizeof fp1);
-  polite__px_ca_free(ca);
+  polite__net_ca_fingerprint(ca, fp1, sizeof fp1);
+  polite__net_ca_free(ca);
   /* Opening again reads the same CA. */
-  assert_int_equal(polite__px_ca_open(d, 1, &ca, err, sizeof err), 0);
-  polite__px_ca_fingerprint(ca, fp2, sizeof fp2);
+  assert_int_equal(polite__net_ca_open(d, 1, &ca, err, sizeof err), 0);
+  polite__net_ca_fingerprint(ca, fp2, sizeof fp2);
   assert_string_equal(fp1, fp2);
   assert_int_equal(strlen(fp1), 32 * 3 - 1);
-  polite__px_ca_free(ca);
+  polite__net_ca_free(ca);
 }
 
 static void refuses_a_readable_key(void **state) {
   (void)state;
   char d[300], err[512], p[400];
   ca_dir(d, sizeof d, "readable");
-  px_ca *ca = NULL;
-  assert_int_equal(polite__px_ca_open(d, 1, &ca, err, sizeof err), 0);
-  polite__px_ca_free(ca);
+  net_ca *ca = NULL;
+  assert_int_equal(polite__net_ca_open(d, 1, &ca, err, sizeof err), 0);
+  polite__net_ca_free(ca);
   snprintf(p, sizeof p, "%s/ca.key", d);
   assert_int_equal(chmod(p, 0640), 0);
-  assert_int_equal(polite__px_ca_open(d, 1, &ca, err, sizeof err), -1);
+  assert_int_equal(polite__net_ca_open(d, 1, &ca, err, sizeof err), -1);
   assert_non_null(strstr(err, "readable by group or others"));
   assert_non_null(strstr(err, "640"));
 }
@@ -85,15 +85,15 @@ static void renew_changes_the_fingerprint(void **state) {
   (void)state;
   char d[300], err[512], fp1[128], fp2[128];
   ca_dir(d, sizeof d, "renew");
-  px_ca *ca = NULL;
-  assert_int_equal(polite__px_ca_open(d, 1, &ca, err, sizeof err), 0);
-  polite__px_ca_fingerprint(ca, fp1, sizeof fp1);
-  polite__px_ca_free(ca);
-  assert_int_equal(polite__px_ca_renew(d, err, sizeof err), 0);
-  assert_int_equal(polite__px_ca_open(d, 0, &ca, err, sizeof err), 0);
-  polite__px_ca_fingerprint(ca, fp2, sizeof fp2);
+  net_ca *ca = NULL;
+  assert_int_equal(polite__net_ca_open(d, 1, &ca, err, sizeof err), 0);
+  polite__net_ca_fingerprint(ca, fp1, sizeof fp1);
+  polite__net_ca_free(ca);
+  assert_int_equal(polite__net_ca_renew(d, err, sizeof err), 0);
+  assert_int_equal(polite__net_ca_open(d, 0, &ca, err, sizeof err), 0);
+  polite__net_ca_fingerprint(ca, fp2, sizeof fp2);
   assert_string_not_equal(fp1, fp2);
-  polite__px_ca_free(ca);
+  polite__net_ca_free(ca);
 }
 
 /* Runs a TLS handshake between a client that trusts only ca_pem, checks
@@ -102,7 +102,7 @@ static void renew_changes_the_fingerprint(void **state) {
  * success), or -1 when the handshake failed for another reason. */
 static long handshake_sni(SSL_CTX *sctx, const char *ca_pem, const char *name,
                           const char *sni) {
-  SSL_CTX *cctx = polite__px_tls_client_ctx(ca_pem, 0, NULL, 0);
+  SSL_CTX *cctx = polite__net_tls_client_ctx(ca_pem, 0, NULL, 0);
   assert_non_null(cctx);
   SSL *c = SSL_new(cctx), *s = SSL_new(sctx);
   BIO *cb = NULL, *sb = NULL;
@@ -162,15 +162,15 @@ static void leaves_verify_for_their_host_only(void **state) {
   (void)state;
   char d[300], err[512];
   ca_dir(d, sizeof d, "leaf");
-  px_ca *ca = NULL;
-  assert_int_equal(polite__px_ca_open(d, 1, &ca, err, sizeof err), 0);
-  const char *pem = polite__px_ca_cert_path(ca);
-  SSL_CTX *ip = polite__px_ca_ctx_for(ca, "127.0.0.1", err, sizeof err);
+  net_ca *ca = NULL;
+  assert_int_equal(polite__net_ca_open(d, 1, &ca, err, sizeof err), 0);
+  const char *pem = polite__net_ca_cert_path(ca);
+  SSL_CTX *ip = polite__net_ca_ctx_for(ca, "127.0.0.1", err, sizeof err);
   assert_non_null(ip);
   assert_int_equal(handshake(ip, pem, "127.0.0.1"), X509_V_OK);
   assert_int_equal(handshake(ip, pem, "127.0.0.2"),
                    X509_V_ERR_IP_ADDRESS_MISMATCH);
-  SSL_CTX *dns = polite__px_ca_ctx_for(ca, "API.Example.com", err, sizeof err);
+  SSL_CTX *dns = polite__net_ca_ctx_for(ca, "API.Example.com", err, sizeof err);
   assert_non_null(dns);
   assert_int_equal(handshake(dns, pem, "api.example.com"), X509_V_OK);
   assert_int_equal(handshake_sni(dns, pem, "other.example.com", NULL),
@@ -184,26 +184,26 @@ static void leaves_verify_for_their_host_only(void **state) {
   assert_int_equal(handshake(dns, pem, "sni2.example.com"), X509_V_OK);
   /* Cached: the same context for the same host, whatever its case. */
   assert_ptr_equal(
-      polite__px_ca_ctx_for(ca, "api.example.COM", err, sizeof err), dns);
-  assert_non_null(polite__px_ca_ctx_for(ca, "[::1]", err, sizeof err));
+      polite__net_ca_ctx_for(ca, "api.example.COM", err, sizeof err), dns);
+  assert_non_null(polite__net_ca_ctx_for(ca, "[::1]", err, sizeof err));
   /* A client that trusts another CA refuses the leaf. */
   char d2[300];
   ca_dir(d2, sizeof d2, "other");
-  px_ca *other = NULL;
-  assert_int_equal(polite__px_ca_open(d2, 1, &other, err, sizeof err), 0);
-  long vr = handshake(dns, polite__px_ca_cert_path(other), "api.example.com");
+  net_ca *other = NULL;
+  assert_int_equal(polite__net_ca_open(d2, 1, &other, err, sizeof err), 0);
+  long vr = handshake(dns, polite__net_ca_cert_path(other), "api.example.com");
   assert_true(vr == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
               vr == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT);
-  polite__px_ca_free(other);
-  polite__px_ca_free(ca);
+  polite__net_ca_free(other);
+  polite__net_ca_free(ca);
 }
 
 static void hostile_names_are_refused(void **state) {
   (void)state;
   char d[300], err[512];
   ca_dir(d, sizeof d, "hostile");
-  px_ca *ca = NULL;
-  assert_int_equal(polite__px_ca_open(d, 1, &ca, err, sizeof err), 0);
+  net_ca *ca = NULL;
+  assert_int_equal(polite__net_ca_open(d, 1, &ca, err, sizeof err), 0);
   static const char *const bad[] = {"a.com,DNS:evil.com",
                                     "a.com, IP:1.2.3.4",
                                     "",
@@ -214,22 +214,22 @@ static void hostile_names_are_refused(void **state) {
                                     "[1.2.3.4"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = '\0';
-    assert_null(polite__px_ca_ctx_for(ca, bad[i], err, sizeof err));
+    assert_null(polite__net_ca_ctx_for(ca, bad[i], err, sizeof err));
     assert_non_null(strstr(err, "not a DNS name or IP address"));
   }
-  polite__px_ca_free(ca);
+  polite__net_ca_free(ca);
 }
 
 static void leaf_is_short_lived_and_for_servers(void **state) {
   (void)state;
   char d[300], err[512], cp[400], kp[400];
   ca_dir(d, sizeof d, "issue");
-  px_ca *ca = NULL;
-  assert_int_equal(polite__px_ca_open(d, 1, &ca, err, sizeof err), 0);
+  net_ca *ca = NULL;
+  assert_int_equal(polite__net_ca_open(d, 1, &ca, err, sizeof err), 0);
   snprintf(cp, sizeof cp, "%s/leaf.pem", tmpdir);
   snprintf(kp, sizeof kp, "%s/leaf.key", tmpdir);
   assert_int_equal(
-      polite__px_ca_issue(ca, "localhost", cp, kp, err, sizeof err), 0);
+      polite__net_ca_issue(ca, "localhost", cp, kp, err, sizeof err), 0);
   struct stat st;
   assert_int_equal(stat(kp, &st), 0);
   assert_int_equal(st.st_mode & 0777, 0600);
@@ -249,7 +249,7 @@ static void leaf_is_short_lived_and_for_servers(void **state) {
   assert_int_equal(X509_check_ca(leaf), 0);
   assert_int_equal(X509_check_host(leaf, "localhost", 0, 0, NULL), 1);
   X509_free(leaf);
-  polite__px_ca_free(ca);
+  polite__net_ca_free(ca);
 }
 
 int main(void) {

@@ -1,14 +1,14 @@
 /* Tests of the upstream pool over TLS in one event loop: a TLS server on
  * 127.0.0.1 presenting a leaf from the local CA, reached through
- * polite__px_up_pool_get (proxy/px_up_pool.c, px_upstream.c, px_ca.c). */
+ * polite__net_up_pool_get (proxy/net_up_pool.c, net_upstream.c, net_ca.c). */
 /* The code under test first: it sets _GNU_SOURCE, and cmocka's fail()
- * macro would clash with px_upstream.c's fail(). */
-#include "px_ca.c"
-#include "px_http.c"
-#include "px_tls.c"
-#include "px_up_pool.c"
-#include "px_up_dns.c"
-#include "px_upstream.c"
+ * macro would clash with net_upstream.c's fail(). */
+#include "net_ca.c"
+#include "net_http.c"
+#include "net_tls.c"
+#include "net_up_pool.c"
+#include "net_up_dns.c"
+#include "net_upstream.c"
 
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -72,7 +72,7 @@ typedef struct {
   char body[64];
   size_t blen;
   char err[512];
-  px_upstream *up;
+  net_upstream *up;
 } result;
 
 static void on_head(void *arg, int status, const char *reason, int minor,
@@ -96,20 +96,20 @@ static void on_done(void *arg, int ok) {
   r->done = 1;
   r->ok = ok;
   if (!ok)
-    snprintf(r->err, sizeof r->err, "%s", polite__px_up_error(r->up));
+    snprintf(r->err, sizeof r->err, "%s", polite__net_up_error(r->up));
   event_base_loopbreak(r->base);
 }
 
-static const px_up_handler handler = {on_head, on_body, on_done, NULL};
+static const net_up_handler handler = {on_head, on_body, on_done, NULL};
 
 /* Sends GET / on up and runs the loop until it ends (at most 15 s). */
-static void exchange(struct event_base *base, px_upstream *up, result *r) {
+static void exchange(struct event_base *base, net_upstream *up, result *r) {
   memset(r, 0, sizeof *r);
   r->base = base;
   r->up = up;
   struct evbuffer *req = evbuffer_new();
   evbuffer_add_printf(req, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-  assert_int_equal(polite__px_up_send(up, req, 0, 1, &handler, r), 0);
+  assert_non_null(polite__net_up_send(up, req, 0, 1, &handler, r));
   evbuffer_free(req);
   struct timeval limit = {15, 0};
   event_base_loopexit(base, &limit);
@@ -127,10 +127,10 @@ static void settle(struct event_base *base) {
 static void pool_reaches_a_tls_server_and_reuses(void **state) {
   (void)state;
   char err[512];
-  px_ca *ca = NULL;
+  net_ca *ca = NULL;
   char d[300];
   snprintf(d, sizeof d, "%s/ca", tmpdir);
-  assert_int_equal(polite__px_ca_open(d, 1, &ca, err, sizeof err), 0);
+  assert_int_equal(polite__net_ca_open(d, 1, &ca, err, sizeof err), 0);
   server s = {0};
   s.base = event_base_new();
   /* A plain server context from an issued leaf for 127.0.0.1 (not the
@@ -139,7 +139,7 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
   snprintf(cp, sizeof cp, "%s/leaf.pem", tmpdir);
   snprintf(kp, sizeof kp, "%s/leaf.key", tmpdir);
   assert_int_equal(
-      polite__px_ca_issue(ca, "127.0.0.1", cp, kp, err, sizeof err), 0);
+      polite__net_ca_issue(ca, "127.0.0.1", cp, kp, err, sizeof err), 0);
   s.sctx = SSL_CTX_new(TLS_server_method());
   assert_int_equal(SSL_CTX_use_certificate_chain_file(s.sctx, cp), 1);
   assert_int_equal(SSL_CTX_use_PrivateKey_file(s.sctx, kp, SSL_FILETYPE_PEM),
@@ -157,16 +157,16 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
   s.port = ntohs(bound.sin_port);
 
   /* Trusting the local CA: 200, twice on one connection. */
-  px_up_pool *pool =
-      polite__px_up_pool_new(s.base, polite__px_ca_cert_path(ca), 0);
-  px_upstream *up =
-      polite__px_up_pool_get(pool, 1, "127.0.0.1", s.port, err, sizeof err);
+  net_up_pool *pool =
+      polite__net_up_pool_new(s.base, polite__net_ca_cert_path(ca), 0, NULL);
+  net_upstream *up =
+      polite__net_up_pool_get(pool, 1, "127.0.0.1", s.port, err, sizeof err);
   assert_non_null(up);
   assert_ptr_equal(
-      polite__px_up_pool_get(pool, 1, "127.0.0.1", s.port, err, sizeof err),
+      polite__net_up_pool_get(pool, 1, "127.0.0.1", s.port, err, sizeof err),
       up);
-  px_upstream *plain =
-      polite__px_up_pool_get(pool, 0, "127.0.0.1", s.port, err, sizeof err);
+  net_upstream *plain =
+      polite__net_up_pool_get(pool, 0, "127.0.0.1", s.port, err, sizeof err);
   assert_non_null(plain);
   assert_ptr_not_equal(plain, up);
   result r;
@@ -178,7 +178,7 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
   exchange(s.base, up, &r);
   assert_true(r.ok);
   assert_int_equal(s.accepted, 1);
-  assert_int_equal(polite__px_up_active(up), 0);
+  assert_int_equal(polite__net_up_active(up), 0);
   /* A new connection (the idle one dropped) resumes the TLS session. */
   assert_non_null(up->idle);
   assert_non_null(up->session);
@@ -188,34 +188,34 @@ static void pool_reaches_a_tls_server_and_reuses(void **state) {
   assert_int_equal(s.accepted, 2);
   assert_non_null(up->idle);
   assert_int_equal(SSL_session_reused(up->idle->ssl), 1);
-  polite__px_up_pool_free(pool);
+  polite__net_up_pool_free(pool);
   settle(s.base);
 
   /* The system store does not know the local CA: refused, with the reason. */
-  pool = polite__px_up_pool_new(s.base, NULL, 0);
-  up = polite__px_up_pool_get(pool, 1, "127.0.0.1", s.port, err, sizeof err);
+  pool = polite__net_up_pool_new(s.base, NULL, 0, NULL);
+  up = polite__net_up_pool_get(pool, 1, "127.0.0.1", s.port, err, sizeof err);
   assert_non_null(up);
   exchange(s.base, up, &r);
   assert_false(r.ok);
   assert_non_null(strstr(r.err, "certificate verify failed"));
   assert_non_null(strstr(r.err, "127.0.0.1:"));
-  polite__px_up_pool_free(pool);
+  polite__net_up_pool_free(pool);
   settle(s.base);
 
   /* A name the certificate does not carry: refused as a mismatch. */
-  pool = polite__px_up_pool_new(s.base, polite__px_ca_cert_path(ca), 0);
-  up = polite__px_up_pool_get(pool, 1, "localhost", s.port, err, sizeof err);
+  pool = polite__net_up_pool_new(s.base, polite__net_ca_cert_path(ca), 0, NULL);
+  up = polite__net_up_pool_get(pool, 1, "localhost", s.port, err, sizeof err);
   assert_non_null(up);
   exchange(s.base, up, &r);
   assert_false(r.ok);
   assert_non_null(strstr(r.err, "name mismatch"));
-  polite__px_up_pool_free(pool);
+  polite__net_up_pool_free(pool);
   settle(s.base);
 
   evconnlistener_free(l);
   SSL_CTX_free(s.sctx);
   event_base_free(s.base);
-  polite__px_ca_free(ca);
+  polite__net_ca_free(ca);
 }
 
 /* A plain HTTP server for the name tests: the same fixed answer. */
@@ -248,11 +248,11 @@ static void pool_resolves_names_without_blocking(void **state) {
   socklen_t bl = sizeof bound;
   getsockname(evconnlistener_get_fd(l), (struct sockaddr *)&bound, &bl);
   int port = ntohs(bound.sin_port);
-  px_up_pool *pool = polite__px_up_pool_new(s.base, NULL, 0);
+  net_up_pool *pool = polite__net_up_pool_new(s.base, NULL, 0, NULL);
   /* localhost comes from the hosts file, through evdns: not resolved until
    * the first exchange, which waits for it. */
-  px_upstream *up =
-      polite__px_up_pool_get(pool, 0, "localhost", port, err, sizeof err);
+  net_upstream *up =
+      polite__net_up_pool_get(pool, 0, "localhost", port, err, sizeof err);
   assert_non_null(up);
   assert_false(up->resolved);
   result r;
@@ -264,20 +264,20 @@ static void pool_resolves_names_without_blocking(void **state) {
   assert_true(r.ok);
   assert_int_equal(s.accepted, 1);
   assert_ptr_equal(
-      polite__px_up_pool_get(pool, 0, "LOCALHOST", port, err, sizeof err), up);
+      polite__net_up_pool_get(pool, 0, "LOCALHOST", port, err, sizeof err), up);
   /* Two exchanges queued behind one lookup (a new pool: nothing resolved)
    * both run, on two connections. */
-  px_up_pool *pool2 = polite__px_up_pool_new(s.base, NULL, 0);
-  px_upstream *fresh =
-      polite__px_up_pool_get(pool2, 0, "localhost", port, err, sizeof err);
+  net_up_pool *pool2 = polite__net_up_pool_new(s.base, NULL, 0, NULL);
+  net_upstream *fresh =
+      polite__net_up_pool_get(pool2, 0, "localhost", port, err, sizeof err);
   result r1 = {0}, r2 = {0};
   r1.base = r2.base = s.base;
   r1.up = r2.up = fresh;
   for (int i = 0; i < 2; i++) {
     struct evbuffer *req = evbuffer_new();
     evbuffer_add_printf(req, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-    assert_int_equal(
-        polite__px_up_send(fresh, req, 0, 1, &handler, i ? &r2 : &r1), 0);
+    assert_non_null(
+        polite__net_up_send(fresh, req, 0, 1, &handler, i ? &r2 : &r1));
     evbuffer_free(req);
   }
   assert_false(fresh->resolved);
@@ -290,17 +290,17 @@ static void pool_resolves_names_without_blocking(void **state) {
   assert_int_equal(r1.status, 200);
   assert_int_equal(r2.status, 200);
   assert_int_equal(s.accepted, 3);
-  polite__px_up_pool_free(pool2);
+  polite__net_up_pool_free(pool2);
   /* A name that does not resolve fails the exchange, saying so. */
-  px_upstream *bad = polite__px_up_pool_get(pool, 1, "no-such-host.invalid",
-                                            443, err, sizeof err);
+  net_upstream *bad = polite__net_up_pool_get(pool, 1, "no-such-host.invalid",
+                                              443, err, sizeof err);
   assert_non_null(bad);
   exchange(s.base, bad, &r);
   assert_false(r.ok);
   assert_non_null(strstr(r.err, "cannot resolve the host"));
   assert_non_null(strstr(r.err, "no-such-host.invalid:443"));
-  assert_int_equal(polite__px_up_active(bad), 0);
-  polite__px_up_pool_free(pool);
+  assert_int_equal(polite__net_up_active(bad), 0);
+  polite__net_up_pool_free(pool);
   settle(s.base);
   evconnlistener_free(l);
   event_base_free(s.base);

@@ -190,4 +190,44 @@ check(ok and took < 1, "after 40 partial connections a new client is served in %
 for p in many + partials + [idle]:
     p.close()
 check(px.stop() == 0, "the proxy stops cleanly")
+
+# --- 6. --idle-timeout counts stalls, not slowness (issue 21 item 7) ---
+px = Proxy("--idle-timeout", "0.6", name="slowbody")
+p = connect(px)
+p.sendall(b"POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 8\r\n\r\n")
+head = b""
+try:
+    for b in b"12345678":  # 8 bytes, one every 0.25 s: 2 s in all, no gap of 0.6 s
+        time.sleep(0.25)
+        p.sendall(bytes([b]))
+    p.settimeout(5)
+    head = p.recv(4096)
+except OSError as e:
+    head = repr(e).encode()
+check(head.startswith(b"HTTP/1.1 200"), "a body arriving steadily but slowly for 2 s is not cut by "
+      "--idle-timeout 0.6 (%r)" % head[:30])
+p.close()
+p = connect(px)
+p.sendall(b"POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 8\r\n\r\n1234")
+check(closed_soon(p, 3), "a body that stalls for longer than --idle-timeout is cut")
+px.stop()
+
+# --- 7. a descriptor limit below --max-connections is said at start, not kept silent ---
+import resource
+def low_fds():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+import subprocess
+from pxtest import POLITE
+proc = subprocess.Popen([POLITE, "proxy", "--listen", "127.0.0.1:0", "--max-connections", "4096"],
+                        preexec_fn=low_fds, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+line = ""
+end = time.monotonic() + 10
+while time.monotonic() < end and "listening" not in line:
+    line = proc.stderr.readline()
+    if "lowered" in line:
+        break
+proc.terminate()
+proc.wait(timeout=10)
+check("--max-connections 4096 lowered to 112" in line and "256 descriptors" in line,
+      "ulimit -n 256: the start says the cap is lowered, and why (%r)" % line.strip())
 done()

@@ -14,7 +14,7 @@ import requests
 from pxtest import Proxy, check, done, path, upstream
 
 up = upstream()
-px = Proxy("--upstream", up, name="fwd")
+px = Proxy("--upstream", up, name="fwd", clock=True)  # Retry-After waits on its clock
 s = requests.Session()
 
 # --- 1. byte-exact bodies ---
@@ -98,7 +98,7 @@ check(r.status_code == 200 and r.headers.get("Content-Length") == "77" and r.con
 # --- 3. the upstream's Retry-After is tracked like ours ---
 r = s.get(px.base + "/429?ra=2", timeout=10)
 check(r.status_code == 429 and r.headers.get("Retry-After") == "2", "upstream 429 passes through")
-time.sleep(0.5)
+px.advance(500)
 r = s.get(px.base + "/429?ra=2", timeout=10)
 check(r.status_code == 429 and "early_retry" in r.text, "retry 1.5 s early is answered by the proxy")
 date = email.utils.formatdate(time.time() + 3, usegmt=True)

@@ -298,11 +298,11 @@ pc.stop()
 import requests
 rep_path = path("https-report.json")
 pf = Proxy("--upstream", "https://localhost:%d" % G, "--upstream-cacert", CA, "--watch", "https://localhost:%d/limited*" % G,
-           "--failure-rate", "100", "--retry-after", "1", "--report", rep_path, name="features")
+           "--failure-rate", "100", "--retry-after", "1", "--report", rep_path, name="features", clock=True)
 r = requests.get(pf.base + "/limited", timeout=10)
 check(r.status_code == 429 and r.headers.get("Retry-After") == "1",
       "https upstream: --watch https://... matches; injected 429 with Retry-After: 1 (%d)" % r.status_code)
-time.sleep(0.3)
+pf.advance(300)  # 700 ms early on the proxy's clock
 r = requests.get(pf.base + "/limited", timeout=10)
 check(r.status_code == 429, "https upstream: early retry answered 429")
 r = requests.get(pf.base + "/hello.txt", timeout=10)

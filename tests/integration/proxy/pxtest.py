@@ -78,14 +78,17 @@ def _wait_file(p, proc, timeout=10.0):
 
 
 class Proxy:
-    """A running `polite proxy` on 127.0.0.1:0; .base is its http://ADDR:PORT."""
+    """A running `polite proxy` on 127.0.0.1:0; .base is its http://ADDR:PORT.
+    clock=True starts it on a controlled clock (--test-clock): its time moves only by advance()."""
 
-    def __init__(self, *args, name="proxy"):
+    def __init__(self, *args, name="proxy", clock=False):
         self.ready = path(name + ".ready")
         self.log = path(name + ".log")
         if os.path.exists(self.ready):
             os.unlink(self.ready)
         cmd = [POLITE, "proxy", "--listen", "127.0.0.1:0", "--ready-file", self.ready] + list(args)
+        if clock:
+            cmd.append("--test-clock")
         self.errf = open(self.log, "w")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.errf)
         _procs.append(self.proc)
@@ -101,6 +104,14 @@ class Proxy:
 
     def report(self):
         with urllib.request.urlopen(self.base + "/__polite/report", timeout=10) as r:
+            return json.loads(r.read())
+
+    def advance(self, ms):
+        """Moves the proxy's controlled clock (clock=True) by ms milliseconds, as if that time had passed
+        for its judge, limiters, quotas and log; returns the clock's reading."""
+        req = urllib.request.Request(self.base + "/__polite/clock?advance=%d" % int(round(ms)), data=b"",
+                                     method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
             return json.loads(r.read())
 
     def stop(self, sig=signal.SIGTERM):
@@ -121,16 +132,17 @@ class Proxy:
             return f.read()
 
 
-def upstream():
-    """Starts tests/integration/proxy/upstream.py; returns its base URL."""
-    pf = path("upstream.port")
-    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "upstream.py"), pf],
+def upstream(cert=None, key=None, name="upstream"):
+    """Starts tests/integration/proxy/upstream.py (HTTPS with cert and key); returns its base URL."""
+    pf = path(name + ".port")
+    tls = [cert, key] if cert else []
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "upstream.py"), pf] + tls,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _procs.append(proc)
     port = _wait_file(pf, proc)
     if port is None:
         raise SystemExit("upstream did not start")
-    return "http://127.0.0.1:" + port
+    return ("https" if cert else "http") + "://127.0.0.1:" + port
 
 
 def sh(*args):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A tiny upstream for the proxy tests: binary, chunked, echo and 429/503 answers.
 
-Usage: upstream.py PORTFILE   (binds 127.0.0.1:0 and writes the port to PORTFILE)
+Usage: upstream.py PORTFILE [CERT KEY]   (binds 127.0.0.1:0 and writes the port to PORTFILE;
+with CERT and KEY it serves HTTPS)
 """
 import hashlib
 import json
@@ -85,6 +86,36 @@ class H(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
+        elif u.path == "/chunked-big":
+            # N MiB in 64 KiB chunks, as fast as the socket takes them.
+            mb = int(q.get("mb", ["50"])[0])
+            part = b"%x\r\n" % 65536 + (b"c" * 65536) + b"\r\n"
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for _ in range(mb * 16):
+                    self.wfile.write(part)
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+        elif u.path == "/sse":
+            # A slow event stream (an LLM's answer): one event every `ms`, `n` of them.
+            ms, n = int(q.get("ms", ["10"])[0]), int(q.get("n", ["200"])[0])
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            import time
+            try:
+                for i in range(n):
+                    ev = b"data: token %d\n\n" % i
+                    self.wfile.write(b"%x\r\n" % len(ev) + ev + b"\r\n")
+                    self.wfile.flush()
+                    time.sleep(ms / 1000.0)
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass
         elif u.path == "/echo":
             hdrs = {k.lower(): v for k, v in self.headers.items()}
             out = json.dumps({"method": self.command, "headers": hdrs,
@@ -141,6 +172,11 @@ class H(BaseHTTPRequestHandler):
 def main():
     srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
     srv.daemon_threads = True
+    if len(sys.argv) > 3:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     with open(sys.argv[1] + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))
     import os

@@ -1,0 +1,135 @@
+/* polite proxy: HTTP/1.1 parsers, free of sockets (bytes in, callbacks out):
+ * the upstream's responses, the clients' request heads, and message bodies. */
+#ifndef POLITE_NET_HTTP_H
+#define POLITE_NET_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Like hiredis' reader, the parser owns no buffer: the caller keeps the
+ * bytes not yet consumed (an incomplete line) and feeds them again with
+ * more. Body bytes are handed out as they come, de-chunked. */
+
+/* A response head larger than this is refused, like a server's limit. */
+#define NET_HTTP_HEAD_MAX (64 * 1024)
+
+typedef struct {
+  /* One header of the final (non-1xx) response, name and value trimmed,
+   * not NUL-terminated. Return 0, or -1 to stop with an error. */
+  int (*on_header)(void *arg, const char *name, size_t nlen, const char *value,
+                   size_t vlen);
+  /* The head is complete and the body framing known. */
+  int (*on_head)(void *arg, int status, const char *reason, size_t rlen,
+                 int minor);
+  int (*on_body)(void *arg, const char *data, size_t len);
+} net_http_cb;
+
+typedef enum {
+  NET_HTTP_STATUS = 0,
+  NET_HTTP_HEADERS,
+  NET_HTTP_FIXED,
+  NET_HTTP_CHUNK_SIZE,
+  NET_HTTP_CHUNK_DATA,
+  NET_HTTP_CHUNK_END,
+  NET_HTTP_TRAILERS,
+  NET_HTTP_CLOSE, /* body runs until the connection closes */
+  NET_HTTP_DONE
+} net_http_state;
+
+typedef struct {
+  net_http_state state;
+  int is_head; /* the request was HEAD: no body whatever the head says */
+  int status;
+  int minor;              /* HTTP/1.minor */
+  int64_t remaining;      /* FIXED / CHUNK_DATA */
+  int64_t content_length; /* -1 when absent */
+  int chunked;            /* Transfer-Encoding's last coding is chunked */
+  int has_te;
+  int conn_close, conn_keep_alive; /* Connection tokens */
+  int keepalive; /* the connection may carry another request */
+  size_t head_bytes;
+  char reason[64];   /* reason phrase, truncated, control bytes blanked */
+  const char *error; /* static text once feed returned -1 */
+} net_http_parser;
+
+/* Starts a parser for the response to one request. */
+void polite__net_http_init(net_http_parser *p, int is_head);
+
+/* Feeds bytes. Returns how many were consumed (the rest, an incomplete
+ * line, must be fed again with what follows), or -1 on a protocol error or
+ * when a callback returned -1 (p->error says which). Stops consuming at
+ * NET_HTTP_DONE; bytes after the response are left to the caller. */
+ssize_t polite__net_http_feed(net_http_parser *p, const char *data, size_t len,
+                              const net_http_cb *cb, void *arg);
+
+/* The connection closed. Returns 1 when that completes the response (a
+ * body delimited by the close, or an already complete one), else 0. */
+int polite__net_http_eof(net_http_parser *p);
+
+/* Starts `p` as a decoder of a request body: `chunked`, else `length` bytes
+ * (0: none). Fed with polite__net_http_feed like a response; on_head and
+ * on_header are not called, trailer fields are dropped. */
+void polite__net_http_body_init(net_http_parser *p, int chunked,
+                                int64_t length);
+
+/* ---- Request heads (the client side) ------------------------------------ */
+
+/* Limits on one request head; both are enforced by the functions below. */
+typedef struct {
+  size_t head_max;    /* request line + header lines, bytes */
+  size_t headers_max; /* header lines */
+} net_limits;
+
+/* A parsed request head. The framing follows RFC 9112 §6 strictly: every
+ * shape that two parsers could frame differently (request smuggling) is
+ * refused instead of guessed. */
+typedef struct {
+  char method[16];
+  const char *target; /* points into the parsed bytes, not NUL-terminated */
+  size_t target_len;
+  int minor;              /* HTTP/1.minor: 0 or 1 */
+  int64_t content_length; /* -1 when absent */
+  int chunked;            /* Transfer-Encoding: chunked */
+  int keepalive;          /* the connection may carry another request */
+  int expect_continue;    /* Expect: 100-continue */
+  size_t nheaders;
+  int status;        /* when parsing failed: 400, 417, 431, 501 or 505 */
+  const char *error; /* static text saying what was wrong */
+} net_req_head;
+
+/* Finds the end of a request head (the empty line) in data[0..len).
+ * Returns the head's length including the empty line; 0 when it is not
+ * complete yet; -1 when more than lim->head_max bytes hold no end. `*scan`
+ * (0 for a new head) remembers how far the bytes were searched, so that
+ * feeding a head in small pieces costs time linear in its length. */
+long polite__net_req_head_end(const char *data, size_t len, size_t *scan,
+                              const net_limits *lim);
+
+/* Parses a complete head of `len` bytes (as found by head_end). Each header
+ * (name and value, value trimmed of OWS) goes to on_header (may be NULL),
+ * which returns 0 or -1 to stop. Returns 0, or -1 with h->status and
+ * h->error set. */
+int polite__net_req_parse(net_req_head *h, const char *data, size_t len,
+                          const net_limits *lim,
+                          int (*on_header)(void *arg, const char *name,
+                                           size_t nlen, const char *value,
+                                           size_t vlen),
+                          void *arg);
+
+/* ---- Header lists ---------------------------------------------------- */
+
+/* The parsed fields of a request or a response as libevent's evkeyvalq, so
+ * that evhttp_find_header reads them, but each field made in one
+ * allocation (name and value with it) instead of three: a proxied request
+ * carries a dozen. Free such a list with polite__net_fields_clear, never
+ * evhttp_clear_headers. */
+struct evkeyvalq;
+/* Appends name[0..nlen): value[0..vlen). 0, or -1 out of memory. */
+int polite__net_field_add(struct evkeyvalq *h, const char *name, size_t nlen,
+                          const char *value, size_t vlen);
+/* Removes every field called name (any case). */
+void polite__net_field_remove(struct evkeyvalq *h, const char *name);
+void polite__net_fields_clear(struct evkeyvalq *h);
+
+#endif

@@ -1,0 +1,360 @@
+/* polite proxy: where a request goes: its identity (absolute URL, client,
+ * tracking key, destination), then one table of routes walked in order (the
+ * report, the metrics, CONNECT, a CORS preflight, the checks of a watched
+ * request, a mock, the default). */
+#define _GNU_SOURCE
+#include "px_engine.h"
+
+#include <event2/http.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- The request's identity ---------------------------------------------- */
+
+/* Splits "host:port" (CONNECT's authority-form; "[v6]:port" too) into
+ * host (brackets removed) and port. Returns -1 when malformed. */
+static int split_authority(const char *a, char *host, size_t hl, int *port) {
+  const char *colon = strrchr(a, ':');
+  if (colon == NULL || colon == a)
+    return -1;
+  char *end;
+  long p = strtol(colon + 1, &end, 10);
+  if (*end != '\0' || p < 1 || p > 65535 || colon[1] < '0' || colon[1] > '9')
+    return -1;
+  const char *h = a;
+  size_t n = (size_t)(colon - a);
+  if (h[0] == '[' && n > 2 && h[n - 1] == ']') {
+    h++;
+    n -= 2;
+  }
+  if (n == 0 || n >= hl)
+    return -1;
+  memcpy(host, h, n);
+  host[n] = '\0';
+  *port = (int)p;
+  return 0;
+}
+
+/* host[:port] as a Host header and in URLs: the default port left out, an
+ * IPv6 literal bracketed. */
+static void authority_of(char *out, size_t size, const char *host, int port,
+                         int https) {
+  int v6 = strchr(host, ':') != NULL;
+  if (port == (https ? 443 : 80))
+    snprintf(out, size, "%s%s%s", v6 ? "[" : "", host, v6 ? "]" : "");
+  else
+    snprintf(out, size, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+/* Forward mode: where the request really goes. CONNECT names host:port; a
+ * request inside an intercepted CONNECT goes to that host over https; an
+ * absolute-form target names its own. An origin-form request outside
+ * CONNECT has no destination (dest_host stays empty). Builds raw_url. */
+static int forward_dest(px_server *s, px_req *r) {
+  const char *origin = r->nr->origin_host[0] ? r->nr->origin_host : NULL;
+  const char *t = r->target;
+  if (strcmp(r->method, "CONNECT") == 0) {
+    if (split_authority(t, r->dest_host, sizeof r->dest_host, &r->dest_port) <
+        0)
+      return -1;
+    r->dest_https = 1;
+    r->path = "/";
+  } else if (origin && t[0] == '/') {
+    snprintf(r->dest_host, sizeof r->dest_host, "%s", origin);
+    r->dest_port = r->nr->origin_port;
+    r->dest_https = 1;
+    r->path = t;
+  } else if (t[0] != '/' && t[0] != '*') {
+    struct evhttp_uri *u = evhttp_uri_parse(t);
+    const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    if (host == NULL || host[0] == '\0') {
+      if (u)
+        evhttp_uri_free(u);
+      return -1;
+    }
+    r->dest_https = strncasecmp(t, "https:", 6) == 0;
+    size_t hl = strlen(host);
+    if (host[0] == '[' && hl > 2)
+      snprintf(r->dest_host, sizeof r->dest_host, "%.*s", (int)(hl - 2),
+               host + 1);
+    else
+      snprintf(r->dest_host, sizeof r->dest_host, "%s", host);
+    int up = evhttp_uri_get_port(u);
+    r->dest_port = up > 0 ? up : r->dest_https ? 443 : 80;
+    evhttp_uri_free(u);
+    const char *p = strchr(strstr(t, "://") + 3, '/');
+    r->path = p ? p : "/";
+  } else {
+    r->path = t;
+    size_t n = strlen(t) + 200;
+    r->raw_url = malloc(n);
+    if (r->raw_url)
+      snprintf(r->raw_url, n, "http://%s%s", s->listen_addr, t);
+    return 0;
+  }
+  authority_of(r->authority, sizeof r->authority, r->dest_host, r->dest_port,
+               r->dest_https);
+  r->prefix = "";
+  size_t n = strlen(r->authority) + strlen(r->path) + 16;
+  r->raw_url = malloc(n);
+  if (r->raw_url)
+    snprintf(r->raw_url, n, "%s://%s%s", r->dest_https ? "https" : "http",
+             r->authority, r->path);
+  return 0;
+}
+
+/* The request's identity: absolute URL (raw for matching, redacted for
+ * everything recorded), where it would be forwarded, client and tracking
+ * key. Returns -1 when out of memory, -2 for a forward-mode target that
+ * names no usable host. */
+static int describe(px_server *s, px_req *r) {
+  const px_config *c = s->cfg;
+  const char *uri = r->target;
+  if (strcmp(r->method, "CONNECT") == 0) {
+    /* The log and the report name the authority it was given
+     * ("api.openai.com:443"), in every mode. */
+    r->path = "/";
+    if (c->forward_mode && forward_dest(s, r) < 0)
+      return -2;
+    free(r->raw_url);
+    r->raw_url = strdup(uri);
+  } else if (c->forward_mode) {
+    if (forward_dest(s, r) < 0)
+      return -2;
+  } else if (strncasecmp(uri, "http://", 7) == 0 ||
+             strncasecmp(uri, "https://", 8) == 0) {
+    /* Absolute-form request targets are used as they are; otherwise the
+     * upstream's URL (reverse proxy) or http://Host (mock mode). */
+    const char *p = strchr(strstr(uri, "://") + 3, '/');
+    r->path = p ? p : "/";
+    r->raw_url = strdup(uri);
+  } else {
+    r->path = uri;
+    const char *host = evhttp_find_header(r->in, "Host");
+    size_t n = strlen(uri) + 1400;
+    r->raw_url = malloc(n);
+    if (r->raw_url) {
+      if (c->upstream) /* the upstream's scheme: https:// globs match */
+        snprintf(r->raw_url, n, "%s://%s%s%s",
+                 strncasecmp(c->upstream, "https", 5) == 0 ? "https" : "http",
+                 s->up_authority, s->up_prefix, uri);
+      else
+        snprintf(r->raw_url, n, "http://%s%s",
+                 host && host[0] ? host : s->listen_addr, uri);
+    }
+  }
+  r->url = r->raw_url ? polite__px_redact_url(r->raw_url) : NULL;
+  if (r->url == NULL)
+    return -1;
+  if (!c->forward_mode) {
+    r->up = s->up;
+    r->prefix = s->up_prefix;
+    snprintf(r->authority, sizeof r->authority, "%s", s->up_authority);
+  }
+  const char *auth = evhttp_find_header(r->in, "Authorization");
+  if (auth) {
+    char hex[17];
+    polite__px_hash_hex(s->salt, auth, hex);
+    size_t n = strlen(r->client);
+    snprintf(r->client + n, sizeof r->client - n, " auth:%.8s", hex);
+  }
+  r->key = polite__px_scope_key(s, r, c->scope, r->in);
+  if (r->key == NULL)
+    return -1;
+  r->kind = PX_KIND_PASSED;
+  r->act = r->up || r->dest_host[0] ? ACT_FORWARD : ACT_OWN;
+  return 0;
+}
+
+/* --allow-host: forward mode connects only to hosts a glob names (all
+ * when none is given; the listener is then loopback-only, see run). */
+static int host_allowed(const px_config *c, const char *host) {
+  if (c->nallow_host == 0)
+    return 1;
+  for (size_t i = 0; i < c->nallow_host; i++)
+    if (polite__px_glob_match(c->allow_host[i], host, NULL))
+      return 1;
+  return 0;
+}
+
+/* A mocks file's first matching entry answers r. 1 when one did. */
+static int mock_answer(px_req *r) {
+  const px_config *c = r->s->cfg;
+  if (c->mocks.n == 0)
+    return 0;
+  size_t body_len = evbuffer_get_length(r->nr->body);
+  const char *body =
+      body_len ? (const char *)evbuffer_pullup(r->nr->body, -1) : NULL;
+  px_rule *m = polite__px_rules_match((px_rules *)&c->mocks, r->method,
+                                      r->raw_url, body, body_len);
+  if (m == NULL)
+    return 0;
+  polite__px_own_canned(r, &m->responses[0]);
+  return 1;
+}
+
+/* ---- The routes ---------------------------------------------------------- */
+
+#define ROUTE_ENDS 1    /* the handler ends r itself (else its action runs) */
+#define ROUTE_COUNTED 2 /* a request of the API: described, counted, judged */
+
+/* One route: when it applies, and what answers (or forwards) the request.
+ * A handler either ends r (answered, freed) or prepares r's action, which
+ * polite__px_route then runs. */
+typedef struct {
+  const char *name;
+  int (*applies)(const px_req *r);
+  void (*handle)(px_req *r);
+  int flags; /* ROUTE_* */
+} px_routedef;
+
+static int is_get(const px_req *r, const char *path) {
+  size_t n = strlen(path);
+  return strcmp(r->method, "GET") == 0 && strncmp(r->target, path, n) == 0 &&
+         (r->target[n] == '\0' || r->target[n] == '?');
+}
+
+static int is_report(const px_req *r) {
+  return is_get(r, "/__polite/report");
+}
+
+static int is_metrics(const px_req *r) {
+  return strcmp(r->method, "GET") == 0 &&
+         strcmp(r->target, "/__polite/metrics") == 0;
+}
+
+static int is_clock(const px_req *r) {
+  return r->s->cfg->test_clock && strcmp(r->method, "POST") == 0 &&
+         strncmp(r->target, "/__polite/clock", 15) == 0 &&
+         (r->target[15] == '\0' || r->target[15] == '?');
+}
+
+static int is_connect(const px_req *r) {
+  return strcmp(r->method, "CONNECT") == 0;
+}
+
+/* CORS preflights are never failed (a browser would not even send the real
+ * request); in mock mode they are answered here. */
+static int is_preflight(const px_req *r) {
+  return strcmp(r->method, "OPTIONS") == 0 &&
+         evhttp_find_header(r->in, "Origin") &&
+         evhttp_find_header(r->in, "Access-Control-Request-Method");
+}
+
+static int always(const px_req *r) {
+  (void)r;
+  return 1;
+}
+
+/* The proxy refuses the request itself (counted as an error, logged with
+ * the code as its category). */
+static void refuse_req(px_req *r, int status, const char *code,
+                       const char *msg) {
+  r->kind = PX_KIND_ERROR;
+  snprintf(r->cat, sizeof r->cat, "%s", code);
+  polite__px_own_json_error(r, status, code, msg);
+  polite__px_send_own(r);
+}
+
+static void do_connect(px_req *r) {
+  if (!r->s->cfg->forward_mode) {
+    r->nr->keepalive = 0;
+    refuse_req(r, 405, "method_not_allowed",
+               "polite proxy: CONNECT needs --mode forward (this proxy "
+               "is a reverse proxy; --connect-to serves an intercepted "
+               "host from a local server)");
+    return;
+  }
+  polite__px_connect(r);
+}
+
+static void do_preflight(px_req *r) {
+  if (mock_answer(r) || r->act != ACT_OWN)
+    return; /* a mock answers it, or it is forwarded as it is */
+  polite__px_own(r, 204, NULL, NULL, 0);
+  const char *m = evhttp_find_header(r->in, "Access-Control-Request-Method");
+  const char *h = evhttp_find_header(r->in, "Access-Control-Request-Headers");
+  /* Header values were checked for control bytes by the parser. */
+  polite__px_set_header(r, "Access-Control-Allow-Methods", m);
+  if (h)
+    polite__px_set_header(r, "Access-Control-Allow-Headers", h);
+}
+
+/* A watched request: the checks (judge, limits, failures) may answer it;
+ * else a mock or the default does. */
+static void do_default(px_req *r) {
+  const px_config *c = r->s->cfg;
+  r->watched = polite__px_watch_match(c->watch, c->nwatch, r->raw_url, r->path);
+  size_t body_len = evbuffer_get_length(r->nr->body);
+  const char *body =
+      body_len ? (const char *)evbuffer_pullup(r->nr->body, -1) : NULL;
+  if (r->watched && polite__px_decide(r, body, body_len))
+    return;
+  if (mock_answer(r))
+    return;
+  if (r->act == ACT_OWN && c->forward_mode) {
+    r->kind = PX_KIND_ERROR;
+    snprintf(r->cat, sizeof r->cat, "no_destination");
+    polite__px_own_json_error(
+        r, 400, "no_destination",
+        "polite proxy: forward mode: send absolute-form requests "
+        "(HTTP_PROXY) or CONNECT (HTTPS_PROXY)");
+  } else if (r->act == ACT_OWN) {
+    polite__px_default_mock(r);
+  }
+}
+
+/* The first row that applies routes the request. The proxy's own
+ * endpoints come first and are not counted as requests. */
+static const px_routedef routes[] = {
+    {"report", is_report, polite__px_answer_report, ROUTE_ENDS},
+    {"metrics", is_metrics, polite__px_answer_metrics, ROUTE_ENDS},
+    {"clock", is_clock, polite__px_answer_clock, ROUTE_ENDS},
+    {"connect", is_connect, do_connect, ROUTE_ENDS | ROUTE_COUNTED},
+    {"preflight", is_preflight, do_preflight, ROUTE_COUNTED},
+    {"default", always, do_default, ROUTE_COUNTED},
+};
+
+/* The request's identity, and the refusals that need it. Returns 0 to go
+ * on, 1 when r was ended here. */
+static int identify(px_req *r) {
+  px_server *s = r->s;
+  int dr = describe(s, r);
+  if (dr == -1) {
+    polite__net_req_end(r->nr, 0); /* out of memory: drop the connection */
+    polite__px_req_free(r);
+    return 1;
+  }
+  polite__px_metrics(s->st)->in_flight++; /* pxlimits hook (finish: --) */
+  if (dr == -2) {
+    if (r->url == NULL)
+      r->url = strdup("-");
+    if (r->key == NULL)
+      r->key = strdup("-");
+    r->nr->keepalive = 0;
+    refuse_req(r, 400, "bad_request",
+               "polite proxy: the request target names no host");
+    return 1;
+  }
+  if (r->dest_host[0] && !host_allowed(s->cfg, r->dest_host)) {
+    refuse_req(r, 403, "host_not_allowed",
+               "polite proxy: this host is not allowed (--allow-host)");
+    return 1;
+  }
+  return 0;
+}
+
+void polite__px_route(px_req *r) {
+  for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+    const px_routedef *rt = &routes[i];
+    if (!rt->applies(r))
+      continue;
+    if ((rt->flags & ROUTE_COUNTED) && identify(r))
+      return;
+    rt->handle(r);
+    if (!(rt->flags & ROUTE_ENDS))
+      polite__px_run_action(r);
+    return;
+  }
+}
