@@ -29,14 +29,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort();
     if (strlen(u.name) > POLITE__REDIS_NAME_MAX)
       abort();
-    /* The password as written sits between ':' and '@': the masked copy
-     * must not hold it (a long one, so that it is not found by chance in
-     * the host or the NAME). */
+    /* The password as written sits between the userinfo's first ':' and
+     * its '@': the masked copy keeps what comes before it (the scheme and
+     * the user name, which may hold the same text) and must not hold it
+     * after that (a long one, so that it is not found by chance in the
+     * host or the NAME). */
     const char *at = strrchr(uri, '@'), *colon = strchr(uri + 8, ':');
     if (u.pass && strlen(u.pass) >= 12 && at && colon && colon < at) {
-      size_t n = (size_t)(at - colon - 1);
+      size_t n = (size_t)(at - colon - 1), head = (size_t)(colon + 1 - uri);
       char *raw = strndup(colon + 1, n);
-      if (raw && n >= 12 && strstr(u.safe, raw) != NULL)
+      if (strncmp(u.safe, uri, head) != 0)
+        abort();
+      if (raw && n >= 12 && strstr(u.safe + head, raw) != NULL)
         abort();
       free(raw);
     }
