@@ -240,12 +240,7 @@ static void put_body(run_output *c, json_t *o, const polite_result *r) {
   free(name);
 }
 
-void run_output_result(void *ud, const polite_result *r) {
-  run_output *c = ud;
-  if (!c->journal && c->out_failed) {
-    c->out_unwritten++; /* stopped: no line, and no body file either */
-    return;
-  }
+char *run_output_line(run_output *c, const polite_result *r) {
   json_t *o = json_object();
   json_object_set_new(o, "id", run_text_json(r->req->id, strlen(r->req->id)));
   json_object_set_new(o, "method", run_text_json(r->method, strlen(r->method)));
@@ -270,6 +265,23 @@ void run_output_result(void *ud, const polite_result *r) {
                       r->req->line ? json_integer(r->req->line) : json_null());
   char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(o);
+  return s;
+}
+
+void run_output_write(run_output *c, const char *line) {
+  if (!c->journal && c->out_failed)
+    c->out_unwritten++;
+  else
+    write_line(c, line);
+}
+
+void run_output_result(void *ud, const polite_result *r) {
+  run_output *c = ud;
+  if (!c->journal && c->out_failed) {
+    c->out_unwritten++; /* stopped: no line, and no body file either */
+    return;
+  }
+  char *s = run_output_line(c, r);
   if (s) {
     write_line(c, s);
     free(s);

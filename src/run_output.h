@@ -61,6 +61,13 @@ FILE *run_output_open(const char *path, int append);
 
 /* The batch's on_result: writes one result line (ud is a run_output). */
 void run_output_result(void *ud, const polite_result *r);
+/* The result line of r (malloc'ed, without its newline; NULL when out of
+ * memory), writing its body file under --bodies-dir: the two halves of
+ * run_output_result, for a caller that writes the line later (a queue
+ * worker writes it once the queue has recorded it). */
+char *run_output_line(run_output *c, const polite_result *r);
+/* Writes one line as run_output_result would (nothing after a failure). */
+void run_output_write(run_output *c, const char *line);
 
 /* After the run: prints why the results could not be written, if they
  * could not. */

@@ -92,6 +92,19 @@ POLITE_EXTERN polite_input *polite_input_open(FILE *f,
 POLITE_EXTERN int polite_input_next(polite_input *in, polite_request **out);
 /* Lines read so far (including skipped ones). */
 POLITE_EXTERN long polite_input_lines(const polite_input *in);
+/* The text of the line the last polite_input_next returned (without its
+ * line end; line 1 without a byte order mark), *len bytes, valid until the
+ * next call; NULL for a line longer than POLITE_INPUT_MAX_LINE. The work
+ * queue stores lines as they were written, for workers to parse with their
+ * own -X, -H and -d. */
+POLITE_EXTERN const char *polite_input_line(const polite_input *in,
+                                            size_t *len);
+/* Gives a request whose id is its line's default ("line-N") the stable id
+ * "line-N-XXXXXXXX": the first 8 hex digits of the SHA-256 of its method,
+ * URL, body and error (NUL-separated), so that an edited input never
+ * matches another request's record. Other ids are left alone. The journal
+ * and the work queue name requests this way. Returns 0 or POLITE_ENOMEM. */
+POLITE_EXTERN int polite_request_stable_id(polite_request *q);
 POLITE_EXTERN void polite_input_close(polite_input *in);
 
 /* ---- Redaction ----------------------------------------------------------- */
