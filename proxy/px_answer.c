@@ -20,21 +20,6 @@ static void iso_now(char *buf, size_t size) {
   snprintf(buf + n, size - n, ".%03dZ", (int)(ms % 1000));
 }
 
-static const char *kind_name(px_kind k) {
-  switch (k) {
-  case PX_KIND_PASSED: return "passed";
-  case PX_KIND_FAILURE: return "injected";
-  case PX_KIND_RATE: return "rate_limited";
-  case PX_KIND_QUOTA: return "quota";
-  case PX_KIND_EARLY: return "EARLY";
-  case PX_KIND_ERROR: return "upstream_error";
-  case PX_KIND_THROTTLED: return "throttled";
-  case PX_KIND_CONCURRENCY: return "concurrency";
-  case PX_KIND_TOKENS: return "tokens";
-  default: return "?";
-  }
-}
-
 static void headers_free(struct evkeyvalq *h) {
   if (h) {
     evhttp_clear_headers(h);
@@ -64,8 +49,9 @@ void polite__px_finish(px_req *r) {
   px_server *s = r->s;
   px_record rec = {r->method,    r->url,    r->client,
                    r->client_id, r->status, r->kind};
-  if (!r->unrecorded) /* a CONNECT's 200 is logged, not counted */
-    polite__px_stats_record(s->st, &rec);
+  /* Every line logged is recorded; the stats count CONNECTs and calls to
+   * the own endpoints apart from requests (polite__px_record_class). */
+  polite__px_stats_record(s->st, &rec);
   polite__px_release(r);
   polite__px_metrics(s->st)->in_flight--;
   if (s->log) {
@@ -73,7 +59,7 @@ void polite__px_finish(px_req *r) {
     iso_now(t, sizeof t);
     long long tenths = (long long)(polite_mono_us() - r->t0_us) / 100;
     fprintf(s->log, "%s %s %s %s %d %s%s%s %lld.%lldms\n", t, r->client,
-            r->method, r->url, r->status, kind_name(r->kind),
+            r->method, r->url, r->status, polite__px_kind_info(r->kind)->word,
             r->note[0] ? " " : "", r->note, tenths / 10, tenths % 10);
   }
   polite__px_req_free(r);
@@ -134,8 +120,9 @@ void polite__px_send_retry_after(px_req *r, int64_t seconds, int flags) {
   r->tell_wait_ms = seconds * 1000;
   r->tell_flags = flags;
   size_t n = strlen(r->note);
-  snprintf(r->note + n, sizeof r->note - n, "%sretry_after=%llds", n ? " " : "",
-           (long long)seconds);
+  /* Milliseconds, as every duration of the log line (docs/proxy.md). */
+  snprintf(r->note + n, sizeof r->note - n, "%sretry_after=%lldms",
+           n ? " " : "", (long long)seconds * 1000);
 }
 
 void polite__px_answer_left(px_req *r) {

@@ -31,6 +31,7 @@ void polite__px_config_init(px_config *c) {
   c->quota = -1;
   c->scope = PX_SCOPE_URL;
   c->max_file = PX_FILE_MAX_DEFAULT;
+  c->track.judge = 1; /* polite's own command line judges early retries */
 }
 
 void polite__px_config_free(px_config *c) {
@@ -40,6 +41,8 @@ void polite__px_config_free(px_config *c) {
   for (size_t i = 0; i < c->nwatch; i++)
     free(c->watch[i]);
   free(c->watch);
+  free(c->watch_what);
+  polite__px_plugin_watch_free(c);
   for (size_t i = 0; i < c->nallow_host; i++)
     free(c->allow_host[i]);
   free(c->allow_host);
@@ -111,6 +114,7 @@ typedef enum {
   O_TOK_WINDOW,
   O_SCOPE,
   O_PENALTY,
+  O_MAX_URLS,
   O_MAX_HEAD,
   O_MAX_HEADERS,
   O_MAX_BODY,
@@ -238,6 +242,10 @@ const cli_opt polite__px_options[O_COUNT + 1] = {
         "Judging clients"),
     ROW(O_PENALTY, "penalty", CLI_FLAG, NULL, 1, 1, NULL,
         "an early retry restarts the whole wait", NULL),
+    ROW(O_MAX_URLS, "max-urls", CLI_UINT, "N", 1, 10000000, "10000",
+        "URLs with their own counts in the report (the one used longest ago "
+        "goes first; the report says how many went)",
+        NULL),
     ROW(O_MAX_HEAD, "max-head", CLI_SIZE, "BYTES", 1, 64LL << 20, "64k",
         "largest request head (431 above)", "Bounds"),
     ROW(O_MAX_HEADERS, "max-headers", CLI_UINT, "N", 1, 100000, "100",
@@ -434,6 +442,7 @@ static int store_number(px_config *c, opt_id id, uint64_t u) {
   case O_MAX_BODY: c->max_body = (int64_t)u; break;
   case O_MAX_CONN: c->max_connections = (int64_t)u; break;
   case O_MAX_FILE: c->max_file = (size_t)u; break;
+  case O_MAX_URLS: c->track.max_urls = (int64_t)u; break;
   default: return -1;
   }
   return 0;
@@ -988,6 +997,8 @@ int polite__px_config_reload(px_config *c, FILE *log) {
 }
 
 int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
+  if (polite__px_plugin_watch_finish(c, err, errlen) < 0)
+    return -1;
   /* Dev Proxy fails half the requests by default when an errors file is
    * given; without a file the default is 0 (failures are opt-in). */
   if (c->errors_file && !c->failure_rate_set)

@@ -498,6 +498,8 @@ int polite__px_conn_accept(px_server *s, evutil_socket_t fd,
   }
   c->s = s;
   peer_name(addr, c->peer, sizeof c->peer, c->id, sizeof c->id);
+  /* pxlimits hook: the judge knows when a connection was opened. */
+  polite__px_conn_opened(s->st, c->id, polite_mono_us() / 1000);
   c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
   c->timer = evtimer_new(s->base, on_timer, c);
   c->stage = evbuffer_new();

@@ -124,7 +124,6 @@ static void connected(struct bufferevent *b, short what, void *arg) {
   evbuffer_add(bufferevent_get_output(c->bev), established,
                sizeof established - 1);
   r->status = 200;
-  r->unrecorded = 1; /* the tunnel's requests are not the proxy's to count */
   snprintf(r->note, sizeof r->note, "tunnel");
   c->cur = NULL;
   r->conn = NULL;
@@ -200,7 +199,6 @@ static void intercept(px_req *r, SSL_CTX *ctx) {
       c->s->base, c->bev, ssl, BUFFEREVENT_SSL_ACCEPTING,
       BEV_OPT_CLOSE_ON_FREE);
   r->status = 200;
-  r->unrecorded = 1; /* the requests inside are counted one by one */
   snprintf(r->note, sizeof r->note, "intercepted");
   c->cur = NULL;
   r->conn = NULL;

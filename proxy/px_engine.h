@@ -89,7 +89,6 @@ typedef struct {
   int status;
   struct evbuffer *body; /* own responses */
   int headers_sent;
-  int unrecorded; /* logged, not counted in the report (a CONNECT's 200) */
   char note[96];
   /* pxlimits: the judge and the limits (filled by describe and decide). */
   char conn_id[80];       /* client connection "ADDR:PORT" */

@@ -324,7 +324,8 @@ void polite__px_dispatch(px_req *r) {
       body_len ? (const char *)evbuffer_pullup(r->reqbody, -1) : NULL;
 
   if (!r->watched || !polite__px_decide(r, now_us, body, body_len)) {
-    px_rule *m = c->mocks.n
+    px_rule *m = c->mocks.n && polite__px_plugin_watches(c, PX_PLUG_MOCKS,
+                                                         r->raw_url, r->path)
                      ? polite__px_rules_match((px_rules *)&c->mocks, r->method,
                                               r->raw_url, body, body_len)
                      : NULL;
@@ -352,7 +353,8 @@ void polite__px_dispatch(px_req *r) {
     }
   }
 
-  if (c->latency_max_ms > 0) {
+  if (c->latency_max_ms > 0 &&
+      polite__px_plugin_watches(c, PX_PLUG_LATENCY, r->raw_url, r->path)) {
     /* A timer, never a sleep: other requests go on meanwhile. */
     int64_t d = c->latency_min_ms +
                 polite_rand_uniform(polite_rand_next(&s->rng),
@@ -692,6 +694,8 @@ int polite__px_run(px_config *c) {
   if (s.base == NULL)
     s.base = event_base_new();
   s.st = polite__px_state_new();
+  if (s.st)
+    polite__px_track_setup(s.st, &c->track); /* the judge's switch, bounds */
   if (s.base == NULL || s.st == NULL) {
     fprintf(stderr, "polite proxy: cannot start the event loop\n");
     release(&s);

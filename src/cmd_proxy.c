@@ -99,6 +99,11 @@ int cmd_proxy(int argc, char **argv) {
    * it stands, and an --upstream say otherwise. */
   if (!c.mode_set && c.upstream)
     c.forward_mode = 0;
+  if (polite__px_watch_check(&c, err, sizeof err) < 0) {
+    fprintf(stderr, "polite proxy: %s\n", err);
+    rc = CLI_EXIT_USAGE;
+    goto out;
+  }
   rc = polite__px_run(&c) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 out:
   polite__px_config_free(&c);
