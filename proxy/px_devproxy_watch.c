@@ -20,7 +20,7 @@ void polite__px_plugin_watch_free(px_config *c) {
   }
 }
 
-/* Appends a copy of v to w (or, with `global`, to the config's list). */
+/* Appends a copy of v to the list *pat, *n. 0, or -1 out of memory. */
 static int add_pattern(char ***pat, size_t *n, const char *v) {
   char **grown = realloc(*pat, (*n + 1) * sizeof *grown);
   if (grown == NULL)
@@ -161,8 +161,10 @@ static int list_check(const px_config *c, char *const *pat, size_t n,
       return 0;
   char mode[800];
   mode_words(c, mode, sizeof mode);
-  polite__px_errf(err, errlen, "%s: %s can match no request in %s", what,
-                  n == 0 ? "an empty list" : "no pattern of it", mode);
+  polite__px_errf(err, errlen, "%s: %s in %s", what,
+                  n == 0 ? "an empty list matches no request"
+                         : "no pattern can match a request",
+                  mode);
   return -1;
 }
 
