@@ -315,8 +315,9 @@ static told_ent *told_add(track_ent *e, const char *conn, const char *ident,
         oldest = i;
     told_remove(e, oldest);
   }
-  if (e->ntold % 8 == 0) {
-    told_ent *nt = realloc(e->told, (e->ntold + 8) * sizeof *nt);
+  /* Capacity doubles from one: most keys have one told client. */
+  if ((e->ntold & (e->ntold - 1)) == 0) {
+    told_ent *nt = realloc(e->told, (e->ntold ? e->ntold * 2 : 1) * sizeof *nt);
     if (nt == NULL)
       return NULL;
     e->told = nt;
