@@ -2,7 +2,7 @@
 #   make demo   install what is missing, build, run the built-in demo
 #   make test   install what is missing, build, run every test (plain + ASan/UBSan + fuzz smoke + lint)
 #   make lint   cppcheck, clang-tidy (.clang-tidy), banned functions (scripts/checksrc.sh), clang-format
-#               over lib/ src/ proxy/; fails on any finding
+#               over lib/ src/ proxy/ gateway/; fails on any finding
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -64,13 +64,13 @@ fuzz: fuzz-build
 # checks and their exclusions are in .clang-tidy. The lint build directory is
 # only configured (Debug, so asserts inform the analyzer), never built: all
 # clang-tidy needs is its compile_commands.json.
-LINT_SOURCES = $(sort $(wildcard lib/*.c src/*.c proxy/*.c))
+LINT_SOURCES = $(sort $(wildcard lib/*.c src/*.c proxy/*.c gateway/*.c))
 lint: deps
 	cmake -S . -B $(LINT_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPOLITE_TESTS=OFF \
 	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 	cppcheck --enable=warning,portability,performance --inline-suppr \
-	  --error-exitcode=1 --std=c11 -Iinclude -Ilib -Isrc -Iproxy \
-	  --suppress=missingIncludeSystem -q -j$(JOBS) lib src proxy
+	  --error-exitcode=1 --std=c11 -Iinclude -Ilib -Isrc -Iproxy -Igateway \
+	  --suppress=missingIncludeSystem -q -j$(JOBS) lib src proxy gateway
 	@echo "cppcheck: clean"
 	@log=$(LINT_BUILD)/clang-tidy.log; rc=0; \
 	printf '%s\n' $(LINT_SOURCES) | \
@@ -78,7 +78,7 @@ lint: deps
 	grep -v -E '^[0-9]+ warnings? generated\.$$' $$log || true; \
 	if [ $$rc -ne 0 ]; then echo "clang-tidy: findings above (exit $$rc)"; exit 1; fi; \
 	echo "clang-tidy: clean ($(words $(LINT_SOURCES)) files)"
-	scripts/checksrc.sh lib src proxy
+	scripts/checksrc.sh lib src proxy gateway
 	@files=$$(git ls-files '*.c' '*.h' 2>/dev/null || find lib src proxy include tests examples bench -name '*.[ch]'); \
 	clang-format --dry-run --Werror $$files || { echo "clang-format: run 'clang-format -i' on the files above"; exit 1; }; \
 	echo "clang-format: clean ($$(echo $$files | wc -w) files)"

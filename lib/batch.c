@@ -7,6 +7,7 @@
 #include <polite/clock.h>
 #include <polite/version.h>
 
+#include "resp_head.h"
 #include "scheduler.h"
 
 #include <curl/curl.h>
@@ -21,8 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Longest Location value kept for a result (longer ones are cut). */
-#define MAX_LOCATION 8192
 /* Longest sleep on the start timer alone, the transfers' sockets unwatched
  * (see wait_until): 1 ms, so a response is handled at most that late. */
 #define COALESCE_US 1000
@@ -32,7 +31,8 @@
 #define POOL_BODY_MAX (64u << 10)
 
 /* One attempt's transfer: the easy handle and what its callbacks collect,
- * so each response is parsed once, as it arrives. */
+ * so each response is parsed once, as it arrives (the head in
+ * lib/resp_head.c, shared with the engine's transports). */
 typedef struct {
   polite_batch *b;
   CURL *easy;
@@ -42,17 +42,7 @@ typedef struct {
   size_t body_len, body_cap;
   int truncated;
   size_t max_body;
-  polite_headers ph;
-  char retry_after[128];
-  int has_retry_after;
-  char reqid[128];
-  char reqid_name[64];
-  char *location;
-  /* The diagnosis of a 429/503 answer: allocated only when a status line
-   * says 429 or 503, so memory stays flat however many requests wait (it
-   * is ~3.5 KiB). */
-  polite_diagnosis *diag;
-  int diag_on; /* the current response is a 429/503 being diagnosed */
+  polite__head head;
 } transfer;
 
 struct polite_batch {
@@ -77,7 +67,8 @@ const char *polite_outcome_name(polite_outcome o) {
                                                       "network_error",
                                                       "invalid_input",
                                                       "cancelled",
-                                                      "wait_too_long"};
+                                                      "wait_too_long",
+                                                      "queue_full"};
   return (unsigned)o < POLITE_OUT_COUNT ? names[o] : "unknown";
 }
 
@@ -116,71 +107,14 @@ static int status_of(const char *buf, size_t len) {
   return code;
 }
 
-/* A new response begins (a status line; also after 100-continue): start
- * over, and diagnose it when its status is 429 or 503. */
-static void response_begins(transfer *t, int status) {
-  polite_headers_init(&t->ph, t->b->now.wall_ms);
-  t->has_retry_after = 0;
-  t->reqid[0] = t->reqid_name[0] = '\0';
-  free(t->location);
-  t->location = NULL;
-  t->diag_on = 0;
-  if (status != 429 && status != 503)
-    return;
-  if (t->diag == NULL && (t->diag = malloc(sizeof *t->diag)) == NULL)
-    return;
-  polite_diagnosis_init(t->diag, status, t->b->now.wall_ms);
-  t->diag_on = 1;
-}
-
-/* The value of header line buf[0..l) when its name is `name` (with the
- * colon), trimmed, or NULL. */
-static const char *header_value(const char *buf, size_t l, const char *name,
-                                size_t *vlen) {
-  size_t n = strlen(name);
-  if (l < n || strncasecmp(buf, name, n) != 0)
-    return NULL;
-  const char *v = buf + n, *e = buf + l;
-  while (v < e && (*v == ' ' || *v == '\t'))
-    v++;
-  while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-    e--;
-  *vlen = (size_t)(e - v);
-  return v;
-}
-
 static size_t header_cb(char *buf, size_t size, size_t n, void *ud) {
   transfer *t = ud;
   size_t len = size * n;
-  if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
-    response_begins(t, status_of(buf, len));
-    return len;
-  }
-  size_t l = len;
-  while (l > 0 && (buf[l - 1] == '\n' || buf[l - 1] == '\r'))
-    l--;
-  if (t->diag_on && l > 0)
-    polite_diagnosis_feed_line(t->diag, buf, l);
-  if (polite_headers_feed_line(&t->ph, buf, l) == 1) {
-    const char *colon = memchr(buf, ':', l);
-    if (colon) {
-      size_t nl = (size_t)(colon - buf);
-      const char *v = colon + 1;
-      while (v < buf + l && (*v == ' ' || *v == '\t'))
-        v++;
-      snprintf(t->reqid_name, sizeof t->reqid_name, "%.*s", (int)nl, buf);
-      snprintf(t->reqid, sizeof t->reqid, "%.*s", (int)(buf + l - v), v);
-    }
-  }
-  size_t vl = 0;
-  const char *v = header_value(buf, l, "retry-after:", &vl);
-  if (v) {
-    snprintf(t->retry_after, sizeof t->retry_after, "%.*s", (int)vl, v);
-    t->has_retry_after = 1;
-  } else if ((v = header_value(buf, l, "location:", &vl)) != NULL) {
-    free(t->location);
-    t->location = strndup(v, vl < MAX_LOCATION ? vl : MAX_LOCATION);
-  }
+  /* A status line begins a new answer (also after 100-continue). */
+  if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0)
+    polite__head_begin(&t->head, status_of(buf, len), t->b->now.wall_ms);
+  else
+    polite__head_line(&t->head, buf, len);
   return len;
 }
 
@@ -229,8 +163,7 @@ static void transfer_free(transfer *t) {
   }
   curl_slist_free_all(t->hdrs);
   free(t->body);
-  free(t->location);
-  free(t->diag);
+  polite__head_free(&t->head);
   free(t);
 }
 
@@ -351,21 +284,16 @@ static void transfer_put(polite_batch *b, transfer *t) {
   curl_easy_reset(t->easy);
   curl_slist_free_all(t->hdrs);
   t->hdrs = NULL;
-  free(t->location);
-  t->location = NULL;
   if (t->body_cap > POOL_BODY_MAX) {
     free(t->body);
     t->body = NULL;
     t->body_cap = 0;
   }
-  /* The rest is set again by io_start and response_begins; the diagnosis
-   * buffer stays allocated for the next 429. */
+  /* The head is begun again by io_start; its diagnosis buffer stays
+   * allocated for the next 429. */
   t->errbuf[0] = '\0';
   t->body_len = 0;
   t->truncated = 0;
-  t->has_retry_after = 0;
-  t->reqid[0] = t->reqid_name[0] = '\0';
-  t->diag_on = 0;
   b->pool[b->npool++] = t;
 }
 
@@ -378,7 +306,7 @@ static int io_start(void *ud, polite__job *j, char *err, size_t errlen) {
     return -1;
   }
   t->max_body = b->o.max_body;
-  polite_headers_init(&t->ph, b->now.wall_ms);
+  polite__head_begin(&t->head, 0, b->now.wall_ms);
   if (transfer_setup(b, t, j, err, errlen) != 0) {
     transfer_free(t);
     return -1;
@@ -415,15 +343,10 @@ static void transfer_done(polite_batch *b, polite__job *j, CURLcode res) {
              t->errbuf[0] ? ": " : "", t->errbuf);
   polite__response r;
   memset(&r, 0, sizeof r);
+  polite__head_response(&t->head, &r);
   r.status = res == CURLE_OK ? (int)code : 0;
   r.error = terr[0] ? terr : NULL;
   r.timed_out = res == CURLE_OPERATION_TIMEDOUT;
-  r.headers = &t->ph;
-  r.retry_after = t->has_retry_after ? t->retry_after : NULL;
-  r.request_id = t->reqid[0] ? t->reqid : NULL;
-  r.request_id_header = t->reqid_name[0] ? t->reqid_name : NULL;
-  r.location = t->location;
-  r.diag = t->diag_on ? t->diag : NULL;
   r.body = t->body;
   r.body_len = t->body_len;
   r.body_truncated = t->truncated;
@@ -450,6 +373,12 @@ polite_batch *polite_batch_new(const polite_batch_options *o, char *err,
   if (curl_init_rc != CURLE_OK) {
     if (err)
       snprintf(err, errlen, "libcurl: %s", curl_easy_strerror(curl_init_rc));
+    return NULL;
+  }
+  if (o == NULL || o->next == NULL) {
+    /* Only the engine (polite/engine.h) takes submitted requests. */
+    if (err)
+      snprintf(err, errlen, "batch options need a request source (next)");
     return NULL;
   }
   polite_batch *b = calloc(1, sizeof *b);

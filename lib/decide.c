@@ -89,7 +89,11 @@ static int64_t add_sat(int64_t a, int64_t b) {
  *     max_attempts (max_attempts 0 is treated as 1).
  *  5. A write (polite_method_idempotent() == 0) without an idempotency key
  *     and without retry_unsafe: STOP not_retried_unsafe; for status 0 too,
- *     since the write may have landed before the connection broke.
+ *     since the write may have landed before the connection broke. With
+ *     retry_writes a 429 is the exception: an API that answers 429 has
+ *     refused the request before doing any work (LLM APIs document it), so
+ *     the write goes on to the rules below; a 503 or a broken connection
+ *     may come after the work, so they still stop.
  *  6. time_left_ms == 0: STOP deadline (time_left_ms < 0 = no deadline).
  *  7. The server named a wait W (polite_headers_wait_ms):
  *     W > 0: W is a minimum. W > max_wait_ms (when > 0): STOP
@@ -155,7 +159,7 @@ void polite_decide(const polite_decide_in *in, polite_decision *out) {
     return;
   }
   if (!polite_method_idempotent(in->method) && !in->has_idempotency_key &&
-      !in->retry_unsafe) {
+      !in->retry_unsafe && !(in->retry_writes && st == 429)) {
     finish(out, POLITE_STOP, POLITE_R_NOT_RETRIED_UNSAFE,
            st == 0 ? "A write without an idempotency key failed in transit; "
                      "it may have landed, so it is not sent again."

@@ -40,24 +40,49 @@ const polite__heap_entry *polite__heap_top(const polite__heap *h) {
   return h->n ? &h->v[0] : NULL;
 }
 
-void *polite__heap_pop(polite__heap *h) {
-  if (h->n == 0)
-    return NULL;
-  void *item = h->v[0].item;
-  polite__heap_entry last = h->v[--h->n];
-  size_t i = 0, n = h->n;
+/* Puts e at position i (a hole) of the heap's first n entries, moving it
+ * down until its children are not before it. */
+static void sift_down(polite__heap *h, size_t i, polite__heap_entry e) {
+  size_t n = h->n;
   for (;;) {
     size_t c = 2 * i + 1;
     if (c >= n)
       break;
     if (c + 1 < n && before(&h->v[c + 1], &h->v[c]))
       c++;
-    if (!before(&h->v[c], &last))
+    if (!before(&h->v[c], &e))
       break;
     h->v[i] = h->v[c];
     i = c;
   }
-  if (n)
-    h->v[i] = last;
+  h->v[i] = e;
+}
+
+void *polite__heap_pop(polite__heap *h) {
+  if (h->n == 0)
+    return NULL;
+  void *item = h->v[0].item;
+  polite__heap_entry last = h->v[--h->n];
+  if (h->n)
+    sift_down(h, 0, last);
   return item;
+}
+
+int polite__heap_remove(polite__heap *h, const void *item) {
+  size_t i = 0;
+  while (i < h->n && h->v[i].item != item)
+    i++;
+  if (i == h->n)
+    return -1;
+  polite__heap_entry last = h->v[--h->n];
+  if (i == h->n)
+    return 0; /* it was the last entry */
+  /* The last entry fills the hole: up when it is before the hole's
+   * parent, else down. */
+  while (i > 0 && before(&last, &h->v[(i - 1) / 2])) {
+    h->v[i] = h->v[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  sift_down(h, i, last);
+  return 0;
 }

@@ -31,6 +31,10 @@ const polite__heap_entry *polite__heap_top(const polite__heap *h);
 /* Removes the earliest entry in O(log n) and returns its item (NULL when
  * empty). */
 void *polite__heap_pop(polite__heap *h);
+/* Removes the entry of item (looked for in O(n): a client that gave up
+ * waiting, rare next to pushes and pops) and restores the order in
+ * O(log n). Returns 0, or -1 when item is not in the heap. */
+int polite__heap_remove(polite__heap *h, const void *item);
 
 #ifdef __cplusplus
 }

@@ -14,13 +14,38 @@
 typedef polite__job job;
 
 /* An account the server asked to wait longer than max_wait: its requests
- * end wait_too_long until `until`, and no pause is written to the budget. */
+ * end wait_too_long until `until`, and no pause is written to the budget.
+ * With quota_per_account, an account whose quota is spent is refused the
+ * same way, its requests ending quota_exhausted. One entry per account,
+ * at most MAX_REFUSALS; expired ones are dropped when one is added. */
 typedef struct refusal {
   struct refusal *next;
   char *key; /* NULL: the default account */
   int64_t until_us;
   int64_t wait_ms;
+  polite_outcome out; /* WAIT_TOO_LONG or QUOTA_EXHAUSTED */
+  int status;         /* the answer's status (429, 503, 403) */
 } refusal;
+
+/* The queue of one account for submitted requests (lib/sched_account.c):
+ * how many of its requests are alive and how many in flight (the rest
+ * wait), and what the scheduler last learned of its pause. Created with
+ * its first submitted request, freed with its last one. */
+typedef struct polite__acct {
+  struct polite__acct *next; /* hash chain */
+  char *key;                 /* NULL: the default account */
+  unsigned jobs, inflight;
+  int64_t pause_until_us;         /* latest known end of its pause (its own 429s
+                                     and the budget's answers); 0: none */
+  int pause_status;               /* that pause's status; 0: the budget's */
+  struct polite__rate_acct *rate; /* its learned rate, once known */
+} polite__acct;
+
+typedef struct {
+  polite__acct **b; /* buckets */
+  size_t nb, n;
+  polite__acct *def; /* the default account (key NULL) */
+} polite__acct_table;
 
 /* The learned rate of one account (lib/sched_rate.c): its controller, the
  * engine's own limiter at its rate (used when the budget does not pace at
@@ -78,10 +103,20 @@ struct polite__sched {
   unsigned n_hosts, cap_hosts, max_hosts;
   polite_host_rate *host_stats;
   unsigned n_host_stats, cap_host_stats;
+  /* Submitted requests' accounts (lib/sched_account.c). */
+  polite__acct_table accts;
+  unsigned n_refused;
 };
 
 /* scheduler.c */
 int polite__sched_same_key(const char *a, const char *c);
+/* A job for request r (taken over on success): NULL when out of memory (r
+ * is then still the caller's). */
+job *polite__sched_job_new(polite__sched *s, polite_request *r);
+/* Sets up a new job j at now: an invalid request (and, after the run
+ * deadline, every request) is answered at once; then its account key and
+ * its idempotency key. Returns j, or NULL when it was ended. */
+job *polite__sched_job_begin(polite__sched *s, job *j, int64_t now);
 /* Puts j in the waiting set at due; out of memory is fatal for the run
  * (returns -1, and the caller ends j). */
 int polite__sched_wait_push(polite__sched *s, job *j, int64_t due);
@@ -98,6 +133,37 @@ void polite__sched_finish(polite__sched *s, job *j, polite_outcome out,
 /* Integrates the in-flight count up to now and refreshes the stats that
  * depend on time. */
 void polite__sched_update_stats(polite__sched *s, int64_t now);
+
+/* sched_account.c: the queues of submitted requests. */
+/* The account of key (NULL: the default), created when missing: NULL when
+ * out of memory. Each job attached to it counts in jobs. */
+polite__acct *polite__sched_acct_get(polite__sched *s, const char *key);
+/* The account of key when one exists, else NULL. */
+polite__acct *polite__sched_acct_find(const polite__sched *s, const char *key);
+/* j (attached to an account) is gone: the account is freed with its last
+ * job. */
+void polite__sched_acct_put(polite__sched *s, job *j);
+/* Frees every account (polite__sched_free). */
+void polite__sched_acct_free(polite__sched *s);
+/* The checks of a submitted j at now before it waits (see
+ * polite__sched_submit): returns 1 when j was ended, 0 when it may wait. */
+int polite__sched_gate(polite__sched *s, job *j, int64_t now);
+/* The account of key is paused until `until` (its own answer with
+ * `status`, or 0 for a pause the budget reported): notes it, and when that
+ * is news returns the account pinned for polite__sched_acct_sweep (else
+ * NULL). The sweep comes once the answer's own request waits again. */
+polite__acct *polite__sched_acct_paused(polite__sched *s, const char *key,
+                                        int64_t until, int status);
+/* Ends at once the submitted requests of a (pinned by acct_paused; NULL is
+ * ignored) waiting in the waiting set that can no longer afford their
+ * wait, and unpins it. */
+void polite__sched_acct_sweep(polite__sched *s, polite__acct *a, int64_t now);
+/* Ends at once the submitted requests of every account that cannot start
+ * before their deadline or the run's (polite__sched_end_by). */
+void polite__sched_sweep_all(polite__sched *s, int64_t now);
+/* The start rate a's requests are paced at (learned or the budget's); 0
+ * when none. */
+double polite__sched_acct_rate(const polite__sched *s, const polite__acct *a);
 
 /* sched_response.c */
 /* The refusal covering key's account at now, or NULL. */

@@ -28,11 +28,11 @@ polite__sched *polite__sched_new(const polite_batch_options *o,
                                  size_t errlen) {
   if (err && errlen)
     err[0] = '\0';
-  if (o == NULL || o->next == NULL || o->on_result == NULL ||
-      o->max_attempts < 1 || io == NULL || io->start == NULL) {
+  if (o == NULL || o->on_result == NULL || o->max_attempts < 1 || io == NULL ||
+      io->start == NULL) {
     if (err)
       snprintf(err, errlen,
-               "batch options need next, on_result and max_attempts >= 1");
+               "batch options need on_result and max_attempts >= 1");
     return NULL;
   }
   if (o->max_host_rates > POLITE_BATCH_MAX_HOST_RATES_LIMIT) {
@@ -76,6 +76,7 @@ static void job_free(job *j) {
     return;
   polite_request_free(j->req);
   free(j->key);
+  free(j->final_loc);
   free(j);
 }
 
@@ -98,6 +99,7 @@ void polite__sched_free(polite__sched *s) {
     free(r);
   }
   polite__sched_rate_free(s);
+  polite__sched_acct_free(s);
   free(s->intervals);
   free(s);
 }
@@ -158,6 +160,8 @@ static void inflight_add(polite__sched *s, job *j) {
   s->inflight = j;
   if (++s->st.in_flight > s->st.peak_in_flight)
     s->st.peak_in_flight = s->st.in_flight;
+  if (j->acct)
+    j->acct->inflight++;
 }
 
 void polite__sched_inflight_remove(polite__sched *s, job *j) {
@@ -169,6 +173,8 @@ void polite__sched_inflight_remove(polite__sched *s, job *j) {
     j->next->prev = j->prev;
   j->prev = j->next = NULL;
   s->st.in_flight--;
+  if (j->acct)
+    j->acct->inflight--;
 }
 
 /* Time left before the request's or the run's deadline, or NO_TIME. */
@@ -202,11 +208,16 @@ void polite__sched_finish(polite__sched *s, job *j, polite_outcome out,
   res.error = error;
   res.idempotency_key = j->idem_sent;
   res.location = location;
-  if (out == POLITE_OUT_QUOTA_EXHAUSTED)
+  res.retry_after_ms =
+      j->retry_after_us >= 0 ? (j->retry_after_us + 999) / 1000 : -1;
+  res.pause_status = j->pause_status;
+  res.relayed = j->relaying;
+  if (out == POLITE_OUT_QUOTA_EXHAUSTED && !s->o.quota_per_account)
     s->st.quota_stop = 1;
   s->st.results++;
   s->st.by_outcome[out]++;
   s->o.on_result(s->o.ud, &res);
+  polite__sched_acct_put(s, j);
   job_free(j);
 }
 
@@ -228,6 +239,8 @@ static void abort_inflight(polite__sched *s, int64_t now) {
     s->st.in_flight--;
     if (s->io.abort)
       s->io.abort(s->io.ud, j);
+    if (j->acct)
+      j->acct->inflight--;
     polite_budget_release(s->o.budget, j->key, 1);
     polite__sched_finish(s, j, POLITE_OUT_CANCELLED, 0,
                          "interrupted while the attempt was in flight", now,
@@ -328,7 +341,8 @@ static void start_attempt(polite__sched *s, job *j, const polite__now *now) {
   }
   if (j->attempts == 0) {
     j->first_start_us = now->mono_us;
-    if (s->o.deadline_ms >= 0)
+    /* A submitted request's deadline already runs from its arrival. */
+    if (s->o.deadline_ms >= 0 && j->deadline_us == NO_TIME)
       j->deadline_us = now->mono_us + s->o.deadline_ms * 1000;
   }
   j->attempts++;
@@ -358,44 +372,25 @@ static int reading_over(const polite__sched *s) {
 }
 
 static int can_read(const polite__sched *s) {
-  return !reading_over(s) && !s->fatal && !s->source_dry &&
+  return s->o.next != NULL && !reading_over(s) && !s->fatal && !s->source_dry &&
          s->st.in_flight + s->waiting.n < s->o.max_pending;
 }
 
-/* Pulls one request from the source. Invalid lines (and, after the run
- * deadline, every line) are answered at once. Returns the new job, due
- * now, or NULL when nothing was queued. */
-static job *read_one(polite__sched *s, int64_t now) {
-  polite_request *r = NULL;
-  int rc = s->o.next(s->o.ud, &r);
-  if (rc == POLITE_EAGAIN) {
-    /* Nothing now, more may come (a queue, a gateway's clients): the run
-     * is not over, and the source is asked again at the next turn. */
-    polite_request_free(r);
-    s->source_dry = 1;
-    return NULL;
-  }
-  if (rc <= 0 || r == NULL) {
-    if (rc < 0)
-      snprintf(s->errstr, sizeof s->errstr, "reading the input failed: %s",
-               polite_strerror(rc));
-    s->input_done = 1;
-    s->st.input_done = 1;
-    return NULL;
-  }
-  s->st.read++;
+job *polite__sched_job_new(polite__sched *s, polite_request *r) {
   job *j = calloc(1, sizeof *j);
-  if (j == NULL) {
-    polite_request_free(r);
-    s->fatal = POLITE_ENOMEM;
-    snprintf(s->errstr, sizeof s->errstr, "out of memory");
+  if (j == NULL)
     return NULL;
-  }
   j->req = r;
   j->method = polite_request_method(r);
   j->seq = ++s->seq;
   j->first_start_us = -1;
   j->deadline_us = NO_TIME;
+  j->retry_after_us = -1;
+  return j;
+}
+
+job *polite__sched_job_begin(polite__sched *s, job *j, int64_t now) {
+  polite_request *r = j->req;
   if (r->error) {
     polite__sched_finish(s, j, POLITE_OUT_INVALID_INPUT, 0, r->error, now, NULL,
                          NULL);
@@ -417,6 +412,37 @@ static job *read_one(polite__sched *s, int64_t now) {
   }
   j->has_key = j->idem_sent != NULL || has_header(r, "Idempotency-Key");
   return j;
+}
+
+/* Pulls one request from the source. Returns the new job, due now, or NULL
+ * when nothing was queued. */
+static job *read_one(polite__sched *s, int64_t now) {
+  polite_request *r = NULL;
+  int rc = s->o.next(s->o.ud, &r);
+  if (rc == POLITE_EAGAIN) {
+    /* Nothing now, more may come (a queue, a gateway's clients): the run
+     * is not over, and the source is asked again at the next turn. */
+    polite_request_free(r);
+    s->source_dry = 1;
+    return NULL;
+  }
+  if (rc <= 0 || r == NULL) {
+    if (rc < 0)
+      snprintf(s->errstr, sizeof s->errstr, "reading the input failed: %s",
+               polite_strerror(rc));
+    s->input_done = 1;
+    s->st.input_done = 1;
+    return NULL;
+  }
+  s->st.read++;
+  job *j = polite__sched_job_new(s, r);
+  if (j == NULL) {
+    polite_request_free(r);
+    s->fatal = POLITE_ENOMEM;
+    snprintf(s->errstr, sizeof s->errstr, "out of memory");
+    return NULL;
+  }
+  return polite__sched_job_begin(s, j, now);
 }
 
 /* ---- admission
@@ -460,6 +486,7 @@ static int end_too_long(polite__sched *s, job *j, const char *what,
   snprintf(msg, sizeof msg,
            "%s %lld s, longer than max-wait (%lld s); not waiting", what,
            (long long)(w_us / 1000000), (long long)(s->o.max_wait_ms / 1000));
+  j->retry_after_us = w_us;
   polite__sched_finish(s, j, POLITE_OUT_WAIT_TOO_LONG, j->status, msg, now,
                        NULL, NULL);
   return ADM_ENDED;
@@ -496,6 +523,8 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   int64_t at = admission_time(s, j, t);
   int64_t w = polite__sched_rate_check(s, j, at, cost, &next, now);
   int rc = POLITE_BUDGET_WAIT_RATE;
+  if (j->acct && j->rate)
+    j->acct->rate = j->rate; /* the queue's estimate paces by it */
   /* The learned rate holds for what the server's headers asked (r = 0
    * until a reset): max-wait bounds that wait too. */
   if (beyond_max_wait(s, w))
@@ -534,8 +563,12 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   int64_t due = at + w;
   if (rc == POLITE_BUDGET_WAIT_PAUSE && beyond_max_wait(s, w))
     return end_too_long(s, j, "the budget is paused for another", w, t);
+  if (rc == POLITE_BUDGET_WAIT_PAUSE)
+    polite__sched_acct_sweep(s, polite__sched_acct_paused(s, j->key, due, 0),
+                             t);
   int64_t left = polite__sched_time_left(s, j, t);
   if (left != NO_TIME && due - t > left) {
+    j->retry_after_us = due - t;
     polite__sched_finish(
         s, j, POLITE_OUT_DEADLINE, j->status,
         rc == POLITE_BUDGET_WAIT_PAUSE
@@ -653,14 +686,19 @@ static void stops(polite__sched *s, int64_t now) {
     s->run_deadline_hit = 1;
     flush_waiting(s, POLITE_OUT_DEADLINE, "the run deadline passed", now);
   }
-  if (s->run_deadline_hit && !s->cancelling && !s->st.quota_stop) {
+  if (s->run_deadline_hit && !s->cancelling && !s->st.quota_stop &&
+      s->o.next != NULL) {
     /* Every request read gets a result; drain the rest of the input
      * (bounded work per step so cancel stays responsive). */
-    for (int k = 0; k < 4096 && !s->input_done && !s->source_dry; k++)
+    for (int k = 0; k < 4096 && !s->input_done && !s->source_dry; k++) {
+      job *j;
       if (s->o.max_requests && s->st.read >= s->o.max_requests)
         s->input_done = 1;
-      else
-        read_one(s, now);
+      else if ((j = read_one(s, now)) != NULL) /* begun after the deadline,
+                                                  a job has ended already */
+        polite__sched_finish(s, j, POLITE_OUT_DEADLINE, 0,
+                             "the run deadline passed", now, NULL, NULL);
+    }
   }
 }
 

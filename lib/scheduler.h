@@ -47,6 +47,19 @@ typedef struct polite__job {
   int64_t deadline_us;    /* POLITE__NO_TIME: none */
   int64_t attempt_start_us, attempt_start_wall;
   int status; /* last HTTP status */
+
+  /* Submitted requests (polite__sched_submit, the gateway's): */
+  struct polite__acct *acct; /* its account's queue; NULL when read */
+  int64_t retry_after_us;    /* for the result (polite_result
+                                .retry_after_ms); -1: none */
+  int pause_status;          /* for the result (polite_result
+                                .pause_status) */
+  /* The answer is final and being relayed (polite__sched_answer): what
+   * the result will say once polite__sched_relayed ends it. */
+  int relaying;
+  polite_outcome final_out;
+  const char *final_why; /* static text, or NULL */
+  char *final_loc;       /* redacted Location, or NULL */
 } polite__job;
 
 /* One finished attempt as the transport saw it. Everything is borrowed for
@@ -80,7 +93,10 @@ typedef struct {
 typedef struct polite__sched polite__sched;
 
 /* Creates a scheduler over a copy of *o (callbacks, budget and env are
- * borrowed). NULL with a message in err on bad options or no memory. */
+ * borrowed). o->next may be NULL: then requests come only from
+ * polite__sched_submit, and the run is over only after
+ * polite__sched_close_input. NULL with a message in err on bad options or
+ * no memory. */
 polite__sched *polite__sched_new(const polite_batch_options *o,
                                  const polite__sched_io *io, char *err,
                                  size_t errlen);
@@ -104,6 +120,47 @@ int polite__sched_step(polite__sched *s, const polite__now *now,
  * wait. The transport frees its own state afterwards. */
 void polite__sched_response(polite__sched *s, polite__job *j,
                             const polite__response *r, const polite__now *now);
+
+/* A request handed in at now (the gateway's clients; ownership of r passes
+ * to the scheduler on 0). It is checked at once against its account: a
+ * refused or stopped account, a full queue (queue_max), or a wait that the
+ * request cannot afford (its account's pause and the queue ahead of it at
+ * the planned rate, against max_wait and its deadline, which runs from
+ * now) end it at once through on_result, before this returns; otherwise
+ * it waits, due now, for the next polite__sched_step. Returns 0, or a
+ * negative polite_errno with r still the caller's and on_result not
+ * called: POLITE_ECANCELED once the input is closed or the run stops,
+ * POLITE_ENOMEM. */
+int polite__sched_submit(polite__sched *s, polite_request *r,
+                         const polite__now *now);
+/* No more submits: the run ends once every request has its result. */
+void polite__sched_close_input(polite__sched *s);
+/* Ends the run by `until` (absolute monotonic us) at the latest, as the
+ * run deadline does, keeping an earlier one; the waiting requests that
+ * cannot start before it end `deadline` at once. */
+void polite__sched_end_by(polite__sched *s, int64_t until,
+                          const polite__now *now);
+/* Ends the request r (one the scheduler owns, waiting or in flight) at
+ * now, `cancelled` with `why`: in flight, its transfer is dropped through
+ * io->abort first. Returns 0, or POLITE_EINVAL when r is not there. */
+int polite__sched_withdraw(polite__sched *s, const polite_request *r,
+                           const char *why, const polite__now *now);
+
+/* The engine's answer path (lib/engine.c), split in two so that an answer
+ * can be relayed as it arrives. polite__sched_answer takes the attempt's
+ * answer (its head, and the body when one was read) and decides as
+ * polite__sched_response does. Returns 1 when the answer is final and
+ * `relay` is set: j stays in flight (its slot held) while the transport
+ * relays it, and polite__sched_relayed ends it. Returns 0 when j was put
+ * back to wait (a retry) or ended (with `relay` 0, a final answer that
+ * cannot be relayed ends network_error). */
+int polite__sched_answer(polite__sched *s, polite__job *j,
+                         const polite__response *r, int relay,
+                         const polite__now *now);
+/* The relay of j's final answer ended (error: NULL when all of it went
+ * through): gives the slot back and emits the result. */
+void polite__sched_relayed(polite__sched *s, polite__job *j, const char *error,
+                           const polite__now *now);
 
 /* Asks the run to stop (async-signal-safe: only sets a flag). */
 void polite__sched_cancel(polite__sched *s);

@@ -37,6 +37,13 @@ typedef struct {
   unsigned cost; /* budget rate units each attempt spends (input field
                     "cost", --cost); 0 means 1. An attempt holds one
                     concurrency slot whatever its cost. */
+  unsigned max_attempts; /* network attempts for this request, capped by
+                            the run's max_attempts; 0: the run's. 1 means
+                            never retried (a gateway request whose body was
+                            streamed once and not kept) */
+  void *user;            /* the caller's own pointer (a gateway's client
+                            connection): never read or freed by polite, copied by
+                            polite_request_dup */
 } polite_request;
 
 /* Largest accepted cost (input field "cost", --cost). */
@@ -124,6 +131,8 @@ typedef enum {
   POLITE_OUT_CANCELLED,
   POLITE_OUT_WAIT_TOO_LONG, /* the server's wait (or the budget's pause)
                                exceeds max_wait_ms: not waited for */
+  POLITE_OUT_QUEUE_FULL,    /* a submitted request (polite/engine.h) found
+                               its account's queue full: never sent */
   POLITE_OUT_COUNT
 } polite_outcome;
 
@@ -145,6 +154,18 @@ typedef struct {
   const char *location;        /* a 3xx answer's Location, redacted with
                                   polite_redact_url (redirects are not
                                   followed), or NULL */
+  /* When the request ended because its account cannot be served in time
+   * (wait_too_long, deadline, queue_full, a quota_exhausted account, a
+   * refused or paused account): how long until the account opens again,
+   * in ms, never earlier than the server said (a gateway answers it as
+   * Retry-After); -1 when not known or not applicable. */
+  int64_t retry_after_ms;
+  int pause_status; /* the status (429 or 503) of the answer that paused,
+                       refused or stopped the account, when the outcome
+                       comes from it; 0 otherwise */
+  int relayed;      /* 1: the server's answer to the last attempt was
+                       relayed to the caller as it arrived (polite/engine.h
+                       RELAY); status is that answer's. 0 otherwise */
 } polite_result;
 
 /* One network attempt, valid only during the on_attempt call. */
@@ -353,7 +374,30 @@ typedef struct {
    * one so that what one call learns paces the next. NULL: a fresh
    * controller. */
   polite_ratectl *ratectl;
+
+  /* The gateway's rules (polite/engine.h; docs/gateway.md). */
+  int retry_writes;      /* a write without an idempotency key is retried after
+                            a 429 (never a 503, never a network error); see
+                            polite_decide_in.retry_writes. Default 0 */
+  unsigned queue_max;    /* requests submitted through polite_engine_submit
+                            that may wait per account (not counting those in
+                            flight); one more ends queue_full at once. 0:
+                            POLITE_ENGINE_QUEUE_MAX_DEFAULT. Requests read
+                            from `next` are bounded by max_pending instead */
+  int quota_per_account; /* a spent quota (quota_exhausted) stops only its
+                            account (until the reset the answer states,
+                            else quota_stop_ms; its requests end
+                            quota_exhausted at once without being sent),
+                            not the whole run. Default 0: the run stops */
+  int64_t quota_stop_ms; /* with quota_per_account and no reset stated;
+                            0: POLITE_ENGINE_QUOTA_STOP_DEFAULT_MS */
 } polite_batch_options;
+
+/* The defaults of the gateway's rules in polite_batch_options: submitted
+ * requests waiting per account, and how long a spent quota stops its
+ * account when the answer states no reset. */
+#define POLITE_ENGINE_QUEUE_MAX_DEFAULT 1024u
+#define POLITE_ENGINE_QUOTA_STOP_DEFAULT_MS INT64_C(60000)
 
 /* Fills o with the defaults: max_attempts 5, no deadlines, connect timeout
  * 10 s, timeout 30 s, spread 250 ms, backoff 1 s..30 s, max_body 16 MiB,

@@ -279,6 +279,9 @@ typedef struct {
   int64_t max_wait_ms; /* longest server wait worth waiting for; a
                           longer one is STOP wait_too_long (never
                           sending early); <= 0 means no limit */
+  int retry_writes;    /* a write without a key is retried after a 429
+                          only (an API that refuses before doing any
+                          work), never after a 503 or a network error */
 } polite_decide_in;
 
 typedef struct {

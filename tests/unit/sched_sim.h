@@ -53,6 +53,8 @@ typedef struct {
   char error[256];
   char location[256];
   int64_t at_us;
+  int64_t retry_after_ms;
+  int pause_status;
 } sim_result;
 
 typedef struct {
@@ -82,22 +84,37 @@ struct sim {
   unsigned n_flights;
   unsigned aborts;
   int64_t cancel_at; /* cancel when the clock reaches it (0: never) */
+  /* Submitted requests (the gateway's way in): when arrive_us is set,
+   * request i is handed in with polite__sched_submit at T0 + arrive_us[i]
+   * (in order) instead of being read from a source, and the input closes
+   * after the last one; submit_rc[i] is what the call returned. */
+  const int64_t *arrive_us;
+  int submit_rc[SIM_MAX];
+  /* Called on each new request (method, headers, body); may be NULL. */
+  void (*setup)(sim *x, unsigned req, polite_request *r);
 };
+
+/* Request number i of the run: id "rI", line I + 1, the sim's URL and
+ * cost, then the test's setup. */
+static polite_request *sim_request(sim *x, unsigned i) {
+  polite_request *r = polite_request_new();
+  assert_non_null(r);
+  char buf[32];
+  snprintf(buf, sizeof buf, "r%u", i);
+  r->id = strdup(buf);
+  r->url = strdup(x->url ? x->url(x, i) : "http://api.test/x");
+  r->line = (long)i + 1;
+  r->cost = x->cost;
+  if (x->setup)
+    x->setup(x, i, r);
+  return r;
+}
 
 static int sim_next(void *ud, polite_request **out) {
   sim *x = ud;
   if (x->read >= x->n_input)
     return 0;
-  polite_request *r = polite_request_new();
-  assert_non_null(r);
-  char buf[32];
-  snprintf(buf, sizeof buf, "r%u", x->read);
-  r->id = strdup(buf);
-  r->url = strdup(x->url ? x->url(x, x->read) : "http://api.test/x");
-  r->line = (long)x->read + 1;
-  r->cost = x->cost;
-  x->read++;
-  *out = r;
+  *out = sim_request(x, x->read++);
   return 1;
 }
 
@@ -117,6 +134,8 @@ static void sim_on_result(void *ud, const polite_result *r) {
   snprintf(o->location, sizeof o->location, "%s",
            r->location ? r->location : "");
   o->at_us = x->now;
+  o->retry_after_ms = r->retry_after_ms;
+  o->pause_status = r->pause_status;
 }
 
 static int sim_start_io(void *ud, polite__job *j, char *err, size_t errlen) {
@@ -196,10 +215,31 @@ static void sim_deliver(sim *x, unsigned i) {
   polite__sched_response(x->s, j, &r, &now);
 }
 
+/* Hands in the requests that have arrived by now (arrive_us), closing the
+ * input after the last; returns when the next one arrives (INT64_MAX: no
+ * more). */
+static int64_t sim_submit_due(sim *x) {
+  if (x->arrive_us == NULL)
+    return INT64_MAX;
+  polite__now now = {x->now, WALL0 + (x->now - T0) / 1000};
+  while (x->read < x->n_input && T0 + x->arrive_us[x->read] <= x->now) {
+    unsigned i = x->read++;
+    polite_request *r = sim_request(x, i);
+    x->submit_rc[i] = polite__sched_submit(x->s, r, &now);
+    if (x->submit_rc[i] != 0)
+      polite_request_free(r);
+    if (x->read == x->n_input)
+      polite__sched_close_input(x->s);
+  }
+  return x->read < x->n_input ? T0 + x->arrive_us[x->read] : INT64_MAX;
+}
+
 /* Runs the scheduler to the end (or until the fake clock passes `until`),
  * jumping from event to event. Returns the step's last return value. */
 static int sim_run_until(sim *x, int64_t until) {
   if (x->s == NULL) {
+    if (x->arrive_us)
+      x->o.next = NULL;
     polite__sched_io io = {sim_start_io, sim_abort, x};
     char err[200];
     x->s = polite__sched_new(&x->o, &io, err, sizeof err);
@@ -217,6 +257,7 @@ static int sim_run_until(sim *x, int64_t until) {
       polite__sched_cancel(x->s);
       x->cancel_at = 0;
     }
+    int64_t arrival = sim_submit_due(x);
     polite__now now = {x->now, WALL0 + (x->now - T0) / 1000};
     int64_t wake = POLITE__NO_TIME;
     int rc = polite__sched_step(x->s, &now, &wake);
@@ -224,6 +265,8 @@ static int sim_run_until(sim *x, int64_t until) {
       return rc;
     assert_true(wake > x->now); /* never a busy loop */
     int64_t next = wake + x->late_us;
+    if (arrival < next)
+      next = arrival;
     for (unsigned i = 0; i < x->n_flights; i++)
       if (x->flights[i].done_us < next)
         next = x->flights[i].done_us;

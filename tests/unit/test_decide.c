@@ -178,6 +178,35 @@ static void write_with_key_or_opt_in_is_retried(void **state) {
   assert_int_equal(run(&in).action, POLITE_RETRY);
 }
 
+/* retry_writes lets a write without a key be retried after a 429 only: a
+ * 503, a 500 and a broken connection may come after the work was done. */
+static void retry_writes_retries_a_429_only(void **state) {
+  (void)state;
+  static const struct {
+    int status;
+    polite_action action;
+  } rows[] = {
+      {429, POLITE_RETRY}, {503, POLITE_STOP}, {500, POLITE_STOP},
+      {502, POLITE_STOP},  {0, POLITE_STOP},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    polite_decide_in in = base_in(rows[i].status);
+    in.method = "POST";
+    in.retry_writes = 1;
+    polite_decision d = run(&in);
+    assert_int_equal(d.action, rows[i].action);
+    if (rows[i].action == POLITE_STOP)
+      assert_int_equal(d.reason, POLITE_R_NOT_RETRIED_UNSAFE);
+  }
+  /* Without it the 429 stops too; the other rules still apply after it. */
+  polite_decide_in in = base_in(429);
+  in.method = "PATCH";
+  assert_int_equal(run(&in).reason, POLITE_R_NOT_RETRIED_UNSAFE);
+  in.retry_writes = 1;
+  in.attempt = 3;
+  assert_int_equal(run(&in).reason, POLITE_R_RETRIES_EXHAUSTED);
+}
+
 static void idempotent_methods(void **state) {
   (void)state;
   const char *yes[] = {"GET",     "HEAD",  "PUT", "DELETE",
@@ -584,6 +613,7 @@ static void invariants_hold_for_random_inputs(void **state) {
     in.method = methods[(r >> 4) % 7];
     in.has_idempotency_key = (r >> 7) & 1;
     in.retry_unsafe = ((r >> 8) & 7) == 0;
+    in.retry_writes = (r >> 31) & 1;
     in.body_quota = ((r >> 11) & 7) == 0;
     in.max_attempts = (unsigned)((r >> 14) % 7); /* 0 .. 6 */
     in.attempt = 1 + (unsigned)((r >> 17) % 7);
@@ -616,7 +646,8 @@ static void invariants_hold_for_random_inputs(void **state) {
     polite_decision d = run(&in);
     unsigned max = in.max_attempts ? in.max_attempts : 1;
     int unsafe = !polite_method_idempotent(in.method) &&
-                 !in.has_idempotency_key && !in.retry_unsafe;
+                 !in.has_idempotency_key && !in.retry_unsafe &&
+                 !(in.retry_writes && in.status == 429);
     int64_t spread = in.spread_ms > 0 ? in.spread_ms : 0;
     counts[d.action]++;
 
@@ -667,6 +698,7 @@ int main(void) {
       cmocka_unit_test(network_attempts_never_exceed_max),
       cmocka_unit_test(write_without_key_is_not_retried),
       cmocka_unit_test(write_with_key_or_opt_in_is_retried),
+      cmocka_unit_test(retry_writes_retries_a_429_only),
       cmocka_unit_test(idempotent_methods),
       cmocka_unit_test(quota_body_stops),
       cmocka_unit_test(quota_hint_ignored_on_other_statuses),
