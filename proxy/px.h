@@ -262,6 +262,10 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
 int polite__px_config_load(px_config *c, const char *path, char *err,
                            size_t errlen);
 
+/* Appends a copy of v to the list *v_ of *n strings. 0, or -1 out of
+ * memory (the list as it was). */
+int polite__px_list_add(char ***v_, size_t *n, const char *v);
+
 /* Replaces *dst (freed) by a copy of v. 0, or -1 out of memory (*dst
  * kept). */
 int polite__px_strset(char **dst, const char *v);

@@ -461,8 +461,7 @@ static int parse_seconds(const char *v, long long max, int *out) {
   return *out > 0 ? 0 : -1;
 }
 
-/* Appends a copy of v to the list *v_, *n. 0, or -1 out of memory. */
-static int list_add(char ***v_, size_t *n, const char *v) {
+int polite__px_list_add(char ***v_, size_t *n, const char *v) {
   char **grown = realloc(*v_, (*n + 1) * sizeof *grown);
   if (grown == NULL)
     return -1;
@@ -566,7 +565,7 @@ static int px_set(void *opts, const cli_opt *o, const char *val, char *err,
       polite__px_errf(err, errlen, "empty pattern");
       return -1;
     }
-    return list_add(&c->allow_host, &c->nallow_host, value);
+    return polite__px_list_add(&c->allow_host, &c->nallow_host, value);
   case O_HEADER_TIMEOUT:
   case O_IDLE_TIMEOUT:
     if (parse_seconds(value, o->max,
@@ -645,7 +644,7 @@ static int px_set(void *opts, const cli_opt *o, const char *val, char *err,
       polite__px_errf(err, errlen, "empty pattern '%s'", value);
       return -1;
     }
-    return list_add(&c->watch, &c->nwatch, value);
+    return polite__px_list_add(&c->watch, &c->nwatch, value);
   case O_FAILURE: {
     char *end;
     errno = 0;

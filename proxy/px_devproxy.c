@@ -368,15 +368,10 @@ static int plugin_own_watch(dp_ctx *x, json_t *list, size_t i, size_t k) {
                       x->name, i, j);
       return -1;
     }
-    char **grown = realloc(w->pat, (w->n + 1) * sizeof *grown);
-    if (grown == NULL || (grown[w->n] = strdup(v)) == NULL) {
-      if (grown)
-        w->pat = grown;
+    if (polite__px_list_add(&w->pat, &w->n, v) < 0) {
       polite__px_errf(x->err, x->errlen, "out of memory");
       return -1;
     }
-    w->pat = grown;
-    w->n++;
     w->own = 1;
   }
   return 0;

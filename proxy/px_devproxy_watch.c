@@ -20,18 +20,6 @@ void polite__px_plugin_watch_free(px_config *c) {
   }
 }
 
-/* Appends a copy of v to the list *pat, *n. 0, or -1 out of memory. */
-static int add_pattern(char ***pat, size_t *n, const char *v) {
-  char **grown = realloc(*pat, (*n + 1) * sizeof *grown);
-  if (grown == NULL)
-    return -1;
-  *pat = grown;
-  if ((grown[*n] = strdup(v)) == NULL)
-    return -1;
-  (*n)++;
-  return 0;
-}
-
 static int has_pattern(char *const *pat, size_t n, const char *v) {
   for (size_t i = 0; i < n; i++)
     if (strcmp(pat[i], v) == 0)
@@ -51,7 +39,7 @@ int polite__px_plugin_watch_finish(px_config *c, char *err, size_t errlen) {
     if (!w->used || w->own || w->set)
       continue;
     for (size_t i = 0; i < c->nwatch; i++)
-      if (add_pattern(&w->pat, &w->n, c->watch[i]) < 0)
+      if (polite__px_list_add(&w->pat, &w->n, c->watch[i]) < 0)
         goto oom;
     w->set = 1;
   }
@@ -61,7 +49,7 @@ int polite__px_plugin_watch_finish(px_config *c, char *err, size_t errlen) {
       continue;
     for (size_t i = 0; i < w->n; i++)
       if (!has_pattern(c->watch, c->nwatch, w->pat[i]) &&
-          add_pattern(&c->watch, &c->nwatch, w->pat[i]) < 0)
+          polite__px_list_add(&c->watch, &c->nwatch, w->pat[i]) < 0)
         goto oom;
     w->set = 1;
   }

@@ -21,15 +21,16 @@ static map_ent *find(const map *m, const char *key, uint64_t h) {
   return NULL;
 }
 
-/* Unlinks e from the use order. */
+/* Unlinks e from the use order. The ends are moved by identity, not by
+ * e's links, so a map's ends never point at an unlinked entry. */
 static void order_cut(map *m, map_ent *e) {
   if (e->older)
     e->older->newer = e->newer;
-  else
-    m->oldest = e->newer;
   if (e->newer)
     e->newer->older = e->older;
-  else
+  if (m->oldest == e)
+    m->oldest = e->newer;
+  if (m->newest == e)
     m->newest = e->older;
   e->older = e->newer = NULL;
 }

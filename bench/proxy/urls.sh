@@ -18,17 +18,10 @@ set -euo pipefail
 POLITE=${1:-build/polite}
 BASE=${2:-}
 URLS=${3:-1000000}
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)" >&2; exit 2; }
+SECS=0
 command -v perf >/dev/null || { echo "perf is not installed (linux-perf)" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$here/lib.sh" # wrk check, $tmp, the processes to stop, cleanup
 
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 hwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
