@@ -68,7 +68,8 @@ const char *polite_outcome_name(polite_outcome o) {
                                                       "invalid_input",
                                                       "cancelled",
                                                       "wait_too_long",
-                                                      "queue_full"};
+                                                      "queue_full",
+                                                      "tls_error"};
   return (unsigned)o < POLITE_OUT_COUNT ? names[o] : "unknown";
 }
 
@@ -239,7 +240,7 @@ static int transfer_setup(polite_batch *b, transfer *t, const polite__job *j,
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
   }
-  polite__transport_apply(e, b->o.transport);
+  polite_transport_apply(e, b->o.transport);
   if (b->o.connect_timeout_ms > 0)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                      (long)b->o.connect_timeout_ms);
@@ -347,6 +348,7 @@ static void transfer_done(polite_batch *b, polite__job *j, CURLcode res) {
   r.status = res == CURLE_OK ? (int)code : 0;
   r.error = terr[0] ? terr : NULL;
   r.timed_out = res == CURLE_OPERATION_TIMEDOUT;
+  r.failure = polite_transport_failure(res);
   r.body = t->body;
   r.body_len = t->body_len;
   r.body_truncated = t->truncated;

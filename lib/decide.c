@@ -39,6 +39,7 @@ const char *polite_reason_outcome(polite_reason r) {
   case POLITE_R_NOT_RETRIED_UNSAFE: return "not_retried_unsafe";
   case POLITE_R_NETWORK_ERROR: return "network_error";
   case POLITE_R_WAIT_TOO_LONG: return "wait_too_long";
+  case POLITE_R_TLS_ERROR: return "tls_error";
   case POLITE_R_RETRY_SERVER:
   case POLITE_R_RETRY_PROMPT:
   case POLITE_R_RETRY_BACKOFF: return NULL;
@@ -83,7 +84,9 @@ static int64_t add_sat(int64_t a, int64_t b) {
  *  2. 403 or 429 whose body says the quota/credit is spent: STOP
  *     quota_exhausted (waiting cannot help). Other 403s are http_error.
  *  3. Any other status that is not retryable (other 4xx, 501, 505, ...,
- *     anything outside 0..599): DONE http_error.
+ *     anything outside 0..599): DONE http_error. No response (status 0)
+ *     with failure POLITE_FAILURE_TLS: STOP tls_error (every attempt would
+ *     fail the same way; curl does not retry it either).
  *  4. attempt >= max_attempts: STOP retries_exhausted, or network_error when
  *     the last attempt got no response. So network attempts never exceed
  *     max_attempts (max_attempts 0 is treated as 1).
@@ -145,6 +148,13 @@ void polite_decide(const polite_decide_in *in, polite_decision *out) {
   if (st != 0 && !retryable_status(st)) {
     finish(out, POLITE_DONE, POLITE_R_HTTP_ERROR,
            "The server answered with an error that a retry cannot fix.");
+    return;
+  }
+  if (st == 0 && in->failure == POLITE_FAILURE_TLS) {
+    finish(out, POLITE_STOP, POLITE_R_TLS_ERROR,
+           "TLS failed in a way a retry cannot fix: the certificate did not "
+           "verify, or a CA file or client certificate cannot be used; not "
+           "retried.");
     return;
   }
 

@@ -126,6 +126,7 @@ static polite_outcome outcome_of(polite_reason r) {
       {POLITE_R_QUOTA_EXHAUSTED, POLITE_OUT_QUOTA_EXHAUSTED},
       {POLITE_R_NOT_RETRIED_UNSAFE, POLITE_OUT_NOT_RETRIED_UNSAFE},
       {POLITE_R_WAIT_TOO_LONG, POLITE_OUT_WAIT_TOO_LONG},
+      {POLITE_R_TLS_ERROR, POLITE_OUT_TLS_ERROR},
   };
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (map[i].reason == r)
@@ -195,11 +196,14 @@ static void decide(polite__sched *s, const job *j, const polite__response *r,
   in.spread_ms = s->o.spread_ms;
   in.rnd = polite_rand_next(&s->rng);
   in.max_wait_ms = s->o.max_wait_ms;
+  in.failure = r->failure;
   polite_decide(&in, d);
   /* A transfer ended by the timeout that was cut to the deadline, or any
-   * failure once the deadline has passed, is the deadline. */
-  if (d->action != POLITE_DONE && ((r->timed_out && j->deadline_clamped) ||
-                                   (left != NO_TIME && left <= 0))) {
+   * failure once the deadline has passed, is the deadline; a TLS failure
+   * stays one (it says what to fix). */
+  if (d->action != POLITE_DONE && d->reason != POLITE_R_TLS_ERROR &&
+      ((r->timed_out && j->deadline_clamped) ||
+       (left != NO_TIME && left <= 0))) {
     d->action = POLITE_STOP;
     d->reason = POLITE_R_DEADLINE;
     d->why = "the deadline passed during the attempt";

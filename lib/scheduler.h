@@ -68,6 +68,7 @@ typedef struct {
   int status;              /* 0: no response */
   const char *error;       /* transport error text, or NULL */
   int timed_out;           /* the transfer's timeout_ms fired */
+  polite_failure failure;  /* status 0: the kind of failure */
   polite_headers *headers; /* the response parsed once (NULL: none) */
   const char *retry_after, *request_id, *request_id_header;
   const char *location;   /* raw Location header value, or NULL */

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void polite__transport_apply(void *easy, const polite_transport_options *t) {
+void polite_transport_apply(void *easy, const polite_transport_options *t) {
   CURL *e = easy;
   if (t == NULL)
     return;
@@ -89,4 +89,32 @@ int polite_transport_check(const polite_transport_options *t, char *err,
     return POLITE_EINVAL;
   }
   return 0;
+}
+
+polite_failure polite_transport_failure(int curl_code) {
+  /* TLS failures the next attempt would repeat: the peer's certificate, or
+   * the local files and settings TLS is set up with. A handshake that
+   * breaks off (35 CURLE_SSL_CONNECT_ERROR) is not here: a reset looks the
+   * same as a protocol mismatch, and a reset may pass. Every other result
+   * (timeouts, resets, refused connections, DNS) is transient. */
+  static const int tls[] = {
+    CURLE_SSL_ENGINE_NOTFOUND,      /* 53 */
+    CURLE_SSL_ENGINE_SETFAILED,     /* 54 */
+    CURLE_SSL_CERTPROBLEM,          /* 58: the client certificate */
+    CURLE_SSL_CIPHER,               /* 59 */
+    CURLE_PEER_FAILED_VERIFICATION, /* 60: chain or name */
+    CURLE_SSL_ENGINE_INITFAILED,    /* 66 */
+    CURLE_SSL_CACERT_BADFILE,       /* 77 */
+    CURLE_SSL_CRL_BADFILE,          /* 82 */
+    CURLE_SSL_ISSUER_ERROR,         /* 83 */
+    CURLE_SSL_PINNEDPUBKEYNOTMATCH, /* 90 */
+    CURLE_SSL_INVALIDCERTSTATUS,    /* 91: OCSP says revoked */
+#if LIBCURL_VERSION_NUM >= 0x074d00
+    CURLE_SSL_CLIENTCERT, /* 98: the server wants one (7.77.0) */
+#endif
+  };
+  for (size_t i = 0; i < sizeof tls / sizeof tls[0]; i++)
+    if (tls[i] == curl_code)
+      return POLITE_FAILURE_TLS;
+  return POLITE_FAILURE_TRANSIENT;
 }

@@ -12,14 +12,14 @@
 
 int cli_usage(const char *cmd, const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "polite %s: ", cmd);
+  fprintf(stderr, "polite%s%s: ", cmd[0] ? " " : "", cmd);
   va_start(ap, fmt);
   /* va_start is right above; clang 14's checker misses it here (it flags
      the same code on main). */
   // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
   vfprintf(stderr, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "\nTry 'polite %s --help'.\n", cmd);
+  fprintf(stderr, "\nTry 'polite%s%s --help'.\n", cmd[0] ? " " : "", cmd);
   return CLI_EXIT_USAGE;
 }
 
@@ -96,16 +96,6 @@ int cli_parse_size(const char *s, unsigned long long max,
   return -1;
 }
 
-int cli_header_has_name(const char *h, char *err, size_t errlen) {
-  const char *colon = strchr(h, ':');
-  if (colon != NULL && colon != h)
-    return 0;
-  snprintf(err, errlen,
-           "expected 'Name: value', got a value without a name and a colon "
-           "(not shown: it may be a secret)");
-  return -1;
-}
-
 /* ---- Matching names ------------------------------------------------------ */
 
 /* 1 when a (alen bytes) and b (NUL-terminated) are one name to a
@@ -142,6 +132,12 @@ static const cli_opt *find_short(const cli_opt *table, char c) {
     if (o->shrt == c)
       return o;
   return NULL;
+}
+
+/* cmd's rows; a command without options of its own has an empty table. */
+static const cli_opt *rows(const cli_command *cmd) {
+  static const cli_opt none[] = {CLI_ROW_END};
+  return cmd->opts ? cmd->opts : none;
 }
 
 /* ---- Values -------------------------------------------------------------- */
@@ -383,7 +379,7 @@ static const char *label(const cli_opt *o, char *buf, size_t n) {
 }
 
 int cli_defaults(const cli_command *cmd, void *opts) {
-  for (const cli_opt *o = cmd->opts; o->name; o++) {
+  for (const cli_opt *o = rows(cmd); o->name; o++) {
     const char *v = o->def;
     const char *from = "default";
     const char *e = o->env ? getenv(o->env) : NULL;
@@ -402,7 +398,7 @@ int cli_defaults(const cli_command *cmd, void *opts) {
 }
 
 void cli_free(const cli_command *cmd, void *opts) {
-  for (const cli_opt *o = cmd->opts; o->name; o++)
+  for (const cli_opt *o = rows(cmd); o->name; o++)
     if (o->kind == CLI_LIST) { /* a setter may validate, the list is here */
       cli_list *l = field(opts, o);
       free(l->v);
@@ -426,16 +422,41 @@ static int apply(const cli_command *cmd, const cli_opt *o, const char *as,
   return -1;
 }
 
+/* The "unknown option" error for --name (n bytes) or -c (name NULL): what
+ * the command's table of other tools' options says about it (the first row
+ * that names it and applies to this command), else the command's hint. */
+static int unknown(const cli_command *cmd, const char *name, size_t n, char c) {
+  char opt[80];
+  if (name)
+    snprintf(opt, sizeof opt, "--%.*s", (int)(n > 64 ? 64 : n), name);
+  else
+    snprintf(opt, sizeof opt, "-%c", c);
+  for (const cli_foreign *f = cmd->foreign; f && (f->name || f->shrt); f++) {
+    int named =
+        name ? f->name && strlen(f->name) == n && memcmp(f->name, name, n) == 0
+             : f->shrt == c;
+    if (!named || (f->instead &&
+                   !cli_opt_find(rows(cmd), f->instead, strlen(f->instead), 0)))
+      continue;
+    if (f->instead)
+      return cli_usage(cmd->name, "unknown option '%s': use --%s (%s)", opt,
+                       f->instead, f->why);
+    return cli_usage(cmd->name, "unknown option '%s': not needed (%s)", opt,
+                     f->why);
+  }
+  return cli_usage(cmd->name, "unknown option '%s'%s", opt,
+                   cmd->unknown_hint ? cmd->unknown_hint : "");
+}
+
 /* A long option at argv[*i] ("--name" or "--name=value"). */
 static int parse_long(const cli_command *cmd, int argc, char **argv, int *i,
                       void *opts) {
   const char *a = argv[*i] + 2;
   const char *eq = strchr(a, '=');
   size_t n = eq ? (size_t)(eq - a) : strlen(a);
-  const cli_opt *o = cli_opt_find(cmd->opts, a, n, 0);
+  const cli_opt *o = cli_opt_find(rows(cmd), a, n, 0);
   if (o == NULL)
-    return cli_usage(cmd->name, "unknown option '--%.*s'%s", (int)n, a,
-                     cmd->unknown_hint ? cmd->unknown_hint : "");
+    return unknown(cmd, a, n, 0);
   char lb[64];
   label(o, lb, sizeof lb);
   if (!takes_value(o)) {
@@ -457,10 +478,9 @@ static int parse_short(const cli_command *cmd, int argc, char **argv, int *i,
                        void *opts) {
   const char *a = argv[*i];
   for (size_t k = 1; a[k]; k++) {
-    const cli_opt *o = find_short(cmd->opts, a[k]);
+    const cli_opt *o = find_short(rows(cmd), a[k]);
     if (o == NULL)
-      return cli_usage(cmd->name, "unknown option '-%c'%s", a[k],
-                       cmd->unknown_hint ? cmd->unknown_hint : "");
+      return unknown(cmd, NULL, 0, a[k]);
     char lb[8];
     snprintf(lb, sizeof lb, "-%c", o->shrt);
     int rc;
@@ -479,16 +499,29 @@ static int parse_short(const cli_command *cmd, int argc, char **argv, int *i,
   return -1;
 }
 
+/* "show, clear": cmd's subcommand words, for messages. */
+static const char *sub_words(const cli_command *cmd, char *buf, size_t n) {
+  size_t k = 0;
+  buf[0] = '\0';
+  for (const cli_sub *s = cmd->subs; s && s->word && k < n; s++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", s->word);
+  return buf;
+}
+
 static int add_positional(const cli_command *cmd, cli_args *pos,
                           const char *a) {
   if (pos->n >= cmd->max_positional || pos->n >= CLI_MAX_POSITIONAL) {
+    char subs[200];
     if (cmd->max_positional == 0)
       return cli_usage(cmd->name,
                        "unexpected argument '%.200s' (%s takes "
-                       "only options)",
-                       a, cmd->name);
-    return cli_usage(cmd->name, "too many arguments: '%.200s' after '%.200s'",
-                     a, pos->v[pos->n - 1]);
+                       "only options%s%s)",
+                       a, cmd->name, cmd->subs ? ", or a subcommand: " : "",
+                       cmd->subs ? sub_words(cmd, subs, sizeof subs) : "");
+    return cli_usage(cmd->name,
+                     "too many arguments: '%.200s' after '%.200s' (at most "
+                     "%d)",
+                     a, pos->v[pos->n - 1], cmd->max_positional);
   }
   pos->v[pos->n++] = a;
   return -1;
@@ -516,6 +549,43 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *opts,
       return rc;
   }
   return -1;
+}
+
+/* ---- Subcommands ----------------------------------------------------------
+ */
+
+const cli_sub *cli_sub_find(const cli_command *cmd, const char *word) {
+  for (const cli_sub *s = cmd->subs; s && s->word; s++)
+    if (strcmp(s->word, word) == 0)
+      return s;
+  return NULL;
+}
+
+int cli_subcommand(const cli_command *cmd, int argc, char **argv) {
+  const char *w = argc > 1 ? argv[1] : NULL;
+  const cli_sub *s = w ? cli_sub_find(cmd, w) : NULL;
+  char subs[200];
+  if (s && (s->cmd == NULL || s->fn == NULL))
+    return cli_usage(cmd->name, "'%s' is not part of this build", w);
+  if (s)
+    return s->fn(argc - 1, argv + 1);
+  if (cmd->subs == NULL || cmd->opts != NULL)
+    return -1;
+  sub_words(cmd, subs, sizeof subs);
+  const char *what = cmd->name[0] ? "subcommand" : "command";
+  if (w && (strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0)) {
+    cli_help(cmd, stdout);
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+  }
+  if (w == NULL)
+    return cli_usage(cmd->name, "expected a %s: %s", what, subs);
+  if (w[0] == '-')
+    return cli_usage(cmd->name,
+                     "'%.64s' before the %s: the %s (%s) comes first, its "
+                     "options after it",
+                     w, what, what, subs);
+  return cli_usage(cmd->name, "unknown %s '%.64s' (expected one of: %s)", what,
+                   w, subs);
 }
 
 /* ---- Generated help ------------------------------------------------------ */
@@ -571,12 +641,23 @@ static void wrap(FILE *f, const char *text, int col, int indent, int width) {
   fputc('\n', f);
 }
 
+/* The subcommands' words and summaries, one per line. */
+static void help_subs(const cli_command *cmd, FILE *f) {
+  fprintf(f, "%s:\n", cmd->name[0] ? "Subcommands" : "Commands");
+  for (const cli_sub *s = cmd->subs; s->word; s++)
+    fprintf(f, "  %-9s %s\n", s->word, s->cmd ? s->cmd->summary : "");
+  fputc('\n', f);
+}
+
 void cli_help(const cli_command *cmd, FILE *f) {
-  fprintf(f, "Usage: polite %s %s\n\n", cmd->name, cmd->synopsis);
+  fprintf(f, "Usage: polite%s%s %s\n\n", cmd->name[0] ? " " : "", cmd->name,
+          cmd->synopsis);
   if (cmd->description)
     fprintf(f, "%s\n", cmd->description);
+  if (cmd->subs)
+    help_subs(cmd, f);
   const char *group = NULL;
-  for (const cli_opt *o = cmd->opts; o->name; o++) {
+  for (const cli_opt *o = rows(cmd); o->name; o++) {
     if (o->flags & CLI_F_HIDDEN)
       continue;
     if (o->group && (group == NULL || strcmp(group, o->group) != 0)) {
@@ -594,15 +675,14 @@ void cli_help(const cli_command *cmd, FILE *f) {
              o->env ? " [env: " : "", o->env ? o->env : "", o->env ? "]" : "");
     int col = fprintf(f, "  %s", t);
     if (col >= 25) {
-      fprintf(f, "\n%*s", 26, "");
-      col = 26;
-    } else {
-      fprintf(f, "%*s", 26 - col, "");
-      col = 26;
+      fputc('\n', f);
+      col = 0;
     }
-    wrap(f, text, col, 26, 79);
+    fprintf(f, "%*s", 26 - col, "");
+    wrap(f, text, 26, 26, 79);
   }
-  fprintf(f, "  -h, --help              this help\n");
+  fprintf(f, "%s  -h, --help              this help\n",
+          group ? "" : "Options:\n");
   if (cmd->footer)
     fprintf(f, "\n%s", cmd->footer);
 }
@@ -617,8 +697,18 @@ static void md_cell(FILE *f, const char *s) {
 }
 
 void cli_help_markdown(const cli_command *cmd, FILE *f) {
+  if (cmd->opts == NULL && cmd->subs) {
+    fprintf(f, "| Command | What it does |\n|---|---|\n");
+    for (const cli_sub *s = cmd->subs; s->word; s++)
+      if (s->cmd) {
+        fprintf(f, "| `polite %s` | ", s->cmd->name);
+        md_cell(f, s->cmd->summary);
+        fputs(" |\n", f);
+      }
+    return;
+  }
   fprintf(f, "| Option | Default | Meaning |\n|---|---|---|\n");
-  for (const cli_opt *o = cmd->opts; o->name; o++) {
+  for (const cli_opt *o = rows(cmd); o->name; o++) {
     if (o->flags & CLI_F_HIDDEN)
       continue;
     char t[96];
@@ -645,7 +735,38 @@ static const char *kind_name(cli_kind k) {
   return names[k];
 }
 
-void cli_help_json(const cli_command *cmd, FILE *f) {
+/* Writes s as a JSON string, or null for NULL. */
+static void json_or_null(FILE *f, const char *s) {
+  if (s)
+    cli_json_string(f, s);
+  else
+    fputs("null", f);
+}
+
+/* One row as a JSON object. */
+static void json_row(const cli_opt *o, FILE *f) {
+  char t[96], db[96], shrt[2] = {o->shrt, 0};
+  opt_title(o, t, sizeof t);
+  fputs("{\"title\":", f);
+  cli_json_string(f, t);
+  fputs(",\"name\":", f);
+  cli_json_string(f, o->name);
+  fputs(",\"short\":", f);
+  json_or_null(f, o->shrt ? shrt : NULL);
+  fprintf(f, ",\"kind\":\"%s\",\"takes_value\":%s,\"default\":",
+          kind_name(o->kind), takes_value(o) ? "true" : "false");
+  json_or_null(f, def_text(o, db, sizeof db));
+  fputs(",\"env\":", f);
+  json_or_null(f, o->env);
+  fputs(",\"group\":", f);
+  json_or_null(f, o->group);
+  fputs(",\"help\":", f);
+  cli_json_string(f, o->help);
+  fputc('}', f);
+}
+
+/* cmd and its subcommands (those built), recursively. */
+static void json_command(const cli_command *cmd, FILE *f) {
   fputs("{\"name\":", f);
   cli_json_string(f, cmd->name);
   fputs(",\"synopsis\":", f);
@@ -653,37 +774,25 @@ void cli_help_json(const cli_command *cmd, FILE *f) {
   fputs(",\"summary\":", f);
   cli_json_string(f, cmd->summary);
   fputs(",\"options\":[", f);
-  int first = 1;
-  for (const cli_opt *o = cmd->opts; o->name; o++) {
-    if (o->flags & CLI_F_HIDDEN)
-      continue;
-    char t[96];
-    opt_title(o, t, sizeof t);
-    fprintf(f, "%s{\"title\":", first ? "" : ",");
-    first = 0;
-    cli_json_string(f, t);
-    fputs(",\"name\":", f);
-    cli_json_string(f, o->name);
-    fprintf(f, ",\"kind\":\"%s\",\"default\":", kind_name(o->kind));
-    char db[96];
-    const char *d = def_text(o, db, sizeof db);
-    if (d)
-      cli_json_string(f, d);
-    else
-      fputs("null", f);
-    fputs(",\"env\":", f);
-    if (o->env)
-      cli_json_string(f, o->env);
-    else
-      fputs("null", f);
-    fputs(",\"group\":", f);
-    if (o->group)
-      cli_json_string(f, o->group);
-    else
-      fputs("null", f);
-    fputs(",\"help\":", f);
-    cli_json_string(f, o->help);
-    fputc('}', f);
-  }
-  fputs("]}\n", f);
+  const char *sep = "";
+  for (const cli_opt *o = rows(cmd); o->name; o++)
+    if (!(o->flags & CLI_F_HIDDEN)) {
+      fputs(sep, f);
+      sep = ",";
+      json_row(o, f);
+    }
+  fputs("],\"subcommands\":[", f);
+  sep = "";
+  for (const cli_sub *s = cmd->subs; s && s->word; s++)
+    if (s->cmd) {
+      fputs(sep, f);
+      sep = ",";
+      json_command(s->cmd, f);
+    }
+  fputs("]}", f);
+}
+
+void cli_help_json(const cli_command *cmd, FILE *f) {
+  json_command(cmd, f);
+  fputc('\n', f);
 }

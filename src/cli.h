@@ -1,5 +1,6 @@
 /* Small helpers shared by the polite subcommands (not part of libpolite),
- * and the option table every subcommand's command line is read with. */
+ * and the option table every command's and subcommand's command line is
+ * read with (docs/cli.md). */
 #ifndef POLITE_CLI_H
 #define POLITE_CLI_H
 
@@ -16,7 +17,7 @@ int cmd_diagnose(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_budget(int argc, char **argv);
 
-/* Exit statuses shared by all subcommands (DESIGN.md). */
+/* Exit statuses shared by all subcommands (docs/run.md, "Exit status"). */
 enum {
   CLI_EXIT_OK = 0,
   CLI_EXIT_FAILED = 1,
@@ -25,8 +26,9 @@ enum {
   CLI_EXIT_INTERRUPTED = 130
 };
 
-/* Prints "polite CMD: <message>" and a hint to stderr; returns
- * CLI_EXIT_USAGE so callers can `return cli_usage(...)`. */
+/* Prints "polite CMD: <message>" and a hint to stderr ("polite: ..." when
+ * cmd is ""); returns CLI_EXIT_USAGE so callers can `return cli_usage(...)`.
+ */
 int cli_usage(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -49,7 +51,7 @@ void cli_json_string(FILE *f, const char *s);
  * where the value lands: an offset into the command's options struct, or a
  * setter. One parser (cli_parse) walks the table; --help, the option tables
  * in docs/ (`polite help --markdown CMD`) and the man pages (`polite help
- * --json CMD` feeds tools/gen_man.py) are generated from it, so a flag is
+ * --json` feeds tools/polite_docs.py) are generated from it, so a flag is
  * written once. A configuration-file reader uses the same rows through
  * cli_opt_find (names compared without case, '-' and '_' skipped) and
  * cli_opt_set. */
@@ -119,20 +121,49 @@ struct cli_opt {
         NULL, 0                                                                \
   }
 
-/* A command: its usage line, description, options and what follows them in
- * help (exit status, notes). */
+/* An option another tool has and polite spells differently or does not
+ * need (curl's --retry is polite run's --max-attempts): named in the
+ * "unknown option" message instead of a bare refusal. */
 typedef struct {
-  const char *name;        /* "run" */
-  const char *synopsis;    /* "[OPTIONS] [FILE|-]" */
-  const char *summary;     /* one line, for `polite --help` and man NAME */
-  const char *description; /* paragraphs for --help (may be NULL) */
-  const cli_opt *opts;
-  const char *footer;       /* after the options in --help (may be NULL) */
-  const char *unknown_hint; /* appended to "unknown option" (may be NULL) */
-  int max_positional;       /* positional arguments allowed */
-} cli_command;
+  const char *name;    /* long name without "--", or NULL (short only) */
+  char shrt;           /* short letter, or 0 */
+  const char *instead; /* polite's option (long name) that does the job; the
+                          row applies only to a command that has it. NULL:
+                          the row applies to every command */
+  const char *why;     /* how they differ, or why none is needed */
+} cli_foreign;
 
-#define CLI_MAX_POSITIONAL 8
+typedef struct cli_command cli_command;
+
+/* A subcommand (git's OPT_SUBCOMMAND, Redis's container commands): the
+ * word that names it, its own command (name: the whole path, "budget
+ * show"), and the function that runs it with argv[0] that word. */
+typedef struct {
+  const char *word;       /* NULL ends the list */
+  const cli_command *cmd; /* NULL: not part of this build */
+  int (*fn)(int argc, char **argv);
+} cli_sub;
+
+/* A command: its usage line, description, options and what follows them in
+ * help (exit status, notes). A command with subcommands and no options of
+ * its own (opts NULL) needs a subcommand ("polite budget show"); one with
+ * both runs itself when argv[1] names none ("polite proxy" and "polite
+ * proxy ca"). */
+struct cli_command {
+  const char *name;           /* "run", "budget show" */
+  const char *synopsis;       /* "[OPTIONS] [FILE|-]" */
+  const char *summary;        /* one line, for `polite --help` and man NAME */
+  const char *description;    /* paragraphs for --help (may be NULL) */
+  const cli_opt *opts;        /* NULL: none */
+  const char *footer;         /* after the options in --help (may be NULL) */
+  const char *unknown_hint;   /* appended to "unknown option" (may be NULL) */
+  int max_positional;         /* positional arguments allowed */
+  const cli_foreign *foreign; /* other tools' options (NULL-ended), or NULL */
+  const cli_sub *subs;        /* subcommands, or NULL */
+};
+
+/* The most positional arguments any command takes (polite report's logs). */
+#define CLI_MAX_POSITIONAL 64
 
 /* What is left after the options: positional arguments in order. */
 typedef struct {
@@ -151,6 +182,17 @@ int cli_defaults(const cli_command *cmd, void *opts);
  * message that names the option and (unless secret) the value. */
 int cli_parse(const cli_command *cmd, int argc, char **argv, void *opts,
               cli_args *pos);
+
+/* Runs the subcommand argv[1] names (argv[0] is cmd's own word) with
+ * argc - 1, argv + 1 and returns its exit status. A command without options
+ * of its own needs one: `--help` prints its help (CLI_EXIT_OK); a missing or
+ * unknown word, or an option before the word, is CLI_EXIT_USAGE after a
+ * message that lists the subcommands. Returns -1 when cmd has options of
+ * its own and argv[1] names no subcommand: the caller parses argv. */
+int cli_subcommand(const cli_command *cmd, int argc, char **argv);
+
+/* cmd's subcommand named word (built or not), or NULL. */
+const cli_sub *cli_sub_find(const cli_command *cmd, const char *word);
 
 /* Frees what cli_parse allocated in opts (the arrays of CLI_LIST rows). */
 void cli_free(const cli_command *cmd, void *opts);
@@ -187,25 +229,25 @@ int cli_opt_store(const cli_opt *o, void *opts, const char *val, char *err,
 
 /* Writes help generated from the table to f. */
 void cli_help(const cli_command *cmd, FILE *f);
-/* Writes the docs/ option table (Markdown) to f. */
+/* Writes the docs/ option table (Markdown) to f; for a command without
+ * options of its own, the table of its subcommands. */
 void cli_help_markdown(const cli_command *cmd, FILE *f);
-/* Writes the command and its table as one JSON object (for the man page
- * generator). */
+/* Writes the command, its table and its subcommands (each the same kind of
+ * object, recursively) as one JSON object, for tools/polite_docs.py. */
 void cli_help_json(const cli_command *cmd, FILE *f);
-
-/* Checks that a -H value has a name before a colon. Returns 0, or -1 with a
- * message in err that quotes nothing of it ("Bearer sk-..." is all
- * secret). */
-int cli_header_has_name(const char *h, char *err, size_t errlen);
 
 /* Parses a byte size: "16777216", "64k", "16M", "16MiB", "1G". Returns 0 or
  * -1 (not a size, or above max). */
 int cli_parse_size(const char *s, unsigned long long max,
                    unsigned long long *out);
 
-/* The commands with an option table (for `polite help`). */
-extern const cli_command cli_cmd_run, cli_cmd_plan, cli_cmd_delay,
-    cli_cmd_diagnose, cli_cmd_proxy;
+/* The commands, each in its own file; cli_cmd_polite (src/main.c) is the
+ * root whose subcommands they are, walked by `polite help`. */
+extern const cli_command cli_cmd_polite, cli_cmd_run, cli_cmd_plan,
+    cli_cmd_delay, cli_cmd_diagnose, cli_cmd_report, cli_cmd_proxy,
+    cli_cmd_proxy_ca, cli_cmd_budget, cli_cmd_help;
+int cmd_proxy_ca(int argc, char **argv);
+int cmd_help(int argc, char **argv);
 
 /* Every `polite proxy` option, one row each (proxy/px_config.c): the
  * command line, its --config file, presets and the devproxyrc reader all

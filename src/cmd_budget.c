@@ -1,5 +1,5 @@
 /* `polite budget show|clear URI`: inspects or clears a shared budget
- * (docs/budget.md). */
+ * (docs/budget.md); two subcommands, each with its own option table. */
 #include "cli.h"
 
 #include <inttypes.h>
@@ -8,24 +8,6 @@
 
 #include <polite/budget.h>
 #include <polite/clock.h>
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "Usage: polite budget show [--json] [--key KEY] URI\n"
-          "       polite budget clear [--key KEY] URI\n\n"
-          "show prints a shared budget's pause, learned rate, slots in use\n"
-          "and their holders, and its settings; clear removes the pause and\n"
-          "the learned rate (slots and their leases stay).\n"
-          "URI is file:PATH or redis://[[USER]:PASSWORD@]HOST[:PORT]/NAME;\n"
-          "a file is never created.\n\n"
-          "Options:\n"
-          "  --key KEY   the account (with --budget-scope host: the host\n"
-          "              name; default: the default account)\n"
-          "  --json      print one JSON object (show)\n"
-          "  -h, --help  this help\n\n"
-          "Exit status: 0, 1 when the budget cannot be used, 2 for a usage\n"
-          "error.\n");
-}
 
 static void print_text(const char *uri, const char *key,
                        const polite_budget_state *st) {
@@ -82,65 +64,137 @@ static void print_json(const char *uri, const char *key,
   printf("}\n");
 }
 
-int cmd_budget(int argc, char **argv) {
-  const char *verb = NULL, *uri = NULL, *key = "";
-  int json = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage(stdout);
-      return CLI_EXIT_OK;
-    } else if (strcmp(a, "--json") == 0) {
-      json = 1;
-    } else if (strcmp(a, "--key") == 0 || strncmp(a, "--key=", 6) == 0) {
-      if (a[5] == '=')
-        key = a + 6;
-      else if (++i < argc)
-        key = argv[i];
-      else
-        return cli_usage("budget", "--key needs a value");
-    } else if (a[0] == '-' && a[1] != '\0') {
-      return cli_usage("budget", "unknown option '%s'", a);
-    } else if (verb == NULL) {
-      verb = a;
-    } else if (uri == NULL) {
-      uri = a;
-    } else {
-      return cli_usage("budget", "one URI only (got '%s' too)", a);
-    }
+typedef struct {
+  int json;
+  const char *key;
+} budget_opts;
+
+/* --key, the same in both subcommands. */
+#define KEY_ROW                                                                \
+  {                                                                            \
+    "key", 0, CLI_STRING, "KEY", 0, 0, "", "the default account", NULL,        \
+        "the account; with polite run --budget-scope host, the host name "     \
+        "(host[:port])",                                                       \
+        "Options", CLI_AT(budget_opts, key), NULL, NULL, 0                     \
   }
-  if (verb == NULL || (strcmp(verb, "show") != 0 && strcmp(verb, "clear") != 0))
-    return cli_usage("budget", "expected 'show' or 'clear'%s%s%s",
-                     verb ? " (got '" : "", verb ? verb : "", verb ? "')" : "");
-  if (uri == NULL)
-    return cli_usage("budget", "%s needs a budget URI", verb);
-  if (json && strcmp(verb, "clear") == 0)
-    return cli_usage("budget", "--json is for show");
-  if (strcmp(uri, "local") == 0)
-    return cli_usage("budget", "a local budget lives inside one process; "
-                               "show and clear take file:PATH or redis://");
-  polite_budget *b = NULL;
+
+static const cli_opt show_table[] = {KEY_ROW,
+                                     {"json", 0, CLI_FLAG, NULL, 1, 0, NULL,
+                                      NULL, NULL, "print one JSON object", NULL,
+                                      CLI_AT(budget_opts, json), NULL, NULL, 0},
+                                     CLI_ROW_END};
+static const cli_opt clear_table[] = {KEY_ROW, CLI_ROW_END};
+
+#define URI_NOTE                                                               \
+  "URI is file:PATH or redis://[[USER]:PASSWORD@]HOST[:PORT]/NAME, the one\n"  \
+  "the participants use; a file is never created.\n"
+#define EXIT_NOTE                                                              \
+  "Exit status: 0, 1 when the budget cannot be used, 2 for a usage error.\n"
+
+static const cli_command budget_show = {
+    "budget show",
+    "[OPTIONS] URI",
+    "print a shared budget's pause, learned rate, slots and holders",
+    "Prints a shared budget's pause, learned rate, slots in use and their\n"
+    "holders, and its settings.\n" URI_NOTE,
+    show_table,
+    EXIT_NOTE,
+    NULL,
+    1,
+    NULL,
+    NULL};
+
+static const cli_command budget_clear = {
+    "budget clear",
+    "[OPTIONS] URI",
+    "remove a shared budget's pause and learned rate",
+    "Removes the account's pause and learned rate, for every participant at\n"
+    "once (slots and their leases stay).\n" URI_NOTE,
+    clear_table,
+    EXIT_NOTE,
+    NULL,
+    1,
+    NULL,
+    NULL};
+
+/* Parses a subcommand's command line; opens its budget. Returns -1 to go
+ * on with *b open, else an exit status. */
+static int open_budget(const cli_command *cmd, int argc, char **argv,
+                       budget_opts *o, polite_budget **b) {
+  cli_args pos = {{NULL}, 0};
+  int rc = cli_defaults(cmd, o);
+  if (rc == 0)
+    rc = cli_parse(cmd, argc, argv, o, &pos);
+  if (rc >= 0)
+    return rc;
+  if (pos.n == 0)
+    return cli_usage(cmd->name, "needs a budget URI (file:PATH or "
+                                "redis://HOST:PORT/NAME)");
+  if (strcmp(pos.v[0], "local") == 0)
+    return cli_usage(cmd->name, "a local budget lives inside one process; "
+                                "give file:PATH or redis://");
   char err[256];
-  if (polite_budget_open_inspect(uri, &b, err, sizeof err) != 0) {
-    fprintf(stderr, "polite budget: %s\n", err);
+  if (polite_budget_open_inspect(pos.v[0], b, err, sizeof err) != 0) {
+    fprintf(stderr, "polite %s: %s\n", cmd->name, err);
     return CLI_EXIT_FAILED;
   }
-  int64_t now = polite_mono_us();
-  int rc;
-  if (strcmp(verb, "clear") == 0) {
-    rc = polite_budget_clear(b, key, now);
-    if (rc == 0)
-      printf("cleared the pause and the learned rate of %s\n", b->uri);
-  } else {
-    polite_budget_state st;
-    rc = polite_budget_inspect(b, key, now, &st);
-    if (rc == 0 && json)
-      print_json(b->uri, key, &st);
-    else if (rc == 0)
-      print_text(b->uri, key, &st);
-  }
+  return -1;
+}
+
+/* Ends a subcommand: its error (rc != 0) on stderr, the budget closed. */
+static int close_budget(const cli_command *cmd, polite_budget *b, int rc) {
   if (rc != 0)
-    fprintf(stderr, "polite budget: %s\n", polite_budget_errstr(b));
+    fprintf(stderr, "polite %s: %s\n", cmd->name, polite_budget_errstr(b));
   polite_budget_close(b);
   return rc == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+}
+
+static int cmd_budget_show(int argc, char **argv) {
+  budget_opts o = {0, ""};
+  polite_budget *b = NULL;
+  int rc = open_budget(&budget_show, argc, argv, &o, &b);
+  if (rc >= 0)
+    return rc;
+  polite_budget_state st;
+  rc = polite_budget_inspect(b, o.key, polite_mono_us(), &st);
+  if (rc == 0 && o.json)
+    print_json(b->uri, o.key, &st);
+  else if (rc == 0)
+    print_text(b->uri, o.key, &st);
+  return close_budget(&budget_show, b, rc);
+}
+
+static int cmd_budget_clear(int argc, char **argv) {
+  budget_opts o = {0, ""};
+  polite_budget *b = NULL;
+  int rc = open_budget(&budget_clear, argc, argv, &o, &b);
+  if (rc >= 0)
+    return rc;
+  rc = polite_budget_clear(b, o.key, polite_mono_us());
+  if (rc == 0)
+    printf("cleared the pause and the learned rate of %s\n", b->uri);
+  return close_budget(&budget_clear, b, rc);
+}
+
+static const cli_sub budget_subs[] = {
+    {"show", &budget_show, cmd_budget_show},
+    {"clear", &budget_clear, cmd_budget_clear},
+    {NULL, NULL, NULL}};
+
+const cli_command cli_cmd_budget = {
+    "budget",
+    "show|clear [OPTIONS] URI",
+    "show or clear a shared budget",
+    "Inspects or clears a shared budget (file: or redis://): what every\n"
+    "participant waits on, what rate they learned, who holds slots.\n",
+    NULL,
+    "'polite budget show --help' describes one subcommand. See "
+    "docs/budget.md.\n",
+    NULL,
+    0,
+    NULL,
+    budget_subs};
+
+int cmd_budget(int argc, char **argv) {
+  return cli_subcommand(&cli_cmd_budget, argc, argv);
 }

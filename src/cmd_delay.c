@@ -105,7 +105,9 @@ const cli_command cli_cmd_delay = {
     "A VALUE that starts with '-' goes after '--'. Exit status: 0, or 2\n"
     "for a usage error.\n",
     " (a VALUE that starts with '-' goes after '--')",
-    CLI_MAX_POSITIONAL};
+    CLI_MAX_POSITIONAL,
+    NULL,
+    NULL};
 
 /* Parses the command line into *o. Returns -1 to go on, else an exit
  * status (help printed, or a usage error reported). */

@@ -1,6 +1,7 @@
 /* polite diagnose: say who sent a 429/503 and what kind of limit it is, from
  * a raw response (`curl -si` output) or from one request made to a URL. */
 #include "cli.h"
+#include "cli_curl.h"
 
 #include <polite/clock.h>
 #include <polite/diagnose.h>
@@ -75,7 +76,24 @@ struct request {
   int insecure;
   int follow;
   uint64_t max_time_s;
+  polite_transport_options tr; /* --cacert, --proxy, ... as polite run */
 };
+
+/* The request failed: one line that names the failure, and what to do when
+ * it is a certificate that does not verify (the URL is not repeated: its
+ * query may carry a key). */
+static void fetch_failed(CURLcode res, const char *detail) {
+  if (polite_transport_failure(res) == POLITE_FAILURE_TLS) {
+    fprintf(stderr,
+            "polite " CMD ": tls_error: %s%s%s (not retried: trust the "
+            "server's CA with --cacert FILE, --capath DIR, CURL_CA_BUNDLE or "
+            "SSL_CERT_FILE, or skip the check with -k)\n",
+            curl_easy_strerror(res), detail[0] ? ": " : "", detail);
+    return;
+  }
+  fprintf(stderr, "polite " CMD ": the request failed: %s%s%s\n",
+          curl_easy_strerror(res), detail[0] ? ": " : "", detail);
+}
 
 /* Makes the request and writes what `curl -si` would print into *raw:
  * libcurl hands every header line (status lines of interim and redirect
@@ -88,6 +106,7 @@ static int fetch(const struct request *rq, struct buf *raw) {
   CURL *c = curl_easy_init();
   struct curl_slist *hl = NULL;
   struct buf body = {0};
+  char errbuf[CURL_ERROR_SIZE] = "";
   int rc = -1;
   if (c == NULL)
     goto out;
@@ -107,6 +126,8 @@ static int fetch(const struct request *rq, struct buf *raw) {
   curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, rq->insecure ? 0L : 1L);
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, rq->insecure ? 0L : 2L);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  polite_transport_apply(c, &rq->tr);
   curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)rq->max_time_s);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "polite/" POLITE_VERSION_STR);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -122,9 +143,7 @@ static int fetch(const struct request *rq, struct buf *raw) {
 
   CURLcode res = curl_easy_perform(c);
   if (res != CURLE_OK) {
-    /* The URL is not repeated: its query may carry a key. */
-    fprintf(stderr, "polite " CMD ": the request failed: %s\n",
-            curl_easy_strerror(res));
+    fetch_failed(res, errbuf);
     goto out;
   }
   if (body.n > 0 && buf_add(raw, body.p, body.n) != 0)
@@ -284,15 +303,14 @@ static const cli_opt diag_opts_table[] = {
     {"data", 'd', CLI_STRING, "DATA", 0, 0, NULL, NULL, NULL,
      "request body, sent as is (URL only)", NULL, CLI_AT(O, rq.data), NULL,
      NULL, 0},
-    {"insecure", 'k', CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
-     "do not verify the server certificate (URL only; verified by default)",
-     NULL, CLI_AT(O, rq.insecure), NULL, NULL, 0},
     {"location", 'L', CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
      "follow redirects, at most 10 (URL only)", NULL, CLI_AT(O, rq.follow),
      NULL, NULL, 0},
     {"max-time", 0, CLI_UINT, "SECONDS", 1, 86400, "30", NULL, NULL,
      "give up on the request after this long (URL only)", NULL,
      CLI_AT(O, rq.max_time_s), NULL, NULL, 0},
+    CLI_ROWS_TLS(O, rq.tr, rq.insecure, "TLS (a URL only)"),
+    CLI_ROWS_PROXY(O, rq.tr, "Proxy (a URL only)"),
     CLI_ROW_END};
 #undef O
 
@@ -307,19 +325,29 @@ const cli_command cli_cmd_diagnose = {
     "standard input. A URL (http:// or https://) is requested once.\n",
     diag_opts_table,
     "Exit status: 0 a diagnosis was made (even 'unknown'), 1 the input is\n"
-    "not a response or the request failed, 2 usage error.\n",
+    "not a response or the request failed (a certificate that does not\n"
+    "verify says tls_error), 2 usage error.\n",
     NULL,
-    1};
+    1,
+    cli_curl_options,
+    NULL};
 
 /* The first request option given, for "only applies to a URL". */
 static const char *url_only_option(const struct diag_opts *o) {
   const struct request *rq = &o->rq;
+  const polite_transport_options *t = &rq->tr;
   return rq->headers.n          ? "-H"
          : rq->method           ? "-X"
          : rq->data             ? "-d"
          : rq->insecure         ? "-k"
          : rq->follow           ? "-L"
          : rq->max_time_s != 30 ? "--max-time"
+         : t->cacert            ? "--cacert"
+         : t->capath            ? "--capath"
+         : t->cert              ? "--cert"
+         : t->key               ? "--key"
+         : t->proxy             ? "--proxy"
+         : t->noproxy           ? "--noproxy"
                                 : NULL;
 }
 
@@ -356,6 +384,12 @@ static int diagnose_main(struct diag_opts *o, const char *input) {
   struct buf raw = {0};
   const char *name; /* for messages */
   if (input != NULL && is_url(input)) {
+    char err[300];
+    int rc = cli_ca_env(CMD, &rq.tr);
+    if (rc != 0)
+      return rc;
+    if (polite_transport_check(&rq.tr, err, sizeof err) != 0)
+      return cli_usage(CMD, "%s", err);
     rq.url = input;
     if (rq.data != NULL && rq.method == NULL)
       rq.method = "POST";

@@ -152,7 +152,9 @@ const cli_command cli_cmd_plan = {
     "Example: polite plan --allowance 120/min --target 90/min --requests 600 "
     "--latency 2s\n",
     NULL,
-    0};
+    0,
+    NULL,
+    NULL};
 
 static int parse_args(int argc, char **argv, struct plan *p) {
   cli_args pos = {{NULL}, 0};

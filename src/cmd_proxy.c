@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const cli_sub proxy_subs[] = {{"ca", &cli_cmd_proxy_ca, cmd_proxy_ca},
+                                     {NULL, NULL, NULL}};
+
 const cli_command cli_cmd_proxy = {
     "proxy",
     "[OPTIONS] | ca [OPTIONS]",
@@ -19,9 +22,9 @@ const cli_command cli_cmd_proxy = {
     "Live report: GET http://ADDR:PORT/__polite/report. See docs/proxy.md.\n"
     "The local CA for HTTPS interception: polite proxy ca --help.\n",
     NULL,
-    0};
-
-int cmd_proxy_ca(int argc, char **argv); /* src/cmd_proxy_ca.c */
+    0,
+    NULL,
+    proxy_subs};
 
 /* The option at argv[i] when it is --config, --devproxy-config,
  * --preset or --max-file-size ("--name VALUE" or "--name=VALUE"): its row and
@@ -77,13 +80,14 @@ static int read_sources(px_config *c, int argc, char **argv) {
 }
 
 int cmd_proxy(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "ca") == 0)
-    return cmd_proxy_ca(argc - 1, argv + 1);
+  int rc = cli_subcommand(&cli_cmd_proxy, argc, argv);
+  if (rc >= 0)
+    return rc; /* polite proxy ca */
   px_config c;
   polite__px_config_init(&c);
   char err[1024];
   cli_args pos;
-  int rc = read_sources(&c, argc, argv);
+  rc = read_sources(&c, argc, argv);
   if (rc >= 0)
     goto out;
   c.skip_sources = 1;

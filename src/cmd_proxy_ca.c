@@ -1,32 +1,66 @@
 /* polite proxy ca: shows (and makes on first use, or renews) the local root
  * CA that signs certificates for intercepted HTTPS hosts, and how to trust
- * it. */
+ * it (docs/proxy-ca.md); a subcommand of polite proxy. */
 #include "cli.h"
 #include "px_tls.h"
 
 #include <stdio.h>
 #include <string.h>
 
-int cmd_proxy_ca(int argc, char **argv);
+typedef struct {
+  const char *dir, *issue, *out;
+  int renew, path_only;
+} ca_opts;
 
-static void help(FILE *f) {
-  fprintf(f,
-          "Usage: polite proxy ca [--dir DIR] [--renew] [--path]\n"
-          "       polite proxy ca [--dir DIR] --issue HOST --out PREFIX\n\n"
-          "Shows the local root CA that `polite proxy --mode forward` signs "
-          "intercepted\n"
-          "hosts' certificates with (made on first use), and how to trust "
-          "it.\n\n"
-          "  --dir DIR       the CA directory (default $POLITE_CA_DIR, else\n"
-          "                  $XDG_DATA_HOME/polite/ca, else "
-          "~/.local/share/polite/ca)\n"
-          "  --renew         replace the CA with a new key and certificate\n"
-          "  --path          print only the certificate's path\n"
-          "  --issue HOST    write a certificate for HOST signed by the CA to\n"
-          "  --out PREFIX    PREFIX.pem (leaf, then CA) and PREFIX.key (mode "
-          "0600)\n\n"
-          "See docs/proxy-https.md.\n");
+/* A path or a host name: an empty one is a mistake, not "the default". */
+static int set_nonempty(void *opts, const cli_opt *o, const char *val,
+                        char *err, size_t errlen) {
+  if (val[0] == '\0') {
+    snprintf(err, errlen, "the value is empty");
+    return -1;
+  }
+  return cli_opt_store(o, opts, val, err, errlen);
 }
+
+#define C ca_opts
+static const cli_opt ca_table[] = {
+    {"dir", 0, CLI_STRING, "DIR", 0, 0, NULL,
+     "$POLITE_CA_DIR, else $XDG_DATA_HOME/polite/ca, else "
+     "~/.local/share/polite/ca",
+     NULL, "the CA directory (mode 0700; made when missing)", "Options",
+     CLI_AT(C, dir), set_nonempty, NULL, 0},
+    {"path", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
+     "print only the certificate's path (for scripts)", NULL,
+     CLI_AT(C, path_only), NULL, NULL, 0},
+    {"renew", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
+     "replace the CA with a new key and certificate (the old one stops "
+     "working)",
+     NULL, CLI_AT(C, renew), NULL, NULL, 0},
+    {"issue", 0, CLI_STRING, "HOST", 0, 0, NULL, NULL, NULL,
+     "write a certificate for HOST (a DNS name or an IP address) signed by "
+     "the CA; needs --out",
+     NULL, CLI_AT(C, issue), set_nonempty, NULL, 0},
+    {"out", 0, CLI_STRING, "PREFIX", 0, 0, NULL, NULL, NULL,
+     "with --issue: PREFIX.pem (the leaf, then the CA) and PREFIX.key "
+     "(mode 0600)",
+     NULL, CLI_AT(C, out), set_nonempty, NULL, 0},
+    CLI_ROW_END};
+#undef C
+
+const cli_command cli_cmd_proxy_ca = {
+    "proxy ca",
+    "[--dir DIR] [--renew] [--path] | [--dir DIR] --issue HOST --out PREFIX",
+    "show the local CA that signs intercepted hosts, and how to trust it",
+    "Shows the local root CA that 'polite proxy --mode forward' signs\n"
+    "intercepted hosts' certificates with (made on first use), and how to\n"
+    "trust it; renews it; issues a certificate for a test server.\n",
+    ca_table,
+    "Exit status: 0, 1 when the CA cannot be made or read, 2 for a usage\n"
+    "error. See docs/proxy-ca.md.\n",
+    NULL,
+    0,
+    NULL,
+    NULL};
 
 static void show(const px_ca *ca) {
   const char *p = polite__px_ca_cert_path(ca);
@@ -58,33 +92,14 @@ static void show(const px_ca *ca) {
 }
 
 int cmd_proxy_ca(int argc, char **argv) {
-  const char *dir = NULL, *issue = NULL, *out = NULL;
-  int renew = 0, path_only = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char **val = NULL;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      help(stdout);
-      return CLI_EXIT_OK;
-    } else if (strcmp(a, "--renew") == 0) {
-      renew = 1;
-    } else if (strcmp(a, "--path") == 0) {
-      path_only = 1;
-    } else if (strcmp(a, "--dir") == 0) {
-      val = &dir;
-    } else if (strcmp(a, "--issue") == 0) {
-      val = &issue;
-    } else if (strcmp(a, "--out") == 0) {
-      val = &out;
-    } else {
-      return cli_usage("proxy ca", "unknown option '%s'", a);
-    }
-    if (val) {
-      if (i + 1 >= argc || argv[i + 1][0] == '\0')
-        return cli_usage("proxy ca", "%s needs a value", a);
-      *val = argv[++i];
-    }
-  }
+  ca_opts o;
+  memset(&o, 0, sizeof o);
+  cli_args pos = {{NULL}, 0};
+  int rc = cli_parse(&cli_cmd_proxy_ca, argc, argv, &o, &pos);
+  if (rc >= 0)
+    return rc;
+  const char *dir = o.dir, *issue = o.issue, *out = o.out;
+  int renew = o.renew, path_only = o.path_only;
   if ((issue == NULL) != (out == NULL))
     return cli_usage("proxy ca", "--issue HOST and --out PREFIX go together");
   char err[1024];
@@ -97,7 +112,7 @@ int cmd_proxy_ca(int argc, char **argv) {
     fprintf(stderr, "polite proxy ca: %s\n", err);
     return CLI_EXIT_FAILED;
   }
-  int rc = CLI_EXIT_OK;
+  rc = CLI_EXIT_OK;
   if (issue) {
     char cp[1100], kp[1100];
     snprintf(cp, sizeof cp, "%s.pem", out);

@@ -4,6 +4,7 @@
  * summary and progress line run_report.c. */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "cli_curl.h"
 #include "run_journal.h"
 #include "report_tap.h"
 #include "run_output.h"
@@ -221,29 +222,8 @@ static const cli_opt run_table[] = {
      "response bytes kept per request (the rest is counted as "
      "body_truncated); each request in flight may hold this much",
      NULL, CLI_AT(R, bo.max_body), NULL, NULL, 0},
-    {"insecure", 'k', CLI_FLAG, NULL, 1, 0, NULL, "off", NULL,
-     "do not verify TLS certificates (verification is on by default)", "TLS",
-     CLI_AT(R, bo.insecure), NULL, NULL, 0},
-    {"cacert", 0, CLI_STRING, "FILE", 0, 0, NULL, "libcurl's bundle",
-     "CURL_CA_BUNDLE", "CA certificates (PEM) to verify servers with", NULL,
-     CLI_AT(R, tr.cacert), NULL, NULL, 0},
-    {"capath", 0, CLI_STRING, "DIR", 0, 0, NULL, "libcurl's", NULL,
-     "directory of hashed CA certificates (c_rehash)", NULL,
-     CLI_AT(R, tr.capath), NULL, NULL, 0},
-    {"cert", 0, CLI_STRING, "FILE", 0, 0, NULL, NULL, NULL,
-     "client certificate (PEM), for servers that ask for one", NULL,
-     CLI_AT(R, tr.cert), NULL, NULL, 0},
-    {"key", 0, CLI_STRING, "FILE", 0, 0, NULL, NULL, NULL,
-     "the client certificate's private key (PEM; default: in --cert)", NULL,
-     CLI_AT(R, tr.key), NULL, NULL, 0},
-    {"proxy", 0, CLI_STRING, "URL", 0, 0, NULL, "$HTTPS_PROXY, $http_proxy",
-     NULL,
-     "proxy for every request (e.g. polite proxy --mode forward); '' turns "
-     "the proxy variables off",
-     "Proxy", CLI_AT(R, tr.proxy), NULL, NULL, 0},
-    {"noproxy", 0, CLI_STRING, "LIST", 0, 0, NULL, "$NO_PROXY", NULL,
-     "hosts reached without the proxy, comma-separated ('*': all)", NULL,
-     CLI_AT(R, tr.noproxy), NULL, NULL, 0},
+    CLI_ROWS_TLS(R, tr, bo.insecure, "TLS"),
+    CLI_ROWS_PROXY(R, tr, "Proxy"),
     {"out", 'o', CLI_STRING, "FILE", 0, 0, NULL, "stdout", NULL,
      "results, one JSON line per request", "Output", CLI_AT(R, out_path), NULL,
      NULL, 0},
@@ -310,7 +290,9 @@ const cli_command cli_cmd_run = {
     "the rest are 'cancelled'); 130 interrupted (results so far are\n"
     "flushed). See docs/run.md.\n",
     NULL,
-    1};
+    1,
+    cli_curl_options,
+    NULL};
 
 /* ---- Checks after parsing --------------------------------------------------
  */
@@ -469,6 +451,8 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
   o->tr.http_version = o->http11  ? POLITE_HTTP_1_1
                        : o->http2 ? POLITE_HTTP_2
                                   : POLITE_HTTP_ANY;
+  if ((rc = cli_ca_env("run", &o->tr)) != 0)
+    return rc;
   char err[300];
   if (polite_transport_check(&o->tr, err, sizeof err) != 0)
     return cli_usage("run", "%s", err);

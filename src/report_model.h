@@ -3,6 +3,7 @@
 #ifndef POLITE_REPORT_MODEL_H
 #define POLITE_REPORT_MODEL_H
 
+#include <polite/batch.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,8 +24,9 @@
 #define RP_BAD_QUOTED 20
 /* Latency and retry-wait histogram bins (1-2-5 series from 1 ms). */
 #define RP_HIST 17
-/* Outcomes, in polite run's order. */
-#define RP_OUTCOMES 10 /* the 9 of polite run + "unknown" */
+/* Outcomes, in polite run's order, and "unknown" last (a name this build
+ * does not know). */
+#define RP_OUTCOMES (POLITE_OUT_COUNT + 1)
 
 typedef enum { RP_ACT_DONE, RP_ACT_RETRY, RP_ACT_STOP } rp_action;
 

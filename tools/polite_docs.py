@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
 """Docs and man pages from the option tables in src/ (one source per flag).
 
+The commands come from `POLITE help --json`: the whole command tree, each
+command with its options and its subcommands. A command's docs page is
+docs/NAME.md with spaces as dashes (docs/proxy-ca.md for `polite proxy ca`)
+when that file exists, else its parent's page (`polite budget show` is
+documented in docs/budget.md).
+
   polite_docs.py docs POLITE DOCS_DIR [--check]
-      Rewrites the option table of docs/CMD.md between the markers
-          <!-- options:begin CMD -->  ...  <!-- options:end -->
-      with `POLITE help --markdown CMD`. With --check nothing is written and
-      the exit status is 1 when a page differs from the table (the drift
-      test runs this).
+      Rewrites the option table of every command with options, between the
+      markers in its page
+          <!-- options:begin NAME -->  ...  <!-- options:end -->
+      with `POLITE help --markdown NAME`. With --check nothing is written
+      and the exit status is 1 when a page differs from the table or lacks
+      the markers (the drift test runs this).
 
   polite_docs.py man POLITE DOCS_DIR OUT_DIR
-      Writes polite.1 and polite-CMD.1 for every command with a table: NAME,
-      SYNOPSIS and OPTIONS from `POLITE help --json CMD`, the rest from
-      docs/CMD.md (its prose, code blocks, lists and tables) turned into
-      roff by the small converter below (no pandoc).
+      Writes polite.1 and polite-NAME.1 for every command with a page of its
+      own: NAME, SYNOPSIS and OPTIONS from the JSON (a subcommand without a
+      page of its own is a part of its parent's page), the rest from the
+      docs page (its prose, code blocks, lists and tables) turned into roff
+      by the small converter below (no pandoc). Prints the pages' names.
 """
 import json
 import os
@@ -20,7 +28,6 @@ import re
 import subprocess
 import sys
 
-COMMANDS = ["run", "plan", "delay", "diagnose", "proxy"]
 BEGIN = "<!-- options:begin {} -->"
 END = "<!-- options:end -->"
 
@@ -30,27 +37,78 @@ def polite(exe, *args):
                           text=True).stdout
 
 
+def tree(exe):
+    return json.loads(polite(exe, "help", "--json"))
+
+
+def walk(node):
+    """(command, parent) for every command below node, depth first."""
+    for sub in node["subcommands"]:
+        yield sub, node
+        yield from walk(sub)
+
+
+def own_page(docs_dir, cmd):
+    """docs/NAME.md of cmd when it has a page of its own, else None."""
+    path = os.path.join(docs_dir, cmd["name"].replace(" ", "-") + ".md")
+    return path if os.path.exists(path) else None
+
+
+def page_subs(docs_dir, cmd):
+    """cmd's subcommands documented on cmd's page (no page of their own),
+    depth first."""
+    for sub in cmd["subcommands"]:
+        if not own_page(docs_dir, sub):
+            yield sub
+            yield from page_subs(docs_dir, sub)
+
+
+def pages(docs_dir, root):
+    """{command name: its docs page path}, a subcommand without a page of
+    its own sharing its parent's."""
+    out = {}
+    for cmd, parent in walk(root):
+        out[cmd["name"]] = own_page(docs_dir, cmd) or out.get(parent["name"])
+    return out
+
+
 def docs(exe, docs_dir, check):
     drift = 0
-    for cmd in COMMANDS:
-        path = os.path.join(docs_dir, cmd + ".md")
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        begin = BEGIN.format(cmd)
-        if begin not in text or END not in text:
+    root = tree(exe)
+    where = pages(docs_dir, root)
+    texts = {}
+    for cmd, _ in walk(root):
+        name = cmd["name"]
+        if not cmd["options"]:
+            continue
+        path = where[name]
+        if path is None:
+            print(f"polite {name}: no docs page (docs/"
+                  f"{name.replace(' ', '-')}.md)", file=sys.stderr)
+            drift = 1
+            continue
+        if path not in texts:
+            with open(path, encoding="utf-8") as f:
+                texts[path] = [f.read(), None]
+        text = texts[path][0]
+        begin = BEGIN.format(name)
+        if begin not in text or END not in text.split(begin, 1)[-1]:
             print(f"{path}: no '{begin}' ... '{END}' markers", file=sys.stderr)
             drift = 1
             continue
         head, rest = text.split(begin, 1)
         _, tail = rest.split(END, 1)
-        table = polite(exe, "help", "--markdown", cmd)
-        new = head + begin + "\n" + table + END + tail
-        if new == text:
+        table = polite(exe, "help", "--markdown", *name.split(" "))
+        texts[path][0] = head + begin + "\n" + table + END + tail
+    for path, (new, _) in texts.items():
+        with open(path, encoding="utf-8") as f:
+            old = f.read()
+        if new == old:
             continue
         if check:
-            print(f"{path}: the option table differs from "
-                  f"'polite help --markdown {cmd}' (run tools/polite_docs.py "
-                  f"docs to regenerate)", file=sys.stderr)
+            print(f"{path}: an option table differs from 'polite help "
+                  f"--markdown' (run tools/polite_docs.py docs to "
+                  f"regenerate)", file=sys.stderr)
             drift = 1
         else:
             with open(path, "w", encoding="utf-8") as f:
@@ -154,7 +212,7 @@ def md_to_roff(md):
 
 def split_page(md):
     """The page without its title and without its '## Options' section
-    (the table replaces it): (intro, rest)."""
+    (the tables replace it): (intro, rest)."""
     md = re.sub(r"^# .*\n", "", md, count=1)
     parts = re.split(r"(?m)^(?=## )", md)
     intro = parts[0]
@@ -167,17 +225,18 @@ def header(name, summary):
             f".SH NAME\n{esc(name)} \\- {esc(summary)}\n")
 
 
-def man_page(spec, md):
-    name = "polite-" + spec["name"]
-    out = [header(name, spec["summary"])]
-    out.append(".SH SYNOPSIS\n.B polite " + esc(spec["name"]) + "\n" +
-               esc(spec["synopsis"]) + "\n")
-    intro, rest = split_page(md)
-    out.append(".SH DESCRIPTION\n" + md_to_roff(intro))
-    out.append(".SH OPTIONS\n")
-    group = None
-    for o in spec["options"]:
-        if o["group"] and o["group"] != group:
+def man_name(cmd):
+    return "polite-" + cmd["name"].replace(" ", "-")
+
+
+def synopsis(cmd):
+    return ".B polite " + esc(cmd["name"]) + "\n" + esc(cmd["synopsis"]) + "\n"
+
+
+def options(cmd, groups=True):
+    out, group = [], None
+    for o in cmd["options"]:
+        if groups and o["group"] and o["group"] != group:
             group = o["group"]
             out.append(".SS " + esc(group) + "\n")
         text = inline(o["help"])
@@ -187,41 +246,62 @@ def man_page(spec, md):
             text += " Environment: \\fB" + esc(o["env"]) + "\\fR."
         out.append(".TP\n.B " + esc(o["title"]) + "\n" + line_safe(text) +
                    "\n")
+    return out
+
+
+def man_page(spec, subs, md, all_pages):
+    """spec's page; subs: the subcommands it documents (none of their own
+    page), each a section of OPTIONS. A command with subcommands and no
+    options of its own (polite budget) is its subcommands' synopses."""
+    name = man_name(spec)
+    out = [header(name, spec["summary"])]
+    syn = [spec] if spec["options"] or not subs else []
+    out.append(".SH SYNOPSIS\n" + ".br\n".join(map(synopsis, syn + subs)))
+    intro, rest = split_page(md)
+    out.append(".SH DESCRIPTION\n" + md_to_roff(intro))
+    out.append(".SH OPTIONS\n")
+    out += options(spec)
+    for sub in subs:
+        out.append(".SS polite " + esc(sub["name"]) + "\n")
+        out += options(sub, groups=False)
     out.append(md_to_roff(rest))
     out.append(".SH SEE ALSO\n" + ", ".join(
-        f"\\fBpolite\\-{c}\\fR(1)" for c in COMMANDS if c != spec["name"]) +
-        ", \\fBpolite\\fR(1)\n")
+        f"\\fB{esc(n)}\\fR(1)" for n in all_pages if n != name) + "\n")
     return "".join(out)
 
 
 def man(exe, docs_dir, out_dir):
     os.makedirs(out_dir, exist_ok=True)
-    summaries = []
-    for cmd in COMMANDS:
-        spec = json.loads(polite(exe, "help", "--json", cmd))
-        with open(os.path.join(docs_dir, cmd + ".md"), encoding="utf-8") as f:
+    root = tree(exe)
+    own = [(c, own_page(docs_dir, c)) for c, _ in walk(root)]
+    own = [(c, path) for c, path in own if path]
+    all_pages = ["polite"] + [man_name(c) for c, _ in own]
+    for cmd, path in own:
+        # The subcommands documented on this page (none of their own).
+        subs = list(page_subs(docs_dir, cmd))
+        with open(path, encoding="utf-8") as f:
             md = f.read()
-        with open(os.path.join(out_dir, f"polite-{cmd}.1"), "w",
+        with open(os.path.join(out_dir, man_name(cmd) + ".1"), "w",
                   encoding="utf-8") as f:
-            f.write(man_page(spec, md))
-        summaries.append((cmd, spec["summary"]))
-    usage = polite(exe, "--help")
-    page = [header("polite", "call rate-limited HTTP APIs without getting "
-                   "throttled"),
-            ".SH SYNOPSIS\n.B polite\nCOMMAND [OPTIONS]\n",
-            ".SH DESCRIPTION\n.PP\n" + esc(usage.split("\n\n")[1]) + "\n",
+            f.write(man_page(cmd, subs, md, all_pages))
+        print(man_name(cmd))
+    page = [header("polite", root["summary"]),
+            ".SH SYNOPSIS\n.B polite\n" + esc(root["synopsis"]) + "\n",
+            ".SH DESCRIPTION\n.PP\n" + esc(root["summary"][:1].upper() + root["summary"][1:]) +
+            ". One command per job; 'polite COMMAND \\-\\-help' or "
+            "'polite help COMMAND' describes one, "
+            "'polite \\-\\-version' prints the version.\n",
             ".SH COMMANDS\n"]
-    for line in usage.split("Commands:\n", 1)[1].split("\n\n")[0].split("\n"):
-        name, _, what = line.strip().partition(" ")
-        if not name:
-            continue
-        ref = (f" See \\fBpolite\\-{name}\\fR(1)."
-               if name in COMMANDS else "")
-        page.append(f".TP\n.B {esc(name)}\n{esc(what.strip())}.{ref}\n")
+    for cmd, _ in walk(root):
+        ref = (f" See \\fB{esc(man_name(cmd))}\\fR(1)."
+               if own_page(docs_dir, cmd) else "")
+        page.append(f".TP\n.B polite {esc(cmd['name'])}\n"
+                    f"{esc(cmd['summary'])}.{ref}\n")
     page.append(".SH SEE ALSO\n" + ", ".join(
-        f"\\fBpolite\\-{c}\\fR(1)" for c in COMMANDS) + "\n")
+        f"\\fB{esc(n)}\\fR(1)" for n in all_pages[1:]) + "\n")
     with open(os.path.join(out_dir, "polite.1"), "w", encoding="utf-8") as f:
         f.write("".join(page))
+    print("polite")
     return 0
 
 

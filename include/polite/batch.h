@@ -133,7 +133,11 @@ typedef enum {
                                exceeds max_wait_ms: not waited for */
   POLITE_OUT_QUEUE_FULL,    /* a submitted request (polite/engine.h) found
                                its account's queue full: never sent */
-  POLITE_OUT_COUNT
+  POLITE_OUT_TLS_ERROR,     /* a TLS failure a retry cannot fix (the
+                               certificate did not verify, ...): one
+                               attempt (polite_failure) */
+  POLITE_OUT_COUNT /* grows when an outcome is added (last, so the others
+                      keep their numbers): by_outcome below grows with it */
 } polite_outcome;
 
 POLITE_EXTERN const char *polite_outcome_name(polite_outcome o);

@@ -259,8 +259,22 @@ typedef enum {
   POLITE_R_QUOTA_EXHAUSTED,    /* STOP: waiting cannot help */
   POLITE_R_NOT_RETRIED_UNSAFE, /* STOP: write without idempotency key */
   POLITE_R_NETWORK_ERROR,      /* STOP: no response and no retry left */
-  POLITE_R_WAIT_TOO_LONG       /* STOP: the server's wait exceeds max_wait_ms */
+  POLITE_R_WAIT_TOO_LONG,      /* STOP: the server's wait exceeds max_wait_ms */
+  POLITE_R_TLS_ERROR           /* STOP: a TLS failure a retry cannot fix */
 } polite_reason;
+
+/* What an attempt without a response (status 0) means for another one:
+ * polite_transport_failure() gives it for a libcurl result, and
+ * docs/decisions.md lists the results of each kind and why. */
+typedef enum {
+  POLITE_FAILURE_TRANSIENT = 0, /* may pass next time (a reset, a timeout, a
+                                   refused connection): retried with
+                                   backoff, network_error when none is left */
+  POLITE_FAILURE_TLS            /* the server's certificate did not verify,
+                                   or TLS cannot be set up with the files
+                                   given: the same on every attempt, so
+                                   STOP tls_error at once */
+} polite_failure;
 
 typedef struct {
   const char *method; /* "GET", "POST", ...; NULL means GET */
@@ -274,14 +288,15 @@ typedef struct {
   int64_t time_left_ms;  /* before the deadline; < 0 means no deadline */
   int prompt_retry_used; /* a past-date prompt retry was already granted */
   polite_backoff backoff;
-  int64_t spread_ms;   /* max random spread added to a server wait */
-  uint64_t rnd;        /* one random value for jitter and spread */
-  int64_t max_wait_ms; /* longest server wait worth waiting for; a
-                          longer one is STOP wait_too_long (never
-                          sending early); <= 0 means no limit */
-  int retry_writes;    /* a write without a key is retried after a 429
-                          only (an API that refuses before doing any
-                          work), never after a 503 or a network error */
+  int64_t spread_ms;      /* max random spread added to a server wait */
+  uint64_t rnd;           /* one random value for jitter and spread */
+  int64_t max_wait_ms;    /* longest server wait worth waiting for; a
+                             longer one is STOP wait_too_long (never
+                             sending early); <= 0 means no limit */
+  int retry_writes;       /* a write without a key is retried after a 429
+                             only (an API that refuses before doing any
+                             work), never after a 503 or a network error */
+  polite_failure failure; /* status 0: what kind of failure it was */
 } polite_decide_in;
 
 typedef struct {
@@ -299,7 +314,8 @@ POLITE_EXTERN void polite_decide(const polite_decide_in *in,
                                  polite_decision *out);
 
 /* "ok", "http_error", "retries_exhausted", "deadline", "quota_exhausted",
- * "not_retried_unsafe", "network_error", "wait_too_long" for a final reason;
+ * "not_retried_unsafe", "network_error", "wait_too_long", "tls_error" for a
+ * final reason;
  * NULL for RETRY reasons. */
 POLITE_EXTERN const char *polite_reason_outcome(polite_reason r);
 /* Short token for any reason ("server", "prompt", "backoff", ...). */

@@ -42,9 +42,20 @@ typedef struct {
 POLITE_EXTERN int polite_transport_check(const polite_transport_options *t,
                                          char *err, size_t errlen);
 
-/* Internal (libpolite only): applies t to one easy handle (a CURL *; CURL
- * is void in libcurl's API, so this header does not need curl.h). */
-void polite__transport_apply(void *easy, const polite_transport_options *t);
+/* Applies t to one easy handle (a CURL *; CURL is void in libcurl's API,
+ * so this header does not need curl.h): what the batch engine does for
+ * each transfer, for a program (polite diagnose) that makes its own. t may
+ * be NULL (nothing to apply). */
+POLITE_EXTERN void polite_transport_apply(void *easy,
+                                          const polite_transport_options *t);
+
+/* What libcurl result curl_code (a CURLcode; CURLE_OK included) means for
+ * another attempt: POLITE_FAILURE_TLS for a TLS failure that every attempt
+ * would repeat (60 CURLE_PEER_FAILED_VERIFICATION, 77
+ * CURLE_SSL_CACERT_BADFILE, 58 CURLE_SSL_CERTPROBLEM, ...), else
+ * POLITE_FAILURE_TRANSIENT. One table, which docs/decisions.md shows with
+ * the reasons. */
+POLITE_EXTERN polite_failure polite_transport_failure(int curl_code);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Integration test of `polite delay` and `polite plan`: every Retry-After
-# form on a fixed clock, the DESIGN.md plan example, and usage errors.
+# form on a fixed clock, the README's plan example, and usage errors.
 . "$(dirname "$0")/lib.sh"
 tmp=$TMP
 

@@ -22,9 +22,34 @@ cmp -s "$TMP/docs/run.md" "$POLITE_SRC/docs/run.md"
 check "regenerating restores the page" [ $? -eq 0 ]
 
 # ---- man pages: generated, readable with man -l, one entry per option -------
-python3 "$GEN" man "$P" "$POLITE_SRC/docs" "$TMP/man"
+# Every command and subcommand, from the tree the binary prints: a command
+# added anywhere is checked without editing this test.
+"$P" help --json >"$TMP/tree.json"
+jq -r '.. | objects | select(has("subcommands")) | .name | select(. != "")' \
+  "$TMP/tree.json" >"$TMP/commands"
+check "the tree lists every command and subcommand ($(wc -l <"$TMP/commands"))" \
+  grep -qx "proxy ca" "$TMP/commands"
+python3 "$GEN" man "$P" "$POLITE_SRC/docs" "$TMP/man" >"$TMP/pages"
 check "the generator writes the man pages" [ $? -eq 0 ]
-for page in polite polite-run polite-plan polite-delay polite-diagnose polite-proxy; do
+# A page per command with a docs page of its own; a subcommand without one
+# (budget show) is a section of its parent's page.
+missing_page=
+while read -r name; do
+  page=polite-${name// /-}
+  if [ -f "$POLITE_SRC/docs/${name// /-}.md" ]; then
+    grep -qx "$page" "$TMP/pages" || missing_page="$missing_page $page"
+  else
+    parent=${name% *}
+    [ "$parent" != "$name" ] && [ -f "$POLITE_SRC/docs/${parent// /-}.md" ] ||
+      missing_page="$missing_page $page(no docs page, nor its parent's)"
+  fi
+done <"$TMP/commands"
+check_eq "no command without a man page" "$missing_page" ""
+cmake_pages=$(sed -n '/set(POLITE_MAN_PAGES/,/)/p' "$POLITE_SRC/CMakeLists.txt" |
+  tr -s ' ()\n' '\n' | grep '^polite' | sort | tr '\n' ' ')
+check_eq "CMakeLists.txt's POLITE_MAN_PAGES lists every page" "$cmake_pages" \
+  "$(sort "$TMP/pages" | tr '\n' ' ')"
+while read -r page; do
   f=$TMP/man/$page.1
   check "$page.1 exists" test -s "$f"
   MANWIDTH=100 man -l "$f" >"$TMP/$page.txt" 2>"$TMP/$page.err"
@@ -34,31 +59,51 @@ for page in polite polite-run polite-plan polite-delay polite-diagnose polite-pr
   [ -s "$TMP/$page.warn" ] && head -5 "$TMP/$page.warn" | sed 's/^/#   /'
   [ -n "${POLITE_BUILD:-}" ] && [ -f "$POLITE_BUILD/man/$page.1" ] &&
     check "the build's $page.1 is up to date" cmp -s "$f" "$POLITE_BUILD/man/$page.1"
-done
-for cmd in run plan delay diagnose proxy; do
-  "$P" help --json "$cmd" | jq -r '.options[].name' >"$TMP/names.$cmd"
-  n=$(wc -l <"$TMP/names.$cmd")
-  check "$cmd has options in its table ($n)" [ "$n" -gt 0 ]
+done <"$TMP/pages"
+while read -r page; do
+  [ "$page" = polite ] ||
+    check_grep "polite(1) lists $page" "${page//-/.}\(1\)" "$TMP/polite.txt"
+done <"$TMP/pages"
+# Every option of every command: in its --help, its man page and its docs
+# page (the page of its own, else its parent's).
+while read -r name; do
+  jq -r --arg n "$name" '.. | objects | select(.name? == $n and has("subcommands")) |
+    .options[].name' "$TMP/tree.json" >"$TMP/names"
+  [ -s "$TMP/names" ] || continue
+  md=$POLITE_SRC/docs/${name// /-}.md man=$TMP/polite-${name// /-}.txt
+  if [ ! -f "$md" ]; then
+    md=$POLITE_SRC/docs/${name%% *}.md man=$TMP/polite-${name%% *}.txt
+  fi
   missing_help= missing_man= missing_md=
-  "$P" "$cmd" --help >"$TMP/help.$cmd"
-  while read -r name; do
-    grep -qF -- "--$name" "$TMP/help.$cmd" || missing_help="$missing_help $name"
-    grep -qF -- "--$name" "$TMP/polite-$cmd.txt" || missing_man="$missing_man $name"
-    grep -qF -- "\`--$name" "$POLITE_SRC/docs/$cmd.md" ||
-      grep -qF -- ", --$name" "$POLITE_SRC/docs/$cmd.md" || missing_md="$missing_md $name"
-  done <"$TMP/names.$cmd"
-  check_eq "every $cmd option is in --help" "$missing_help" ""
-  check_eq "every $cmd option is in polite-$cmd(1)" "$missing_man" ""
-  check_eq "every $cmd option is in docs/$cmd.md" "$missing_md" ""
-  check_grep "polite-$cmd(1) has the docs page's prose" "EXIT STATUS|OUTPUT|UNITS|WHAT|INPUT|BOUNDS" "$TMP/polite-$cmd.txt"
+  # shellcheck disable=SC2086 # the words of the name are its argv
+  "$P" $name --help >"$TMP/help.txt"
+  while read -r opt; do
+    grep -qF -- "--$opt" "$TMP/help.txt" || missing_help="$missing_help $opt"
+    grep -qF -- "--$opt" "$man" || missing_man="$missing_man $opt"
+    grep -qF -- "\`--$opt" "$md" || grep -qF -- ", --$opt" "$md" ||
+      missing_md="$missing_md $opt"
+  done <"$TMP/names"
+  check_eq "every '$name' option is in --help ($(wc -l <"$TMP/names"))" "$missing_help" ""
+  check_eq "every '$name' option is in its man page" "$missing_man" ""
+  check_eq "every '$name' option is in its docs page" "$missing_md" ""
+done <"$TMP/commands"
+for page in polite-run polite-plan polite-delay polite-diagnose polite-proxy \
+  polite-report polite-budget polite-proxy-ca polite-help; do
+  check_grep "$page(1) has the docs page's prose" "EXIT STATUS|OUTPUT|UNITS|WHAT|INPUT|BOUNDS" "$TMP/$page.txt"
 done
-check_grep "polite(1) lists the commands" "polite-run\(1\)" "$TMP/polite.txt"
+check_grep "polite-budget(1) has both subcommands' synopses" "polite budget clear \[OPTIONS\] URI" "$TMP/polite-budget.txt"
 check_grep "polite-proxy(1) lists polite proxy ca" "polite proxy ca" "$TMP/polite-proxy.txt"
 # The proxy's table can drift too: a changed row of docs/proxy.md is found.
 sed -i 's/| `--max-headers N` | 100 (1..100000) |/| `--max-headers N` | 200 |/' "$TMP/docs/proxy.md"
 python3 "$GEN" docs "$P" "$TMP/docs" --check 2>"$TMP/drift3"
 check "a drifted proxy row is caught" [ $? -eq 1 ]
 check_grep "... naming proxy.md" "proxy.md" "$TMP/drift3"
+# So can a subcommand's table in its parent's page.
+python3 "$GEN" docs "$P" "$TMP/docs" >/dev/null
+sed -i 's/| `--json` | off | print one JSON object |/| `--json` | on | print one JSON object |/' "$TMP/docs/budget.md"
+python3 "$GEN" docs "$P" "$TMP/docs" --check 2>"$TMP/drift4"
+check "a drifted 'budget show' row is caught" [ $? -eq 1 ]
+check_grep "... naming budget.md" "budget.md" "$TMP/drift4"
 
 # ---- installed by cmake --install into share/man/man1 ----------------------
 if [ -f "$POLITE_BUILD/cmake_install.cmake" ]; then
@@ -69,6 +114,40 @@ if [ -f "$POLITE_BUILD/cmake_install.cmake" ]; then
 fi
 
 # ---- --opt=value and --opt value everywhere; errors name option and value ----
+# Every row that takes a value, of every command and subcommand, given both
+# ways before --help: the two must end alike (same exit status, same
+# message), and neither may call the option unknown or valueless. A sample
+# value per kind (an invalid one for a row that checks more is refused the
+# same way both times).
+jq -r '.. | objects | select(has("subcommands") and .name != "") | .name as $c |
+  .options[] | select(.takes_value) | [$c, .name, .kind] | @tsv' "$TMP/tree.json" \
+  >"$TMP/valued"
+declare -A sample=([uint]=1 [int]=1 [duration]=1s [rate]=1/s [size]=1k
+  [string]=x [enum]=x [list]='X-A: b' [custom]='X-A: b')
+differ= refused= accepted=0 n=0
+while IFS=$'\t' read -r cmd opt kind; do
+  v=${sample[$kind]:-x}
+  # shellcheck disable=SC2086 # the words of the name are its argv
+  (cd "$TMP" && "$P" $cmd "--$opt=$v" --help >/dev/null 2>"$TMP/eq.err"); a=$?
+  # shellcheck disable=SC2086
+  (cd "$TMP" && "$P" $cmd "--$opt" "$v" --help >/dev/null 2>"$TMP/sp.err"); b=$?
+  n=$((n + 1))
+  [ "$a" -eq 0 ] && accepted=$((accepted + 1))
+  if [ "$a" -ne "$b" ] || ! cmp -s "$TMP/eq.err" "$TMP/sp.err"; then
+    differ="$differ $cmd:--$opt"
+  fi
+  grep -qE "unknown option|takes no value|needs a value" "$TMP/eq.err" &&
+    refused="$refused $cmd:--$opt"
+done <"$TMP/valued"
+check_eq "--opt=value ends as --opt value for all $n rows that take a value" "$differ" ""
+check_eq "... and no row refuses the = form" "$refused" ""
+check "... most sample values are accepted ($accepted of $n)" [ "$accepted" -gt $((n / 2)) ]
+check "polite proxy ca --dir=X --path (issue 25: refused as unknown)" \
+  "$P" proxy ca --dir="$TMP/ca-eq" --path
+check_eq "... and --dir=X is the directory used" "$("$P" proxy ca --dir="$TMP/ca-eq" --path)" "$TMP/ca-eq/ca.pem"
+"$P" report --out="$TMP/eq.html" - </dev/null 2>/dev/null
+check "polite report --out=FILE writes FILE" test -s "$TMP/eq.html"
+
 printf 'HTTP/1.1 429 Too Many Requests\r\nRetry-After: 7\r\n\r\n' >"$TMP/r.txt"
 a=$("$P" delay --json --now=0 12) && b=$("$P" delay --json --now 0 12)
 check_eq "delay --now=0 and --now 0 agree" "$a" "$b"

@@ -15,7 +15,7 @@ run() { "$P" run --no-progress -q --max-attempts 1 "$@"; }
 # ---- the private CA ----------------------------------------------------------
 echo "$B/ok" | run >"$TMP/noca.out" 2>&1
 check "without the CA the certificate is refused (exit 1)" [ $? -eq 1 ]
-check "... as a network_error" jq -e 'select(.outcome)|.outcome=="network_error"' "$TMP/noca.out"
+check "... as a tls_error (not retried; test_tls_verify.sh has the rest)" jq -e 'select(.outcome)|.outcome=="tls_error"' "$TMP/noca.out"
 echo "$B/ok" | run --cacert "$C/ca.pem" >"$TMP/ca.out"
 check "--cacert FILE verifies it" jq -e '.status==200 and .body=="ok\n"' "$TMP/ca.out"
 echo "$B/ok" | run --capath "$C/capath" >"$TMP/capath.out"

@@ -92,6 +92,7 @@ struct sim {
   int submit_rc[SIM_MAX];
   /* Called on each new request (method, headers, body); may be NULL. */
   void (*setup)(sim *x, unsigned req, polite_request *r);
+  polite_failure failure; /* the kind of every network error (status 0) */
 };
 
 /* Request number i of the run: id "rI", line I + 1, the sim's URL and
@@ -207,6 +208,7 @@ static void sim_deliver(sim *x, unsigned i) {
   r.status = timed_out ? 0 : a.status;
   r.error = r.status == 0 ? "fake transport error" : NULL;
   r.timed_out = timed_out;
+  r.failure = a.status == 0 && !timed_out ? x->failure : 0;
   r.headers = &ph;
   r.location = loc;
   r.body = a.body;

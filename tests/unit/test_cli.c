@@ -13,47 +13,14 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "cli_curl.h"
 
-typedef struct {
-  int flag, mode;
-  unsigned n;
-  uint64_t big;
-  int64_t ms, num;
-  double rate;
-  size_t size;
-  const char *s, *secret;
-  cli_list list;
-} opts;
+#include <unistd.h>
 
-#define O opts
-static const cli_opt table[] = {
-    {"flag", 'f', CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL, "a flag", "Options",
-     CLI_AT(O, flag), NULL, NULL, 0},
-    {"count", 'n', CLI_UINT, "N", 1, 10, "3", NULL, NULL, "a count", NULL,
-     CLI_AT(O, n), NULL, NULL, 0},
-    {"big", 0, CLI_UINT, "N", 0, UINT64_MAX, NULL, NULL, NULL, "a big one",
-     NULL, CLI_AT(O, big), NULL, NULL, 0},
-    {"wait", 0, CLI_DURATION, "DURATION", 1, 3600000, "2s", NULL, NULL,
-     "a wait", NULL, CLI_AT(O, ms), NULL, NULL, CLI_F_NONE},
-    {"num", 0, CLI_INT, "N", -5, 5, NULL, NULL, NULL, "a number", NULL,
-     CLI_AT(O, num), NULL, NULL, 0},
-    {"rate", 0, CLI_RATE, "N/UNIT", 0, 0, NULL, NULL, NULL, "a rate", NULL,
-     CLI_AT(O, rate), NULL, NULL, 0},
-    {"max-body", 0, CLI_SIZE, "SIZE", 1, 1 << 30, "16MiB", NULL, "T_MAXBODY",
-     "a size", NULL, CLI_AT(O, size), NULL, NULL, 0},
-    {"name", 's', CLI_STRING, "S", 0, 0, NULL, NULL, NULL, "a string", NULL,
-     CLI_AT(O, s), NULL, NULL, 0},
-    {"token", 0, CLI_UINT, "T", 0, 9, NULL, NULL, NULL, "a secret", NULL,
-     CLI_AT(O, n), NULL, NULL, CLI_F_SECRET},
-    {"mode", 0, CLI_ENUM, "a|b|c", 0, 0, "a", NULL, NULL, "a mode", NULL,
-     CLI_AT(O, mode), NULL, "a|b|c", 0},
-    {"item", 'i', CLI_LIST, "X", 0, 0, NULL, NULL, NULL, "repeatable", NULL,
-     CLI_AT(O, list), NULL, NULL, 0},
-    CLI_ROW_END};
-#undef O
+#include "cli_table.h"
 
 static const cli_command cmd = {
-    "t", "[OPTIONS] [ARG]", "a test", NULL, table, NULL, NULL, 2};
+    "t", "[OPTIONS] [ARG]", "a test", NULL, table, NULL, NULL, 2, NULL, NULL};
 
 static int parse(opts *o, cli_args *pos, int argc, char **argv) {
   memset(o, 0, sizeof *o);
@@ -205,6 +172,210 @@ static void sizes(void **state) {
   assert_int_equal(cli_parse_size("5x", 100, &v), -1);
 }
 
+/* ---- Output of a call, captured ------------------------------------------ */
+
+static char captured[8192];
+
+/* Points fd (1 or 2) at a temporary file; returns the saved descriptor. */
+static int capture_begin(int fd, FILE **tmp) {
+  fflush(fd == 1 ? stdout : stderr);
+  *tmp = tmpfile();
+  assert_non_null(*tmp);
+  int saved = dup(fd);
+  dup2(fileno(*tmp), fd);
+  return saved;
+}
+
+/* Puts fd back and returns what was written to it meanwhile. */
+static const char *capture_end(int fd, FILE *tmp, int saved) {
+  fflush(fd == 1 ? stdout : stderr);
+  dup2(saved, fd);
+  close(saved);
+  rewind(tmp);
+  size_t n = fread(captured, 1, sizeof captured - 1, tmp);
+  captured[n] = '\0';
+  fclose(tmp);
+  return captured;
+}
+
+/* ---- Subcommands ----------------------------------------------------------
+ */
+
+static int sub_argc;
+static const char *sub_argv0;
+static int run_sub(int argc, char **argv) {
+  sub_argc = argc;
+  sub_argv0 = argv[0];
+  return 7;
+}
+
+static const cli_command sub_a = {"c a", "[OPTIONS]", "the a", NULL, table,
+                                  NULL,  NULL,        0,       NULL, NULL};
+static const cli_sub subs[] = {
+    {"a", &sub_a, run_sub}, {"b", NULL, NULL}, {NULL, NULL, NULL}};
+/* A command made only of subcommands, and one with options of its own. */
+static const cli_command container = {
+    "c", "a|b [OPTIONS]", "a container", NULL, NULL, NULL, NULL, 0, NULL, subs};
+static const cli_command with_opts = {
+    "w", "[OPTIONS] | a", "runs itself", NULL, table, NULL, NULL, 0, NULL,
+    subs};
+
+/* Runs cli_subcommand on argv; returns its result, stderr in *err. */
+static int sub(const cli_command *c, int argc, char **argv, const char **err) {
+  FILE *tmp;
+  int saved = capture_begin(2, &tmp);
+  int rc = cli_subcommand(c, argc, argv);
+  *err = capture_end(2, tmp, saved);
+  return rc;
+}
+
+static void subcommands_dispatch(void **state) {
+  (void)state;
+  const char *err;
+  char *a[] = {"c", "a", "--count=3"};
+  assert_int_equal(sub(&container, 3, a, &err), 7);
+  assert_int_equal(sub_argc, 2);
+  assert_string_equal(sub_argv0, "a");
+  char *none[] = {"c"};
+  assert_int_equal(sub(&container, 1, none, &err), CLI_EXIT_USAGE);
+  assert_non_null(strstr(err, "polite c: expected a subcommand: a, b"));
+  char *before[] = {"c", "--count=3", "a"};
+  assert_int_equal(sub(&container, 3, before, &err), CLI_EXIT_USAGE);
+  assert_non_null(strstr(err, "'--count=3' before the subcommand"));
+  char *unknown[] = {"c", "zz"};
+  assert_int_equal(sub(&container, 2, unknown, &err), CLI_EXIT_USAGE);
+  assert_non_null(
+      strstr(err, "unknown subcommand 'zz' (expected one of: a, b)"));
+  char *missing[] = {"c", "b"};
+  assert_int_equal(sub(&container, 2, missing, &err), CLI_EXIT_USAGE);
+  assert_non_null(strstr(err, "'b' is not part of this build"));
+  FILE *tmp;
+  char *help[] = {"c", "--help"};
+  int saved = capture_begin(1, &tmp);
+  assert_int_equal(cli_subcommand(&container, 2, help), CLI_EXIT_OK);
+  const char *out = capture_end(1, tmp, saved);
+  assert_non_null(strstr(out, "Usage: polite c a|b [OPTIONS]"));
+  assert_non_null(strstr(out, "Subcommands:\n  a         the a\n"));
+
+  /* With options of its own, a command runs itself unless argv[1] names a
+   * subcommand; a stray word is then its parser's business. */
+  char *wa[] = {"w", "a"};
+  assert_int_equal(sub(&with_opts, 2, wa, &err), 7);
+  char *wf[] = {"w", "--flag"};
+  assert_int_equal(sub(&with_opts, 2, wf, &err), -1);
+  assert_int_equal(sub(&with_opts, 1, wf, &err), -1);
+  char *wz[] = {"w", "zz"};
+  assert_int_equal(sub(&with_opts, 2, wz, &err), -1);
+  opts o;
+  cli_args pos;
+  memset(&o, 0, sizeof o);
+  saved = capture_begin(2, &tmp);
+  assert_int_equal(cli_parse(&with_opts, 2, wz, &o, &pos), CLI_EXIT_USAGE);
+  err = capture_end(2, tmp, saved);
+  assert_non_null(strstr(err, "takes only options, or a subcommand: a, b"));
+}
+
+static void subcommands_in_help_json_and_markdown(void **state) {
+  (void)state;
+  FILE *tmp;
+  int saved = capture_begin(1, &tmp);
+  cli_help_json(&container, stdout);
+  const char *out = capture_end(1, tmp, saved);
+  json_error_t e;
+  json_t *j = json_loads(out, 0, &e);
+  assert_non_null(j);
+  json_t *subs_j = json_object_get(j, "subcommands");
+  assert_int_equal(json_array_size(subs_j), 1); /* b is not built */
+  json_t *a = json_array_get(subs_j, 0);
+  assert_string_equal(json_string_value(json_object_get(a, "name")), "c a");
+  json_t *first = json_array_get(json_object_get(a, "options"), 0);
+  assert_string_equal(json_string_value(json_object_get(first, "short")), "f");
+  assert_true(json_is_false(json_object_get(first, "takes_value")));
+  assert_int_equal(json_array_size(json_object_get(j, "options")), 0);
+  json_decref(j);
+  saved = capture_begin(1, &tmp);
+  cli_help_markdown(&container, stdout);
+  out = capture_end(1, tmp, saved);
+  assert_non_null(strstr(out, "| Command | What it does |"));
+  assert_non_null(strstr(out, "| `polite c a` | the a |"));
+}
+
+/* ---- Other tools' options ------------------------------------------------ */
+
+static const cli_foreign foreign[] = {
+    {"retry", 0, "count", "why1"},  /* applies where --count exists */
+    {"retry", 0, NULL, "why2"},     /* ... else this one */
+    {"gone", 0, "missing", "why3"}, /* no command has --missing */
+    {NULL, 'm', "wait", "why4"},    /* a short letter */
+    {"sleep", 0, NULL, "why5"},     /* not needed anywhere */
+    {NULL, 0, NULL, NULL}};
+static const cli_opt small_table[] = {{"flag", 'f', CLI_FLAG, NULL, 1, 0, NULL,
+                                       NULL, NULL, "a flag", "Options",
+                                       CLI_AT(opts, flag), NULL, NULL, 0},
+                                      CLI_ROW_END};
+static const cli_command with_foreign = {
+    "t", "[OPTIONS]", "a test", NULL, table, NULL, NULL, 2, foreign, NULL};
+static const cli_command small = {"s",         "[OPTIONS]", "a test", NULL,
+                                  small_table, NULL,        NULL,     0,
+                                  foreign,     NULL};
+
+/* The usage message of `c` parsing the single argument arg. */
+static const char *refusal(const cli_command *c, const char *arg) {
+  char *argv[] = {"x", (char *)arg};
+  opts o;
+  cli_args pos;
+  memset(&o, 0, sizeof o);
+  FILE *tmp;
+  int saved = capture_begin(2, &tmp);
+  int rc = cli_parse(c, 2, argv, &o, &pos);
+  const char *err = capture_end(2, tmp, saved);
+  assert_int_equal(rc, CLI_EXIT_USAGE);
+  cli_free(c, &o);
+  return err;
+}
+
+static void foreign_options_name_the_equivalent(void **state) {
+  (void)state;
+  assert_non_null(strstr(refusal(&with_foreign, "--retry"),
+                         "unknown option '--retry': use --count (why1)"));
+  assert_non_null(strstr(refusal(&with_foreign, "--retry=4"),
+                         "unknown option '--retry': use --count (why1)"));
+  assert_non_null(strstr(refusal(&small, "--retry"),
+                         "unknown option '--retry': not needed (why2)"));
+  const char *e = refusal(&with_foreign, "--gone");
+  assert_non_null(strstr(e, "unknown option '--gone'\n"));
+  assert_null(strstr(e, "why3"));
+  assert_non_null(strstr(refusal(&with_foreign, "-m"),
+                         "unknown option '-m': use --wait (why4)"));
+  e = refusal(&small, "-fm"); /* -f parses, -m is refused; no --wait here */
+  assert_non_null(strstr(e, "unknown option '-m'\n"));
+  assert_non_null(strstr(refusal(&small, "--sleep"), "not needed (why5)"));
+  assert_non_null(strstr(refusal(&with_foreign, "--retryx"),
+                         "unknown option '--retryx'\n"));
+  assert_non_null(
+      strstr(refusal(&cmd, "--retry"), "unknown option '--retry'\n"));
+}
+
+/* Every row of the real table (curl's options) names something and says
+ * why; the rows for one curl option that share an equivalent would never
+ * both be reached. */
+static void curl_table_rows_are_whole(void **state) {
+  (void)state;
+  size_t n = 0;
+  for (const cli_foreign *f = cli_curl_options; f->name || f->shrt; f++, n++) {
+    assert_non_null(f->why);
+    assert_true(strlen(f->why) > 5);
+    for (const cli_foreign *g = cli_curl_options; g < f; g++) {
+      int same = f->name ? g->name && strcmp(f->name, g->name) == 0
+                         : !g->name && g->shrt == f->shrt;
+      if (same && (g->instead == NULL ||
+                   (f->instead && strcmp(g->instead, f->instead) == 0)))
+        fail_msg("row %zu (%s) is never reached", n, f->name ? f->name : "-");
+    }
+  }
+  assert_true(n >= 10);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(both_value_forms_and_kinds),
@@ -214,6 +385,10 @@ int main(void) {
       cmocka_unit_test(loose_names_for_config_files),
       cmocka_unit_test(json_config_through_the_table),
       cmocka_unit_test(sizes),
+      cmocka_unit_test(subcommands_dispatch),
+      cmocka_unit_test(subcommands_in_help_json_and_markdown),
+      cmocka_unit_test(foreign_options_name_the_equivalent),
+      cmocka_unit_test(curl_table_rows_are_whole),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

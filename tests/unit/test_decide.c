@@ -77,6 +77,38 @@ static void unfixable_statuses_are_http_error(void **state) {
   }
 }
 
+/* Rule 3b: no response because TLS cannot work (the certificate does not
+ * verify) ends at once, tls_error, whatever else holds: attempts left, a
+ * write without a key (nothing was sent), a deadline. A transient failure
+ * with the same inputs is retried (or not_retried_unsafe for the write). */
+static void tls_failures_are_not_retried(void **state) {
+  (void)state;
+  static const struct {
+    const char *method;
+    int64_t left_ms;
+  } cases[] = {{"GET", -1}, {"POST", -1}, {"GET", 5000}, {"PUT", 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    polite_decide_in in = base_in(0);
+    in.method = cases[i].method;
+    in.time_left_ms = cases[i].left_ms;
+    in.failure = POLITE_FAILURE_TLS;
+    polite_decision d = run(&in);
+    assert_int_equal(d.action, POLITE_STOP);
+    assert_int_equal(d.reason, POLITE_R_TLS_ERROR);
+    assert_string_equal(polite_reason_outcome(d.reason), "tls_error");
+    in.failure = POLITE_FAILURE_TRANSIENT;
+    d = run(&in);
+    assert_int_not_equal(d.reason, POLITE_R_TLS_ERROR);
+    assert_int_equal(d.action, strcmp(cases[i].method, "POST") == 0
+                                   ? POLITE_STOP
+                                   : POLITE_RETRY);
+  }
+  /* A response is a response: the failure kind is only read for status 0. */
+  polite_decide_in in = base_in(503);
+  in.failure = POLITE_FAILURE_TLS;
+  assert_int_equal(run(&in).action, POLITE_RETRY);
+}
+
 static void retryable_statuses_are_retried(void **state) {
   (void)state;
   int st[] = {408, 425, 429, 500, 502, 503, 504, 0};
@@ -691,6 +723,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(success_statuses_are_done_ok),
       cmocka_unit_test(unfixable_statuses_are_http_error),
+      cmocka_unit_test(tls_failures_are_not_retried),
       cmocka_unit_test(retryable_statuses_are_retried),
       cmocka_unit_test(last_attempt_is_retries_exhausted),
       cmocka_unit_test(last_attempt_network_error),

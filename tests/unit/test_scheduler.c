@@ -50,6 +50,50 @@ static sim_answer wait_5s(sim *x, unsigned req, unsigned attempt) {
   return (sim_answer){503, {"Retry-After: 5", NULL}, "busy", 0};
 }
 
+static sim_answer no_answer(sim *x, unsigned req, unsigned attempt) {
+  (void)x, (void)req, (void)attempt;
+  return (sim_answer){0, {NULL}, NULL, 0};
+}
+
+/* A network error is retried up to max_attempts; a TLS failure that every
+ * attempt would repeat (the certificate does not verify) ends the request
+ * at its first attempt, tls_error, with the transport's message, also when
+ * the deadline passed during the attempt. */
+static void tls_failure_is_not_retried(void **state) {
+  (void)state;
+  sim x;
+  sim_init(&x, 0, 1, 0, 2, no_answer);
+  x.o.max_attempts = 5;
+  assert_int_equal(sim_run(&x), 1);
+  assert_int_equal(sim_find(&x, "r0")->outcome, POLITE_OUT_NETWORK_ERROR);
+  assert_int_equal(sim_find(&x, "r0")->attempts, 5);
+  sim_free(&x);
+
+  sim_init(&x, 0, 1, 0, 2, no_answer);
+  x.o.max_attempts = 5;
+  x.failure = POLITE_FAILURE_TLS;
+  assert_int_equal(sim_run(&x), 1);
+  assert_int_equal(x.n_starts, 2);
+  for (unsigned i = 0; i < 2; i++) {
+    const sim_result *r = &x.results[i];
+    assert_int_equal(r->outcome, POLITE_OUT_TLS_ERROR);
+    assert_int_equal(r->attempts, 1);
+    assert_non_null(strstr(r->error, "fake transport error"));
+  }
+  const polite_batch_stats *st = polite__sched_stats(x.s);
+  assert_int_equal(st->by_outcome[POLITE_OUT_TLS_ERROR], 2);
+  assert_int_equal(st->retries, 0);
+  sim_free(&x);
+
+  sim_init(&x, 0, 1, 0, 1, no_answer);
+  x.failure = POLITE_FAILURE_TLS;
+  x.o.deadline_ms = 5; /* the answer comes at the deadline, not after */
+  x.latency_us = 5 * MS;
+  assert_int_equal(sim_run(&x), 1);
+  assert_int_equal(sim_find(&x, "r0")->outcome, POLITE_OUT_TLS_ERROR);
+  sim_free(&x);
+}
+
 static sim_answer slow_ok(sim *x, unsigned req, unsigned attempt) {
   (void)x, (void)req, (void)attempt;
   return (sim_answer){200, {NULL}, "late", 10 * SEC};
@@ -744,6 +788,7 @@ int main(void) {
       cmocka_unit_test(learned_rate_hold_beyond_max_wait),
       cmocka_unit_test(learned_rate_is_shared_through_the_budget),
       cmocka_unit_test(source_may_be_empty_for_now),
+      cmocka_unit_test(tls_failure_is_not_retried),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
