@@ -57,7 +57,8 @@ typedef struct polite__rate_acct {
   int shared; /* the budget paces the account at the shared rate (else
                  pace) */
   int at_max;
-  int stat;                       /* index in host_stats; -1: none */
+  int stat;          /* index in host_stats; -1: none */
+  unsigned inflight; /* the account's attempts in flight (the learned cap) */
   polite_shared_rate shared_rate; /* the budget's, at the last admission */
   double pace_rate;
   double reported_rate;
@@ -187,6 +188,14 @@ int64_t polite__sched_rate_check(polite__sched *s, job *j, int64_t at,
                                  const polite__now *now);
 void polite__sched_rate_commit(polite__sched *s, const job *j,
                                const polite_gcra *next);
+/* 1 when j's account has as many attempts in flight as the in-flight cap
+ * its controller learned from a concurrency limit (polite_ratectl_cap):
+ * j waits for an answer, like a budget slot. */
+int polite__sched_rate_full(polite__sched *s, const job *j, int64_t now);
+/* The budget said j's account is paused until `until` (another
+ * participant's 429): tells its controller (polite_ratectl_on_pause). */
+void polite__sched_rate_paused(polite__sched *s, const job *j, int64_t now,
+                               int64_t until);
 /* The start rate the engine plans for j's account (learned or the
  * budget's); 0 when none. */
 double polite__sched_rate_now(const polite__sched *s, const job *j);

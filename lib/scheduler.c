@@ -525,6 +525,10 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   int rc = POLITE_BUDGET_WAIT_RATE;
   if (j->acct && j->rate)
     j->acct->rate = j->rate; /* the queue's estimate paces by it */
+  /* A concurrency limit's learned cap holds like a budget slot: an answer
+   * wakes the turn that admits the next one. */
+  if (w == 0 && polite__sched_rate_full(s, j, t))
+    return ADM_BLOCKED;
   /* The learned rate holds for what the server's headers asked (r = 0
    * until a reset): max-wait bounds that wait too. */
   if (beyond_max_wait(s, w))
@@ -563,9 +567,11 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   int64_t due = at + w;
   if (rc == POLITE_BUDGET_WAIT_PAUSE && beyond_max_wait(s, w))
     return end_too_long(s, j, "the budget is paused for another", w, t);
-  if (rc == POLITE_BUDGET_WAIT_PAUSE)
+  if (rc == POLITE_BUDGET_WAIT_PAUSE) {
+    polite__sched_rate_paused(s, j, t, due);
     polite__sched_acct_sweep(s, polite__sched_acct_paused(s, j->key, due, 0),
                              t);
+  }
   int64_t left = polite__sched_time_left(s, j, t);
   if (left != NO_TIME && due - t > left) {
     j->retry_after_us = due - t;

@@ -247,7 +247,7 @@ typedef struct {
 
 /* Learned rates kept per host by default (polite_batch_options
  * .max_host_rates), and the most that may be asked for: a controller is
- * about 4 KB, and a new request's host is looked up among them in turn. */
+ * about 10 KB, and a new request's host is looked up among them in turn. */
 #define POLITE_BATCH_MAX_HOST_RATES 64u
 #define POLITE_BATCH_MAX_HOST_RATES_LIMIT 4096u
 
