@@ -19,7 +19,7 @@ static const struct {
     {"loaded", {2 * MS, 0.05, 30 * MS, 40 * MS}},
 };
 
-sim_net sim_net_model = {2 * MS, 0.05, 30 * MS, 40 * MS};
+sim_net sim_net_model = {0, 0, 0, 0};
 
 int sim_net_set(const char *name) {
   for (unsigned i = 0; i < sizeof k_nets / sizeof k_nets[0]; i++)

@@ -50,8 +50,9 @@ typedef struct {
   unsigned concurrency; /* per process */
 } sim_scenario;
 
-/* The machine every run of the zoo assumes unless --net says otherwise
- * (world.c): a real `polite run` on a machine shared with other work. */
+/* The machine every run assumes (net.c): "exact" (no delays) unless
+ * --net says otherwise; "loaded" is the 2-core machine shared with other
+ * builds that the bench's real runs were measured on. */
 extern sim_net sim_net_model;
 /* Sets sim_net_model by name ("exact", "quiet", "loaded"); -1 when the name
  * is unknown. */
@@ -92,5 +93,8 @@ const sim_scenario *sim_parse_row(const char *spec, char *err, size_t errlen);
 /* The scenario table (scenarios.c). */
 extern const sim_scenario sim_scenarios[];
 extern const unsigned sim_n_scenarios;
+/* The held-out shapes (heldout.c): never tuned on, reported apart. */
+extern const sim_scenario sim_heldout[];
+extern const unsigned sim_n_heldout;
 
 #endif
