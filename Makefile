@@ -92,8 +92,7 @@ lint: deps
 # about a second; writes build/sim/results.json and renders the report.
 # `ctest -R sim/zoo` holds the same runs to the targets.
 sim: build
-	$(BUILD)/polite_sim --out $(BUILD)/sim
-	@for s in $(SIM_SEEDS); do $(BUILD)/polite_sim --seed $$s --out $(BUILD)/sim/seed$$s >/dev/null; done
+	bash tests/sim/run_all.sh $(BUILD)/polite_sim $(BUILD)/sim $(SIM_SEEDS)
 	python3 tests/sim/render.py $(BUILD)/sim docs/learned-rate.md
 
 demo: build

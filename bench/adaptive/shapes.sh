@@ -238,9 +238,11 @@ sim_spec() { # shape
   esac
 }
 
-# The simulation's row for CLIENT with PROCS: "wall/floor n429 early floor_s".
-sim_row() { # shape client procs
-  "$SIM" --row "$(sim_spec "$1")" --procs "$3" --json |
+# The simulation's row for CLIENT with PROCS on the machine NET (exact:
+# the fake clock's times; loaded: a shared 2-core machine's jitter and
+# stalls, tests/sim/net.c): "wall/floor n429 early floor_s".
+sim_row() { # shape client procs net
+  "$SIM" --row "$(sim_spec "$1")" --procs "$3" --net "$4" --json |
     jq -r --arg c "$2" 'select(.client == $c) |
       "\(.wall_over_floor) \(.n429) \(.early) \(.floor_s)"'
 }
@@ -275,7 +277,8 @@ client_row() { # shape client procs label
   [ "$1" = nginx-shared ] && { kill "$OTHER"; wait "$OTHER" 2>/dev/null; }
   sleep 0.2
   count "$1" "$tag"
-  read -r s_ratio s_429 s_early floor < <(sim_row "$1" "$2" "$3")
+  read -r s_ratio s_429 s_early floor < <(sim_row "$1" "$2" "$3" exact)
+  read -r l_ratio _ < <(sim_row "$1" "$2" "$3" loaded)
   if [ "$1" = nginx-conn ]; then
     # 4 in flight at the handler's real time (a loaded machine stretches
     # the 100 ms): the floor N x mean time / 4, as the simulation's.
@@ -290,17 +293,17 @@ client_row() { # shape client procs label
     floor=$(echo "($N + $other - 2) / $RATE" | bc -l)
   fi
   down "$1"
-  printf '| %s | %s | %.3f x | %s (%.2f%%) | %s | %s | %.3f x | %s | %s |\n' \
+  printf '| %s | %s | %.3f x | %s (%.2f%%) | %s | %s | %.3f x | %s | %s | %.3f x |\n' \
     "$1" "$4" "$(echo "$WALL / $floor" | bc -l)" "$N429" \
     "$(echo "100 * $N429 / $N" | bc -l)" "$EARLY" "$((N - OK))" \
-    "$s_ratio" "$s_429" "$s_early"
+    "$s_ratio" "$s_429" "$s_early" "$l_ratio"
 }
 
 echo "N=$N GETs per run, 100 ms upstream, $CONC concurrent per process, no client told the limit;"
 echo "floor as in docs/learned-rate.md (the simulation's own, for the same limiter)"
 echo
-echo "| shape | client | real: wall / floor | real: 429s | real: early | real: lost | sim: wall / floor | sim: 429s | sim: early |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| shape | client | real: wall / floor | real: 429s | real: early | real: lost | sim: wall / floor | sim: 429s | sim: early | sim, loaded machine: wall / floor |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for shape in $SHAPES; do
   client_row "$shape" polite 1 "polite, 1 process"
   client_row "$shape" polite 2 "polite, 2 processes (file: budget)"

@@ -7,10 +7,7 @@ set -u
 SIM=$1 SRC=$2
 T=$(mktemp -d /tmp/polite-sim-report.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-"$SIM" --out "$T" >/dev/null || { echo "polite_sim failed"; exit 1; }
-for s in 2 3 4 5; do # the Makefile's SIM_SEEDS
-  "$SIM" --seed "$s" --out "$T/seed$s" >/dev/null || { echo "polite_sim --seed $s failed"; exit 1; }
-done
+bash "$SRC/tests/sim/run_all.sh" "$SIM" "$T" 2 3 4 5 || exit 1 # the Makefile's SIM_SEEDS
 python3 "$SRC/tests/sim/render.py" "$T" "$T/learned-rate.md" || exit 1
 if ! cmp -s "$T/learned-rate.md" "$SRC/docs/learned-rate.md"; then
   diff -u "$SRC/docs/learned-rate.md" "$T/learned-rate.md" | head -40
