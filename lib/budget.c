@@ -150,6 +150,16 @@ int polite_budget_shared_rate(polite_budget *b, const char *key,
   return b->vt->shared_rate(b, key, out);
 }
 
+void polite_budget_set_slot_cap(polite_budget *b, const char *key,
+                                unsigned cap) {
+  if (b != NULL && b->vt->set_slot_cap != NULL)
+    b->vt->set_slot_cap(b, key, cap);
+}
+
+unsigned polite_budget_in_use(polite_budget *b, const char *key) {
+  return b != NULL && b->vt->in_use != NULL ? b->vt->in_use(b, key) : 0;
+}
+
 int polite_budget_inspect(polite_budget *b, const char *key, int64_t now_us,
                           polite_budget_state *out) {
   if (b == NULL || out == NULL)

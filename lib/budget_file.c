@@ -33,6 +33,7 @@ typedef struct {
   char *key; /* "" for the default account */
   int index; /* its record; -1 until found */
   unsigned held;
+  unsigned in_use_seen; /* the account's slots after the last admission */
   int64_t pause_seen_us;
   polite_shared_rate sr_seen;
   uint32_t repairs_seen; /* the record's repair count when last read */
@@ -419,6 +420,8 @@ static int settling(file_budget *fb, const pf_acct *a, int64_t now_us) {
 static int take_slot(file_budget *fb, pf_acct *a, int64_t now_us,
                      unsigned slots, int64_t *wait_us) {
   unsigned conc = fb->base.cfg.concurrency;
+  if (a->r.slot_cap > 0 && a->r.slot_cap < conc)
+    conc = a->r.slot_cap; /* a learned in-flight cap */
   int64_t next_expiry;
   uint64_t in_use = polite__pf_reclaim(&a->r, now_us, &next_expiry, &a->dirty);
   a->me = polite__pf_owner_find(&a->r, fb->id);
@@ -432,6 +435,7 @@ static int take_slot(file_budget *fb, pf_acct *a, int64_t now_us,
   if (a->me == NULL && (a->me = polite__pf_owner_new(&a->r)) == NULL)
     return errf(fb, "%s",
                 "all 128 participant entries of the account are in use");
+  a->l->in_use_seen = (unsigned)(in_use + slots); /* if admitted */
   return 0;
 }
 
@@ -673,6 +677,7 @@ static int file_clear(polite_budget *b, const char *key, int64_t now_us) {
   if (a.r.tat_ns > now_us * 1000) /* the pause had pushed it too */
     a.r.tat_ns = now_us * 1000;
   a.r.sr_rate = a.r.sr_limit = 0;
+  a.r.slot_cap = 0;
   a.r.sr_gen++; /* raises from before the clear are stale */
   a.dirty = 1;
   rc = write_back(fb, &a);
@@ -680,10 +685,36 @@ static int file_clear(polite_budget *b, const char *key, int64_t now_us) {
   return rc;
 }
 
+/* The cap lives in the account's record, in the word that was padding
+ * (0 in every file written before: no cap), so that every participant's
+ * acquire holds it under the file's lock. Like release, no clock: a write
+ * that fails leaves the cap as it was (the next change writes again). */
+static void file_set_slot_cap(polite_budget *b, const char *key, unsigned cap) {
+  file_budget *fb = (file_budget *)b;
+  pf_acct a;
+  if (enter(fb, key, INT64_MIN, 1, &a) != 0)
+    return;
+  if (a.r.slot_cap != cap) {
+    a.r.slot_cap = cap;
+    a.dirty = 1;
+  }
+  write_back(fb, &a);
+  leave(fb);
+}
+
+static unsigned file_in_use(polite_budget *b, const char *key) {
+  file_budget *fb = (file_budget *)b;
+  pthread_mutex_lock(&fb->mu);
+  pf_local *l = local_of(fb, key);
+  unsigned n = l != NULL ? l->in_use_seen : 0;
+  pthread_mutex_unlock(&fb->mu);
+  return n;
+}
+
 static const polite_budget_vtable file_vt = {
     "file",          file_acquire, file_release,      file_pause_until,
     file_paused_for, file_close,   file_publish_rate, file_shared_rate,
-    file_inspect,    file_clear};
+    file_inspect,    file_clear,   file_set_slot_cap, file_in_use};
 
 /* Splits "file:PATH[?lease=DUR]" into a malloc'ed path and the lease.
  * Returns 0 or POLITE_EINVAL with errbuf set. */

@@ -75,7 +75,8 @@ typedef struct {
   int64_t settle_until_us; /* after a rebuild, no start before this */
   uint32_t repairs;        /* bumped at each repair of the file seen by its
                               participants: each of them then says why */
-  uint32_t pad;
+  uint32_t slot_cap; /* a learned in-flight cap (polite_budget_set_slot_cap),
+                        0: none; the same word was padding before, always 0 */
   uint64_t bad_seen; /* the damaged records known at the last mark */
   char why[120];     /* what the rebuild or the last repair found */
   pf_owner owners[PF_OWNERS];

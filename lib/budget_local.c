@@ -16,6 +16,8 @@ typedef struct account {
   double rate;           /* the rate gcra runs at; 0: unlimited */
   polite_shared_rate sr; /* the learned rate */
   unsigned in_flight;
+  unsigned slot_cap;       /* polite_budget_set_slot_cap; 0: none */
+  unsigned in_use_seen;    /* in_flight after the last admission */
   int64_t paused_until_us; /* 0 when never paused */
 } account;
 
@@ -71,6 +73,8 @@ static int local_acquire(polite_budget *b, const char *key, int64_t now_us,
   unsigned conc = b->cfg.concurrency;
   pthread_mutex_lock(&lb->mu);
   account *a = find_account(lb, key);
+  if (a != NULL && a->slot_cap > 0 && conc > 0 && a->slot_cap < conc)
+    conc = a->slot_cap;
   if (a == NULL) {
     snprintf(b->errstr, sizeof b->errstr, "out of memory");
     rc = POLITE_ENOMEM;
@@ -88,8 +92,11 @@ static int local_acquire(polite_budget *b, const char *key, int64_t now_us,
       *wait_us = w;
       rc = POLITE_BUDGET_WAIT_RATE;
     } else {
-      if (conc > 0)
+      if (conc > 0) {
         a->in_flight += slots;
+        if (slots > 0)
+          a->in_use_seen = a->in_flight;
+      }
       *wait_us = 0;
       rc = POLITE_BUDGET_ADMITTED;
     }
@@ -207,16 +214,36 @@ static int local_clear(polite_budget *b, const char *key, int64_t now_us) {
       a->gcra.tat_us = now_us;
     }
     a->sr.rate_per_s = a->sr.limit_per_s = 0;
+    a->slot_cap = 0;
     a->sr.generation++; /* raises from before the clear are stale */
   }
   pthread_mutex_unlock(&lb->mu);
   return a != NULL ? 0 : POLITE_ENOMEM;
 }
 
+static void local_set_slot_cap(polite_budget *b, const char *key,
+                               unsigned cap) {
+  local_budget *lb = (local_budget *)b;
+  pthread_mutex_lock(&lb->mu);
+  account *a = find_account(lb, key);
+  if (a != NULL)
+    a->slot_cap = cap;
+  pthread_mutex_unlock(&lb->mu);
+}
+
+static unsigned local_in_use(polite_budget *b, const char *key) {
+  local_budget *lb = (local_budget *)b;
+  pthread_mutex_lock(&lb->mu);
+  account *a = find_account(lb, key);
+  unsigned n = a != NULL ? a->in_use_seen : 0;
+  pthread_mutex_unlock(&lb->mu);
+  return n;
+}
+
 static const polite_budget_vtable local_vt = {
     "local",          local_acquire, local_release,      local_pause_until,
     local_paused_for, local_close,   local_publish_rate, local_shared_rate,
-    local_inspect,    local_clear};
+    local_inspect,    local_clear,   local_set_slot_cap, local_in_use};
 
 int polite_budget_local_new(const polite_budget_config *cfg,
                             polite_budget **out) {

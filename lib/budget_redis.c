@@ -599,9 +599,18 @@ static int redis_clear(polite_budget *b, const char *key, int64_t now_us) {
 }
 
 static const polite_budget_vtable redis_vt = {
-    "redis",          redis_acquire, redis_release,      redis_pause_until,
-    redis_paused_for, redis_close,   redis_publish_rate, redis_shared_rate,
-    redis_inspect,    redis_clear};
+    "redis",
+    redis_acquire,
+    redis_release,
+    redis_pause_until,
+    redis_paused_for,
+    redis_close,
+    redis_publish_rate,
+    redis_shared_rate,
+    redis_inspect,
+    redis_clear,
+    NULL /* set_slot_cap */,
+    NULL /* in_use: the learned in-flight cap is not shared over Redis */};
 
 /* Parses redis://[[USER]:PASSWORD@]HOST[:PORT]/NAME[?lease=D&timeout=D]
  * into rb. Messages name the URI with the password masked. */

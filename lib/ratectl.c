@@ -194,6 +194,14 @@ void polite_ratectl_on_start(polite_ratectl *c, int64_t now_us) {
     c->st_n++;
 }
 
+void polite_ratectl_account_busy(polite_ratectl *c, unsigned busy) {
+  if (c == NULL || c->st_n == 0)
+    return;
+  unsigned k = (c->st_head + POLITE__RATECTL_RING - 1) % POLITE__RATECTL_RING;
+  c->st_busy[k] = (unsigned short)(busy < 65535 ? busy : 65535);
+  c->busy_account = 1;
+}
+
 unsigned polite_ratectl_started_after(const polite_ratectl *c, int64_t at_us) {
   if (c == NULL)
     return 0;
@@ -549,10 +557,11 @@ static void record(polite_ratectl *c, const polite_ratectl_response *r,
  * cap (no reason to cut the rate). */
 static int follow_cap(polite_ratectl *c, int64_t now, unsigned busy,
                       int throttled, int server_wait) {
-  if (c->others) {
+  if (c->others && !c->busy_account) {
     /* This participant's requests in flight are not the account's: with
      * others on the budget its count says nothing about the limit (one
-     * that held a cap of 4 left the other none: 3.6 x the floor). */
+     * that held a cap of 4 left the other none: 3.6 x the floor). The
+     * budget's count is the account's: with it the cap is learned. */
     c->cap = 0;
     return 0;
   }
@@ -632,7 +641,10 @@ void polite_ratectl_on_pause(polite_ratectl *c, int64_t now_us,
 unsigned polite_ratectl_cap(const polite_ratectl *c, int64_t now_us) {
   if (c == NULL || c->cap == 0)
     return 0;
-  return c->cap + (now_us - c->cap_since_us >= CAP_HOLD_US);
+  /* With others on the budget the probe's refusal may come to any of them
+   * (one that holds no cap would cut its rate for it): the cap is held, not
+   * probed. */
+  return c->cap + (!c->others && now_us - c->cap_since_us >= CAP_HOLD_US);
 }
 
 polite_ratectl_cause

@@ -59,6 +59,7 @@ typedef struct polite__rate_acct {
   int at_max;
   int stat;          /* index in host_stats; -1: none */
   unsigned inflight; /* the account's attempts in flight (the learned cap) */
+  unsigned cap_set;  /* the cap last given the budget (set_slot_cap) */
   polite_shared_rate shared_rate; /* the budget's, at the last admission */
   double pace_rate;
   double reported_rate;

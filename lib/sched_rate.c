@@ -321,8 +321,19 @@ void polite__sched_rate_paused(polite__sched *s, const job *j, int64_t now,
 int polite__sched_rate_full(polite__sched *s, const job *j, int64_t now) {
   if (!s->rate_on)
     return 0;
-  const acct *a = acct_seen(s, j);
+  acct *a = acct_seen(s, j);
   unsigned cap = polite_ratectl_cap(&a->rc, now);
+  if (a->rc.busy_account) {
+    /* A cap on the account's count: the budget holds it against every
+     * participant's slots (its acquire answers WAIT_SLOT). Given only when
+     * this participant's cap changes, so that one that learned none does
+     * not clear another's. */
+    if (cap != a->cap_set) {
+      polite_budget_set_slot_cap(s->o.budget, a->key, cap);
+      a->cap_set = cap;
+    }
+    return 0;
+  }
   return cap > 0 && a->inflight >= cap;
 }
 
@@ -345,6 +356,11 @@ void polite__sched_observe_start(polite__sched *s, const job *j,
   acct *a = acct_seen(s, j);
   a->inflight++;
   polite_ratectl_on_start(&a->rc, now->mono_us);
+  /* The budget's count of the account's slots, this start's included,
+   * when it keeps one: the cap is then the account's (0: unknown). */
+  unsigned in_use = polite_budget_in_use(s->o.budget, a->key);
+  if (in_use > 0)
+    polite_ratectl_account_busy(&a->rc, in_use - 1);
   publish(s, a, now->mono_us);
 }
 

@@ -116,6 +116,17 @@ typedef struct {
   /* Removes the account's pause and learned rate (polite budget clear);
    * slots and their leases stay. Returns 0 or a negative errno. */
   int (*clear)(polite_budget *b, const char *key, int64_t now_us);
+  /* A learned in-flight cap (see polite/ratectl.h, polite_ratectl_cap):
+   * from now on this participant's acquires wait for a slot (WAIT_SLOT)
+   * while the account has cap or more slots in use, everyone's counted,
+   * as if the concurrency were min(cfg.concurrency, cap); 0 removes it.
+   * Kept by this participant, not in the store. NULL: not supported. */
+  void (*set_slot_cap)(polite_budget *b, const char *key, unsigned cap);
+  /* The account's slots in use, everyone's and this admission's included,
+   * right after this participant's last admission with a slot (no round
+   * trip); 0 when unknown or when slots are not counted (concurrency 0).
+   * NULL: not supported (redis). */
+  unsigned (*in_use)(polite_budget *b, const char *key);
 } polite_budget_vtable;
 
 /* Every backend's object starts with this header. */
@@ -189,6 +200,13 @@ POLITE_EXTERN int polite_budget_clear(polite_budget *b, const char *key,
 POLITE_EXTERN int polite_budget_pause_too_long(const polite_budget *b,
                                                int64_t wait_us, char *msg,
                                                size_t len);
+
+/* The in-flight cap and the account's count: thin wrappers over
+ * set_slot_cap / in_use (NULL-safe; a backend without them keeps no cap and
+ * counts 0). */
+POLITE_EXTERN void polite_budget_set_slot_cap(polite_budget *b, const char *key,
+                                              unsigned cap);
+POLITE_EXTERN unsigned polite_budget_in_use(polite_budget *b, const char *key);
 
 /* Last error message; never NULL. */
 POLITE_EXTERN const char *polite_budget_errstr(const polite_budget *b);

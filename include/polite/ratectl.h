@@ -233,6 +233,8 @@ typedef struct {
   int64_t cap_since_us;
   unsigned cap;
   unsigned cap_refused;
+  int busy_account; /* the starts' counts in flight are the account's
+                       (polite_ratectl_account_busy), not this one's */
   /* refusals without a server wait since the last admitted answer, and
    * when the last hold for them began (ratectl.c, hold_streak) */
   int64_t streak_from_us;
@@ -310,6 +312,15 @@ POLITE_EXTERN double polite_ratectl_rate(const polite_ratectl *c,
  * refuses every request started while this participant had cap or more in
  * flight, and none started with fewer (docs/decisions.md). 0: none. The
  * engine holds it: no start while cap requests are in flight. */
+/* The account's requests in flight, every participant's, before the
+ * newest start (polite_ratectl_on_start), as the shared budget counted
+ * them at its admission. From then on the concurrency signature and the
+ * cap are read on the account's count, so that a cap is learned and held
+ * with others on the budget too (the engine then holds it in the budget:
+ * polite_budget_set_slot_cap). */
+POLITE_EXTERN void polite_ratectl_account_busy(polite_ratectl *c,
+                                               unsigned busy);
+
 POLITE_EXTERN unsigned polite_ratectl_cap(const polite_ratectl *c,
                                           int64_t now_us);
 

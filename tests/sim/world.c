@@ -202,9 +202,9 @@ static void pol_step(sim_world *w, sim_proc *p) {
   if (sim_trace > 2 && w->now >= p->trace_us) {
     /* --trace three times: the controller's rate every 250 ms. */
     const polite_ratectl *rc = &p->s->rate.rc;
-    fprintf(stderr, "  [%u] %8.3f s  . %7.2f plateau %.2f limit %.2f\n",
-            p->idx, (double)(w->now - SIM_T0) / 1e6,
-            polite_ratectl_rate(rc, w->now), rc->plateau, rc->limit);
+    fprintf(stderr, "  [%u] %8.3f s  . %7.2f plateau %.2f limit %.2f\n", p->idx,
+            (double)(w->now - SIM_T0) / 1e6, polite_ratectl_rate(rc, w->now),
+            rc->plateau, rc->limit);
     p->trace_us = w->now + 250000;
   }
   p->poke = 0;
@@ -269,14 +269,21 @@ static void other_caller(sim_world *w) {
   }
 }
 
+/* Flight f's next event: its arrival at the limiter, the limiter's end of
+ * it (the slot freed), or its answer at the client. */
+static int64_t flight_next(const sim_flight *f) {
+  if (f->arrive_us != SIM_NEVER)
+    return f->arrive_us;
+  if (!f->freed && f->answered_us < f->done_us)
+    return f->answered_us;
+  return f->done_us;
+}
+
 static int64_t next_event(const sim_world *w) {
   int64_t t = w->other_next_us;
   for (unsigned i = 0; i < w->nflights; i++) {
     const sim_flight *f = &w->flights[i];
-    int64_t e = f->arrive_us != SIM_NEVER ? f->arrive_us
-                : f->freed                ? f->done_us
-                : f->answered_us < f->done_us ? f->answered_us
-                                              : f->done_us;
+    int64_t e = flight_next(f);
     if (e < t)
       t = e;
   }
@@ -371,7 +378,8 @@ static int world_begin(sim_world *w, uint64_t seed) {
     p->rng = seed * 7919 + i + 1;
     p->seed = seed * 31 + i + 1;
     double u = zoo_uniform(&start_rng);
-    p->begin_us = w->now + (i > 0 ? (int64_t)(u * (double)sim_net_model.start_us) : 0);
+    p->begin_us =
+        w->now + (i > 0 ? (int64_t)(u * (double)sim_net_model.start_us) : 0);
     if (p->begin_us == w->now && proc_begin(w, p) != 0)
       return -1;
   }

@@ -56,8 +56,8 @@ typedef struct {
   unsigned proc;
   int thread; /* peer thread; -1 polite (job); -2 the other caller */
   polite__job *job;
-  int64_t sent_us;   /* its start */
-  int64_t arrive_us; /* when it reaches the limiter (SIM_NEVER: it did) */
+  int64_t sent_us;     /* its start */
+  int64_t arrive_us;   /* when it reaches the limiter (SIM_NEVER: it did) */
   int64_t answered_us; /* when the limiter answered (after arrive_us) */
   int64_t done_us;     /* when its answer reaches the client */
   int freed;           /* the limiter's zoo_done was called */

@@ -272,9 +272,37 @@ static void threads_share_slots_safely(void **state) {
   polite_budget_close(s.b);
 }
 
+/* The local backend holds a learned in-flight cap below the configured
+ * concurrency and counts the account's slots for in_use; the redis
+ * backend has neither (polite_budget_in_use is 0 for a NULL budget). */
+static void slot_cap_lowers_the_concurrency(void **state) {
+  (void)state;
+  polite_budget *b = mk(0, 1, 8);
+  int64_t w;
+  polite_budget_set_slot_cap(b, NULL, 2);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_in_use(b, NULL), 2);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
+                   POLITE_BUDGET_WAIT_SLOT);
+  /* Another account has no cap. */
+  assert_int_equal(polite_budget_acquire(b, "other", T0, 1, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_in_use(b, "other"), 1);
+  polite_budget_set_slot_cap(b, NULL, 0);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_in_use(b, NULL), 3);
+  assert_int_equal(polite_budget_in_use(NULL, NULL), 0);
+  polite_budget_close(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(rate_spaces_starts_evenly),
+      cmocka_unit_test(slot_cap_lowers_the_concurrency),
       cmocka_unit_test(burst_allows_back_to_back),
       cmocka_unit_test(slots_cap_concurrency_without_spending_rate),
       cmocka_unit_test(cost_charges_units_with_one_slot),

@@ -516,6 +516,38 @@ static void learned_rate_paces_every_participant(void **state) {
   polite_budget_close(b);
 }
 
+/* A learned in-flight cap one participant gives the account holds every
+ * participant's acquires (the account's slots, everyone's, counted), and
+ * each one's count of the account's slots is the account's, not its own. */
+static void slot_cap_holds_every_participant(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 0, 1, 8);
+  polite_budget *b = open_ok(uri, 0, 1, 8);
+  int64_t w;
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_in_use(a, NULL), 1);
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_in_use(b, NULL), 2);
+  polite_budget_set_slot_cap(a, NULL, 3);
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_in_use(b, NULL), 3);
+  /* Three in use: neither starts another, though 8 are configured. */
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  polite_budget_release(a, NULL, 1);
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  /* Removed by the one that set it, or by a clear. */
+  polite_budget_set_slot_cap(a, NULL, 0);
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  polite_budget_set_slot_cap(b, NULL, 4);
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  assert_int_equal(polite_budget_clear(b, NULL, T0), 0);
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  polite_budget_close(a);
+  polite_budget_close(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(rate_is_shared_between_participants,
@@ -544,6 +576,8 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(corrupted_file_fails_with_a_message,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(slot_cap_holds_every_participant, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(learned_rate_paces_every_participant,
                                       setup, teardown),
   };

@@ -17,6 +17,8 @@
 
 #include <polite/ratectl.h>
 
+#include "ratectl_measure.h"
+
 #define SEC INT64_C(1000000)
 #define MS INT64_C(1000)
 
@@ -228,6 +230,76 @@ static void second_429_under_headers(void **state) {
   }
 }
 
+/* With others on the budget this participant's own count says nothing
+ * about a concurrency limit, but the budget's count of the account's
+ * slots does: 2 of this participant's in flight beside 2 of another's, and
+ * its third refused, is a cap of 4 on the account. Without the account's
+ * count no cap is learned (and the refusal is taken for a rate). */
+static void account_count_learns_a_shared_cap(void **state) {
+  (void)state;
+  for (int shared = 0; shared < 2; shared++) {
+    polite_ratectl c;
+    polite_ratectl_config cfg = {0, 0, 0, 8};
+    polite_ratectl_init(&c, &cfg, 0);
+    c.others = 1; /* another participant's cut was adopted */
+    int64_t t = 0;
+    for (int i = 0; i < 10; i++, t += 50 * MS) {
+      polite_ratectl_on_start(&c, t);
+      if (shared)
+        polite_ratectl_account_busy(&c, 2); /* the other's 2 */
+      polite_ratectl_response a = answer(t, t + 40 * MS, 200, -1);
+      polite_ratectl_on_response(&c, &a);
+    }
+    polite_ratectl_on_start(&c, t);
+    polite_ratectl_on_start(&c, t + MS);
+    if (shared)
+      polite_ratectl_account_busy(&c, 3);
+    polite_ratectl_on_start(&c, t + 2 * MS);
+    if (shared)
+      polite_ratectl_account_busy(&c, 4);
+    polite_ratectl_response no = answer(t + 2 * MS, t + 3 * MS, 429, -1);
+    polite_ratectl_on_response(&c, &no);
+    printf("# %s count: cap %u, throttle cuts %u\n",
+           shared ? "the account's" : "its own", polite_ratectl_cap(&c, t),
+           c.cuts[POLITE_CUT_THROTTLE]);
+    assert_int_equal(polite_ratectl_cap(&c, t + 3 * MS), shared ? 4 : 0);
+    assert_int_equal(c.cuts[POLITE_CUT_THROTTLE], shared ? 0 : 1);
+    /* Held, not probed, with others: the probe's refusal could come to
+     * any of them. */
+    if (shared)
+      assert_int_equal(polite_ratectl_cap(&c, t + 60 * SEC), 4);
+  }
+}
+
+/* A relapse's estimate over the series counts each server pause for 1 s
+ * at most: 20 starts a second, all admitted, for 1 s, a 3 s pause, and 1 s
+ * more. With the whole pause counted that reads 40 / 5 s = 8/s; a 3 s wait
+ * is the server's, not the limiter's memory, so the capped one reads
+ * 40 / 3 s. */
+static void long_pause_counts_one_second(void **state) {
+  (void)state;
+  polite_ratectl c;
+  polite_ratectl_config cfg = {40, 0, 0, 8};
+  polite_ratectl_init(&c, &cfg, 0);
+  int64_t t = 0;
+  for (int i = 0; i < 40; i++) {
+    t = i < 20 ? i * 50 * MS : 4 * SEC + (i - 20) * 50 * MS;
+    polite_ratectl_on_start(&c, t);
+    polite_ratectl_response a = answer(t, t + 10 * MS, 200, -1);
+    polite_ratectl_on_response(&c, &a);
+  }
+  polite__rc_log_pause(&c, 1 * SEC, 4 * SEC);
+  int64_t end = 5 * SEC - 1;
+  double whole = polite__rc_admitted(&c, 0, end, 3);
+  double capped = polite__rc_admitted_capped(&c, 0, end, 3, SEC);
+  printf("# whole pause: %.2f/s, capped at 1 s: %.2f/s\n", whole, capped);
+  assert_true(fabs(whole - 8.0) < 0.3);
+  assert_true(fabs(capped - 40.0 / 3.0) < 0.5);
+  /* A pause shorter than the cap counts whole. */
+  assert_true(fabs(polite__rc_admitted_capped(&c, 0, end, 3, 5 * SEC) - whole) <
+              1e-9);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(concurrency_limit_is_a_cap),
@@ -236,6 +308,8 @@ int main(void) {
       cmocka_unit_test(follower_holds_per_pause),
       cmocka_unit_test(estimate_counts_the_pause),
       cmocka_unit_test(second_429_under_headers),
+      cmocka_unit_test(long_pause_counts_one_second),
+      cmocka_unit_test(account_count_learns_a_shared_cap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
