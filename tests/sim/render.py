@@ -245,12 +245,6 @@ SHORT = [
      "delays the next window's start (express-rate-limit opens it at the "
      "first request after the last one ended), so the dead time is not "
      "won back; the estimate then holds 10-15% below the quota."),
-    ("concurrency (2 and 4 processes)",
-     "1.38-1.42 x. One process learns the in-flight cap and holds it "
-     "(1.03 x); with several, each sees only its own requests in flight, "
-     "which says nothing about the account's, so the cap is not learned "
-     "(a participant that held 4 left the others none) and the limit is "
-     "learned as a rate. Sharing a cap needs the budget to carry it."),
     ("halve-double",
      "1.20-1.29 x (1.20-1.36 x over five seeds). Following the halving costs two cuts; finding the "
      "doubled limit again waits for the plateau's hold (20 server pauses) "
@@ -329,10 +323,6 @@ HELDOUT_SHORT = [
      "two refusals, doubling to 8 s at most (`STREAK_MAX_US`): against a "
      "60 s window that is a probe, and a 429, every 8 s of each window's "
      "dead time (28-40 in 1500)."),
-    ("ho-conc-6 (2 and 4 processes)",
-     "as the zoo's concurrency row: the in-flight cap is learned only by a "
-     "process alone on its budget; sharing it through the budget is not "
-     "built."),
     ("ho-drop-third",
      "as halve-double: finding the raised limit waits for the plateau's "
      "hold of 20 server pauses and the slow probe."),
