@@ -96,8 +96,9 @@ static int set_pair(const char *key, const char *v) {
 
 const sim_scenario *sim_parse_row(const char *spec, char *err, size_t errlen) {
   memset(&g_row, 0, sizeof g_row);
-  g_row.z = (zoo_params){
-      ZOO_GCRA, 40, 2, 0, 0, 0, 0, 1, 100000, 10000, {0, 0, 0, 0}, {0, 0, 0}, 0};
+  g_row.z =
+      (zoo_params){ZOO_GCRA, 40,           2,         0, 0, 0, 0, 1, 100000,
+                   10000,    {0, 0, 0, 0}, {0, 0, 0}, 0};
   g_row.requests = 600;
   g_row.concurrency = 8;
   char buf[1024];
