@@ -260,8 +260,7 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
      * seems to admit less (28 of 40/s): the lower of the two lands below
      * the limit, and the window's own is the most the climb aims at. */
     int64_t chain = c->chain_from_us - WINDOW_US;
-    double all = polite__rc_admitted_capped(c, imin(chain, from), now_us,
-                                            MIN_SAMPLES, WINDOW_US);
+    double all = polite__rc_admitted(c, imin(chain, from), now_us, MIN_SAMPLES);
     if (all > 0 && (own <= 0 || all < own))
       *lo = all;
     /* The rate that tripped overshoots the limit by what the limiter's

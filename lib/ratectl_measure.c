@@ -35,20 +35,6 @@ int64_t polite__rc_paused_within(const polite_ratectl *c, int64_t a,
   return t;
 }
 
-/* Time in the server's pauses within [a, b) beyond the first cap_us of
- * each. */
-static int64_t paused_beyond(const polite_ratectl *c, int64_t a, int64_t b,
-                             int64_t cap_us) {
-  int64_t t = 0;
-  for (unsigned i = 0; i < POLITE__RATECTL_PAUSES; i++) {
-    int64_t lo = imax(a, c->pause_log[i][0]);
-    int64_t hi = c->pause_log[i][1] < b ? c->pause_log[i][1] : b;
-    if (hi - lo > cap_us)
-      t += hi - lo - cap_us;
-  }
-  return t;
-}
-
 /* Remembers the server's pause [from, until): extends the newest one when
  * they overlap (the echoes of one crossing), else starts a new one. */
 void polite__rc_log_pause(polite_ratectl *c, int64_t from, int64_t until) {
@@ -116,12 +102,6 @@ unsigned polite__rc_busy_at_start(const polite_ratectl *c, int64_t at) {
  * tell. */
 double polite__rc_admitted(const polite_ratectl *c, int64_t from, int64_t to,
                            unsigned need) {
-  return polite__rc_admitted_capped(c, from, to, need, INT64_MAX);
-}
-
-double polite__rc_admitted_capped(const polite_ratectl *c, int64_t from,
-                                  int64_t to, unsigned need,
-                                  int64_t pause_cap_us) {
   unsigned n = 0, ok = 0;
   int64_t first = INT64_MAX, last = INT64_MIN;
   for (unsigned i = 0; i < c->ok_n; i++) {
@@ -148,12 +128,9 @@ double polite__rc_admitted_capped(const polite_ratectl *c, int64_t from,
                   : first;
   int64_t a = oldest <= from ? from : imax(from, first), b = last + 1;
   double sent = polite__rc_sent_within(c, a, b);
-  int64_t span = b - a;
-  if (pause_cap_us < INT64_MAX)
-    span -= paused_beyond(c, a, b, pause_cap_us);
-  if (!(sent > 0) || span <= 0)
+  if (!(sent > 0))
     return -1;
-  return (double)ok / n * sent / ((double)span / 1e6);
+  return (double)ok / n * sent / ((double)(b - a) / 1e6);
 }
 
 /* The share the server let through of the requests started in [from, to]

@@ -27,11 +27,6 @@ double polite__rc_sent_within(const polite_ratectl *c, int64_t a, int64_t b);
  * tell. */
 double polite__rc_admitted(const polite_ratectl *c, int64_t from, int64_t to,
                            unsigned need);
-/* The same with each of the server's pauses counted for at most
- * pause_cap_us of its length (the rest is left out of the time). */
-double polite__rc_admitted_capped(const polite_ratectl *c, int64_t from,
-                                  int64_t to, unsigned need,
-                                  int64_t pause_cap_us);
 /* The share let through of the requests started in [from, to] times the
  * mean rate they were started at (the upper estimate); -1 when fewer than
  * `need` answers tell. */

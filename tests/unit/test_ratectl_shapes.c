@@ -17,8 +17,6 @@
 
 #include <polite/ratectl.h>
 
-#include "ratectl_measure.h"
-
 #define SEC INT64_C(1000000)
 #define MS INT64_C(1000)
 
@@ -271,35 +269,6 @@ static void account_count_learns_a_shared_cap(void **state) {
   }
 }
 
-/* A relapse's estimate over the series counts each server pause for 1 s
- * at most: 20 starts a second, all admitted, for 1 s, a 3 s pause, and 1 s
- * more. With the whole pause counted that reads 40 / 5 s = 8/s; a 3 s wait
- * is the server's, not the limiter's memory, so the capped one reads
- * 40 / 3 s. */
-static void long_pause_counts_one_second(void **state) {
-  (void)state;
-  polite_ratectl c;
-  polite_ratectl_config cfg = {40, 0, 0, 8};
-  polite_ratectl_init(&c, &cfg, 0);
-  int64_t t = 0;
-  for (int i = 0; i < 40; i++) {
-    t = i < 20 ? i * 50 * MS : 4 * SEC + (i - 20) * 50 * MS;
-    polite_ratectl_on_start(&c, t);
-    polite_ratectl_response a = answer(t, t + 10 * MS, 200, -1);
-    polite_ratectl_on_response(&c, &a);
-  }
-  polite__rc_log_pause(&c, 1 * SEC, 4 * SEC);
-  int64_t end = 5 * SEC - 1;
-  double whole = polite__rc_admitted(&c, 0, end, 3);
-  double capped = polite__rc_admitted_capped(&c, 0, end, 3, SEC);
-  printf("# whole pause: %.2f/s, capped at 1 s: %.2f/s\n", whole, capped);
-  assert_true(fabs(whole - 8.0) < 0.3);
-  assert_true(fabs(capped - 40.0 / 3.0) < 0.5);
-  /* A pause shorter than the cap counts whole. */
-  assert_true(fabs(polite__rc_admitted_capped(&c, 0, end, 3, 5 * SEC) - whole) <
-              1e-9);
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(concurrency_limit_is_a_cap),
@@ -308,7 +277,6 @@ int main(void) {
       cmocka_unit_test(follower_holds_per_pause),
       cmocka_unit_test(estimate_counts_the_pause),
       cmocka_unit_test(second_429_under_headers),
-      cmocka_unit_test(long_pause_counts_one_second),
       cmocka_unit_test(account_count_learns_a_shared_cap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
