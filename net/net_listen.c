@@ -132,3 +132,11 @@ int polite__net_listen(net_server *s, const char *where, char *bound,
   evconnlistener_set_error_cb(s->listener, accept_error);
   return 0;
 }
+
+void polite__net_unlisten(net_server *s) {
+  if (s->listener)
+    evconnlistener_free(s->listener);
+  s->listener = NULL;
+  if (s->resume)
+    event_del(s->resume);
+}
