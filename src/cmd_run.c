@@ -593,7 +593,7 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
   run_progress_draw(&c->progress, st, 1);
   run_progress_end(&c->progress);
   run_plan plan = {o->rate.per_s, o->concurrency, bo->max_requests,
-                   (polite_mono_us() - t0) / 1000};
+                   (polite_mono_us() - t0) / 1000, NULL};
   const char *berr = polite_batch_errstr(batch);
   if (erc != 0 || berr[0])
     fprintf(stderr, "polite run: %s\n", berr);
