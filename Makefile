@@ -1,6 +1,7 @@
 # Shortcuts for the README's two commands; the real build is CMake + ctest.
 #   make demo   install what is missing, build, run the built-in demo
 #   make test   install what is missing, build, run every test (plain + ASan/UBSan + fuzz smoke + lint)
+#   make sim    the learned-rate simulation: build/sim/results.json and docs/learned-rate.md
 #   make lint   cppcheck, clang-tidy (.clang-tidy), banned functions (scripts/checksrc.sh), clang-format
 #               over lib/ src/ proxy/ gateway/; fails on any finding
 BUILD      ?= build
@@ -9,6 +10,7 @@ FUZZ_BUILD ?= build-fuzz
 LINT_BUILD ?= build-lint
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 10
+SIM_SEEDS  ?= 2 3 4 5
 
 # Debian packages the build, the tests and the demo need.
 DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
@@ -16,7 +18,7 @@ DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
   libcmocka-dev curl jq redis-server nginx-light python3 python3-requests \
   cppcheck clang-tidy libssl-dev openssl chromium nodejs npm man-db prometheus libyaml-dev
 
-.PHONY: all deps build asan fuzz fuzz-build demo lint test test-unit test-asan clean install
+.PHONY: all deps build asan fuzz fuzz-build demo lint sim test test-unit test-asan clean install
 
 all: build
 
@@ -84,6 +86,15 @@ lint: deps
 	@files=$$(git ls-files '*.c' '*.h' 2>/dev/null || find lib common src net proxy gateway include tests examples bench -name '*.[ch]'); \
 	clang-format --dry-run --Werror $$files || { echo "clang-format: run 'clang-format -i' on the files above"; exit 1; }; \
 	echo "clang-format: clean ($$(echo $$files | wc -w) files)"
+
+# The learned-rate simulation (tests/sim): the limiter zoo against polite's
+# real scheduler and controller and the peer models, on a fake clock, in
+# about a second; writes build/sim/results.json and renders the report.
+# `ctest -R sim/zoo` holds the same runs to the targets.
+sim: build
+	$(BUILD)/polite_sim --out $(BUILD)/sim
+	@for s in $(SIM_SEEDS); do $(BUILD)/polite_sim --seed $$s --out $(BUILD)/sim/seed$$s >/dev/null; done
+	python3 tests/sim/render.py $(BUILD)/sim docs/learned-rate.md
 
 demo: build
 	@bash tests/demo.sh $(BUILD)/polite

@@ -64,6 +64,12 @@ int cli_set_rate(void *opts, const cli_opt *o, const char *v, char *err,
    "with its own learned rate", NULL, CLI_AT(T, BO.scope_host), NULL,          \
    "run|host", 0}
 
+/* --budget-outage: how long an unusable budget is waited out; each command
+ * says what happens after that (HELP). */
+#define CLI_ROW_BUDGET_OUTAGE(T, BO, HELP)                                     \
+  {"budget-outage", 0, CLI_DURATION, "DURATION", 0, LONG_MAX, "60s", NULL,     \
+   NULL, HELP, NULL, CLI_AT(T, BO.budget_outage_ms), NULL, NULL, 0}
+
 /* --max-attempts; G starts the help group. */
 #define CLI_ROW_MAX_ATTEMPTS(T, BO, G)                                         \
   {"max-attempts", 0, CLI_UINT, "N", 1, 100, "5", NULL, NULL,                  \

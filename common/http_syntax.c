@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int polite__is_tchar(unsigned char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
@@ -164,4 +166,14 @@ int polite__read_file(const char *path, size_t max, char **out, size_t *len) {
   *out = buf;
   *len = n;
   return 0;
+}
+
+int polite__symlink_at(const char *path, char *buf, size_t len) {
+  struct stat st;
+  if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode))
+    return 0;
+  ssize_t n = len > 0 ? readlink(path, buf, len - 1) : -1;
+  if (len > 0)
+    buf[n > 0 ? n : 0] = '\0';
+  return 1;
 }

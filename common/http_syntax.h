@@ -62,4 +62,8 @@ void polite__civil_from_days(int64_t z, int64_t *y, int *m, int *d);
  * Returns 0, or -1 with errno set (EFBIG when over max). */
 int polite__read_file(const char *path, size_t max, char **out, size_t *len);
 
+/* 1 when path itself (its last component) is a symbolic link, with its
+ * target in buf (cut to len, "" when unreadable); else 0. */
+int polite__symlink_at(const char *path, char *buf, size_t len);
+
 #endif

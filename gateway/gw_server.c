@@ -278,7 +278,7 @@ static int start(gw_server *s) {
   memset(&bounds, 0, sizeof bounds);
   set_bounds(&bounds, c);
   static const net_server_cb cb = {polite__gw_on_request, polite__gw_on_gone,
-                                   NULL};
+                                   NULL, NULL};
   s->srv =
       s->base ? polite__net_server_new(s->base, &bounds, &cb, s, s->env) : NULL;
   s->pool = s->base ? polite__net_up_pool_new(s->base, c->upstream_cacert,

@@ -87,6 +87,7 @@ void polite_batch_options_init(polite_batch_options *o) {
   o->cancel_grace_ms = 2000;
   o->heartbeat_ms = 1000;
   o->max_wait_ms = 15 * 60 * 1000;
+  o->budget_outage_ms = 60000;
 }
 
 /* ---- callbacks ------------------------------------------------------------

@@ -229,3 +229,52 @@ int polite__gcra_rerate(polite_gcra *g, double rate_per_s, unsigned burst) {
   *g = t;
   return 0;
 }
+
+int polite__budget_uri_params(const char *q, const polite__budget_param *params,
+                              size_t n, const char *uri, char *errbuf,
+                              size_t errlen) {
+  char names[160] = "";
+  for (size_t i = 0; i < n; i++) {
+    size_t k = strlen(names);
+    snprintf(names + k, sizeof names - k, "%s%s=DURATION", i ? " or " : "",
+             params[i].name);
+  }
+  while (q != NULL) {
+    const char *s = q + 1;
+    q = strchr(s, '&');
+    size_t len = q ? (size_t)(q - s) : strlen(s);
+    char param[128];
+    if (len >= sizeof param) {
+      polite__budget_errf(errbuf, errlen, uri, "URI parameter too long");
+      return POLITE_EINVAL;
+    }
+    memcpy(param, s, len);
+    param[len] = '\0';
+    size_t nl = strcspn(param, "=");
+    const polite__budget_param *p = NULL;
+    for (size_t i = 0; i < n && p == NULL; i++)
+      if (strlen(params[i].name) == nl &&
+          strncmp(param, params[i].name, nl) == 0 && param[nl] == '=')
+        p = &params[i];
+    if (p == NULL) {
+      /* The name only: an unknown parameter's value may be a secret. */
+      polite__budget_errf(errbuf, errlen, uri,
+                          "unknown parameter '%.*s' (expected %s)", (int)nl,
+                          param, names);
+      return POLITE_EINVAL;
+    }
+    const char *v = param + nl + 1;
+    int64_t ms;
+    if (polite_duration_parse(v, &ms) != 0 || ms < 1 ||
+        (p->max_ms > 0 && ms > p->max_ms)) {
+      polite__budget_errf(errbuf, errlen, uri,
+                          "%s: expected a duration like 30s or 500ms%s%s%s, "
+                          "got '%.40s'",
+                          p->name, p->bound ? " (" : "",
+                          p->bound ? p->bound : "", p->bound ? ")" : "", v);
+      return POLITE_EINVAL;
+    }
+    *p->ms = ms;
+  }
+  return 0;
+}

@@ -36,6 +36,25 @@ void polite__budget_errf(char *buf, size_t len, const char *uri,
                          const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* One duration parameter of a budget URI ("lease", "timeout"): where it
+ * goes (in ms, left alone when absent) and its bounds. */
+typedef struct {
+  const char *name;
+  int64_t *ms;
+  int64_t max_ms;    /* <= 0: no upper bound */
+  const char *bound; /* said in the message when out of bounds, e.g. "at
+                        most 7 days" (may be NULL) */
+} polite__budget_param;
+
+/* Parses the query of a budget URI, q pointing at its '?' (or NULL: none):
+ * "name=DURATION" pairs joined by '&', each one of params. An unknown
+ * parameter is named without its value (it may be a secret); a bad value
+ * is quoted (cut to 40 bytes). Messages start with the (already redacted)
+ * uri. Returns 0 or POLITE_EINVAL with errbuf set. */
+int polite__budget_uri_params(const char *q, const polite__budget_param *params,
+                              size_t n, const char *uri, char *errbuf,
+                              size_t errlen);
+
 /* The rate an account admits at: the shared learned rate when one is
  * stored, capped by the configured rate when that is > 0; else the
  * configured rate (0: unlimited). */

@@ -1,320 +1,438 @@
 /* polite budget, file backend: processes on one host share accounts kept
- * in an mmap'ed file, guarded by a robust process-shared mutex (a holder
- * killed by SIGKILL never leaves it locked) with concurrency slots held as
- * leases that expire when their owner stops calling in. */
+ * in a file, read and written with pread/pwrite under flock (a lock the
+ * kernel owns: a holder killed by SIGKILL never leaves it locked, and no
+ * byte of the file can wedge it), with concurrency slots held as leases
+ * that expire when their owner stops calling in. Each participant also
+ * remembers what it holds, so that an account record found damaged is
+ * rebuilt from what the participants know (lib/budget_file_store.c keeps
+ * the bytes; this file keeps the accounts). */
 #define _GNU_SOURCE
 #include "budget_backends.h"
+#include "budget_file_store.h"
 
 #include <polite/clock.h>
 
-#include <errno.h>
-#include <fcntl.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#define PF_MAGIC 0x46425445544c4f50ULL /* "POLITEBF" little-endian */
-#define PF_VERSION 2u                  /* 2: the learned rate per account */
-#define PF_ACCOUNTS 64 /* keys (hosts with --budget-scope host) per file */
-#define PF_OWNERS 128  /* participants holding slots in one account */
-#define PF_KEYLEN 256  /* a host name fits (253) */
+/* How often (of the callers' clock) a participant checks that its path
+ * still names its file and that the header is intact. */
+#define VERIFY_EVERY_US 100000
+/* After an account is rebuilt nothing starts for this long, so that every
+ * participant with requests in flight re-registers its slots first (the
+ * engine renews its leases every second while requests run). */
+#define SETTLE_US 2000000
 
-/* One participant's slots in one account: `slots` slots, valid until
- * expiry_us (CLOCK_MONOTONIC). id 0 marks a free entry. */
+/* What this participant knows of one account, whatever the file says:
+ * where its record was, the slots it holds, the latest pause and learned
+ * rate it saw. A rebuilt record starts from this. */
 typedef struct {
-  uint64_t id;
-  int32_t pid; /* for people reading the file; not trusted (namespaces) */
-  uint32_t slots;
-  int64_t expiry_us;
-} pf_owner;
-
-typedef struct {
-  uint32_t used;
-  uint32_t keylen;
-  uint32_t hi; /* owners[hi..] are all free: scans stop there */
-  uint32_t pad;
-  char key[PF_KEYLEN];
-  int64_t tat_ns;           /* GCRA theoretical arrival time, monotonic ns */
-  int64_t paused_until_us;  /* monotonic us; 0 when never paused */
-  double sr_rate, sr_limit; /* the learned rate (polite_shared_rate) */
-  uint64_t sr_gen;
-  pf_owner owners[PF_OWNERS];
-} pf_account;
-
-/* The file. Fields before `mu` are written once at creation (under flock)
- * and read-only afterwards; everything after `mu` changes under it. */
-typedef struct {
-  uint64_t magic; /* written last at creation: 0 means "not initialised" */
-  uint32_t version;
-  uint32_t size;       /* sizeof(pf_file): catches other builds/ABIs */
-  uint32_t mutex_size; /* sizeof(pthread_mutex_t) */
-  uint32_t burst;
-  uint32_t concurrency;
-  uint32_t pad;
-  double rate_per_s;
-  char boot_id[48]; /* monotonic times mean nothing after a reboot */
-  pthread_mutex_t mu;
-  pf_account acc[PF_ACCOUNTS];
-} pf_file;
+  char *key; /* "" for the default account */
+  int index; /* its record; -1 until found */
+  unsigned held;
+  int64_t pause_seen_us;
+  polite_shared_rate sr_seen;
+  uint32_t repairs_seen; /* the record's repair count when last read */
+  int read_once;
+} pf_local;
 
 typedef struct {
   polite_budget base;
-  pf_file *f;
+  pthread_mutex_t mu; /* flock is per open file: threads need their own */
+  pf_store st;
   char *uri;   /* for messages */
   uint64_t id; /* this participant's owner id (random, nonzero) */
   int64_t lease_us;
+  int32_t pid; /* for people reading the file (getpid is a system call) */
+  int inspect; /* polite budget show|clear: never rebuilds, holds nothing */
   polite_gcra proto; /* interval/tolerance at proto_rate; tat unused */
   double proto_rate; /* 0: not set up */
+  int64_t verified_us;
+  int verified;
+  int64_t switched_us; /* when the path last named a new file; 0: never */
+  char note[200];    /* damage repaired, said by the next acquire ("": none) */
+  uint64_t bad_now;  /* damaged records seen at the last check */
+  uint64_t bad_told; /* of those, the ones already reported */
+  pf_local loc[PF_ACCOUNTS];
+  unsigned nloc;
 } file_budget;
 
-/* Bounds a value read from the file must respect: anything beyond them was
- * not written by polite (a stray write, another program, a bad disk). */
-#define PF_MAX_AHEAD_US (POLITE_RA_MAX_SECONDS * 1000000) /* pause, TAT */
-#define PF_MAX_LEASE_US (INT64_C(7) * 86400 * 1000000)
-#define PF_MAX_RATE 1e9
+/* One call's account: the record (a private copy) and this participant's
+ * entry in it. */
+typedef struct {
+  pf_local *l;
+  pf_record r;
+  pf_owner *me;
+  int dirty;
+  int rebuilt; /* fresh_record rebuilt it in this call */
+} pf_acct;
 
-/* Says what is wrong with account a at now_us in buf, or returns 0 when
- * nothing is: every field is checked against what polite could have
- * written, so a corrupted file fails with a message instead of making
- * every participant wait forever. */
-static int pf_check_account(const pf_file *f, const pf_account *a,
-                            int64_t now_us, char *buf, size_t len) {
-  if (a->used > 1 || a->keylen >= PF_KEYLEN || a->hi > PF_OWNERS) {
-    snprintf(buf, len,
-             "an account header is invalid (used %u, key length "
-             "%u, owners %u)",
-             a->used, a->keylen, a->hi);
-    return 1;
-  }
-  if (!a->used)
-    return 0;
-  if (a->paused_until_us - now_us > PF_MAX_AHEAD_US ||
-      a->tat_ns / 1000 - now_us > PF_MAX_AHEAD_US) {
-    snprintf(
-        buf, len,
-        "account '%.*s' has a pause or next start %lld s "
-        "ahead",
-        (int)a->keylen, a->key,
-        (long long)((a->paused_until_us > a->tat_ns / 1000 ? a->paused_until_us
-                                                           : a->tat_ns / 1000) -
-                    now_us) /
-            1000000);
-    return 1;
-  }
-  if (!(a->sr_rate >= 0 && a->sr_rate <= PF_MAX_RATE) ||
-      !(a->sr_limit >= 0 && a->sr_limit <= PF_MAX_RATE)) {
-    snprintf(buf, len, "account '%.*s' has a learned rate of %g/s",
-             (int)a->keylen, a->key, a->sr_rate);
-    return 1;
-  }
-  for (uint32_t i = 0; i < a->hi; i++) {
-    const pf_owner *o = &a->owners[i];
-    if (o->id == 0)
-      continue;
-    if ((f->concurrency > 0 && o->slots > f->concurrency) ||
-        o->expiry_us - now_us > PF_MAX_LEASE_US) {
-      snprintf(buf, len,
-               "account '%.*s': participant %u (pid %d) holds %u "
-               "slots (concurrency %u) for %lld s",
-               (int)a->keylen, a->key, i, (int)o->pid, o->slots, f->concurrency,
-               (long long)(o->expiry_us - now_us) / 1000000);
-      return 1;
-    }
-  }
-  return 0;
-}
-
-/* The file's identity, checked at each use: a file overwritten while in
- * use fails at once. */
-static int pf_header_ok(const pf_file *f) {
-  return f->magic == PF_MAGIC && f->version == PF_VERSION &&
-         f->size == sizeof(pf_file) && f->mutex_size == sizeof(pthread_mutex_t);
-}
-
-/* The error for a corrupted file, with why. */
-static int pf_corrupt(file_budget *fb, const char *why) {
-  polite__budget_errf(fb->base.errstr, sizeof fb->base.errstr, fb->uri,
-                      "the file is corrupted: %s; remove it when no process "
-                      "uses it",
-                      why);
+static int errf(file_budget *fb, const char *fmt, const char *detail) {
+  polite__budget_errf(fb->base.errstr, sizeof fb->base.errstr, fb->uri, fmt,
+                      detail);
   return POLITE_EBUDGET;
 }
 
-/* Reads the kernel's boot id into out (empty when unavailable: then a
- * reboot is not detected, which only matters for stale files). */
-static void read_boot_id(char out[48]) {
-  memset(out, 0, 48);
-  FILE *fp = fopen("/proc/sys/kernel/random/boot_id", "re");
-  if (fp == NULL)
-    return;
-  if (fgets(out, 48, fp) == NULL)
-    out[0] = '\0';
-  out[strcspn(out, "\n")] = '\0';
-  fclose(fp);
-}
-
-/* Initialises the lock and the accounts; called under flock with nobody
- * else using the mapping (new file, or a file from before a reboot). */
-static int init_state(pf_file *f, const char *boot_id) {
-  pthread_mutexattr_t at;
-  if (pthread_mutexattr_init(&at) != 0)
-    return -1;
-  int rc = pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED);
-  if (rc == 0)
-    rc = pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST);
-  if (rc == 0)
-    rc = pthread_mutex_init(&f->mu, &at);
-  pthread_mutexattr_destroy(&at);
-  if (rc != 0)
-    return -1;
-  memset(f->acc, 0, sizeof f->acc);
-  memcpy(f->boot_id, boot_id, sizeof f->boot_id);
-  return 0;
-}
-
-/* Takes the cross-process lock. A holder that died (SIGKILL) leaves
- * EOWNERDEAD: its half-done update is at worst one field of one account
- * (a TAT, a pause, an owner entry), each of which is a valid value on its
- * own, so the state is declared consistent and used as is. */
-static int pf_lock(file_budget *fb) {
-  if (!pf_header_ok(fb->f))
-    return pf_corrupt(fb, "its header changed while in use");
-  int rc = pthread_mutex_lock(&fb->f->mu);
-  if (rc == EOWNERDEAD) {
-    pthread_mutex_consistent(&fb->f->mu);
-    return 0;
-  }
-  if (rc != 0) {
-    polite__budget_errf(fb->base.errstr, sizeof fb->base.errstr, fb->uri,
-                        "cannot take the file's lock: %s", strerror(rc));
-    return POLITE_EBUDGET;
-  }
-  return 0;
-}
-
-static void pf_unlock(file_budget *fb) {
-  pthread_mutex_unlock(&fb->f->mu);
-}
-
-/* Finds the account for key (NULL and "" are the same), creating it when
- * `create`. Called under the lock. NULL when absent (and not created) or
- * when the table is full / the key too long (then errstr says so and
- * *err is set). */
-static pf_account *find_account(file_budget *fb, const char *key, int create,
-                                int *err) {
+/* This participant's local entry for key, created when missing; NULL when
+ * out of memory or beyond PF_ACCOUNTS keys (errstr set). */
+static pf_local *local_of(file_budget *fb, const char *key) {
   if (key == NULL)
     key = "";
-  size_t len = strlen(key);
-  *err = 0;
-  if (len >= PF_KEYLEN) {
-    polite__budget_errf(fb->base.errstr, sizeof fb->base.errstr, fb->uri,
-                        "account key longer than %d bytes", PF_KEYLEN - 1);
-    *err = POLITE_EBUDGET;
+  for (unsigned i = 0; i < fb->nloc; i++)
+    if (strcmp(fb->loc[i].key, key) == 0)
+      return &fb->loc[i];
+  if (strlen(key) >= PF_KEYLEN) {
+    errf(fb, "%s", "an account key is longer than 255 bytes");
     return NULL;
   }
-  pf_account *free_slot = NULL;
-  for (int i = 0; i < PF_ACCOUNTS; i++) {
-    pf_account *a = &fb->f->acc[i];
-    if (!a->used) {
-      if (free_slot == NULL)
-        free_slot = a;
-      continue;
-    }
-    if (a->keylen == len && memcmp(a->key, key, len) == 0)
-      return a;
-  }
-  if (!create)
-    return NULL;
-  if (free_slot == NULL) {
-    polite__budget_errf(fb->base.errstr, sizeof fb->base.errstr, fb->uri,
-                        "all %d accounts of the file are in use", PF_ACCOUNTS);
-    *err = POLITE_EBUDGET;
+  if (fb->nloc == PF_ACCOUNTS) {
+    errf(fb, "%s", "all 64 accounts of the file are in use");
     return NULL;
   }
-  memset(free_slot, 0, sizeof *free_slot);
-  memcpy(free_slot->key, key, len);
-  free_slot->keylen = (uint32_t)len;
-  free_slot->used = 1; /* last: a torn creation leaves the slot free */
-  return free_slot;
-}
-
-/* This participant's entry in a, or NULL. */
-static pf_owner *my_owner(file_budget *fb, pf_account *a) {
-  uint32_t hi = a->hi < PF_OWNERS ? a->hi : PF_OWNERS;
-  for (uint32_t i = 0; i < hi; i++)
-    if (a->owners[i].id == fb->id)
-      return &a->owners[i];
-  return NULL;
-}
-
-/* Frees entries whose lease ran out at now_us and returns the slots in
- * use by live ones; *next_expiry gets the earliest live expiry. */
-static uint64_t reclaim(pf_account *a, int64_t now_us, int64_t *next_expiry) {
-  uint64_t in_use = 0;
-  *next_expiry = INT64_MAX;
-  uint32_t hi = a->hi < PF_OWNERS ? a->hi : PF_OWNERS, last = 0;
-  for (uint32_t i = 0; i < hi; i++) {
-    pf_owner *o = &a->owners[i];
-    if (o->id == 0)
-      continue;
-    if (o->slots == 0 || o->expiry_us <= now_us) {
-      memset(o, 0, sizeof *o);
-      continue;
-    }
-    in_use += o->slots;
-    last = i + 1;
-    if (o->expiry_us < *next_expiry)
-      *next_expiry = o->expiry_us;
+  pf_local *l = &fb->loc[fb->nloc];
+  memset(l, 0, sizeof *l);
+  if ((l->key = strdup(key)) == NULL) {
+    errf(fb, "%s", "out of memory");
+    return NULL;
   }
-  a->hi = last;
-  return in_use;
+  l->index = -1;
+  fb->nloc++;
+  return l;
 }
 
-/* Takes the file lock, finds (or creates) the account and renews this
- * participant's lease in it: the common start of acquire and pause. On
- * success the lock is held, 0 is returned and *me_out (may be NULL) is this
- * participant's entry or NULL; otherwise nothing is held. */
-static int enter_account(file_budget *fb, const char *key, int64_t now_us,
-                         pf_account **out, pf_owner **me_out) {
-  int rc = pf_lock(fb);
-  if (rc != 0)
-    return rc;
-  int err = 0;
-  pf_account *a = find_account(fb, key, 1, &err);
-  if (a == NULL) {
-    pf_unlock(fb);
-    return err != 0 ? err : POLITE_EBUDGET;
-  }
-  char why[200];
-  if (pf_check_account(fb->f, a, now_us, why, sizeof why)) {
-    pf_unlock(fb);
-    return pf_corrupt(fb, why);
-  }
-  pf_owner *me = my_owner(fb, a);
-  if (me != NULL && me->slots > 0)
-    me->expiry_us = now_us + fb->lease_us;
-  *out = a;
-  if (me_out != NULL)
-    *me_out = me;
-  return 0;
-}
-
-/* Sets fb->proto up for the account's rate (configured or learned) and
- * returns it, 0 for unlimited. Called under the lock. */
-static double file_rate(file_budget *fb, const pf_account *a) {
-  polite_shared_rate sr = {a->sr_rate, a->sr_limit, a->sr_gen};
+/* Sets fb->proto up for rate r (configured or learned) and returns it, 0
+ * for unlimited. */
+static double file_rate(file_budget *fb, const pf_record *rec) {
+  polite_shared_rate sr = {rec->sr_rate, rec->sr_limit, rec->sr_gen};
   double r = polite__budget_rate(&fb->base.cfg, &sr);
   if (r > 0 && r != fb->proto_rate &&
       polite_gcra_init(&fb->proto, r, fb->base.cfg.burst) != 0)
     r = 0;
   fb->proto_rate = r;
   return r;
+}
+
+/* A fresh record for l at index, rebuilt from what this participant knows
+ * when `why` is set (then nothing starts before now + SETTLE_US, and the
+ * next start is spaced from then on: no burst), or new and empty. */
+static void fresh_record(file_budget *fb, pf_acct *a, unsigned index,
+                         int64_t now_us, const char *why) {
+  pf_record *r = &a->r;
+  memset(r, 0, sizeof *r);
+  r->index = index;
+  r->used = 1;
+  r->keylen = (uint32_t)strlen(a->l->key);
+  memcpy(r->key, a->l->key, r->keylen);
+  a->l->index = (int)index;
+  a->dirty = 1;
+  if (why == NULL)
+    return;
+  snprintf(r->why, sizeof r->why, "%s", why);
+  a->rebuilt = 1;
+  r->settle_until_us = now_us + SETTLE_US;
+  r->paused_until_us = a->l->pause_seen_us;
+  r->sr_rate = a->l->sr_seen.rate_per_s;
+  r->sr_limit = a->l->sr_seen.limit_per_s;
+  r->sr_gen = a->l->sr_seen.generation;
+  int64_t from = r->settle_until_us > r->paused_until_us ? r->settle_until_us
+                                                         : r->paused_until_us;
+  if (file_rate(fb, r) > 0) {
+    polite_gcra g = fb->proto;
+    g.tat_ns = 0;
+    polite_gcra_pause_until(&g, from);
+    r->tat_ns = g.tat_ns;
+  }
+}
+
+/* Finds l's record by scanning the file (its place is unknown, or the
+ * record there is not its any more) and, when `create`, makes it: in place
+ * of a damaged record (rebuilt: `damage` says why), or new. Called under the
+ * lock. Returns 0 (a->r holds the record), 1 when absent and not created,
+ * or POLITE_EBUDGET. */
+static int locate(file_budget *fb, pf_acct *a, int64_t now_us, int create,
+                  const char *damage) {
+  int first_free = -1, first_bad = -1;
+  char err[200];
+  for (unsigned i = 0; i < PF_ACCOUNTS; i++) {
+    int st = polite__pf_read(&fb->st, i, &a->r, err, sizeof err);
+    if (st < 0)
+      return errf(fb, "%s", err);
+    if (st == PF_REC_USED && strlen(a->l->key) == a->r.keylen &&
+        memcmp(a->r.key, a->l->key, a->r.keylen) == 0) {
+      a->l->index = (int)i;
+      return 0;
+    }
+    if (st == PF_REC_FREE && first_free < 0)
+      first_free = (int)i;
+    if (st == PF_REC_BAD && first_bad < 0)
+      first_bad = (int)i;
+  }
+  if (!create && fb->inspect && first_bad >= 0)
+    return errf(fb, "%s",
+                "the file is damaged: an account record holds bytes polite "
+                "did not write; the next participant to use it rebuilds it");
+  if (!create)
+    return 1;
+  if (first_free < 0 && first_bad < 0)
+    return errf(fb, "%s", "all 64 accounts of the file are in use");
+  /* A damaged record may have been this account: its slots and pause are
+   * unknown, so it is rebuilt as one (settling) rather than made anew. */
+  if (damage == NULL && first_bad >= 0)
+    damage = "a damaged account record was found";
+  fresh_record(fb, a, (unsigned)(first_free >= 0 ? first_free : first_bad),
+               now_us, damage);
+  return 0;
+}
+
+/* The periodic check of the file's identity and header, with the lock
+ * held: a file replaced or removed is reopened (and its lock taken), a
+ * repairable header repaired. *held says whether the lock is still held
+ * when an error is returned. */
+static int verify(file_budget *fb, int64_t now_us, int *held) {
+  *held = 1;
+  if (fb->verified && now_us >= fb->verified_us &&
+      now_us - fb->verified_us < VERIFY_EVERY_US)
+    return 0;
+  char err[300];
+  int repaired = 0;
+  int rc = polite__pf_verify(&fb->st, !fb->inspect, &repaired, err, sizeof err);
+  if (rc == 1 && fb->inspect)
+    return errf(fb, "%s", "the file was removed or replaced while in use");
+  if (rc == 1) {
+    /* The path names another file (or none): that is the budget now. A
+     * failed reopen keeps the old file (and reports why). */
+    polite__pf_unlock(&fb->st);
+    rc = polite__pf_reopen(&fb->st, err, sizeof err);
+    char lerr[300];
+    if (polite__pf_lock(&fb->st, lerr, sizeof lerr) != 0) {
+      *held = 0;
+      return errf(fb, "%s", rc != 0 ? err : lerr);
+    }
+    if (rc != 0)
+      return errf(fb, "%s", err);
+    for (unsigned i = 0; i < fb->nloc; i++)
+      fb->loc[i].index = -1;
+    fb->switched_us = now_us;
+  } else if (rc != 0) {
+    return errf(fb, "%s", err);
+  }
+  fb->verified = 1;
+  fb->verified_us = now_us;
+  /* Damaged records anywhere are noted here and said once, by the first
+   * call that does not rebuild an account anyway (see enter). */
+  if (!fb->inspect &&
+      polite__pf_bad_records(&fb->st, &fb->bad_now, err, sizeof err) != 0)
+    return errf(fb, "%s", err);
+  uint64_t fresh = fb->bad_now & ~fb->bad_told;
+  fb->bad_told = fb->bad_now;
+  char why[120];
+  if (repaired)
+    snprintf(why, sizeof why, "%s",
+             "cut short or its header overwritten; repaired");
+  else if (fresh)
+    snprintf(why, sizeof why,
+             "%d account record(s) overwritten; rebuilt when next used",
+             __builtin_popcountll(fresh));
+  /* Every participant of the file says it (each sees the count change). */
+  if ((repaired || fresh) && !fb->inspect) {
+    int marked = polite__pf_mark_repaired(&fb->st, repaired, fb->bad_now, why,
+                                          err, sizeof err);
+    if (marked < 0)
+      return errf(fb, "%s", err);
+    if (marked > 0 || repaired)
+      snprintf(fb->note, sizeof fb->note, "the file was damaged (%s)", why);
+  }
+  return 0;
+}
+
+/* Puts this participant's slots back into a (re-registration after a
+ * rebuild, or after its lease ran out while its requests still ran) and
+ * renews its lease. now_us INT64_MIN: no clock (release), no renewal. */
+static int register_me(file_budget *fb, pf_acct *a, int64_t now_us) {
+  a->me = polite__pf_owner_find(&a->r, fb->id);
+  unsigned held = a->l->held;
+  if (held == 0 && a->me != NULL && a->me->slots > 0) {
+    memset(a->me, 0, sizeof *a->me); /* stale: nothing is held here */
+    a->me = NULL;
+    a->dirty = 1;
+  }
+  if (held == 0 || now_us == INT64_MIN)
+    return 0;
+  if (a->me == NULL) {
+    if ((a->me = polite__pf_owner_new(&a->r)) == NULL)
+      return errf(fb, "%s",
+                  "all 128 participant entries of the account are in use");
+    a->me->id = fb->id;
+    a->me->pid = fb->pid;
+    a->dirty = 1;
+  }
+  if (a->me->slots != held) {
+    a->me->slots = held;
+    a->dirty = 1;
+  }
+  if (a->me->expiry_us < now_us + fb->lease_us - fb->lease_us / 8) {
+    a->me->expiry_us = now_us + fb->lease_us;
+    a->dirty = 1;
+  }
+  return 0;
+}
+
+/* Reads l's record at its known place into a. Returns 0 when it is l's and
+ * sound (or was rebuilt in place, its values being ones polite could not
+ * have written), 1 when it is not l's any more (*damage says so), or a
+ * negative errno. */
+static int read_known(file_budget *fb, pf_acct *a, int64_t now_us, char *why,
+                      size_t len, const char **damage) {
+  char err[300];
+  int st =
+      polite__pf_read(&fb->st, (unsigned)a->l->index, &a->r, err, sizeof err);
+  if (st < 0)
+    return errf(fb, "%s", err);
+  int mine = st == PF_REC_USED && a->r.keylen == strlen(a->l->key) &&
+             memcmp(a->r.key, a->l->key, a->r.keylen) == 0;
+  if (mine) {
+    if (now_us == INT64_MIN ||
+        polite__pf_record_check(&fb->st, &a->r, now_us, why, len) == 0)
+      return 0;
+    if (fb->inspect)
+      return errf(fb, "the file is damaged: %s", why);
+    fresh_record(fb, a, (unsigned)a->l->index, now_us, why);
+    return 0;
+  }
+  snprintf(why, len, "the record of account '%.60s' was %s", a->l->key,
+           st == PF_REC_BAD ? "overwritten with bytes polite did not write"
+                            : "erased");
+  *damage = why;
+  return 1;
+}
+
+/* A repair of the file marked in this account's record since this
+ * participant last read it becomes the note its next acquire says
+ * (starting nothing); a rebuild of the account says it by settling. */
+static void tell_damage(file_budget *fb, pf_acct *a) {
+  pf_local *l = a->l;
+  if (l->read_once && a->r.repairs != l->repairs_seen && !a->rebuilt)
+    snprintf(fb->note, sizeof fb->note, "the file was damaged (%.120s)",
+             a->r.why);
+  l->repairs_seen = a->r.repairs;
+  l->read_once = 1;
+}
+
+/* Takes the locks and reads key's account into a: the common start of
+ * every call. A record that is not this account's any more, fails its
+ * checksum or holds values polite could not have written is rebuilt
+ * (unless inspecting: then it is an error naming the damage). Returns 0
+ * with both locks held, 1 when the account does not exist and `create` is
+ * 0 (nothing held), or a negative errno (nothing held). now_us INT64_MIN:
+ * a call without a clock (no check of the file, no lease renewal). */
+static int enter(file_budget *fb, const char *key, int64_t now_us, int create,
+                 pf_acct *a) {
+  memset(a, 0, sizeof *a);
+  pthread_mutex_lock(&fb->mu);
+  char err[300], why[200] = "";
+  const char *damage = NULL;
+  int held = 0, rc = polite__pf_lock(&fb->st, err, sizeof err);
+  if (rc != 0) {
+    rc = errf(fb, "%s", err);
+    goto fail;
+  }
+  held = 1;
+  if (now_us != INT64_MIN && (rc = verify(fb, now_us, &held)) != 0)
+    goto fail;
+  if ((a->l = local_of(fb, key)) == NULL) {
+    rc = POLITE_EBUDGET;
+    goto fail;
+  }
+  rc = a->l->index >= 0 ? read_known(fb, a, now_us, why, sizeof why, &damage)
+                        : 1;
+  if (rc == 1 && damage != NULL && now_us != INT64_MIN) {
+    /* Damage seldom stops at one record: look at the whole file now. */
+    fb->verified = 0;
+    if ((rc = verify(fb, now_us, &held)) != 0)
+      goto fail;
+    rc = 1;
+  }
+  /* Accounts made in a file that replaced the old one settle like rebuilt
+   * ones: the participants of the old file hold slots it does not know. */
+  if (rc == 1 && damage == NULL && fb->switched_us != 0 &&
+      now_us - fb->switched_us < 10 * SETTLE_US)
+    damage = "the file was removed or replaced while in use";
+  /* A damaged account is rebuilt by any call that meets it and has a
+   * clock (a release has none: it only counts, and the next call with a
+   * clock rebuilds). */
+  if (rc == 1)
+    rc = locate(fb, a, now_us,
+                (create || damage) && !fb->inspect && now_us != INT64_MIN,
+                damage);
+  if (rc == 1 && fb->inspect && damage != NULL)
+    rc = errf(fb, "the file is damaged: %s", damage);
+  if (rc != 0)
+    goto fail;
+  if (!fb->inspect && (rc = register_me(fb, a, now_us)) != 0)
+    goto fail;
+  if (!fb->inspect)
+    tell_damage(fb, a);
+  a->l->pause_seen_us = a->r.paused_until_us; /* a sound record is truth */
+  a->l->sr_seen.rate_per_s = a->r.sr_rate;
+  a->l->sr_seen.limit_per_s = a->r.sr_limit;
+  a->l->sr_seen.generation = a->r.sr_gen;
+  return 0;
+fail:
+  if (held)
+    polite__pf_unlock(&fb->st);
+  pthread_mutex_unlock(&fb->mu);
+  return rc;
+}
+
+/* Writes a back when changed, keeping the locks. Returns 0 or
+ * POLITE_EBUDGET (the write failed: the call must not count). */
+static int write_back(file_budget *fb, pf_acct *a) {
+  char err[300];
+  if (a->dirty && polite__pf_write(&fb->st, &a->r, err, sizeof err) != 0)
+    return errf(fb, "%s", err);
+  return 0;
+}
+
+/* Drops the locks enter took. */
+static void leave(file_budget *fb) {
+  polite__pf_unlock(&fb->st);
+  pthread_mutex_unlock(&fb->mu);
+}
+
+/* The message while a rebuilt account settles. */
+static int settling(file_budget *fb, const pf_acct *a, int64_t now_us) {
+  char msg[300];
+  snprintf(msg, sizeof msg,
+           "the file was damaged (%.120s) and its account was rebuilt; "
+           "nothing starts for %.1f s more, while every participant "
+           "re-registers its slots",
+           a->r.why[0] ? a->r.why : "stray bytes",
+           (double)(a->r.settle_until_us - now_us) / 1e6);
+  return errf(fb, "%s", msg);
+}
+
+/* The slot part of an admission (WAIT_SLOT, or 0 to go on; a->me then has
+ * an entry for the slots). */
+static int take_slot(file_budget *fb, pf_acct *a, int64_t now_us,
+                     unsigned slots, int64_t *wait_us) {
+  unsigned conc = fb->base.cfg.concurrency;
+  int64_t next_expiry;
+  uint64_t in_use = polite__pf_reclaim(&a->r, now_us, &next_expiry, &a->dirty);
+  a->me = polite__pf_owner_find(&a->r, fb->id);
+  if (slots > conc || in_use + slots > conc) {
+    int64_t w = POLITE__BUDGET_SLOT_POLL_US;
+    if (next_expiry != INT64_MAX && next_expiry - now_us < w)
+      w = next_expiry - now_us > 0 ? next_expiry - now_us : 1;
+    *wait_us = w;
+    return POLITE_BUDGET_WAIT_SLOT;
+  }
+  if (a->me == NULL && (a->me = polite__pf_owner_new(&a->r)) == NULL)
+    return errf(fb, "%s",
+                "all 128 participant entries of the account are in use");
+  return 0;
 }
 
 /* Same order as the local backend: the pause first (nothing starts), then
@@ -324,85 +442,83 @@ static double file_rate(file_budget *fb, const pf_account *a) {
 static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
                         unsigned units, unsigned slots, int64_t *wait_us) {
   file_budget *fb = (file_budget *)b;
-  pf_account *a = NULL;
-  pf_owner *me = NULL;
-  int rc = enter_account(fb, key, now_us, &a, &me);
+  pf_acct a;
+  int rc = enter(fb, key, now_us, 1, &a);
   if (rc != 0)
-    return rc;
-  unsigned conc = b->cfg.concurrency;
-  if (now_us < a->paused_until_us) {
-    *wait_us = a->paused_until_us - now_us;
+    return rc < 0 ? rc : POLITE_EBUDGET;
+  int take = b->cfg.concurrency > 0 && slots > 0;
+  if (now_us < a.r.settle_until_us && (units > 0 || slots > 0)) {
+    rc = settling(fb, &a, now_us);
+    fb->note[0] = '\0'; /* the settling says it */
+  } else if (fb->note[0] && (units > 0 || slots > 0)) {
+    /* Damage repaired since the last acquire: said once, nothing starts. */
+    rc = errf(fb, "%s", fb->note);
+    fb->note[0] = '\0';
+  } else if (now_us < a.r.paused_until_us) {
+    *wait_us = a.r.paused_until_us - now_us;
     rc = POLITE_BUDGET_WAIT_PAUSE;
-    goto out;
-  }
-  if (conc > 0 && slots > 0) {
-    int64_t next_expiry;
-    uint64_t in_use = reclaim(a, now_us, &next_expiry);
-    me = my_owner(fb, a);
-    if (slots > conc || in_use + slots > conc) {
-      int64_t w = POLITE__BUDGET_SLOT_POLL_US;
-      if (next_expiry != INT64_MAX && next_expiry - now_us < w)
-        w = next_expiry - now_us > 0 ? next_expiry - now_us : 1;
-      *wait_us = w;
-      rc = POLITE_BUDGET_WAIT_SLOT;
-      goto out;
-    }
-    if (me == NULL) {
-      for (uint32_t i = 0; i < PF_OWNERS && me == NULL; i++)
-        if (a->owners[i].id == 0) {
-          me = &a->owners[i];
-          if (a->hi < i + 1)
-            a->hi = i + 1; /* before the entry is filled in */
-        }
-      if (me == NULL) {
-        polite__budget_errf(
-            b->errstr, sizeof b->errstr, fb->uri,
-            "all %d participant entries of the account are in use", PF_OWNERS);
-        rc = POLITE_EBUDGET;
-        goto out;
+  } else if (!take || (rc = take_slot(fb, &a, now_us, slots, wait_us)) == 0) {
+    rc = POLITE_BUDGET_ADMITTED;
+    if (file_rate(fb, &a.r) > 0) {
+      polite_gcra g = fb->proto;
+      g.tat_ns = a.r.tat_ns;
+      int64_t w = polite_gcra_admit(&g, now_us, units);
+      if (w > 0) {
+        *wait_us = w;
+        rc = POLITE_BUDGET_WAIT_RATE;
+      } else if (units > 0) {
+        a.r.tat_ns = g.tat_ns;
+        a.dirty = 1;
       }
     }
-  }
-  if (file_rate(fb, a) > 0) {
-    polite_gcra g = fb->proto;
-    g.tat_ns = a->tat_ns;
-    int64_t w = polite_gcra_admit(&g, now_us, units);
-    if (w > 0) {
-      *wait_us = w;
-      rc = POLITE_BUDGET_WAIT_RATE;
-      goto out;
+    if (rc == POLITE_BUDGET_ADMITTED && take) {
+      a.me->pid = fb->pid;
+      a.me->slots += slots;
+      a.me->expiry_us = now_us + fb->lease_us;
+      a.me->id = fb->id;
+      a.dirty = 1;
     }
-    a->tat_ns = g.tat_ns;
   }
-  if (conc > 0 && slots > 0) {
-    me->pid = (int32_t)getpid();
-    me->slots += slots;
-    me->expiry_us = now_us + fb->lease_us;
-    me->id = fb->id; /* last: the entry counts once it is complete */
-  }
-  *wait_us = 0;
-  rc = POLITE_BUDGET_ADMITTED;
-out:
-  pf_unlock(fb);
+  if (rc == POLITE_BUDGET_ADMITTED)
+    *wait_us = 0;
+  int wrc = write_back(fb, &a);
+  if (wrc != 0)
+    rc = wrc; /* not recorded: not admitted either */
+  else if (rc == POLITE_BUDGET_ADMITTED && take)
+    a.l->held += slots;
+  leave(fb);
   return rc;
 }
 
 /* Gives back `slots` slots of this participant (never below zero); an entry
  * that reaches zero is freed. No clock is passed here, so the lease is not
- * renewed (the next acquire or pause renews it). */
+ * renewed (the next acquire or pause renews it). What this participant
+ * holds is counted here even when the file cannot be used: the count is
+ * written at its next call that can. */
 static void file_release(polite_budget *b, const char *key, unsigned slots) {
   file_budget *fb = (file_budget *)b;
-  if (b->cfg.concurrency == 0 || pf_lock(fb) != 0)
+  if (b->cfg.concurrency == 0)
     return;
-  int err;
-  pf_account *a = find_account(fb, key, 0, &err);
-  pf_owner *me = a ? my_owner(fb, a) : NULL;
-  if (me != NULL) {
-    me->slots = me->slots > slots ? me->slots - slots : 0;
-    if (me->slots == 0)
-      memset(me, 0, sizeof *me);
+  pf_acct a;
+  int rc = enter(fb, key, INT64_MIN, 0, &a);
+  if (rc != 0) {
+    pthread_mutex_lock(&fb->mu);
+    pf_local *l = local_of(fb, key);
+    if (l != NULL)
+      l->held = l->held > slots ? l->held - slots : 0;
+    pthread_mutex_unlock(&fb->mu);
+    return;
   }
-  pf_unlock(fb);
+  a.l->held = a.l->held > slots ? a.l->held - slots : 0;
+  a.me = polite__pf_owner_find(&a.r, fb->id);
+  if (a.me != NULL) {
+    a.me->slots = a.l->held;
+    if (a.me->slots == 0)
+      memset(a.me, 0, sizeof *a.me);
+    a.dirty = 1;
+  }
+  write_back(fb, &a);
+  leave(fb);
 }
 
 /* Pauses the account for every process: no start before until_us, then
@@ -410,34 +526,36 @@ static void file_release(polite_budget *b, const char *key, unsigned slots) {
 static int file_pause_until(polite_budget *b, const char *key, int64_t now_us,
                             int64_t until_us) {
   file_budget *fb = (file_budget *)b;
-  pf_account *a = NULL;
-  int rc = enter_account(fb, key, now_us, &a, NULL);
+  pf_acct a;
+  int rc = enter(fb, key, now_us, 1, &a);
   if (rc != 0)
-    return rc;
-  if (until_us > a->paused_until_us) {
-    a->paused_until_us = until_us;
-    if (file_rate(fb, a) > 0) {
+    return rc < 0 ? rc : POLITE_EBUDGET;
+  if (until_us > a.r.paused_until_us) {
+    a.r.paused_until_us = until_us;
+    a.l->pause_seen_us = until_us;
+    a.dirty = 1;
+    if (file_rate(fb, &a.r) > 0) {
       polite_gcra g = fb->proto;
-      g.tat_ns = a->tat_ns;
+      g.tat_ns = a.r.tat_ns;
       polite_gcra_pause_until(&g, until_us);
-      a->tat_ns = g.tat_ns;
+      a.r.tat_ns = g.tat_ns;
     }
   }
-  pf_unlock(fb);
-  return 0;
+  rc = write_back(fb, &a);
+  leave(fb);
+  return rc;
 }
 
 static int64_t file_paused_for(polite_budget *b, const char *key,
                                int64_t now_us) {
   file_budget *fb = (file_budget *)b;
-  int64_t left = 0;
-  if (pf_lock(fb) != 0)
+  pf_acct a;
+  if (enter(fb, key, now_us, 0, &a) != 0)
     return 0;
-  int err;
-  pf_account *a = find_account(fb, key, 0, &err);
-  if (a != NULL && a->paused_until_us > now_us)
-    left = a->paused_until_us - now_us;
-  pf_unlock(fb);
+  int64_t left =
+      a.r.paused_until_us > now_us ? a.r.paused_until_us - now_us : 0;
+  write_back(fb, &a);
+  leave(fb);
   return left;
 }
 
@@ -445,18 +563,25 @@ static int64_t file_paused_for(polite_budget *b, const char *key,
  * release them later. */
 static void file_close(polite_budget *b) {
   file_budget *fb = (file_budget *)b;
-  if (fb->f != NULL) {
-    if (pf_lock(fb) == 0) {
-      for (int i = 0; i < PF_ACCOUNTS; i++) {
-        pf_account *a = &fb->f->acc[i];
-        pf_owner *me = a->used ? my_owner(fb, a) : NULL;
-        if (me != NULL)
-          memset(me, 0, sizeof *me);
-      }
-      pf_unlock(fb);
+  for (unsigned i = 0; i < fb->nloc && fb->st.fd >= 0; i++) {
+    pf_acct a;
+    if (fb->loc[i].held == 0 && fb->inspect)
+      continue;
+    fb->loc[i].held = 0;
+    if (enter(fb, fb->loc[i].key, INT64_MIN, 0, &a) != 0)
+      continue;
+    a.me = polite__pf_owner_find(&a.r, fb->id);
+    if (a.me != NULL) {
+      memset(a.me, 0, sizeof *a.me);
+      a.dirty = 1;
     }
-    munmap(fb->f, sizeof(pf_file));
+    write_back(fb, &a);
+    leave(fb);
   }
+  for (unsigned i = 0; i < fb->nloc; i++)
+    free(fb->loc[i].key);
+  polite__pf_close(&fb->st);
+  pthread_mutex_destroy(&fb->mu);
   free(fb->uri);
   free(fb);
 }
@@ -464,62 +589,65 @@ static void file_close(polite_budget *b) {
 int polite__budget_file_hold_lock(polite_budget *b) {
   if (b == NULL || b->vt == NULL || strcmp(b->vt->scheme, "file") != 0)
     return POLITE_EINVAL;
-  return pf_lock((file_budget *)b);
+  file_budget *fb = (file_budget *)b;
+  char err[300];
+  return polite__pf_lock(&fb->st, err, sizeof err);
 }
 
 static int file_publish_rate(polite_budget *b, const char *key, int64_t now_us,
                              polite_shared_rate *r, int is_cut) {
   file_budget *fb = (file_budget *)b;
-  pf_account *a = NULL;
-  int rc = enter_account(fb, key, now_us, &a, NULL);
+  pf_acct a;
+  int rc = enter(fb, key, now_us, 1, &a);
   if (rc != 0)
-    return rc;
-  polite_shared_rate sr = {a->sr_rate, a->sr_limit, a->sr_gen};
-  rc = polite_shared_rate_merge(&sr, r, is_cut);
-  a->sr_rate = sr.rate_per_s;
-  a->sr_limit = sr.limit_per_s;
-  a->sr_gen = sr.generation;
+    return rc < 0 ? rc : POLITE_EBUDGET;
+  polite_shared_rate sr = {a.r.sr_rate, a.r.sr_limit, a.r.sr_gen};
+  int changed = polite_shared_rate_merge(&sr, r, is_cut);
+  a.r.sr_rate = sr.rate_per_s;
+  a.r.sr_limit = sr.limit_per_s;
+  a.r.sr_gen = sr.generation;
+  a.l->sr_seen = sr;
+  a.dirty |= changed != 0;
   *r = sr;
-  pf_unlock(fb);
-  return rc;
+  rc = write_back(fb, &a);
+  leave(fb);
+  return rc != 0 ? rc : changed;
 }
 
 /* Read from the file at once: as cheap as remembering it. */
 static int file_shared_rate(polite_budget *b, const char *key,
                             polite_shared_rate *out) {
   file_budget *fb = (file_budget *)b;
-  int rc = pf_lock(fb);
+  pf_acct a;
+  int rc = enter(fb, key, INT64_MIN, 0, &a);
   if (rc != 0)
-    return rc;
-  int err;
-  pf_account *a = find_account(fb, key, 0, &err);
-  if (a != NULL) {
-    out->rate_per_s = a->sr_rate;
-    out->limit_per_s = a->sr_limit;
-    out->generation = a->sr_gen;
-  }
-  pf_unlock(fb);
+    return rc < 0 ? rc : 0;
+  out->rate_per_s = a.r.sr_rate;
+  out->limit_per_s = a.r.sr_limit;
+  out->generation = a.r.sr_gen;
+  write_back(fb, &a);
+  leave(fb);
   return 0;
 }
 
 static int file_inspect(polite_budget *b, const char *key, int64_t now_us,
                         polite_budget_state *out) {
   file_budget *fb = (file_budget *)b;
-  pf_account *a = NULL;
-  int rc = enter_account(fb, key, now_us, &a, NULL);
-  if (rc != 0)
-    return rc;
+  pf_acct a;
+  int rc = enter(fb, key, now_us, 0, &a);
   out->config_stored = 1;
-  out->config.rate_per_s = fb->f->rate_per_s;
-  out->config.burst = fb->f->burst;
-  out->config.concurrency = fb->f->concurrency;
+  out->config.rate_per_s = fb->st.h.rate_per_s;
+  out->config.burst = fb->st.h.burst;
+  out->config.concurrency = fb->st.h.concurrency;
+  if (rc != 0)
+    return rc < 0 ? rc : 0; /* an account nobody used yet: all empty */
   out->pause_left_us =
-      a->paused_until_us > now_us ? a->paused_until_us - now_us : 0;
-  out->rate.rate_per_s = a->sr_rate;
-  out->rate.limit_per_s = a->sr_limit;
-  out->rate.generation = a->sr_gen;
-  for (uint32_t i = 0; i < a->hi && i < PF_OWNERS; i++) {
-    const pf_owner *o = &a->owners[i];
+      a.r.paused_until_us > now_us ? a.r.paused_until_us - now_us : 0;
+  out->rate.rate_per_s = a.r.sr_rate;
+  out->rate.limit_per_s = a.r.sr_limit;
+  out->rate.generation = a.r.sr_gen;
+  for (uint32_t i = 0; i < a.r.hi; i++) {
+    const pf_owner *o = &a.r.owners[i];
     if (o->id == 0 || o->slots == 0 || o->expiry_us <= now_us)
       continue;
     out->slots_in_use += o->slots;
@@ -530,24 +658,26 @@ static int file_inspect(polite_budget *b, const char *key, int64_t now_us,
       hd->lease_left_us = o->expiry_us - now_us;
     }
   }
-  pf_unlock(fb);
+  leave(fb);
   return 0;
 }
 
 /* The next start is allowed at once: a pause had pushed the TAT too. */
 static int file_clear(polite_budget *b, const char *key, int64_t now_us) {
   file_budget *fb = (file_budget *)b;
-  pf_account *a = NULL;
-  int rc = enter_account(fb, key, now_us, &a, NULL);
+  pf_acct a;
+  int rc = enter(fb, key, now_us, 0, &a);
   if (rc != 0)
-    return rc;
-  a->paused_until_us = 0;
-  if (a->tat_ns > now_us * 1000) /* the pause had pushed it too */
-    a->tat_ns = now_us * 1000;
-  a->sr_rate = a->sr_limit = 0;
-  a->sr_gen++; /* raises from before the clear are stale */
-  pf_unlock(fb);
-  return 0;
+    return rc < 0 ? rc : 0; /* nothing to clear */
+  a.r.paused_until_us = 0;
+  if (a.r.tat_ns > now_us * 1000) /* the pause had pushed it too */
+    a.r.tat_ns = now_us * 1000;
+  a.r.sr_rate = a.r.sr_limit = 0;
+  a.r.sr_gen++; /* raises from before the clear are stale */
+  a.dirty = 1;
+  rc = write_back(fb, &a);
+  leave(fb);
+  return rc;
 }
 
 static const polite_budget_vtable file_vt = {
@@ -568,184 +698,13 @@ static int parse_uri(const char *uri, char **path, int64_t *lease_ms,
                         "expected file:PATH (the path is empty)");
     return POLITE_EINVAL;
   }
-  while (q != NULL) {
-    const char *s = q + 1;
-    q = strchr(s, '&');
-    size_t n = q ? (size_t)(q - s) : strlen(s);
-    char param[128];
-    if (n >= sizeof param) {
-      polite__budget_errf(errbuf, errlen, uri, "URI parameter too long");
-      return POLITE_EINVAL;
-    }
-    memcpy(param, s, n);
-    param[n] = '\0';
-    if (strncmp(param, "lease=", 6) == 0) {
-      if (polite_duration_parse(param + 6, lease_ms) != 0 || *lease_ms < 1 ||
-          *lease_ms > PF_MAX_LEASE_US / 1000) {
-        polite__budget_errf(errbuf, errlen, uri,
-                            "lease: expected a duration like 30s or 500ms "
-                            "(at most 7 days), got '%.40s'",
-                            param + 6);
-        return POLITE_EINVAL;
-      }
-    } else {
-      /* The name only: an unknown parameter's value may be a secret. */
-      polite__budget_errf(errbuf, errlen, uri,
-                          "unknown parameter '%.*s' (expected lease=DURATION)",
-                          (int)strcspn(param, "="), param);
-      return POLITE_EINVAL;
-    }
-  }
+  const polite__budget_param params[] = {
+      {"lease", lease_ms, PF_MAX_LEASE_US / 1000, "at most 7 days"}};
+  int rc = polite__budget_uri_params(q, params, 1, uri, errbuf, errlen);
+  if (rc != 0)
+    return rc;
   *path = strndup(p, plen);
   return *path ? 0 : POLITE_ENOMEM;
-}
-
-/* Maps the file, creating and initialising it under flock when it is new
- * (or was left half-initialised by a creator that died: magic still 0).
- * flock is only held during this step and is dropped by the kernel if the
- * process dies, so a crash here blocks nobody. */
-static int map_file(file_budget *fb, const char *path, unsigned flags,
-                    char *errbuf, size_t errlen) {
-  const char *uri = fb->uri;
-  int inspect = (flags & POLITE__BUDGET_INSPECT) != 0;
-  int fd = open(path, O_RDWR | O_CLOEXEC | (inspect ? 0 : O_CREAT), 0666);
-  if (fd < 0) {
-    polite__budget_errf(errbuf, errlen, uri, "cannot open %s: %s", path,
-                        strerror(errno));
-    return POLITE_EBUDGET;
-  }
-  int rc = 0;
-  while (flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      polite__budget_errf(errbuf, errlen, uri, "cannot lock %s: %s", path,
-                          strerror(errno));
-      close(fd);
-      return POLITE_EBUDGET;
-    }
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    polite__budget_errf(errbuf, errlen, uri, "cannot stat %s: %s", path,
-                        strerror(errno));
-    rc = POLITE_EBUDGET;
-    goto done;
-  }
-  if (inspect && st.st_size == 0) {
-    polite__budget_errf(errbuf, errlen, uri,
-                        "%s is empty: no participant has used it yet", path);
-    rc = POLITE_EBUDGET;
-    goto done;
-  }
-  if (st.st_size != 0 && st.st_size != (off_t)sizeof(pf_file)) {
-    polite__budget_errf(
-        errbuf, errlen, uri,
-        "%s is not a polite budget file of this version (size %lld, "
-        "expected %zu); remove it when no process uses it",
-        path, (long long)st.st_size, sizeof(pf_file));
-    rc = POLITE_EBUDGET;
-    goto done;
-  }
-  if (st.st_size == 0 && ftruncate(fd, sizeof(pf_file)) != 0) {
-    polite__budget_errf(errbuf, errlen, uri, "cannot size %s: %s", path,
-                        strerror(errno));
-    rc = POLITE_EBUDGET;
-    goto done;
-  }
-  pf_file *f =
-      mmap(NULL, sizeof(pf_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (f == MAP_FAILED) {
-    polite__budget_errf(errbuf, errlen, uri, "cannot map %s: %s", path,
-                        strerror(errno));
-    rc = POLITE_EBUDGET;
-    goto done;
-  }
-  fb->f = f;
-  char boot[48];
-  read_boot_id(boot);
-  const polite_budget_config *c = &fb->base.cfg;
-  uint64_t magic = __atomic_load_n(&f->magic, __ATOMIC_ACQUIRE);
-  if (magic == 0) {
-    f->version = PF_VERSION;
-    f->size = sizeof(pf_file);
-    f->mutex_size = sizeof(pthread_mutex_t);
-    f->rate_per_s = c->rate_per_s > 0 ? c->rate_per_s : 0;
-    f->burst = c->burst;
-    f->concurrency = c->concurrency;
-    if (init_state(f, boot) != 0) {
-      polite__budget_errf(errbuf, errlen, uri,
-                          "cannot initialise the lock in %s", path);
-      rc = POLITE_EBUDGET;
-      goto done;
-    }
-    __atomic_store_n(&f->magic, PF_MAGIC, __ATOMIC_RELEASE);
-    goto done;
-  }
-  if (magic != PF_MAGIC || f->version != PF_VERSION ||
-      f->size != sizeof(pf_file) || f->mutex_size != sizeof(pthread_mutex_t)) {
-    polite__budget_errf(
-        errbuf, errlen, uri,
-        "%s is not a polite budget file of this version; remove it when "
-        "no process uses it",
-        path);
-    rc = POLITE_EBUDGET;
-    goto done;
-  }
-  if (inspect) { /* a tool looking at the file takes its settings */
-    fb->base.cfg.rate_per_s = f->rate_per_s;
-    fb->base.cfg.burst = f->burst;
-    fb->base.cfg.concurrency = f->concurrency;
-    fb->proto_rate = 0;
-  }
-  double want = c->rate_per_s > 0 ? c->rate_per_s : 0;
-  if (!(f->rate_per_s >= 0 && f->rate_per_s <= PF_MAX_RATE) || f->burst == 0) {
-    polite__budget_errf(errbuf, errlen, uri,
-                        "%s is corrupted: rate %g/s, burst %u; remove it "
-                        "when no process uses it",
-                        path, f->rate_per_s, f->burst);
-    rc = POLITE_EBUDGET;
-    goto done;
-  }
-  if (fabs(f->rate_per_s - want) > 1e-9 * fmax(1.0, want) ||
-      f->burst != c->burst || f->concurrency != c->concurrency) {
-    polite__budget_errf(
-        errbuf, errlen, uri,
-        "%s was created with rate %g/s, burst %u, concurrency %u; this "
-        "process asks for rate %g/s, burst %u, concurrency %u (use the "
-        "same settings, or another file)",
-        path, f->rate_per_s, f->burst, f->concurrency, want, c->burst,
-        c->concurrency);
-    rc = POLITE_EINVAL;
-    goto done;
-  }
-  if (strncmp(f->boot_id, boot, sizeof boot) != 0) {
-    /* Written before this boot: its monotonic times (TAT, pauses, lease
-     * expiries) and its lock word are meaningless now, and no process of
-     * that boot can still be using it. Start fresh. */
-    if (init_state(f, boot) != 0) {
-      polite__budget_errf(errbuf, errlen, uri,
-                          "cannot initialise the lock in %s", path);
-      rc = POLITE_EBUDGET;
-    }
-    goto done;
-  }
-  /* Every account is checked once at open (and the one in use at each
-   * call), so a corrupted file is refused before the run starts. Read
-   * without the lock: a racing writer can only write valid values. */
-  int64_t now = polite_mono_us();
-  char why[200];
-  for (int i = 0; i < PF_ACCOUNTS; i++)
-    if (pf_check_account(f, &f->acc[i], now, why, sizeof why)) {
-      polite__budget_errf(errbuf, errlen, uri,
-                          "%s is corrupted: %s; remove it when no process "
-                          "uses it",
-                          path, why);
-      rc = POLITE_EBUDGET;
-      break;
-    }
-done:
-  flock(fd, LOCK_UN);
-  close(fd);
-  return rc;
 }
 
 int polite__budget_file_new(const char *uri, const polite_budget_config *cfg,
@@ -767,31 +726,40 @@ int polite__budget_file_open(const char *uri, const polite_budget_config *cfg,
   file_budget *fb = polite__budget_alloc(sizeof *fb, &file_vt, cfg);
   if (fb == NULL)
     return POLITE_ENOMEM;
+  fb->st.fd = -1;
+  fb->inspect = (flags & POLITE__BUDGET_INSPECT) != 0;
+  fb->pid = (int32_t)getpid();
+  pthread_mutex_init(&fb->mu, NULL);
   fb->uri = strdup(uri);
   char *path = NULL;
   int64_t lease_ms = 0;
   int rc = fb->uri ? parse_uri(uri, &path, &lease_ms, errbuf, errlen)
                    : POLITE_ENOMEM;
-  if (rc == 0 && cfg->rate_per_s > 0) {
-    if (polite_gcra_init(&fb->proto, cfg->rate_per_s, fb->base.cfg.burst) !=
-        0) {
-      polite__budget_errf(errbuf, errlen, uri, "rate %g/s is out of range",
-                          cfg->rate_per_s);
-      rc = POLITE_EINVAL;
-    }
-    fb->proto_rate = cfg->rate_per_s;
+  if (rc == 0 && cfg->rate_per_s > 0 &&
+      polite_gcra_init(&fb->proto, cfg->rate_per_s, fb->base.cfg.burst) != 0) {
+    polite__budget_errf(errbuf, errlen, uri, "rate %g/s is out of range",
+                        cfg->rate_per_s);
+    rc = POLITE_EINVAL;
   }
+  fb->proto_rate = rc == 0 && cfg->rate_per_s > 0 ? cfg->rate_per_s : 0;
   fb->lease_us = lease_ms * 1000;
   if (rc == 0 && polite_random_bytes(&fb->id, sizeof fb->id) != 0)
     fb->id = ((uint64_t)getpid() << 32) ^ (uint64_t)polite_mono_us();
   if (fb->id == 0)
     fb->id = 1;
-  if (rc == 0)
-    rc = map_file(fb, path, flags, errbuf, errlen);
+  if (rc == 0) {
+    char err[400];
+    rc = polite__pf_open(&fb->st, path, !fb->inspect, fb->inspect,
+                         &fb->base.cfg, err, sizeof err);
+    if (rc != 0)
+      polite__budget_errf(errbuf, errlen, uri, "%s", err);
+    else if (fb->inspect)
+      fb->proto_rate = 0; /* the file's settings are taken */
+  }
   free(path);
   if (rc != 0) {
-    if (fb->f != NULL)
-      munmap(fb->f, sizeof(pf_file));
+    polite__pf_close(&fb->st);
+    pthread_mutex_destroy(&fb->mu);
     free(fb->uri);
     free(fb);
     return rc;

@@ -29,6 +29,9 @@ typedef struct pause_memo {
   char *key;
   int64_t until_us;
   polite_shared_rate sr; /* as the last admission returned it */
+  unsigned owed; /* slots released while the server could not be reached:
+                    given back at the next call that reaches it, so that
+                    a lease renewed by the heartbeat does not keep them */
 } pause_memo;
 
 typedef struct {
@@ -45,7 +48,8 @@ typedef struct {
   char sha[41];
   double interval_us, tau_us;
   int64_t next_connect_us, backoff_us;
-  char last_cause[80]; /* why the last connection failed or broke */
+  int64_t failed_at_us; /* when the connection last failed or broke */
+  char last_cause[120]; /* why */
   uint64_t round_trips;
   pause_memo *memos;
 } redis_budget;
@@ -69,6 +73,20 @@ static redisReply *command(redis_budget *rb, int argc, const char **argv,
   return redisCommandArgv(rb->c, argc, argv, lens);
 }
 
+/* What a broken context's error means: hiredis reports a timeout as
+ * EAGAIN's text ("Resource temporarily unavailable"), which says nothing
+ * to someone reading it; into buf. */
+static const char *io_cause(const redis_budget *rb, const redisContext *c,
+                            char *buf, size_t len) {
+  const char *e = c && c->errstr[0] ? c->errstr : "no reply";
+  if (strcmp(e, "Resource temporarily unavailable") == 0) {
+    snprintf(buf, len, "no answer within the timeout of %lld ms",
+             (long long)rb->timeout_ms);
+    return buf;
+  }
+  return e;
+}
+
 /* Connects, authenticates and loads the script. Called with the mutex held
  * and only when rb->c is NULL. Returns 0, or POLITE_EBUDGET with errbuf
  * set (the caller schedules the next attempt). */
@@ -77,8 +95,9 @@ static int connect_now(redis_budget *rb, char *errbuf, size_t errlen) {
   redisContext *c =
       redisConnectWithTimeout(rb->host, rb->port, tv_ms(rb->timeout_ms));
   if (c == NULL || c->err) {
+    char t[80];
     polite__budget_errf(errbuf, errlen, rb->safe_uri, "cannot connect: %s",
-                        c ? c->errstr : "out of memory");
+                        c ? io_cause(rb, c, t, sizeof t) : "out of memory");
     if (c)
       redisFree(c);
     return POLITE_EBUDGET;
@@ -91,8 +110,10 @@ static int connect_now(redis_budget *rb, char *errbuf, size_t errlen) {
     redisReply *r = command(rb, argc, argv, NULL);
     if (r == NULL || r->type == REDIS_REPLY_ERROR) {
       /* The server's message never contains the password. */
+      char t[80];
       polite__budget_errf(errbuf, errlen, rb->safe_uri,
-                          "authentication failed: %s", r ? r->str : c->errstr);
+                          "authentication failed: %s",
+                          r ? r->str : io_cause(rb, c, t, sizeof t));
       freeReplyObject(r);
       drop_conn(rb);
       return POLITE_EBUDGET;
@@ -102,9 +123,10 @@ static int connect_now(redis_budget *rb, char *errbuf, size_t errlen) {
   const char *argv[3] = {"SCRIPT", "LOAD", SCRIPT};
   redisReply *r = command(rb, 3, argv, NULL);
   if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40) {
+    char t[80];
     polite__budget_errf(errbuf, errlen, rb->safe_uri,
                         "cannot load the script: %s",
-                        r == NULL                      ? c->errstr
+                        r == NULL ? io_cause(rb, c, t, sizeof t)
                         : r->type == REDIS_REPLY_ERROR ? r->str
                                                        : "unexpected reply");
     freeReplyObject(r);
@@ -121,7 +143,7 @@ static int connect_now(redis_budget *rb, char *errbuf, size_t errlen) {
  * messages given while waiting for the next connection attempt. */
 static void remember_cause(redis_budget *rb) {
   const char *p = strstr(rb->base.errstr, "': ");
-  snprintf(rb->last_cause, sizeof rb->last_cause, "%.79s",
+  snprintf(rb->last_cause, sizeof rb->last_cause, "%.119s",
            p ? p + 3 : rb->base.errstr);
 }
 
@@ -132,10 +154,10 @@ static int ensure_conn(redis_budget *rb, int64_t now_us) {
   if (rb->c != NULL)
     return 0;
   if (now_us < rb->next_connect_us) {
-    polite__budget_errf(
-        rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
-        "%s; next try in %lld ms", rb->last_cause,
-        (long long)((rb->next_connect_us - now_us + 999) / 1000));
+    polite__budget_errf(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
+                        "%s (%lld ms ago; reconnecting with a backoff)",
+                        rb->last_cause,
+                        (long long)((now_us - rb->failed_at_us + 999) / 1000));
     return POLITE_EBUDGET;
   }
   if (connect_now(rb, rb->base.errstr, sizeof rb->base.errstr) != 0) {
@@ -152,6 +174,7 @@ static int ensure_conn(redis_budget *rb, int64_t now_us) {
     if (rb->backoff_us > BACKOFF_MAX_US)
       rb->backoff_us = BACKOFF_MAX_US;
     rb->next_connect_us = now_us + rb->backoff_us;
+    rb->failed_at_us = now_us;
     return POLITE_EBUDGET;
   }
   rb->backoff_us = 0;
@@ -283,6 +306,7 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
         drop_conn(rb);
         rb->backoff_us = BACKOFF_MIN_US;
         rb->next_connect_us = now_us + rb->backoff_us;
+        rb->failed_at_us = now_us;
         return POLITE_EBUDGET;
       }
       argv[1] = rb->sha;
@@ -305,9 +329,10 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   }
   free(kbuf);
   if (r == NULL) {
+    char t[80];
     polite__budget_errf(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
                         "lost the connection: %s",
-                        rb->c->errstr[0] ? rb->c->errstr : "no reply");
+                        io_cause(rb, rb->c, t, sizeof t));
     rc = POLITE_EBUDGET;
   } else if (r->type == REDIS_REPLY_ERROR) {
     polite__budget_errf(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
@@ -340,6 +365,7 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   drop_conn(rb);
   rb->backoff_us = BACKOFF_MIN_US;
   rb->next_connect_us = now_us + rb->backoff_us;
+  rb->failed_at_us = now_us;
   return rc;
 }
 
@@ -378,6 +404,22 @@ static void memo_pause(redis_budget *rb, const char *key, int64_t until_us,
     m->sr = sc->sr;
 }
 
+/* Gives back the slots key's account is owed (see redis_release) when the
+ * server can be reached at now_us; one round trip, only after an outage.
+ * Called with the mutex held. */
+static void pay_owed(redis_budget *rb, const char *key, int64_t now_us) {
+  if (key == NULL)
+    key = "";
+  pause_memo *m = rb->memos;
+  while (m && strcmp(m->key, key) != 0)
+    m = m->next;
+  if (m == NULL || m->owed == 0)
+    return;
+  script_call sc = {.op = "rel", .slots = m->owed};
+  if (run_script(rb, key, now_us, &sc) == 0)
+    m->owed = 0;
+}
+
 /* Order inside the script is the local backend's: pause, slots, rate; one
  * EVALSHA whatever units and slots are. */
 static int redis_acquire(polite_budget *b, const char *key, int64_t now_us,
@@ -385,6 +427,7 @@ static int redis_acquire(polite_budget *b, const char *key, int64_t now_us,
   redis_budget *rb = (redis_budget *)b;
   script_call sc = {.op = "acq", .units = units, .slots = slots};
   pthread_mutex_lock(&rb->mu);
+  pay_owed(rb, key, now_us);
   int rc = run_script(rb, key, now_us, &sc);
   long long st = sc.st, val = sc.val;
   if (rc == 0) {
@@ -399,16 +442,20 @@ static int redis_acquire(polite_budget *b, const char *key, int64_t now_us,
   return rc;
 }
 
-/* When the server cannot be reached the slots stay taken until the lease
- * expires there (or the server lost them anyway). */
+/* When the server cannot be reached the slots are owed: given back by the
+ * next call that reaches it (were they left, the heartbeat's renewals of
+ * this participant's lease would keep them taken for good). */
 static void redis_release(polite_budget *b, const char *key, unsigned slots) {
   redis_budget *rb = (redis_budget *)b;
   script_call sc = {.op = "rel", .slots = slots};
   if (b->cfg.concurrency == 0 || slots == 0)
     return;
   pthread_mutex_lock(&rb->mu);
-  if (rb->c != NULL)
-    run_script(rb, key, polite_mono_us(), &sc);
+  if (rb->c == NULL || run_script(rb, key, polite_mono_us(), &sc) != 0) {
+    pause_memo *m = memo_of(rb, key);
+    if (m != NULL)
+      m->owed += slots;
+  }
   pthread_mutex_unlock(&rb->mu);
 }
 
@@ -632,37 +679,11 @@ static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
   if (rb->host == NULL || rb->seed_host == NULL || rb->name == NULL)
     return POLITE_ENOMEM;
   int64_t lease_ms = POLITE__BUDGET_LEASE_DEFAULT_MS, timeout_ms = 1000;
-  while (q != NULL) {
-    const char *s = q + 1;
-    q = strchr(s, '&');
-    size_t n = q ? (size_t)(q - s) : strlen(s);
-    char param[128];
-    if (n >= sizeof param) {
-      polite__budget_errf(errbuf, errlen, u, "URI parameter too long");
-      return POLITE_EINVAL;
-    }
-    memcpy(param, s, n);
-    param[n] = '\0';
-    int64_t *dst = strncmp(param, "lease=", 6) == 0     ? &lease_ms
-                   : strncmp(param, "timeout=", 8) == 0 ? &timeout_ms
-                                                        : NULL;
-    if (dst == NULL) {
-      /* The name only: an unknown parameter's value may be a secret. */
-      polite__budget_errf(
-          errbuf, errlen, u,
-          "unknown parameter '%.*s' (expected lease= or timeout=)",
-          (int)strcspn(param, "="), param);
-      return POLITE_EINVAL;
-    }
-    const char *v = strchr(param, '=') + 1;
-    if (polite_duration_parse(v, dst) != 0 || *dst < 1) {
-      polite__budget_errf(
-          errbuf, errlen, u,
-          "%.*s: expected a duration like 30s or 500ms, got '%.40s'",
-          (int)(v - param - 1), param, v);
-      return POLITE_EINVAL;
-    }
-  }
+  const polite__budget_param params[] = {{"lease", &lease_ms, 0, NULL},
+                                         {"timeout", &timeout_ms, 0, NULL}};
+  int rc = polite__budget_uri_params(q, params, 2, u, errbuf, errlen);
+  if (rc != 0)
+    return rc;
   rb->lease_us = lease_ms * 1000;
   rb->timeout_ms = timeout_ms;
   return 0;

@@ -34,6 +34,7 @@ void polite_client_options_init(polite_client_options *o) {
   o->connect_timeout_ms = 10000;
   o->timeout_ms = 30000;
   o->rate_mode = POLITE_RATE_AUTO;
+  o->budget_outage_ms = 60000;
 }
 
 /* The rate mode the client runs its calls with (client.h's rules), or -1
@@ -190,6 +191,7 @@ int polite_client_request(polite_client *c, const polite_request *req,
   bo.max_pending = 1;
   bo.rate_mode = c->mode;
   bo.max_rate_per_s = c->o.max_rate_per_s;
+  bo.budget_outage_ms = c->o.budget_outage_ms;
   bo.next = one_next;
   bo.on_result = one_result;
   bo.ud = &oc;
@@ -211,9 +213,14 @@ int polite_client_request(polite_client *c, const polite_request *req,
   int rc = polite_batch_run(b);
   if (bo.ratectl != NULL && rc == 0)
     rc_take_back(c, &mine);
-  if (rc != 0 && !oc.got)
+  if (rc != 0 && (!oc.got || resp->outcome != POLITE_OUT_OK)) {
+    /* The engine's reason (the budget's outage, say) is the one to give. */
+    free(resp->error);
     resp->error = strdup(polite_batch_errstr(b));
+  }
   polite_batch_free(b);
   polite_request_free(oc.req); /* NULL unless the engine never took it */
-  return oc.got ? 0 : (rc ? rc : POLITE_ECANCELED);
+  if (rc != 0 && oc.got && resp->outcome == POLITE_OUT_OK)
+    return 0; /* the answer came before the budget failed */
+  return rc ? rc : (oc.got ? 0 : POLITE_ECANCELED);
 }

@@ -40,6 +40,7 @@ const char *polite_reason_outcome(polite_reason r) {
   case POLITE_R_NETWORK_ERROR: return "network_error";
   case POLITE_R_WAIT_TOO_LONG: return "wait_too_long";
   case POLITE_R_TLS_ERROR: return "tls_error";
+  case POLITE_R_CANCELLED: return "cancelled";
   case POLITE_R_RETRY_SERVER:
   case POLITE_R_RETRY_PROMPT:
   case POLITE_R_RETRY_BACKOFF: return NULL;

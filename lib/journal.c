@@ -5,13 +5,17 @@
 #include <polite/clock.h>
 #include <polite/journal.h>
 
+#include "http_syntax.h"
+
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libgen.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct polite_journal {
   sqlite3 *db;
@@ -114,6 +118,48 @@ static int prepare(polite_journal *j, const char *sql, sqlite3_stmt **st) {
   return rc == SQLITE_OK ? 0 : fail(j, rc, "prepare a statement");
 }
 
+/* A journal's path must name the file itself: a symbolic link is refused,
+ * dangling or not (SQLite would make the -wal file next to the link, not
+ * next to its target, and a link planted at the path would put the journal
+ * elsewhere; the same rule as for every file polite writes, see
+ * docs/journal.md). The directory must let the journal and its -wal file
+ * be created: when it does not, the error names it and the system's reason
+ * (a read-only file system, no permission, no such directory) instead of
+ * whatever SQLite's probing saw last. Returns 0 or a negative errno with
+ * err set. */
+static int check_path(const char *path, char *err, size_t errlen) {
+  struct stat st;
+  char target[256];
+  if (polite__symlink_at(path, target, sizeof target)) {
+    snprintf(err, errlen,
+             "journal '%s' is a symbolic link (to '%s'): a journal is never "
+             "opened through one (its -wal file would be made next to the "
+             "link); give the target's path",
+             path, target);
+    return POLITE_EINVAL;
+  }
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "journal '%s' is not a regular file", path);
+    return POLITE_EINVAL;
+  }
+  char *copy = strdup(path);
+  if (copy == NULL) {
+    snprintf(err, errlen, "journal '%s': out of memory", path);
+    return POLITE_ENOMEM;
+  }
+  const char *dir = dirname(copy);
+  int rc = 0;
+  if (access(dir, W_OK | X_OK) != 0) {
+    snprintf(err, errlen,
+             "journal '%s': cannot create files in its directory '%s': %s "
+             "(the journal and its -wal file live there)",
+             path, dir, strerror(errno));
+    rc = errno == ENOENT ? POLITE_EINVAL : POLITE_EIO;
+  }
+  free(copy);
+  return rc;
+}
+
 /* 1 when the file at path exists and is not empty. */
 static int exists_nonempty(const char *path) {
   struct stat st;
@@ -128,6 +174,9 @@ int polite_journal_open(const char *path, int mode, polite_journal **out,
     snprintf(err, errlen, "journal: invalid arguments");
     return POLITE_EINVAL;
   }
+  int prc = check_path(path, err, errlen);
+  if (prc != 0)
+    return prc;
   if (mode == POLITE_JOURNAL_CREATE && exists_nonempty(path)) {
     snprintf(err, errlen,
              "journal '%s' already exists (use --resume to continue its "
@@ -148,7 +197,9 @@ int polite_journal_open(const char *path, int mode, polite_journal **out,
     snprintf(err, errlen, "journal '%s': out of memory", path);
     return POLITE_ENOMEM;
   }
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+  /* NOFOLLOW: check_path refused a link; this closes the window after. */
+  int flags =
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW;
   if (mode == POLITE_JOURNAL_CREATE)
     flags |= SQLITE_OPEN_CREATE;
   int rc = sqlite3_open_v2(path, &j->db, flags, NULL);

@@ -47,40 +47,6 @@ static int checked(polite_journal_run *r) {
   return 0;
 }
 
-/* "line-N" becomes "line-N-XXXXXXXX", the first 8 hex digits of the
- * SHA-256 of the request's method, URL, body and error (NUL-separated), so
- * a resume after an edit of the input never matches a different request to
- * an old result. An id the input gave that equals "line-N" for its own line
- * N is treated the same way. Returns 0 or -1 (memory). */
-static int stable_id(polite_request *q) {
-  char want[32];
-  snprintf(want, sizeof want, "line-%ld", q->line);
-  if (q->line <= 0 || strcmp(q->id, want) != 0)
-    return 0;
-  const char *parts[4] = {polite_request_method(q), q->url ? q->url : "",
-                          q->body ? q->body : "", q->error ? q->error : ""};
-  size_t lens[4] = {strlen(parts[0]), strlen(parts[1]),
-                    q->body ? q->body_len : 0, strlen(parts[3])};
-  size_t len = lens[0] + lens[1] + lens[2] + lens[3] + 3, o = 0;
-  char *buf = malloc(len), hex[65];
-  if (buf == NULL)
-    return -1;
-  for (int i = 0; i < 4; i++) {
-    memcpy(buf + o, parts[i], lens[i]);
-    o += lens[i];
-    if (i < 3)
-      buf[o++] = '\0';
-  }
-  polite_sha256_hex(buf, o, hex);
-  free(buf);
-  char *id = NULL;
-  if (asprintf(&id, "line-%ld-%.8s", q->line, hex) < 0)
-    return -1;
-  free(q->id);
-  q->id = id;
-  return 0;
-}
-
 /* The value of an Idempotency-Key header the request carries, or NULL. */
 static const char *header_key(const polite_request *q) {
   static const char name[] = "Idempotency-Key";
@@ -157,7 +123,7 @@ static int jn_next(void *ud, polite_request **out) {
     long prev = 0;
     int fin = 0, handed = 0;
     char *key = NULL;
-    if (stable_id(q) != 0) {
+    if (polite_request_stable_id(q) != 0) {
       polite_journal_run_stop(r, "out of memory");
     } else if ((fin = finished(r, q)) < 0) {
       stop_journal(r);

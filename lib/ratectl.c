@@ -2,9 +2,11 @@
  * (pure: no clock, no I/O). The rules are in docs/decisions.md. */
 #include <polite/ratectl.h>
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
+#include "ratectl_measure.h"
 #include "rateplan.h"
 
 #define SS_DOUBLE_US 250000.0 /* slow start doubles every 250 ms */
@@ -27,23 +29,29 @@
  * step: 40 -> 20/s cost two processes five cuts and 6.8 s. */
 #define BETA_FAST 0.75
 #define PLATEAU 0.95 /* hold 5% below what got through */
+/* ... 3% below it when it was measured over a clean window (steady
+ * sending, no pause, no ramp): an exact estimate needs less margin, and a
+ * fixed window of 20/s held at 0.95 x cost the whole run 5% */
+#define PLATEAU_CLEAN 0.97
 /* ... 10% below when the limit was met in slow start: measured over a
  * short window that a limiter's burst inflates (burst 1 at 40/s: +7%) */
 #define PLATEAU_SS 0.9
 #define PROBE_LINEAR 0.02 /* probing: +2% of the plateau per second */
 #define PROBE_CUBIC                                                            \
-  0.0002                       /* ... plus 0.02% x s^3 (a raised limit is      \
-                                  found again in seconds, not minutes) */
-#define BAND 0.15              /* "the same limit" within 15% */
-#define HOLD_FIRST_US 12000000 /* plateau before probing, limit unsure */
-#define HOLD_MAX_US 30000000   /* ... up to 30 s */
+  0.0002                          /* ... plus 0.02% x s^3 (a raised limit is   \
+                                     found again in seconds, not minutes) */
+#define BAND 0.15                 /* "the same limit" within 15% */
+#define HOLD_FIRST_US 12000000    /* plateau before probing, limit unsure */
+#define HOLD_MAX_US 30000000      /* ... up to 30 s, or HOLD_PAUSES pauses */
+#define HOLD_LONGEST_US 600000000 /* ... and never above 10 minutes */
 /* ... and at least this many times the server's pause: a probe that finds
  * the limit costs one pause, so probing stays under 1/20 = 5% of the time
  * (at Retry-After: 1, 12 s made it 7%: in a 15 s run against nginx the
  * probe's 429 came at 16 s and cost a second of 18) */
 #define HOLD_PAUSES 20
-#define WINDOW_US 1000000   /* the measured rate's window */
-#define WINDOW_SS_US 350000 /* ... in slow start (the rate doubled) */
+#define WINDOW_US 1000000 /* the measured rate's shortest window */
+/* ... and the upper estimate's in slow start (the rate doubled) */
+#define WINDOW_SS_US 350000
 /* After a cut, answers of requests already in flight refine the estimate
  * of what got through while the server's pause lasts (a limiter answers a
  * 429 at once, its 200s a handler's time later). */
@@ -55,6 +63,20 @@
  * 14/s for 25 s (0.7 x the limit; 1.44 x the floor on the fake clock). */
 #define MIN_SAMPLES 3
 #define HEADER_FRESH_US 5000000 /* a plan rules this long after its answer */
+/* The concurrency signature is read over this window of starts; the cap is
+ * held this long before one more in flight is tried; and under a cap the
+ * rate is at least this many times cap / latency. */
+/* A cut this soon after the curve reached the last plateau is a relapse
+ * (ratectl.c, estimates). */
+#define RELAPSE_US 3000000
+#define LO_FLOOR 0.5    /* the lower estimate is at least this x the upper */
+#define RELAPSE_AT 0.95 /* see estimates */
+#define OWN_CAP_MIN 0.9 /* see estimates */
+#define STREAK_HOLD_US 500000 /* see hold_streak */
+#define STREAK_MAX_US 8000000
+#define CAP_WINDOW_US 2000000
+#define CAP_HOLD_US 20000000
+#define CAP_HEADROOM 1.25
 #define LATENCY_ALPHA 0.2
 #define PUBLISH_STEP 1.02
 #define PUBLISH_MIN_US 100000
@@ -67,6 +89,9 @@ static double dmax(double a, double b) {
 }
 static int64_t imax(int64_t a, int64_t b) {
   return a > b ? a : b;
+}
+static int64_t imin(int64_t a, int64_t b) {
+  return a < b ? a : b;
 }
 
 void polite_ratectl_init(polite_ratectl *c, const polite_ratectl_config *cfg,
@@ -136,6 +161,10 @@ double polite_ratectl_rate(const polite_ratectl *c, int64_t now_us) {
   if (c == NULL)
     return 0;
   double r = dmax(raw_rate(c, now_us), c->cfg.min_per_s);
+  /* Under a learned cap the cap paces: the rate stays above what the cap
+   * lets through, so that it never binds first. */
+  if (c->cap > 0 && c->latency_us > 0)
+    r = dmax(r, CAP_HEADROOM * (double)c->cap * 1e6 / c->latency_us);
   if (c->cfg.concurrency > 0 && c->latency_us > 0)
     r = dmin(r, (double)c->cfg.concurrency * 1e6 / c->latency_us);
   if (c->cfg.max_per_s > 0)
@@ -157,6 +186,9 @@ void polite_ratectl_on_start(polite_ratectl *c, int64_t now_us) {
   /* With a shared budget the account is paced at the shared rate, which
    * another participant may have raised above this one's. */
   c->st_rate[c->st_head] = dmax(r, c->shared_seen);
+  c->st_busy[c->st_head] =
+      (unsigned short)(c->inflight < 65535 ? c->inflight : 65535);
+  c->inflight++;
   c->st_head = (c->st_head + 1) % POLITE__RATECTL_RING;
   if (c->st_n < POLITE__RATECTL_RING)
     c->st_n++;
@@ -174,40 +206,6 @@ unsigned polite_ratectl_started_after(const polite_ratectl *c, int64_t at_us) {
     n++;
   }
   return n;
-}
-
-/* The rate a request started at `at` was started at: the latest start
- * at or before it (the engine passes the same instant to both calls);
- * the current rate when it is older than the ring. */
-static double rate_at_start(const polite_ratectl *c, int64_t at) {
-  for (unsigned i = 0; i < c->st_n; i++) {
-    unsigned k =
-        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
-    if (c->st_us[k] <= at)
-      return c->st_rate[k];
-  }
-  return polite_ratectl_rate(c, at);
-}
-
-/* What got through of the requests started in [from, to]: the share the
- * server let through times the mean rate they were started at. A share
- * and a paced rate, not a count, so it is the same for every participant
- * of a shared budget, each of which sees only its own answers. -1 when
- * fewer than 2 answers tell. */
-static double admitted(const polite_ratectl *c, int64_t from, int64_t to,
-                       unsigned need) {
-  unsigned n = 0, ok = 0;
-  double sum = 0;
-  for (unsigned i = 0; i < c->ok_n; i++) {
-    unsigned k =
-        (c->ok_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
-    if (c->ok_us[k] < from || c->ok_us[k] > to)
-      continue; /* answers arrive out of start order */
-    n++;
-    ok += c->ok_flag[k];
-    sum += c->ok_rate[k];
-  }
-  return n >= need ? (double)ok / n * (sum / n) : -1;
 }
 
 /* Starts probing from cut_to towards the plateau once `resume_us` is
@@ -231,39 +229,119 @@ static void count_cut(polite_ratectl *c, polite_ratectl_cause why,
   c->lowest = dmin(c->lowest, polite_ratectl_rate(c, now_us));
 }
 
+/* The two estimates of a cut (see aim_measured): *lo, what got through
+ * over at least the limiter's own window, pauses included (a lower bound
+ * once the limiter was saturated); *hi, over the last second since the
+ * previous pause ended (an upper bound: a limiter's burst or a banked
+ * pause inflates it). Returns 1 when the long window was clean: no pause
+ * in it and not slow start's ramp, so that *lo is the limit itself. */
+static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
+                     double *hi) {
+  /* At least a second, or the server's pause when it is longer (a
+   * limiter's Retry-After is about its window). */
+  int64_t w = imax(WINDOW_US, c->pause_end_us - c->last_cut_us);
+  int64_t from = c->cut_from_us - w;
+  double own = polite__rc_admitted(c, from, now_us, MIN_SAMPLES);
+  *lo = own;
+  if (c->relapse && c->chain_from_us > 0) {
+    /* The previous cut landed above the limit: all the time since the
+     * first cut of the series, its pauses included, as well. A token
+     * bucket refills in a pause, so over its own window it seems to admit
+     * more than it does (32 of 20/s a second after a 1 s pause); a
+     * sliding window forgets in a pause, so over the whole series it
+     * seems to admit less (28 of 40/s): the lower of the two lands below
+     * the limit, and the window's own is the most the climb aims at. */
+    int64_t chain = c->chain_from_us - WINDOW_US;
+    double all = polite__rc_admitted(c, imin(chain, from), now_us, MIN_SAMPLES);
+    if (all > 0 && (own <= 0 || all < own))
+      *lo = all;
+    /* The rate that tripped overshoots the limit by what the limiter's
+     * burst let through on the way up: 10% below it. */
+    double at = RELAPSE_AT * polite__rc_rate_at_start(c, c->cut_from_us);
+    *hi = c->upper > 0 ? dmin(at, c->upper) : at;
+    /* Over a window with a pause in it, a sliding window admits its quota
+     * and no more: what got through over it bounds the limit (a window
+     * mostly paused says little). Without a pause it is a lower bound, and
+     * on a leaky bucket, which banks nothing, it is one with a pause too:
+     * it lowers the upper estimate by 10% at most (unbounded, a relapse
+     * on a limit shared with another caller held 0.85 x it for 37 s). */
+    if (own > LO_FLOOR * *hi &&
+        polite__rc_paused_within(c, from, c->cut_from_us) > 0)
+      *hi = dmax(dmin(*hi, own), OWN_CAP_MIN * *hi);
+  } else {
+    int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
+    *hi = polite__rc_admitted_sending(
+        c, imax(c->cut_from_us - short_w, c->pause_start_us), now_us,
+        MIN_SAMPLES);
+  }
+  /* A relapse's window reaches back over the previous cut's landing, a
+   * lower rate than the one that tripped: a lower bound, not the limit. */
+  return !c->cut_in_ss && !c->relapse &&
+         polite__rc_paused_within(c, from, c->cut_from_us) == 0;
+}
+
 /* Aims below what got through of the requests started around the last
- * cut's throttled one (from the previous pause's end, at most WINDOW_US
- * before it, up to now). Two cuts in a row that find about the same limit
- * make the controller steady: a shallower cut and a longer plateau. */
-static void aim_measured(polite_ratectl *c, int64_t now_us) {
-  int64_t w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
-  int64_t from = imax(c->cut_from_us - w, c->pause_start_us);
-  double got = admitted(c, from, now_us, MIN_SAMPLES);
+ * cut's throttled one. A clean estimate (steady sending over the whole
+ * window) is the limit: resume 10% below it and hold 5% below. Otherwise
+ * the limit lies between the two estimates: resume just below the lower
+ * one and climb (CUBIC's concave curve) to 10% below the upper one, so
+ * that the cut lands below the limit at once and a relapse on the way up
+ * happens at a rate near the limit, where the next estimate is sharp. Two
+ * cuts in a row that find about the same limit make the controller
+ * steady: a shallower cut and a longer plateau. */
+static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
+  double lo, hi;
+  int clean = estimates(c, now_us, &lo, &hi);
   int fast = 0;
+  if (refine && lo <= 0 && !c->cut_in_headers)
+    return;                /* no better estimate yet: the cut's own stands */
   if (c->cut_in_headers) { /* the server's own statement of its limit */
-    got = c->header_rate;
-  } else if (got <= 0) {
+    lo = hi = c->header_rate;
+    clean = 1;
+  } else if (lo <= 0) {
     /* Too few answers since the pause tell: the rate just set tripped the
      * limit at once, so the last estimate was well above it. */
-    fast = 1;
-    got = BETA_FAST * rate_at_start(c, c->cut_from_us);
+    fast = clean = 1;
+    lo = hi = BETA_FAST * polite__rc_rate_at_start(c, c->cut_from_us);
   }
-  got = dmax(got, c->cfg.min_per_s);
-  unsigned steady = !fast && c->prev_limit > 0 &&
-                            fabs(got - c->prev_limit) <= BAND * c->prev_limit
+
+  /* A window that is mostly pause says little (3/s after a halving to
+   * 20/s): never land below half the upper estimate, a halving at most, as
+   * TCP's multiplicative decrease. */
+  if (!clean && hi > 0)
+    lo = dmax(lo, LO_FLOOR * hi);
+  lo = dmax(lo, c->cfg.min_per_s);
+  if (clean || !(hi > lo))
+    hi = lo;
+  /* A relapse shows the last estimate wrong: no confirmation. */
+  unsigned steady = !fast && !c->relapse && c->prev_limit > 0 &&
+                            fabs(hi - c->prev_limit) <= BAND * c->prev_limit
                         ? c->steady_base + 1
                         : 0;
   c->steady = steady;
-  double plateau = c->cut_in_ss ? PLATEAU_SS : PLATEAU;
   double beta = steady || c->cut_in_headers ? BETA_STEADY : BETA;
-  double cut_to = dmax(c->cfg.min_per_s, dmin(plateau, beta) * got);
+  double cut_to = clean ? beta * lo : PLATEAU * lo;
+  double plateau = (clean && !fast ? PLATEAU_CLEAN
+                    : c->cut_in_ss ? PLATEAU_SS
+                                   : PLATEAU) *
+                   hi;
+  if (c->cut_in_ss)
+    cut_to = plateau; /* slow start's upper estimate errs little on a
+                         leaky bucket, and a relapse corrects the rest */
+  cut_to = dmax(c->cfg.min_per_s, dmin(cut_to, plateau));
+  c->upper = hi;
   /* Each confirmation of the limit doubles the hold: a probe that finds
-   * it again costs a server pause. */
+   * it again costs a server pause, so the hold is at least HOLD_PAUSES of
+   * them, however long they are. */
+  int64_t pause = c->pause_end_us - c->last_cut_us;
   int64_t hold = HOLD_FIRST_US << (steady < 2 ? steady : 2);
+  int64_t cap = imax(HOLD_MAX_US, HOLD_PAUSES * pause);
   if (!fast) /* a fast cut's estimate is a guess: probe sooner */
-    hold = imax(hold, HOLD_PAUSES * (c->pause_end_us - c->last_cut_us));
-  c->hold_us = hold < HOLD_MAX_US ? hold : HOLD_MAX_US;
-  aim(c, got, plateau, cut_to, imax(now_us, c->pause_end_us));
+    hold = imax(hold, HOLD_PAUSES * pause);
+  c->hold_us = hold < cap ? hold : cap;
+  if (c->hold_us > HOLD_LONGEST_US)
+    c->hold_us = HOLD_LONGEST_US;
+  aim(c, hi, plateau / hi, cut_to, imax(now_us, c->pause_end_us));
 }
 
 /* A cut at a throttle of a request started at started_us. */
@@ -273,14 +351,24 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
   c->cut_in_ss = c->phase == POLITE_RC_SLOW_START;
   /* A 429 while fresh headers plan the rate is a start that reached the
    * server a little early (transport jitter against a limiter with no
-   * tolerance), not a wrong plan: hold 5% below the planned rate. */
-  c->cut_in_headers = c->phase == POLITE_RC_HEADERS && c->header_rate > 0 &&
-                      now_us < c->header_until_us;
+   * tolerance), not a wrong plan: hold 5% below the planned rate. Also
+   * after an earlier cut (the probe phase, where fresh headers still cap
+   * the rate): taken for a relapse, the second such 429 cut two processes
+   * against polite proxy 10/s to 5.7/s (1.5 x the floor). */
+  c->cut_in_headers = c->header_rate > 0 && now_us < c->header_until_us;
   c->steady_base = c->steady;
+  /* A cut on the climb to the previous one's plateau, or soon after
+   * reaching it: that one landed (or aimed) above the limit. */
+  c->relapse = c->phase == POLITE_RC_PROBE &&
+               c->last_cause != POLITE_CUT_SHARED &&
+               now_us < c->epoch_us + RELAPSE_US;
+  c->prev_cut_us = c->last_cut_us;
+  if (!c->relapse)
+    c->chain_from_us = started_us;
   c->cut_from_us = started_us;
   c->pause_start_us = resumed_us;
   c->last_cut_us = now_us; /* the pause since, for the hold */
-  aim_measured(c, now_us);
+  aim_measured(c, now_us, 0);
   c->pending_cut = 1;
   count_cut(c, why, now_us);
 }
@@ -424,8 +512,10 @@ static void record(polite_ratectl *c, const polite_ratectl_response *r,
   c->ok_head = (c->ok_head + 1) % POLITE__RATECTL_RING;
   if (c->ok_n < POLITE__RATECTL_RING)
     c->ok_n++;
-  double at = rate_at_start(c, r->started_us);
-  c->ok_rate[c->ok_head == 0 ? POLITE__RATECTL_RING - 1 : c->ok_head - 1] = at;
+  double at = polite__rc_rate_at_start(c, r->started_us);
+  unsigned last = c->ok_head == 0 ? POLITE__RATECTL_RING - 1 : c->ok_head - 1;
+  c->ok_rate[last] = at;
+  c->ok_busy[last] = (unsigned short)polite__rc_busy_at_start(c, r->started_us);
   if (throttled || r->now_us < r->started_us)
     return;
   c->oks++;
@@ -436,6 +526,114 @@ static void record(polite_ratectl *c, const polite_ratectl_response *r,
                       : lat;
 }
 
+/* ---- A concurrency limit
+ *
+ * A limiter of requests in flight (nginx limit_conn, a server's worker
+ * pool) refuses by how many are in flight, not by how many started
+ * lately: every request started while this participant had cap or more in
+ * flight is refused, every one started with fewer gets through. A rate
+ * limiter leaves no such line: at the same count in flight some get
+ * through and some do not, as the rate varies. Cutting the rate at a
+ * concurrency limit only makes the run slower (4 in flight at 100 ms: 1.3
+ * x the floor, issue #23); holding the cap keeps it at the limit. */
+
+/* Learns or follows the cap at an answer started with `busy` in flight.
+ * A refusal without a server wait that started with more in flight than
+ * any admitted one is taken as a concurrency limit at once (a limiter of
+ * requests in flight rarely names a wait; one that does is taken for a
+ * rate limiter first): the test costs one refusal, no pause, and a
+ * refusal below the cap later drops it. An admitted request started at
+ * the cap (the probe above it got through) raises it; a refusal at the
+ * probe restarts its hold. Returns 1 when the answer is a refusal at the
+ * cap (no reason to cut the rate). */
+static int follow_cap(polite_ratectl *c, int64_t now, unsigned busy,
+                      int throttled, int server_wait) {
+  if (c->others) {
+    /* This participant's requests in flight are not the account's: with
+     * others on the budget its count says nothing about the limit (one
+     * that held a cap of 4 left the other none: 3.6 x the floor). */
+    c->cap = 0;
+    return 0;
+  }
+  if (!throttled) {
+    if (c->cap > 0 && busy >= c->cap) {
+      c->cap = busy + 1;
+      c->cap_since_us = now;
+    }
+    return 0;
+  }
+  if (c->cap > 0 && busy < c->cap) {
+    /* Refused below the cap: a rate, not a concurrency limit; from now on
+     * a cap needs the whole signature. */
+    c->cap = 0;
+    c->cap_refused = 1;
+    return 0;
+  }
+
+  /* A refusal that names a wait pauses the account, so the count in
+   * flight at the next ones says little: such a limiter is learned as a
+   * rate (a rate limit halved mid-run showed the signature by chance and
+   * held a cap instead of cutting for 60 s). */
+  unsigned k = server_wait
+                   ? 0
+                   : polite__rc_concurrency_signature(
+                         c, now - CAP_WINDOW_US, now,
+                         c->cap > 0 || c->cap_refused ? 2 : 1, MIN_SAMPLES);
+  if (k > 0 && (c->cap == 0 || k < c->cap)) {
+    c->cap = k;
+    c->cap_since_us = now;
+  }
+  if (c->cap > 0 && busy >= c->cap) {
+    c->cap_since_us = now; /* refused at the cap or at its probe */
+    return 1;
+  }
+  return 0;
+}
+
+/* A refusal that names no wait, of a request started after the last such
+ * hold began: the second in a row without an admitted answer between
+ * holds every start for STREAK_HOLD_US, each further one twice as long
+ * (at most STREAK_MAX_US). Without a server wait there is no account
+ * pause, and a limiter that refuses whatever the rate (a spent fixed
+ * window) refused every start until its window ended: 105 x 429 in 1200
+ * against 100 per 5 s (issue #23). The answers of requests already in
+ * flight at the hold are its echoes. */
+static void hold_streak(polite_ratectl *c, int64_t now, int64_t started_us) {
+  if (started_us < c->streak_from_us)
+    return;
+  if (++c->streak < 2)
+    return;
+  int64_t hold = STREAK_HOLD_US << (c->streak - 2 < 4 ? c->streak - 2 : 4);
+  if (hold > STREAK_MAX_US)
+    hold = STREAK_MAX_US;
+  c->hold_until_us = imax(c->hold_until_us, now + hold);
+  c->streak_from_us = now;
+  polite__rc_log_pause(c, now,
+                       now + hold); /* not sending time, for the estimate */
+}
+
+void polite_ratectl_on_pause(polite_ratectl *c, int64_t now_us,
+                             int64_t until_us) {
+  if (c == NULL || until_us <= now_us)
+    return;
+  polite__rc_log_pause(c, now_us, until_us);
+  if (until_us - now_us > c->longest_pause_us) {
+    c->longest_pause_us = until_us - now_us;
+    /* A follower holding for less than HOLD_PAUSES of them would probe
+     * first and cost the account a pause (two processes at Retry-After 10:
+     * a 429 every 35 s, 1.41 x the floor). */
+    int64_t hold = HOLD_PAUSES * c->longest_pause_us;
+    if (c->phase == POLITE_RC_PROBE && c->hold_us < hold)
+      c->hold_us = hold < HOLD_LONGEST_US ? hold : HOLD_LONGEST_US;
+  }
+}
+
+unsigned polite_ratectl_cap(const polite_ratectl *c, int64_t now_us) {
+  if (c == NULL || c->cap == 0)
+    return 0;
+  return c->cap + (now_us - c->cap_since_us >= CAP_HOLD_US);
+}
+
 polite_ratectl_cause
 polite_ratectl_on_response(polite_ratectl *c,
                            const polite_ratectl_response *r) {
@@ -443,17 +641,31 @@ polite_ratectl_on_response(polite_ratectl *c,
     return POLITE_CUT_NONE;
   int64_t now = r->now_us;
   int throttled = r->status == 429 || r->status == 503;
-  if (r->status > 0)
+  if (c->inflight > 0)
+    c->inflight--;
+  int at_cap = 0;
+  if (r->status > 0) {
     record(c, r, throttled);
+    at_cap = follow_cap(c, now, polite__rc_busy_at_start(c, r->started_us),
+                        throttled, r->server_wait_us >= 0);
+  }
   polite_ratectl_cause made = POLITE_CUT_NONE;
   if (r->plan != NULL && !throttled)
     made = take_plan(c, now, r->started_us, r->plan);
+  if (throttled && r->server_wait_us < 0)
+    hold_streak(c, now, r->started_us);
+  else if (r->status > 0 && !throttled)
+    c->streak = 0;
   if (throttled) {
     c->throttles++;
     int64_t resumed = c->pause_end_us;
     if (r->server_wait_us >= 0 && now + r->server_wait_us > c->pause_end_us)
       c->pause_end_us = now + r->server_wait_us;
-    if (r->started_us >= c->last_cut_us) {
+    if (r->server_wait_us > 0)
+      polite__rc_log_pause(c, now, now + r->server_wait_us);
+    if (r->server_wait_us > c->longest_pause_us)
+      c->longest_pause_us = r->server_wait_us;
+    if (r->started_us >= c->last_cut_us && !at_cap) {
       cut(c, now, r->started_us, resumed, POLITE_CUT_THROTTLE);
       made = POLITE_CUT_THROTTLE;
     }
@@ -465,7 +677,7 @@ polite_ratectl_on_response(polite_ratectl *c,
     /* An answer of a request in flight at the cut: what got through is
      * better known now. A lower estimate is published as a cut. */
     double before = polite_ratectl_rate(c, now);
-    aim_measured(c, now);
+    aim_measured(c, now, 1);
     if (polite_ratectl_rate(c, now) < before / PUBLISH_STEP)
       c->pending_cut = 1;
   }
@@ -492,7 +704,9 @@ static void follow(polite_ratectl *c, int64_t now_us, double rate,
   /* The leader probes; a follower only when no leader did for the longest
    * hold (it does not know the server's pause the leader holds for: with
    * 12 s a follower probed 3 s before the leader, 14 s into the bench). */
-  c->hold_us = HOLD_MAX_US;
+  c->hold_us = imax(HOLD_MAX_US, HOLD_PAUSES * c->longest_pause_us);
+  if (c->hold_us > HOLD_LONGEST_US)
+    c->hold_us = HOLD_LONGEST_US;
   limit = dmax(limit > 0 ? limit : c->limit, rate);
   aim(c, limit, rate / limit, rate, imax(now_us, c->pause_end_us));
 }
@@ -506,6 +720,7 @@ void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
   if (s->generation != c->generation) {
     /* Another participant's cut: hold at its rate (it leads). */
     c->generation = s->generation;
+    c->others = 1;
     c->phase = POLITE_RC_PROBE;
     follow(c, now_us, s->rate_per_s,
            s->limit_per_s > 0 ? s->limit_per_s : s->rate_per_s / BETA);
@@ -516,6 +731,8 @@ void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
       count_cut(c, POLITE_CUT_SHARED, now_us);
   } else if (s->rate_per_s > cur * PUBLISH_STEP &&
              c->phase != POLITE_RC_HEADERS) {
+    if (fabs(s->rate_per_s - c->published) > 1e-6 * s->rate_per_s)
+      c->others = 1; /* not this participant's own publish */
     follow(c, now_us, s->rate_per_s, 0);
     c->published = s->rate_per_s;
   }

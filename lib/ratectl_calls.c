@@ -14,6 +14,7 @@ typedef struct {
   int64_t us;
   double rate;
   unsigned char ok;
+  unsigned short busy; /* requests in flight at the start */
 } entry;
 
 static int entry_cmp(const void *pa, const void *pb) {
@@ -50,7 +51,7 @@ static unsigned slot(unsigned head, unsigned n, unsigned i) {
 static unsigned take_starts(const polite_ratectl *c, entry *e) {
   for (unsigned i = 0; i < c->st_n; i++) {
     unsigned k = slot(c->st_head, c->st_n, i);
-    e[i] = (entry){c->st_us[k], c->st_rate[k], 0};
+    e[i] = (entry){c->st_us[k], c->st_rate[k], 0, c->st_busy[k]};
   }
   return c->st_n;
 }
@@ -58,7 +59,7 @@ static unsigned take_starts(const polite_ratectl *c, entry *e) {
 static unsigned take_answers(const polite_ratectl *c, entry *e) {
   for (unsigned i = 0; i < c->ok_n; i++) {
     unsigned k = slot(c->ok_head, c->ok_n, i);
-    e[i] = (entry){c->ok_us[k], c->ok_rate[k], c->ok_flag[k]};
+    e[i] = (entry){c->ok_us[k], c->ok_rate[k], c->ok_flag[k], c->ok_busy[k]};
   }
   return c->ok_n;
 }
@@ -69,6 +70,7 @@ static void put_starts(polite_ratectl *c, const entry *e, unsigned n) {
   for (unsigned i = 0; i < n; i++) {
     c->st_us[i] = e[i].us;
     c->st_rate[i] = e[i].rate;
+    c->st_busy[i] = e[i].busy;
   }
   c->st_n = n;
   c->st_head = n % RING;
@@ -79,6 +81,7 @@ static void put_answers(polite_ratectl *c, const entry *e, unsigned n) {
     c->ok_us[i] = e[i].us;
     c->ok_rate[i] = e[i].rate;
     c->ok_flag[i] = e[i].ok;
+    c->ok_busy[i] = e[i].busy;
   }
   c->ok_n = n;
   c->ok_head = n % RING;

@@ -93,8 +93,14 @@ int polite_rate_plan_after(const polite_headers *h, int64_t now_us,
     out->rate_per_s = 1e6 / (double)iv;
     out->reason =
         spread_iv >= avg_iv ? POLITE_PLAN_SPREAD : POLITE_PLAN_AVERAGE;
+    /* source names the pair that remaining and reset_us describe, also
+     * when the policy's average is the lower rate: labelled IETF while
+     * remaining was another pair's, a plan with requests in flight (which
+     * may move the spread to another pair) seemed to gain requests in the
+     * same pair (fuzz_rateplan, issue #23). The average alone (no pair)
+     * comes from the IETF policy. */
     out->source =
-        spread_iv >= avg_iv ? (polite_rl_source)spread_src : POLITE_RL_IETF;
+        spread_src >= 0 ? (polite_rl_source)spread_src : POLITE_RL_IETF;
     out->wait_us = iv;
   }
   polite_wait_source ws;

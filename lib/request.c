@@ -518,6 +518,8 @@ struct polite_input {
   size_t cap;
   long lineno;
   int eof;
+  const char *last; /* the line last parsed (polite_input_line) */
+  size_t last_len;
 };
 
 polite_input *polite_input_open(FILE *f, const polite_input_defaults *def) {
@@ -531,6 +533,11 @@ polite_input *polite_input_open(FILE *f, const polite_input_defaults *def) {
 
 long polite_input_lines(const polite_input *in) {
   return in->lineno;
+}
+
+const char *polite_input_line(const polite_input *in, size_t *len) {
+  *len = in->last ? in->last_len : 0;
+  return in->last;
 }
 
 /* Reads the rest of an over-long line without keeping it. */
@@ -572,6 +579,7 @@ int polite_input_next(polite_input *in, polite_request **out) {
         break;
     }
     in->lineno++;
+    in->last = NULL;
     if (too_long) {
       polite_request *r = polite_request_new();
       if (r == NULL)
@@ -590,6 +598,8 @@ int polite_input_next(polite_input *in, polite_request **out) {
       line += 3;
       n -= 3;
     }
+    in->last = line;
+    in->last_len = n;
     int rc = polite_request_parse_line(line, n, in->lineno, in->def, out);
     if (rc != 0)
       return rc;

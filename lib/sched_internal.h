@@ -57,7 +57,8 @@ typedef struct polite__rate_acct {
   int shared; /* the budget paces the account at the shared rate (else
                  pace) */
   int at_max;
-  int stat;                       /* index in host_stats; -1: none */
+  int stat;          /* index in host_stats; -1: none */
+  unsigned inflight; /* the account's attempts in flight (the learned cap) */
   polite_shared_rate shared_rate; /* the budget's, at the last admission */
   double pace_rate;
   double reported_rate;
@@ -89,7 +90,15 @@ struct polite__sched {
   int64_t last_heartbeat_us;
   int64_t planned_us; /* when the budget said the next start is due */
   int fatal;
-  char errstr[256];
+  char errstr[512];
+  /* A budget outage (see polite_batch_options.budget_outage_ms): nothing
+   * is admitted before outage_retry_us; outage_since_us is NO_TIME when
+   * the budget works. */
+  int64_t outage_since_us;
+  int64_t outage_retry_us;
+  int64_t outage_backoff_us;
+  int64_t outage_done_ms; /* the outages that ended */
+  char outage_err[400];
   polite_batch_stats st;
   int64_t *intervals;
   polite_throttle_count throttled[POLITE_BATCH_MAX_THROTTLED];
@@ -164,8 +173,24 @@ void polite__sched_sweep_all(polite__sched *s, int64_t now);
 /* The start rate a's requests are paced at (learned or the budget's); 0
  * when none. */
 double polite__sched_acct_rate(const polite__sched *s, const polite__acct *a);
+/* sched_outage.c: the budget answered an error at t (rc): an outage begins
+ * or goes on, and the next try is set (lowering *wake and setting *due_out
+ * to it); past budget_outage_ms, s->fatal is set instead. */
+void polite__sched_outage_fail(polite__sched *s, int rc, int64_t t,
+                               int64_t *wake, int64_t *due_out);
+/* The budget answered again at t: the outage is over. */
+void polite__sched_outage_over(polite__sched *s, int64_t t);
+/* 1 when an outage goes on and its next try is after t (*wake lowered to
+ * it): nothing is to be admitted now. */
+int polite__sched_outage_wait(polite__sched *s, int64_t t, int64_t *wake);
 
 /* sched_response.c */
+/* Reports the attempt of j that ended with r and decision d at wall (the
+ * user's on_attempt, when set). */
+void polite__sched_report_attempt(polite__sched *s, const job *j,
+                                  const polite__response *r,
+                                  const polite_decision *d,
+                                  const polite_diagnosis *diag, int64_t wall);
 /* The refusal covering key's account at now, or NULL. */
 const refusal *polite__sched_refused(const polite__sched *s, const char *key,
                                      int64_t now);
@@ -187,6 +212,14 @@ int64_t polite__sched_rate_check(polite__sched *s, job *j, int64_t at,
                                  const polite__now *now);
 void polite__sched_rate_commit(polite__sched *s, const job *j,
                                const polite_gcra *next);
+/* 1 when j's account has as many attempts in flight as the in-flight cap
+ * its controller learned from a concurrency limit (polite_ratectl_cap):
+ * j waits for an answer, like a budget slot. */
+int polite__sched_rate_full(polite__sched *s, const job *j, int64_t now);
+/* The budget said j's account is paused until `until` (another
+ * participant's 429): tells its controller (polite_ratectl_on_pause). */
+void polite__sched_rate_paused(polite__sched *s, const job *j, int64_t now,
+                               int64_t until);
 /* The start rate the engine plans for j's account (learned or the
  * budget's); 0 when none. */
 double polite__sched_rate_now(const polite__sched *s, const job *j);

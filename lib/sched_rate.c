@@ -312,6 +312,20 @@ void polite__sched_rate_commit(polite__sched *s, const job *j,
     a->pace = *next;
 }
 
+void polite__sched_rate_paused(polite__sched *s, const job *j, int64_t now,
+                               int64_t until) {
+  if (s->rate_on)
+    polite_ratectl_on_pause(&acct_seen(s, j)->rc, now, until);
+}
+
+int polite__sched_rate_full(polite__sched *s, const job *j, int64_t now) {
+  if (!s->rate_on)
+    return 0;
+  const acct *a = acct_seen(s, j);
+  unsigned cap = polite_ratectl_cap(&a->rc, now);
+  return cap > 0 && a->inflight >= cap;
+}
+
 double polite__sched_rate_now(const polite__sched *s, const job *j) {
   const polite_budget *b = s->o.budget;
   double fixed = b && b->cfg.rate_per_s > 0 ? b->cfg.rate_per_s : 0;
@@ -329,6 +343,7 @@ void polite__sched_observe_start(polite__sched *s, const job *j,
   if (!s->rate_on)
     return;
   acct *a = acct_seen(s, j);
+  a->inflight++;
   polite_ratectl_on_start(&a->rc, now->mono_us);
   publish(s, a, now->mono_us);
 }
@@ -343,6 +358,8 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
     return;
   acct *a = acct_seen(s, j);
   int64_t t = now->mono_us;
+  if (a->inflight > 0)
+    a->inflight--;
   polite_rate_plan plan;
   int has =
       r->status && r->headers &&
@@ -353,7 +370,14 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
       t, j->attempt_start_us, r->status,
       d->server_wait_ms >= 0 ? d->server_wait_ms * 1000 : -1,
       has ? &plan : NULL};
+  int64_t held = polite_ratectl_hold_until(&a->rc);
   polite_ratectl_cause cut = polite_ratectl_on_response(&a->rc, &in);
+  int64_t hold = polite_ratectl_hold_until(&a->rc);
+  if (a->shared && hold > held && hold > t &&
+      (r->status == 429 || r->status == 503))
+    /* A hold for refusals that named no wait is the account's, like a
+     * server's pause: the other participants keep off too. */
+    polite_budget_pause_until(s->o.budget, a->key, t, hold);
   double rate = polite_ratectl_rate(&a->rc, t);
   if (cut == POLITE_CUT_THROTTLE) {
     char msg[96];

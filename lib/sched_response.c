@@ -210,9 +210,10 @@ static void decide(polite__sched *s, const job *j, const polite__response *r,
   }
 }
 
-static void report_attempt(polite__sched *s, const job *j,
-                           const polite__response *r, const polite_decision *d,
-                           const polite_diagnosis *diag, int64_t wall) {
+void polite__sched_report_attempt(polite__sched *s, const job *j,
+                                  const polite__response *r,
+                                  const polite_decision *d,
+                                  const polite_diagnosis *diag, int64_t wall) {
   if (s->o.on_attempt == NULL)
     return;
   polite_attempt a;
@@ -315,7 +316,7 @@ static polite__acct *respond(polite__sched *s, job *j,
     count_throttled(s, diag);
   }
   decide(s, j, r, t, d);
-  report_attempt(s, j, r, d, diag, now->wall_ms);
+  polite__sched_report_attempt(s, j, r, d, diag, now->wall_ms);
   polite__sched_observe_response(s, j, r, d, latency, now);
   polite__acct *sweep = account_pause(s, j, d, t);
   account_quota(s, j, d, t);

@@ -68,6 +68,7 @@ polite__sched *polite__sched_new(const polite_batch_options *o,
   s->st.throttled = s->throttled;
   s->last_start_abs_us = -1;
   s->planned_us = NO_TIME;
+  s->outage_since_us = NO_TIME;
   return s;
 }
 
@@ -229,8 +230,12 @@ static void flush_waiting(polite__sched *s, polite_outcome out, const char *why,
     polite__sched_finish(s, j, out, j->status, why, now, NULL, NULL);
 }
 
-/* Aborts the transfers still running (cancel grace over, fatal error). */
-static void abort_inflight(polite__sched *s, int64_t now) {
+/* Aborts the transfers still running (cancel grace over, fatal error).
+ * Each was a network attempt that started, so each is reported (on_attempt:
+ * no status, reason "cancelled", cut at now) like every other attempt
+ * before its request ends: the attempt log and the journal then count
+ * every attempt the summary counts. */
+static void abort_inflight(polite__sched *s, const polite__now *now) {
   job *list = s->inflight; /* detached first: finish frees each job */
   s->inflight = NULL;
   for (job *j = list, *n; j; j = n) {
@@ -242,9 +247,20 @@ static void abort_inflight(polite__sched *s, int64_t now) {
     if (j->acct)
       j->acct->inflight--;
     polite_budget_release(s->o.budget, j->key, 1);
+    polite__response r;
+    memset(&r, 0, sizeof r);
+    r.error = "cut in flight: the run was stopped before the answer came";
+    polite_decision d;
+    memset(&d, 0, sizeof d);
+    d.action = POLITE_STOP;
+    d.reason = POLITE_R_CANCELLED;
+    d.server_wait_ms = -1;
+    d.why = "the run was stopped while the attempt was in flight";
+    polite__sched_report_attempt(s, j, &r, &d, NULL, now->wall_ms);
+    s->st.latency_sum_us += now->mono_us - j->attempt_start_us;
     polite__sched_finish(s, j, POLITE_OUT_CANCELLED, 0,
-                         "interrupted while the attempt was in flight", now,
-                         NULL, NULL);
+                         "interrupted while the attempt was in flight",
+                         now->mono_us, NULL, NULL);
   }
 }
 
@@ -367,7 +383,7 @@ static void start_attempt(polite__sched *s, job *j, const polite__now *now) {
 
 static int reading_over(const polite__sched *s) {
   return s->input_done || s->cancelling || s->st.quota_stop ||
-         s->run_deadline_hit ||
+         s->run_deadline_hit || s->fatal ||
          (s->o.max_requests && s->st.read >= s->o.max_requests);
 }
 
@@ -525,6 +541,10 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   int rc = POLITE_BUDGET_WAIT_RATE;
   if (j->acct && j->rate)
     j->acct->rate = j->rate; /* the queue's estimate paces by it */
+  /* A concurrency limit's learned cap holds like a budget slot: an answer
+   * wakes the turn that admits the next one. */
+  if (w == 0 && polite__sched_rate_full(s, j, t))
+    return ADM_BLOCKED;
   /* The learned rate holds for what the server's headers asked (r = 0
    * until a reset): max-wait bounds that wait too. */
   if (beyond_max_wait(s, w))
@@ -535,12 +555,12 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     if (rc >= 0)
       polite__sched_rate_admitted(s, j, now);
   }
-  if (rc < 0) {
-    snprintf(s->errstr, sizeof s->errstr, "the budget failed: %s",
-             polite_budget_errstr(s->o.budget));
-    s->fatal = rc;
-    return ADM_FATAL;
+  if (rc < 0) { /* an outage: j waits for the next try (or the stop) */
+    polite__sched_outage_fail(s, rc, t, wake, due_out);
+    return ADM_BLOCKED;
   }
+  if (s->outage_since_us != NO_TIME)
+    polite__sched_outage_over(s, t);
   if (rc == POLITE_BUDGET_ADMITTED) {
     polite__sched_rate_commit(s, j, &next);
     double rate = polite__sched_rate_now(s, j);
@@ -563,9 +583,11 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   int64_t due = at + w;
   if (rc == POLITE_BUDGET_WAIT_PAUSE && beyond_max_wait(s, w))
     return end_too_long(s, j, "the budget is paused for another", w, t);
-  if (rc == POLITE_BUDGET_WAIT_PAUSE)
+  if (rc == POLITE_BUDGET_WAIT_PAUSE) {
+    polite__sched_rate_paused(s, j, t, due);
     polite__sched_acct_sweep(s, polite__sched_acct_paused(s, j->key, due, 0),
                              t);
+  }
   int64_t left = polite__sched_time_left(s, j, t);
   if (left != NO_TIME && due - t > left) {
     j->retry_after_us = due - t;
@@ -599,6 +621,8 @@ static void schedule(polite__sched *s, const polite__now *now, int64_t *wake) {
   unsigned nb = 0;
   unsigned lookahead = s->o.scope_host ? HOST_LOOKAHEAD : 0;
   int64_t t = now->mono_us;
+  if (polite__sched_outage_wait(s, t, wake))
+    return; /* the budget is out: nothing is admitted before the next try */
   while (!s->fatal) {
     const polite__heap_entry *top = polite__heap_top(&s->waiting);
     job *j;
@@ -614,7 +638,8 @@ static void schedule(polite__sched *s, const polite__now *now, int64_t *wake) {
     int a = admit(s, j, now, wake, &due);
     if (a != ADM_BLOCKED)
       continue;
-    bdue[nb] = s->o.scope_host && due > t ? due : t;
+    bdue[nb] =
+        (s->o.scope_host || s->outage_since_us != NO_TIME) && due > t ? due : t;
     blocked[nb++] = j;
     if (nb > lookahead)
       break;
@@ -667,10 +692,15 @@ void polite__sched_update_stats(polite__sched *s, int64_t now) {
                   ? (s->pause_end_us > now ? s->pause_end_us - now : 0)
                   : polite_budget_paused_for(s->o.budget, NULL, now);
   s->st.paused_left_ms = p / 1000;
+  int out = s->outage_since_us != NO_TIME;
+  s->st.budget_outage_ms = out ? (now - s->outage_since_us) / 1000 : 0;
+  s->st.budget_outage_total_ms = s->outage_done_ms + s->st.budget_outage_ms;
+  s->st.budget_error = out ? s->outage_err : NULL;
 }
 
 /* Cancel, grace, quota stop and the run deadline at now. */
-static void stops(polite__sched *s, int64_t now) {
+static void stops(polite__sched *s, const polite__now *pn) {
+  int64_t now = pn->mono_us;
   if (s->cancel_flag && !s->cancelling) {
     s->cancelling = 1;
     s->cancel_at_us = now;
@@ -678,7 +708,7 @@ static void stops(polite__sched *s, int64_t now) {
                   now);
   }
   if (s->cancelling && now - s->cancel_at_us >= s->o.cancel_grace_ms * 1000)
-    abort_inflight(s, now);
+    abort_inflight(s, pn);
   if (s->st.quota_stop)
     flush_waiting(s, POLITE_OUT_CANCELLED,
                   "not started: another request found the quota spent", now);
@@ -713,14 +743,19 @@ int polite__sched_step(polite__sched *s, const polite__now *now,
   s->source_dry = 0;
   polite__sched_update_stats(s, t);
   heartbeat(s, t);
-  stops(s, t);
+  stops(s, now);
   int64_t wake = NO_TIME;
   if (!s->cancelling && !s->st.quota_stop && !s->run_deadline_hit && !s->fatal)
     schedule(s, now, &wake);
   if (s->fatal) {
+    /* Nothing more starts. After a budget that could not be used, the
+     * requests in flight finish and are recorded as what they were (their
+     * answers have been paid for); after any other failure they are cut. */
     flush_waiting(s, POLITE_OUT_CANCELLED, s->errstr, t);
-    abort_inflight(s, t);
-    return s->fatal;
+    if (s->fatal != POLITE_EBUDGET)
+      abort_inflight(s, now);
+    if (s->st.in_flight == 0)
+      return s->fatal;
   }
   if (s->o.max_requests && s->st.read >= s->o.max_requests)
     s->st.input_done = 1;

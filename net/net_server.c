@@ -538,6 +538,10 @@ int polite__net_conn_accept(net_server *s, evutil_socket_t fd,
   polite__net_conn_setup(c);
   c->state = C_HEAD;
   arm(c, s->bounds.idle_timeout_ms);
+  /* Its owner may want to know (the proxy's judge follows a client onto a
+   * new connection); on_conn_closed will match this call. */
+  if (s->cb.on_conn_opened)
+    s->cb.on_conn_opened(s->ud, c->id);
   return 0;
 }
 

@@ -63,6 +63,10 @@ typedef struct {
   void (*on_gone)(void *ud, net_req *rq);
   /* A client connection closed (its "ADDR:PORT"). May be NULL. */
   void (*on_conn_closed)(void *ud, const char *conn_id);
+  /* A client connection was accepted (its "ADDR:PORT"), before any of its
+   * requests; on_conn_closed follows for it. May be NULL (a struct
+   * initialised without it has it NULL). */
+  void (*on_conn_opened)(void *ud, const char *conn_id);
 } net_server_cb;
 
 /* A server on base with bounds b, calling cb with ud; env gives the clocks

@@ -138,6 +138,42 @@ typedef enum {
 #define PX_HDR_DEVPROXY 2 /* RateLimit-Limit/-Remaining/-Reset */
 #define PX_HDR_OPENAI 4   /* x-ratelimit-{limit,remaining,reset}-requests */
 
+/* What the tracking is asked to do (px_config.track). */
+typedef struct {
+  int judge;        /* 1: the early-retry judge runs (the default); 0: off
+                       (a devproxyrc that does not enable RetryAfterPlugin) */
+  int64_t max_urls; /* --max-urls: URLs with their own stats (the ones used
+                       longest ago go first); 0: PX_MAX_URLS_DEFAULT */
+} px_track_opts;
+
+#define PX_MAX_URLS_DEFAULT 10000
+
+/* Dev Proxy's plugins that polite simulates: what a devproxyrc's
+ * per-plugin urlsToWatch narrows (px_devproxy.c). */
+typedef enum {
+  PX_PLUG_RETRY_AFTER = 0, /* RetryAfterPlugin: the early-retry judge */
+  PX_PLUG_ERRORS = 1,      /* GenericRandomErrorPlugin: failures */
+  PX_PLUG_RATE = 2,        /* RateLimitingPlugin */
+  PX_PLUG_TOKENS = 3,      /* LanguageModelRateLimitingPlugin */
+  PX_PLUG_MOCKS = 4,       /* MockResponsePlugin */
+  PX_PLUG_LATENCY = 5,     /* LatencyPlugin */
+  PX_PLUG__COUNT,
+  PX_PLUG_NONE = PX_PLUG__COUNT /* polite's own checks: the global list */
+} px_plugin;
+
+/* One plugin's watch list. Set only when a devproxyrc gives some plugin a
+ * urlsToWatch of its own: then every simulated plugin has its list (its
+ * own, or the file's), and c->watch is the union of them all, as Dev Proxy
+ * builds its set of watched URLs. */
+typedef struct {
+  char **pat; /* owned */
+  size_t n;
+  int used;   /* the plugin is enabled in the devproxyrc */
+  int own;    /* its urlsToWatch is its own (plugins[i].urlsToWatch) */
+  int set;    /* pat is the plugin's list (polite__px_plugin_watch_finish) */
+  char *what; /* where it comes from, for messages (owned) */
+} px_watch;
+
 struct px_config {
   char *listen;          /* "ADDR:PORT" */
   char *upstream;        /* NULL: mock mode */
@@ -146,7 +182,11 @@ struct px_config {
   int test_clock; /* --test-clock: time moves only by POST /__polite/clock */
   char **watch;
   size_t nwatch;
-  double failure_rate;  /* percent, 0..100 */
+  char *watch_what;                      /* the list's origin for messages
+                                            (a devproxyrc; NULL: --watch) */
+  px_watch plugin_watch[PX_PLUG__COUNT]; /* per-plugin lists (px_watch) */
+  px_track_opts track;                   /* the judge's switch, --max-urls */
+  double failure_rate;                   /* percent, 0..100 */
   int failure_rate_set; /* given explicitly (else 50 with an errors file) */
   uint64_t seed;
   int has_seed;
@@ -182,7 +222,7 @@ struct px_config {
   int64_t latency_min_ms, latency_max_ms;
   char *report;
   char *report_md;
-  char *report_html; /* --report-html (src/report_proxy.c) */
+  char *report_html; /* --report-html (px_report_html.c) */
   char *log;
   char *ready_file;
   px_rules errors;
@@ -227,6 +267,10 @@ int polite__px_config_parse_json(px_config *c, const char *text, size_t len,
 int polite__px_config_load(px_config *c, const char *path, char *err,
                            size_t errlen);
 
+/* Appends a copy of v to the list *v_ of *n strings. 0, or -1 out of
+ * memory (the list as it was). */
+int polite__px_list_add(char ***v_, size_t *n, const char *v);
+
 /* Replaces *dst (freed) by a copy of v. 0, or -1 out of memory (*dst
  * kept). */
 int polite__px_strset(char **dst, const char *v);
@@ -269,6 +313,24 @@ int polite__px_devproxy_load(px_config *c, const char *path, char *err,
 int polite__px_devproxy_apply(px_config *c, struct json_t *root,
                               const char *name, const char *dir, char *err,
                               size_t errlen);
+/* 1 when plugin p acts on the request (url, path): always when no
+ * per-plugin lists are set (the global list already matched, see
+ * px_watch); else when p's own list matches. PX_PLUG_NONE: 1. */
+int polite__px_plugin_watches(const px_config *c, px_plugin p, const char *url,
+                              const char *path);
+/* Once every option is set (polite__px_config_finish): when some plugin
+ * has its own list, every other enabled plugin gets a copy of the global
+ * list, and the global list becomes the union. 0, or -1 out of memory. */
+int polite__px_plugin_watch_finish(px_config *c, char *err, size_t errlen);
+/* Frees the per-plugin lists (polite__px_config_free). */
+void polite__px_plugin_watch_free(px_config *c);
+/* Refuses a watch list that can match nothing in the mode in force (run
+ * after the mode is settled): https:// patterns of other hosts in reverse
+ * or mock mode, schemes other than http and https, lists of exclusions
+ * only. Returns 0, or -1 with a message naming the list, the mode and
+ * what requests look like in it. */
+int polite__px_watch_check(const px_config *c, char *err, size_t errlen);
+
 /* YAML text to a new JSON value (scalars typed as YAML 1.2's core schema);
  * NULL with "FILE:LINE:COL: problem" in err. */
 struct json_t *polite__px_yaml_to_json(const char *text, size_t len,
@@ -290,15 +352,39 @@ typedef enum {
   PX_KIND__COUNT
 } px_kind;
 
+/* What each kind is called where it appears: one row per px_kind. */
+typedef struct {
+  const char *word;   /* the log line's kind word */
+  const char *key;    /* the JSON report's count key */
+  const char *label;  /* what the reports call it */
+  const char *metric; /* polite_proxy_requests_total's outcome label */
+  const char *rule;   /* polite_proxy_throttled_total's rule; NULL: not a
+                         throttle the proxy made up */
+} px_kind_info;
+
+/* The row of kind k (k < PX_KIND__COUNT). */
+const px_kind_info *polite__px_kind_info(px_kind k);
+/* The kind whose log word is `word`, or PX_KIND__COUNT. */
+px_kind polite__px_kind_of_word(const char *word);
+
 typedef struct px_state px_state;
 
 px_state *polite__px_state_new(void);
 void polite__px_state_free(px_state *s);
 
-/* The judge. A client is a connection `conn` ("ADDR:PORT"); `who` is its
- * address and a hash of its credentials (the report's "client"). A client
- * that reconnects from the same `who` on a fresh connection while it has a
- * pending deadline is the same client. */
+/* Applies o to a new state (before its first request). */
+void polite__px_track_setup(px_state *s, const px_track_opts *o);
+
+/* The judge. A client is a connection `conn` ("ADDR:PORT"), or all the
+ * connections of one identity: its address and credentials (`who`, the
+ * report's "client") and its User-Agent (`ua`). A told wait follows its
+ * client to another connection of the identity when the client reconnects
+ * (its connection closed), and, once the identity has shown for a while
+ * that it uses one connection at a time (a pool), to any of its
+ * connections. An identity whose requests keep alternating between
+ * connections holds several clients (threads each on its own connection):
+ * from then on each connection is a client of its own. Nothing already
+ * found is taken back (docs/proxy.md, "The early-retry judge"). */
 typedef enum {
   PX_JUDGE_OK = 0,       /* nothing pending for this client and key */
   PX_JUDGE_EARLY = 1,    /* told a wait on this key that has not passed */
@@ -309,18 +395,19 @@ typedef struct {
   px_verdict verdict;
   int64_t remaining_ms; /* EARLY, THROTTLED: the wait left (> 0); EARLY
                            under --penalty: the whole wait told before */
-  uint64_t client;      /* logical client id, for retry chains */
-  int guessed;          /* EARLY: recognised on a new connection (may be
-                           taken back if the address shows several clients) */
+  uint64_t client;      /* logical client id, for retry chains (never 0) */
+  int across;           /* EARLY: the wait was told on another connection
+                           of the client */
 } px_judgement;
 
 /* Judges a request on `key` arriving at now_ms (monotonic) on connection
- * `conn` (`handle`: the engine's handle of it for the probe, -1 none).
- * Never moves a deadline (polite__px_tell with PX_TELL_RESTART does, for
- * --penalty). */
+ * `conn` (`handle`: the engine's handle of it for the probe, -1 none) from
+ * identity who + ua (ua may be NULL). key NULL: the request is only noted
+ * (its client and connection), never judged. Never moves a deadline
+ * (polite__px_tell with PX_TELL_RESTART does, for --penalty). */
 void polite__px_judge(px_state *s, const char *key, const char *conn,
-                      int handle, const char *who, int64_t now_ms, int penalty,
-                      px_judgement *out);
+                      int handle, const char *who, const char *ua,
+                      int64_t now_ms, int penalty, px_judgement *out);
 
 /* How the judge learns that a told client's connection has closed when the
  * server was not told: alive(ctx, conn, handle) returns 0 for a closed one.
@@ -339,6 +426,11 @@ void polite__px_conn_probe(px_state *s,
 void polite__px_tell(px_state *s, const char *key, const char *conn,
                      const char *who, int64_t sent_ms, int64_t wait_ms,
                      int flags);
+
+/* A client connection was accepted at now_ms (monotonic): a fresh
+ * connection opened before a wait was told is not the told client coming
+ * back. The flow calls it for every connection it accepts. */
+void polite__px_conn_opened(px_state *s, const char *conn, int64_t now_ms);
 
 /* The connection closed: a pending deadline of its client can pass to the
  * client's next connection. */
@@ -364,11 +456,23 @@ void *polite__px_keyed(px_state *s, px_table t, const char *key);
 void *polite__px_keyed_put(px_state *s, px_table t, const char *key, void *obj,
                            void (*destroy)(void *));
 
-/* Records an early retry (wall_ms for the report's "time"). */
+/* Records an early retry (wall_ms for the report's "time"; across as the
+ * judgement said). */
 void polite__px_early_record(px_state *s, int64_t wall_ms, const char *key,
                              const char *client, const char *conn,
                              const char *method, const char *url,
-                             int64_t early_ms, int guessed);
+                             int64_t early_ms, int across);
+
+/* What a record is: the report counts requests only. */
+typedef enum {
+  PX_REC_REQUEST = 0,
+  PX_REC_CONNECT = 1, /* a CONNECT: the requests inside it are counted */
+  PX_REC_OWN = 2      /* a call to the proxy's own /__polite/ endpoints,
+                         also one that reached it through itself */
+} px_rec_class;
+
+/* The class of a record (or of a log line) from its method and URL. */
+px_rec_class polite__px_record_class(const char *method, const char *url);
 
 /* One finished request, for the stats. */
 typedef struct {
@@ -381,7 +485,8 @@ typedef struct {
 
 /* Records one finished request: per-URL and per-client counters and the
  * client's retry chain (consecutive requests of one client to method+url
- * whose previous answer was 429/503). */
+ * whose previous answer was 429/503). CONNECTs and own endpoint calls are
+ * counted apart, never as requests. */
 void polite__px_stats_record(px_state *s, const px_record *rec);
 
 /* The report as JSON text (caller frees) / markdown into f. started_wall_ms

@@ -17,21 +17,6 @@ static void iso_time(char *buf, size_t size, int64_t ms) {
   snprintf(buf + n, size - n, ".%03dZ", (int)(ms % 1000));
 }
 
-static const char *kind_name(px_kind k) {
-  switch (k) {
-  case PX_KIND_PASSED: return "passed";
-  case PX_KIND_FAILURE: return "injected";
-  case PX_KIND_RATE: return "rate_limited";
-  case PX_KIND_QUOTA: return "quota";
-  case PX_KIND_EARLY: return "EARLY";
-  case PX_KIND_ERROR: return "upstream_error";
-  case PX_KIND_THROTTLED: return "throttled";
-  case PX_KIND_CONCURRENCY: return "concurrency";
-  case PX_KIND_TOKENS: return "tokens";
-  default: return "?";
-  }
-}
-
 static void headers_free(struct evkeyvalq *h) {
   if (h) {
     evhttp_clear_headers(h);
@@ -62,8 +47,9 @@ void polite__px_finish(px_req *r) {
   px_server *s = r->s;
   px_record rec = {r->method,    r->url,    r->client,
                    r->client_id, r->status, r->kind};
-  if (!r->unrecorded) /* a CONNECT's 200 is logged, not counted */
-    polite__px_stats_record(s->st, &rec);
+  /* Every line logged is recorded; the stats count CONNECTs and calls to
+   * the own endpoints apart from requests (polite__px_record_class). */
+  polite__px_stats_record(s->st, &rec);
   polite__px_release(r);
   polite__px_metrics(s->st)->in_flight--;
   if (s->log) {
@@ -74,8 +60,8 @@ void polite__px_finish(px_req *r) {
       tenths = 0;
     fprintf(s->log, "%s %s %s %s %d %s%s%s %lld.%lldms\n", t, r->client,
             r->method, r->url, r->status,
-            r->cat[0] ? r->cat : kind_name(r->kind), r->note[0] ? " " : "",
-            r->note, tenths / 10, tenths % 10);
+            r->cat[0] ? r->cat : polite__px_kind_info(r->kind)->word,
+            r->note[0] ? " " : "", r->note, tenths / 10, tenths % 10);
   }
   polite__px_req_free(r);
 }

@@ -34,6 +34,7 @@ void polite__px_config_init(px_config *c) {
   c->quota = -1;
   c->scope = PX_SCOPE_URL;
   c->max_file = PX_FILE_MAX_DEFAULT;
+  c->track.judge = 1; /* polite's own command line judges early retries */
 }
 
 px_config *polite__px_config_new(void) {
@@ -61,6 +62,8 @@ void polite__px_config_free(px_config *c) {
   for (size_t i = 0; i < c->nwatch; i++)
     free(c->watch[i]);
   free(c->watch);
+  free(c->watch_what);
+  polite__px_plugin_watch_free(c);
   for (size_t i = 0; i < c->nallow_host; i++)
     free(c->allow_host[i]);
   free(c->allow_host);
@@ -195,6 +198,10 @@ static void settle_mode(px_config *c) {
 
 int polite__px_config_finish(px_config *c, char *err, size_t errlen) {
   settle_mode(c);
+  /* The lists are checked against the mode once it is settled. */
+  if (polite__px_plugin_watch_finish(c, err, errlen) < 0 ||
+      polite__px_watch_check(c, err, errlen) < 0)
+    return -1;
   /* Dev Proxy fails half the requests by default when an errors file is
    * given; without a file the default is 0 (failures are opt-in). */
   if (c->errors_file && !c->failure_rate_set)

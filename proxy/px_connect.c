@@ -31,7 +31,6 @@ static void tunnel_done(void *ud, net_req *nr, int ok, const char *err) {
     return;
   }
   r->status = 200;
-  r->unrecorded = 1; /* the tunnel's requests are not the proxy's to count */
   snprintf(r->note, sizeof r->note, "tunnel");
   polite__px_finish(r);
 }
@@ -68,7 +67,6 @@ void polite__px_connect(px_req *r) {
     return;
   }
   r->status = 200;
-  r->unrecorded = 1; /* the requests inside are counted one by one */
   snprintf(r->note, sizeof r->note, "intercepted");
   polite__px_finish(r);
 }

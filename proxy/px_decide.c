@@ -112,10 +112,14 @@ static int check_judge(px_req *r, int64_t now_us, const char *body,
   const px_config *c = s->cfg;
   px_judgement j;
   polite__px_conn_probe(s->st, conn_alive, NULL);
-  /* Without a connection (a unit test's request) the probe has no socket. */
-  polite__px_judge(s->st, r->key, r->conn_id,
+  /* Outside RetryAfterPlugin's own urlsToWatch the request is only noted.
+   * Without a connection (a unit test's request) the probe has no socket. */
+  int judged =
+      polite__px_plugin_watches(c, PX_PLUG_RETRY_AFTER, r->raw_url, r->path);
+  polite__px_judge(s->st, judged ? r->key : NULL, r->conn_id,
                    r->nr ? polite__net_req_fd(r->nr) : -1, r->client,
-                   now_us / 1000, c->penalty, &j);
+                   evhttp_find_header(r->in, "User-Agent"), now_us / 1000,
+                   c->penalty, &j);
   r->client_id = j.client;
   if (j.verdict == PX_JUDGE_OK)
     return 0;
@@ -124,7 +128,7 @@ static int check_judge(px_req *r, int64_t now_us, const char *body,
   if (j.verdict == PX_JUDGE_EARLY) {
     polite__px_early_record(s->st, r->now.wall_ms, r->key, r->client,
                             r->conn_id, r->method, r->url, j.remaining_ms,
-                            j.guessed);
+                            j.across);
     r->kind = PX_KIND_EARLY;
     snprintf(r->note, sizeof r->note, "early_by=%lldms",
              (long long)j.remaining_ms);
@@ -368,17 +372,25 @@ static int check_failure(px_req *r, int64_t now_us, const char *body,
   return 1;
 }
 
-/* The checks in order; the first that answers wins. */
-static int (*const checks[])(px_req *, int64_t, const char *, size_t) = {
-    check_judge,  check_concurrency, check_rate,
-    check_tokens, check_quota,       check_failure,
+/* The checks in order, each with the Dev Proxy plugin whose urlsToWatch
+ * it follows; the first that answers wins. The judge always runs (it notes
+ * every watched request's client) and looks at its own list itself. */
+static const struct {
+  int (*check)(px_req *, int64_t, const char *, size_t);
+  px_plugin plugin;
+} checks[] = {
+    {check_judge, PX_PLUG_NONE}, {check_concurrency, PX_PLUG_NONE},
+    {check_rate, PX_PLUG_RATE},  {check_tokens, PX_PLUG_TOKENS},
+    {check_quota, PX_PLUG_NONE}, {check_failure, PX_PLUG_ERRORS},
 };
 
 int polite__px_decide(px_req *r, const char *body, size_t body_len) {
   /* One reading of the clock for the whole decision: the request's. */
   int64_t now_us = r->now.mono_us;
   for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
-    if (checks[i](r, now_us, body, body_len))
+    if (polite__px_plugin_watches(r->s->cfg, checks[i].plugin, r->raw_url,
+                                  r->path) &&
+        checks[i].check(r, now_us, body, body_len))
       return 1;
   return 0;
 }

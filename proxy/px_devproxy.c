@@ -295,25 +295,101 @@ static int plugin_llm_limit(dp_ctx *x, json_t *sec, const char *sname) {
   return rc;
 }
 
-/* RetryAfterPlugin has no section: its throttling is the judge's. */
+/* RetryAfterPlugin has no section: its throttling is the judge's, which
+ * runs only when the file enables the plugin, as in Dev Proxy (where the
+ * other plugins' 429s are enforced by it alone). */
 static int plugin_retry_after(dp_ctx *x, json_t *sec, const char *sname) {
-  (void)x;
   (void)sec;
   (void)sname;
+  x->c->track.judge = 1;
   return 0;
 }
 
 static const struct {
   const char *name;
   int (*apply)(dp_ctx *, json_t *, const char *);
+  px_plugin plugin; /* whose urlsToWatch it follows */
 } plugins[] = {
-    {"RetryAfterPlugin", plugin_retry_after},
-    {"GenericRandomErrorPlugin", plugin_random_error},
-    {"RateLimitingPlugin", plugin_rate_limit},
-    {"LatencyPlugin", plugin_latency},
-    {"MockResponsePlugin", plugin_mocks},
-    {"LanguageModelRateLimitingPlugin", plugin_llm_limit},
+    {"RetryAfterPlugin", plugin_retry_after, PX_PLUG_RETRY_AFTER},
+    {"GenericRandomErrorPlugin", plugin_random_error, PX_PLUG_ERRORS},
+    {"RateLimitingPlugin", plugin_rate_limit, PX_PLUG_RATE},
+    {"LatencyPlugin", plugin_latency, PX_PLUG_LATENCY},
+    {"MockResponsePlugin", plugin_mocks, PX_PLUG_MOCKS},
+    {"LanguageModelRateLimitingPlugin", plugin_llm_limit, PX_PLUG_TOKENS},
 };
+
+#define NPLUGINS (sizeof plugins / sizeof plugins[0])
+
+/* The keys of a plugins[] entry (Dev Proxy's PluginReference). */
+static const char *const plugin_keys[] = {
+    "name", "enabled", "pluginPath", "configSection", "urlsToWatch", NULL,
+};
+
+/* Names the keys of plugins[i] that Dev Proxy does not know. */
+static void plugin_unknown_keys(dp_ctx *x, json_t *p, size_t i) {
+  const char *k;
+  json_t *v;
+  json_object_foreach(p, k, v) {
+    size_t j = 0;
+    while (plugin_keys[j] && strcmp(plugin_keys[j], k) != 0)
+      j++;
+    if (plugin_keys[j] == NULL && k[0] != '$') {
+      char what[160];
+      snprintf(what, sizeof what, "plugins[%zu].%s", i, k);
+      not_simulated(x, what);
+    }
+  }
+}
+
+/* A plugin's own urlsToWatch (plugins[i].urlsToWatch): it acts on those
+ * URLs only, and the proxy watches them too (polite__px_plugin_watch_finish
+ * builds the union). An empty list means the file's, as in Dev Proxy. */
+static int plugin_own_watch(dp_ctx *x, json_t *list, size_t i, size_t k) {
+  if (list == NULL)
+    return 0;
+  if (!json_is_array(list)) {
+    polite__px_errf(x->err, x->errlen,
+                    "%s: plugins[%zu].urlsToWatch: expected an array of URL "
+                    "patterns",
+                    x->name, i);
+    return -1;
+  }
+  if (k >= NPLUGINS)
+    return 0; /* the plugin is not simulated (named in the warning) */
+  px_watch *w = &x->c->plugin_watch[plugins[k].plugin];
+  size_t j;
+  json_t *item;
+  json_array_foreach(list, j, item) {
+    const char *v = json_string_value(item);
+    if (v == NULL || v[0] == '\0') {
+      polite__px_errf(x->err, x->errlen,
+                      "%s: plugins[%zu].urlsToWatch[%zu]: expected a URL "
+                      "pattern",
+                      x->name, i, j);
+      return -1;
+    }
+    if (polite__px_list_add(&w->pat, &w->n, v) < 0) {
+      polite__px_errf(x->err, x->errlen, "out of memory");
+      return -1;
+    }
+    w->own = 1;
+  }
+  return 0;
+}
+
+/* Where plugin k's list comes from, for messages. */
+static int plugin_what(dp_ctx *x, size_t k, size_t i) {
+  px_watch *w = &x->c->plugin_watch[plugins[k].plugin];
+  char what[600];
+  if (w->own)
+    snprintf(what, sizeof what, "%s: plugins[%zu].urlsToWatch (%s)", x->name, i,
+             plugins[k].name);
+  else
+    snprintf(what, sizeof what, "%s: urlsToWatch (for %s)", x->name,
+             plugins[k].name);
+  w->used = 1;
+  return polite__px_strset(&w->what, what);
+}
 
 /* Top-level keys: mapped ones, and those that are about Dev Proxy itself
  * (not about what a client sees), which are accepted silently. */
@@ -333,6 +409,8 @@ static const char *const quiet_keys[] = {
     "installCert",
     "record",
     "timeout",
+    "apiPort",
+    "languageModel",
     NULL,
 };
 
@@ -360,9 +438,15 @@ static int apply_plugin(dp_ctx *x, json_t *root, json_t *p, size_t i) {
   }
   if (json_is_false(en))
     return 0;
-  if (json_object_get(p, "urlsToWatch"))
-    not_simulated(x, "per-plugin urlsToWatch");
+  plugin_unknown_keys(x, p, i);
   const char *pn = json_string_value(name);
+  size_t k;
+  for (k = 0; k < NPLUGINS; k++)
+    if (strcmp(plugins[k].name, pn) == 0)
+      break;
+  if (plugin_own_watch(x, json_object_get(p, "urlsToWatch"), i, k) < 0 ||
+      (k < NPLUGINS && plugin_what(x, k, i) < 0))
+    return -1;
   const char *sname = json_is_string(cs) ? json_string_value(cs) : pn;
   json_t *sec = json_is_string(cs) ? json_object_get(root, sname) : NULL;
   if (json_is_string(cs) && sec == NULL)
@@ -376,18 +460,89 @@ static int apply_plugin(dp_ctx *x, json_t *root, json_t *p, size_t i) {
     polite__px_errf(x->err, x->errlen, "%s: %s: expected an object", x->name,
                     sname);
     rc = -1;
+  } else if (k < NPLUGINS) {
+    rc = plugins[k].apply(x, sec, sname);
   } else {
-    size_t k;
-    for (k = 0; k < sizeof plugins / sizeof plugins[0]; k++)
-      if (strcmp(plugins[k].name, pn) == 0)
-        break;
-    if (k < sizeof plugins / sizeof plugins[0])
-      rc = plugins[k].apply(x, sec, sname);
-    else
-      not_simulated(x, pn);
+    not_simulated(x, pn);
   }
   json_decref(sec);
   return rc;
+}
+
+/* ipAddress and port as --listen. */
+static int apply_listen(dp_ctx *x, json_t *root) {
+  json_t *ip = json_object_get(root, "ipAddress");
+  json_t *port = json_object_get(root, "port");
+  if (ip == NULL && port == NULL)
+    return 0;
+  char listen[300];
+  long long pv = 8000;
+  if (port && (!json_is_integer(port) || json_integer_value(port) < 0 ||
+               json_integer_value(port) > 65535)) {
+    polite__px_errf(x->err, x->errlen, "%s: port: expected 0-65535", x->name);
+    return -1;
+  }
+  if (port)
+    pv = (long long)json_integer_value(port);
+  if (ip && !json_is_string(ip)) {
+    polite__px_errf(x->err, x->errlen, "%s: ipAddress: expected a string",
+                    x->name);
+    return -1;
+  }
+  const char *host = ip ? json_string_value(ip) : "127.0.0.1";
+  snprintf(listen, sizeof listen, strchr(host, ':') ? "[%s]:%lld" : "%s:%lld",
+           host, pv);
+  json_t *l = json_string(listen);
+  int rc = set_opt(x, "listen", l, "ipAddress/port");
+  json_decref(l);
+  return rc;
+}
+
+/* urlsToWatch as --watch, the list's origin kept for messages. */
+static int apply_watch(dp_ctx *x, json_t *root) {
+  json_t *w = json_object_get(root, "urlsToWatch");
+  if (w && !json_is_array(w)) {
+    polite__px_errf(x->err, x->errlen,
+                    "%s: urlsToWatch: expected an array of URL patterns",
+                    x->name);
+    return -1;
+  }
+  size_t i;
+  json_t *item;
+  json_array_foreach(w, i, item) {
+    char field[48];
+    snprintf(field, sizeof field, "urlsToWatch[%zu]", i);
+    if (set_opt(x, "watch", item, field) < 0)
+      return -1;
+  }
+  char what[600];
+  snprintf(what, sizeof what, "%s: urlsToWatch", x->name);
+  return polite__px_strset(&x->c->watch_what, what);
+}
+
+/* 1 when some plugins[] entry names `key` as its configSection. */
+static int is_section(json_t *root, const char *key) {
+  size_t i;
+  json_t *p;
+  json_array_foreach(json_object_get(root, "plugins"), i, p) {
+    const char *cs = json_string_value(json_object_get(p, "configSection"));
+    if (cs && strcmp(cs, key) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* Top-level keys that are neither a plugin's section nor Dev Proxy's own
+ * settings, scalars and objects alike, into the warning. */
+static void unknown_keys(dp_ctx *x, json_t *root) {
+  const char *k;
+  json_t *v;
+  json_object_foreach(root, k, v) {
+    if (k[0] == '$' || is_quiet(k) ||
+        (json_is_object(v) && is_section(root, k)))
+      continue;
+    not_simulated(x, k);
+  }
 }
 
 int polite__px_devproxy_apply(px_config *c, json_t *root, const char *name,
@@ -397,52 +552,19 @@ int polite__px_devproxy_apply(px_config *c, json_t *root, const char *name,
     polite__px_errf(err, errlen, "%s: expected an object (a devproxyrc)", name);
     return -1;
   }
-  /* As Dev Proxy runs: a forward proxy, throttling per host. */
+  /* As Dev Proxy runs: a forward proxy, throttling per host, judging early
+   * retries only if RetryAfterPlugin is enabled. */
   c->forward_mode = 1;
   c->scope = PX_SCOPE_HOST;
+  c->track.judge = 0;
   json_t *v;
   if ((v = json_object_get(root, "rate")) &&
       set_opt(&x, "failure-rate", v, "rate") < 0)
     return -1;
-  json_t *ip = json_object_get(root, "ipAddress");
-  json_t *port = json_object_get(root, "port");
-  if (ip || port) {
-    char listen[300];
-    long long pv = 8000;
-    if (port && (!json_is_integer(port) || json_integer_value(port) < 0 ||
-                 json_integer_value(port) > 65535)) {
-      polite__px_errf(err, errlen, "%s: port: expected 0-65535", name);
-      return -1;
-    }
-    if (port)
-      pv = (long long)json_integer_value(port);
-    if (ip && !json_is_string(ip)) {
-      polite__px_errf(err, errlen, "%s: ipAddress: expected a string", name);
-      return -1;
-    }
-    const char *host = ip ? json_string_value(ip) : "127.0.0.1";
-    snprintf(listen, sizeof listen, strchr(host, ':') ? "[%s]:%lld" : "%s:%lld",
-             host, pv);
-    json_t *l = json_string(listen);
-    int rc = set_opt(&x, "listen", l, "ipAddress/port");
-    json_decref(l);
-    if (rc < 0)
-      return -1;
-  }
-  json_t *w = json_object_get(root, "urlsToWatch");
-  if (w && !json_is_array(w)) {
-    polite__px_errf(err, errlen,
-                    "%s: urlsToWatch: expected an array of URL patterns", name);
+  if (apply_listen(&x, root) < 0 || apply_watch(&x, root) < 0)
     return -1;
-  }
   size_t i;
   json_t *item;
-  json_array_foreach(w, i, item) {
-    char field[48];
-    snprintf(field, sizeof field, "urlsToWatch[%zu]", i);
-    if (set_opt(&x, "watch", item, field) < 0)
-      return -1;
-  }
   json_t *ps = json_object_get(root, "plugins");
   if (ps && !json_is_array(ps)) {
     polite__px_errf(err, errlen, "%s: plugins: expected an array", name);
@@ -457,14 +579,7 @@ int polite__px_devproxy_apply(px_config *c, json_t *root, const char *name,
     if (apply_plugin(&x, root, item, i) < 0)
       return -1;
   }
-  /* Top-level keys that are neither a plugin's section nor Dev Proxy's
-   * own settings. */
-  const char *k;
-  json_object_foreach(root, k, v) {
-    if (k[0] == '$' || is_quiet(k) || json_is_object(v))
-      continue;
-    not_simulated(&x, k);
-  }
+  unknown_keys(&x, root);
   if (x.skipped[0]) {
     size_t n = strlen(name) + strlen(x.skipped) + 32;
     free(c->warning);

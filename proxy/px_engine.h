@@ -84,8 +84,7 @@ typedef struct {
   int status;
   struct evbuffer *body; /* own responses */
   int headers_sent;
-  int unrecorded; /* logged, not counted in the report (a CONNECT's 200) */
-  char cat[32];   /* the log's category when not the kind's */
+  char cat[32]; /* the log's category when not the kind's */
   char note[96];
   /* pxlimits: the judge and the limits (filled by describe and decide). */
   char conn_id[80];       /* client connection "ADDR:PORT" */
@@ -107,10 +106,11 @@ px_now polite__px_now(const px_server *s);
 void polite__px_clock_init(px_server *s);
 void polite__px_answer_clock(px_req *r);
 /* net's callbacks: a request arrived (polite__px_route decides it), its
- * client left, a connection closed. */
+ * client left, a connection closed, one opened. */
 void polite__px_on_request(void *ud, net_req *nr);
 void polite__px_on_gone(void *ud, net_req *nr);
 void polite__px_on_conn_closed(void *ud, const char *conn_id);
+void polite__px_on_conn_opened(void *ud, const char *conn_id);
 /* The request is decided: its action runs, after --latency. */
 void polite__px_run_action(px_req *r);
 

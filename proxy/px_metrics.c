@@ -1,7 +1,7 @@
 /* polite proxy: Prometheus metrics (text exposition format 0.0.4) at
  * GET /__polite/metrics. */
 #define _GNU_SOURCE
-#include "px.h"
+#include "px_track_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,27 +23,16 @@ void polite__px_metrics_latency(px_metrics *m, int64_t us) {
   m->lat_over++;
 }
 
-/* What each kind of answer is called in the metrics: the outcome label of
- * polite_proxy_requests_total, and for those the proxy made up, the kind
- * label of polite_proxy_injected_total and the rule of
- * polite_proxy_throttled_total (NULL: not a throttle). */
-static const struct {
-  px_kind kind;
-  const char *outcome;
-  const char *rule;
-} kinds[] = {
-    {PX_KIND_PASSED, "passed", NULL},
-    {PX_KIND_ERROR, "upstream_error", NULL},
-    {PX_KIND_FAILURE, "failure", "failure_rate"},
-    {PX_KIND_RATE, "rate_limited", "rate_limit"},
-    {PX_KIND_QUOTA, "quota_exceeded", "quota"},
-    {PX_KIND_EARLY, "early_retry", "retry_after"},
-    {PX_KIND_THROTTLED, "during_throttle", "retry_after"},
-    {PX_KIND_CONCURRENCY, "concurrency_limited", "concurrency"},
-    {PX_KIND_TOKENS, "tokens_limited", "tokens"},
-};
+/* The rules of polite_proxy_throttled_total, each the sum of the kinds
+ * whose row names it (px_track_report.c). */
+static const char *const rules[] = {"failure_rate", "rate_limit",  "quota",
+                                    "retry_after",  "concurrency", "tokens"};
 
-#define NKINDS (sizeof kinds / sizeof kinds[0])
+/* A counter of the tracking state that is no answer (a family of its own). */
+static void counter(FILE *f, const char *name, const char *help, uint64_t v) {
+  fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name,
+          name, (unsigned long long)v);
+}
 
 char *polite__px_metrics_text(px_state *s) {
   char *buf = NULL;
@@ -53,37 +42,45 @@ char *polite__px_metrics_text(px_state *s) {
     return NULL;
   fprintf(f, "# HELP polite_proxy_requests_total Requests answered, by "
              "outcome.\n# TYPE polite_proxy_requests_total counter\n");
-  for (size_t i = 0; i < NKINDS; i++)
+  for (int k = 0; k < PX_KIND__COUNT; k++)
     fprintf(f, "polite_proxy_requests_total{outcome=\"%s\"} %llu\n",
-            kinds[i].outcome,
-            (unsigned long long)polite__px_kind_count(s, kinds[i].kind));
+            polite__px_kind_info((px_kind)k)->metric,
+            (unsigned long long)polite__px_kind_count(s, (px_kind)k));
   fprintf(f, "# HELP polite_proxy_injected_total Answers the proxy made up "
              "instead of the upstream, by kind.\n"
              "# TYPE polite_proxy_injected_total counter\n");
-  for (size_t i = 0; i < NKINDS; i++)
-    if (kinds[i].rule)
+  for (int k = 0; k < PX_KIND__COUNT; k++)
+    if (polite__px_kind_info((px_kind)k)->rule)
       fprintf(f, "polite_proxy_injected_total{kind=\"%s\"} %llu\n",
-              kinds[i].outcome,
-              (unsigned long long)polite__px_kind_count(s, kinds[i].kind));
+              polite__px_kind_info((px_kind)k)->metric,
+              (unsigned long long)polite__px_kind_count(s, (px_kind)k));
   fprintf(f, "# HELP polite_proxy_throttled_total Throttling answers, by the "
              "rule that made them.\n"
              "# TYPE polite_proxy_throttled_total counter\n");
-  static const char *const rules[] = {"failure_rate", "rate_limit",  "quota",
-                                      "retry_after",  "concurrency", "tokens"};
   for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
     uint64_t n = 0;
-    for (size_t i = 0; i < NKINDS; i++)
-      if (kinds[i].rule && strcmp(kinds[i].rule, rules[r]) == 0)
-        n += polite__px_kind_count(s, kinds[i].kind);
+    for (int k = 0; k < PX_KIND__COUNT; k++) {
+      const char *rule = polite__px_kind_info((px_kind)k)->rule;
+      if (rule && strcmp(rule, rules[r]) == 0)
+        n += polite__px_kind_count(s, (px_kind)k);
+    }
     fprintf(f, "polite_proxy_throttled_total{rule=\"%s\"} %llu\n", rules[r],
             (unsigned long long)n);
   }
-  fprintf(f,
-          "# HELP polite_proxy_early_retries_total Requests from a client "
-          "told to wait that came back too soon.\n"
-          "# TYPE polite_proxy_early_retries_total counter\n"
-          "polite_proxy_early_retries_total %llu\n",
-          (unsigned long long)polite__px_kind_count(s, PX_KIND_EARLY));
+  /* Counters only grow: an early retry found stays found (issue 20). */
+  counter(f, "polite_proxy_early_retries_total",
+          "Requests from a client told to wait that came back too soon.",
+          polite__px_kind_count(s, PX_KIND_EARLY));
+  counter(f, "polite_proxy_connects_total",
+          "CONNECT requests (tunnels; the requests inside are counted).",
+          s->connects);
+  counter(f, "polite_proxy_shared_identities_total",
+          "Client identities (address, credentials, user agent) found to "
+          "hold several clients.",
+          s->shared_identities);
+  counter(f, "polite_proxy_urls_evicted_total",
+          "URLs whose own counts were let go of to stay within --max-urls.",
+          s->urls_evicted);
   const px_metrics *m = polite__px_metrics(s);
   fprintf(f,
           "# HELP polite_proxy_in_flight Requests arrived and not yet "

@@ -118,8 +118,7 @@ static int parse_seconds(const char *v, long long max, int *out) {
   *out = (int)(d * 1000 + 0.5);
   return *out > 0 ? 0 : -1;
 }
-/* Appends a copy of v to the list *v_, *n. 0, or -1 out of memory. */
-static int list_add(char ***v_, size_t *n, const char *v) {
+int polite__px_list_add(char ***v_, size_t *n, const char *v) {
   char **grown = realloc(*v_, (*n + 1) * sizeof *grown);
   if (grown == NULL)
     return -1;
@@ -245,7 +244,7 @@ static int set_list(void *opts, const cli_opt *o, const char *value, char *err,
   }
   char ***v = field(opts, o);
   size_t *n = (size_t *)((char *)v + sizeof(char **));
-  return list_add(v, n, value);
+  return polite__px_list_add(v, n, value);
 }
 
 #define LIST_FIELDS(v, n)                                                      \
@@ -603,6 +602,10 @@ const cli_opt polite__px_options[] = {
     PXROW("penalty", CLI_FLAG, NULL, 1, 1, NULL,
           "an early retry restarts the whole wait", NULL,
           CLI_AT(px_config, penalty), set_bool, NULL),
+    PXROW("max-urls", CLI_UINT, "N", 1, 10000000, "10000",
+          "URLs with their own counts in the report (the one used longest ago "
+          "goes first; the report says how many went)",
+          NULL, CLI_AT(px_config, track.max_urls), set_number, NULL),
     PXROW("max-head", CLI_SIZE, "BYTES", 1, 64LL << 20, "64k",
           "largest request head (431 above)", "Bounds",
           CLI_AT(px_config, max_head), set_number, NULL),

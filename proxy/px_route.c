@@ -178,10 +178,12 @@ static int host_allowed(const px_config *c, const char *host) {
   return 0;
 }
 
-/* A mocks file's first matching entry answers r. 1 when one did. */
+/* A mocks file's first matching entry answers r (within MockResponsePlugin's
+ * own urlsToWatch, when a devproxyrc gives it one). 1 when one did. */
 static int mock_answer(px_req *r) {
   const px_config *c = r->s->cfg;
-  if (c->mocks.n == 0)
+  if (c->mocks.n == 0 ||
+      !polite__px_plugin_watches(c, PX_PLUG_MOCKS, r->raw_url, r->path))
     return 0;
   size_t body_len = evbuffer_get_length(r->nr->body);
   const char *body =

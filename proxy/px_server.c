@@ -76,7 +76,8 @@ static void latency_cb(evutil_socket_t fd, short what, void *arg) {
 void polite__px_run_action(px_req *r) {
   px_server *s = r->s;
   const px_config *c = s->cfg;
-  if (c->latency_max_ms > 0) {
+  if (c->latency_max_ms > 0 &&
+      polite__px_plugin_watches(c, PX_PLUG_LATENCY, r->raw_url, r->path)) {
     /* A timer of the request's own, never a sleep: other requests go on
      * meanwhile, and a client that leaves cancels it (on_gone). */
     int64_t d = c->latency_min_ms +
@@ -131,6 +132,13 @@ void polite__px_on_gone(void *ud, net_req *nr) {
 void polite__px_on_conn_closed(void *ud, const char *conn_id) {
   px_server *s = ud;
   polite__px_conn_closed(s->st, conn_id);
+}
+
+/* A new connection: the judge tells it from the told client coming back
+ * (px_track.c). */
+void polite__px_on_conn_opened(void *ud, const char *conn_id) {
+  px_server *s = ud;
+  polite__px_conn_opened(s->st, conn_id, polite__px_now(s).mono_us / 1000);
 }
 
 /* ---- Start, reports, stop ----------------------------------------------- */
@@ -402,8 +410,11 @@ static int start(px_server *s) {
   if (s->base == NULL)
     s->base = event_base_new();
   s->st = polite__px_state_new();
+  if (s->st)
+    polite__px_track_setup(s->st, &c->track); /* the judge's switch, bounds */
   static const net_server_cb cb = {polite__px_on_request, polite__px_on_gone,
-                                   polite__px_on_conn_closed};
+                                   polite__px_on_conn_closed,
+                                   polite__px_on_conn_opened};
   s->srv = s->base ? polite__net_server_new(s->base, &s->bounds, &cb, s, s->env)
                    : NULL;
   if (s->base == NULL || s->st == NULL || s->srv == NULL) {

@@ -1,135 +1,13 @@
 /* polite proxy: the judge (who was told to wait, who came back too soon),
- * early-retry records, per-URL and per-client stats, keyed limit states.
- * The report is in px_track_report.c. */
+ * its clients and connections, and the state's life. The counts are in
+ * px_track_stats.c, the reports in px_track_report.c. */
 #include "px_track_int.h"
 
 #include "http_syntax.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t hash_str(const char *s) {
-  return polite__fnv1a(s, strlen(s));
-}
-
-static map_ent *map_find(const map *m, const char *key, uint64_t h) {
-  if (m->nb == 0)
-    return NULL;
-  for (map_ent *e = m->b[h & (m->nb - 1)]; e; e = e->next)
-    if (e->hash == h && strcmp(e->key, key) == 0)
-      return e;
-  return NULL;
-}
-
-static void *map_get(const map *m, const char *key) {
-  map_ent *e = map_find(m, key, hash_str(key));
-  return e ? e->value : NULL;
-}
-
-/* Inserts key (copied) with value; the key must not be present. Returns the
- * value, or NULL when out of memory (then the caller keeps ownership). */
-static void *map_put(map *m, const char *key, void *value) {
-  if (m->n >= m->nb) {
-    size_t nb = m->nb ? m->nb * 2 : 64;
-    /* An array of pointers, so the pointer size is the one wanted. */
-    map_ent **b = calloc(nb, sizeof *b); // NOLINT(bugprone-sizeof-expression)
-    if (b == NULL)
-      return NULL;
-    for (size_t i = 0; i < m->nb; i++) {
-      for (map_ent *e = m->b[i], *next; e; e = next) {
-        next = e->next;
-        e->next = b[e->hash & (nb - 1)];
-        b[e->hash & (nb - 1)] = e;
-      }
-    }
-    free(m->b);
-    m->b = b;
-    m->nb = nb;
-  }
-  size_t k = strlen(key);
-  map_ent *e = malloc(sizeof *e + k + 1);
-  if (e == NULL)
-    return NULL;
-  memcpy(e->key, key, k + 1);
-  e->hash = hash_str(key);
-  e->value = value;
-  e->next = m->b[e->hash & (m->nb - 1)];
-  m->b[e->hash & (m->nb - 1)] = e;
-  m->n++;
-  return value;
-}
-
-static void map_del(map *m, const char *key, void (*free_value)(void *)) {
-  if (m->nb == 0)
-    return;
-  uint64_t h = hash_str(key);
-  for (map_ent **pp = &m->b[h & (m->nb - 1)]; *pp; pp = &(*pp)->next) {
-    map_ent *e = *pp;
-    if (e->hash == h && strcmp(e->key, key) == 0) {
-      *pp = e->next;
-      free_value(e->value);
-      free(e);
-      m->n--;
-      return;
-    }
-  }
-}
-
-static void map_free(map *m, void (*free_value)(void *)) {
-  for (size_t i = 0; i < m->nb; i++) {
-    for (map_ent *e = m->b[i], *next; e; e = next) {
-      next = e->next;
-      free_value(e->value);
-      free(e);
-    }
-  }
-  free(m->b);
-  memset(m, 0, sizeof *m);
-}
-
-px_state *polite__px_state_new(void) {
-  return calloc(1, sizeof(px_state));
-}
-
-static void url_stats_free(void *p) {
-  url_stats *u = p;
-  if (u) {
-    free(u->method);
-    free(u->url);
-    free(u);
-  }
-}
-
-static void track_ent_free(void *p);
-
-static void client_stats_free(void *p) {
-  client_stats *c = p;
-  if (c) {
-    free(c->who);
-    free(c);
-  }
-}
-
-void polite__px_state_free(px_state *s) {
-  if (s == NULL)
-    return;
-  map_free(&s->track, track_ent_free);
-  map_free(&s->conns, free);
-  map_free(&s->chains, free);
-  map_free(&s->clients, client_stats_free);
-  for (int t = 0; t < PX_TAB__COUNT; t++)
-    map_free(&s->keyed[t], s->keyed_free[t] ? s->keyed_free[t] : free);
-  map_free(&s->urls, url_stats_free);
-  for (size_t i = 0; i < s->nearly; i++) {
-    free(s->early[i].key);
-    free(s->early[i].client);
-    free(s->early[i].conn);
-    free(s->early[i].method);
-    free(s->early[i].url);
-  }
-  free(s->early);
-  free(s);
-}
 
 /* ---- The judge ------------------------------------------------------------
  *
@@ -141,23 +19,47 @@ void polite__px_state_free(px_state *s) {
  * key is throttled is a request during a throttle (refused, never flagged).
  * Deadlines are counted from the moment the answer left the proxy.
  *
- * A client is a connection (ADDR:PORT), so that threads of one process
- * sharing an address are told apart. A client that closes its connection
- * and comes back on a fresh one from the same address and credentials is
- * the same client: its pending deadline (and its retry chain) passes to the
- * new connection. */
+ * Who is a client. An identity is an address, a hash of the credentials and
+ * a hash of the User-Agent: two programs that differ in any of them are
+ * never one client. Within an identity a client is a connection, and a
+ * told wait follows it to the identity's next fresh connection (the wait
+ * is copied: the old connection stays bound) when
+ * - the told connection has closed: a reconnect (curl in a loop), or
+ * - the identity opens a connection per request (none of its connections
+ *   has carried two requests), the fresh connection was opened after the
+ *   wait was told, its first request is the identity's next after one on
+ *   the told connection, and either the identity has shown that it lets go
+ *   of connections (one that carried a single request has closed) or the
+ *   request comes GUESS_GAP_MS or more after the wait was told:
+ *   requests.get, whose sockets close only when Python frees them, and a
+ *   pool's second connection (undici opens one when the first is busy).
+ *   Threads starting together look the same for their first requests, but
+ *   within milliseconds of each other and without a closed connection, so
+ *   a new connection right after a 429 is judged another client until the
+ *   identity's habit is known.
+ * An identity whose requests move back and forth between its open
+ * connections (SEVERAL_MOVES of its last MOVE_WINDOW) holds several
+ * clients, threads each on its own connection: that is counted as an event
+ * of its own, and from then on nothing follows. Keep-alive connections of
+ * one identity are never one client: a thread each and a pool look alike
+ * (threads run in bursts under Python's GIL), and blaming a thread for
+ * another's wait is the error the judge must not make (issue 13).
+ * Nothing already found is taken back (issue 20): a finding is a fact of
+ * the moment it was made, and later evidence is counted as what it is. */
 
 /* A told client's entry is kept this long past its deadline, so that a
  * compliant return on a new connection still continues its retry chain. */
 #define TOLD_GRACE_MS 60000
 /* At most this many told clients per key (the oldest deadline goes). */
 #define TOLD_MAX 256
-/* At most this many live connections tracked (older ones are forgotten). */
-#define CONNS_MAX 100000
+
+#define GUESS_GAP_MS 100
+#define MOVE_WINDOW 16
+#define SEVERAL_MOVES 4
 
 typedef struct {
-  char *conn;       /* told client's connection; "" once orphaned */
-  char *who;        /* address + auth hash */
+  char *conn;       /* the connection it was told on, or followed to */
+  char *ident;      /* its identity */
   uint64_t client;  /* logical client id */
   int64_t until_ms; /* the deadline it was told */
   int64_t wait_ms;  /* the wait it was told (for --penalty) */
@@ -170,17 +72,34 @@ typedef struct {
 } track_ent;
 
 typedef struct {
-  uint64_t client; /* the logical client on this connection */
-  uint64_t nreq;   /* requests seen on it */
-  int handle;      /* the engine's handle for the probe (-1: none) */
-  int64_t last_ms; /* its latest request */
-  uint64_t seq;    /* order of first sight */
-  char who[];      /* the client's address + auth hash */
+  uint64_t client;   /* the logical client on this connection */
+  uint64_t nreq;     /* requests judged on it */
+  int64_t opened_ms; /* when it was accepted (-1: not known) */
+  int handle;        /* the engine's handle for the probe (-1: none) */
+  char *ident;       /* the identity that uses it ("": none yet) */
 } conn_ent;
+
+static void conn_ent_free(void *p) {
+  conn_ent *c = p;
+  if (c) {
+    free(c->ident);
+    free(c);
+  }
+}
+
+typedef struct {
+  uint64_t arrivals;  /* its requests */
+  uint32_t moves;     /* bit i: its i-th latest request moved between open
+                         connections it had used before */
+  int several;        /* it showed several clients */
+  int keeps_alive;    /* one of its connections carried two requests */
+  int lets_go;        /* one that carried a single request has closed */
+  char last_conn[96]; /* the connection of its latest request */
+} ident_ent;
 
 static void told_clear(told_ent *t) {
   free(t->conn);
-  free(t->who);
+  free(t->ident);
 }
 
 static void track_ent_free(void *p) {
@@ -193,6 +112,49 @@ static void track_ent_free(void *p) {
   free(e);
 }
 
+px_state *polite__px_state_new(void) {
+  px_state *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    return NULL;
+  polite__px_map_init(&s->track, track_ent_free);
+  polite__px_map_init(&s->conns, conn_ent_free);
+  polite__px_map_init(&s->idents, free);
+  polite__px_map_init(&s->urls, free);
+  polite__px_map_init(&s->chains, free);
+  polite__px_map_init(&s->clients, free);
+  for (int t = 0; t < PX_TAB__COUNT; t++)
+    polite__px_map_init(&s->keyed[t], free);
+  s->max_urls = PX_MAX_URLS_DEFAULT;
+  return s;
+}
+
+void polite__px_track_setup(px_state *s, const px_track_opts *o) {
+  s->judge_off = o->judge == 0;
+  s->max_urls = o->max_urls > 0 ? (size_t)o->max_urls : PX_MAX_URLS_DEFAULT;
+}
+
+void polite__px_state_free(px_state *s) {
+  if (s == NULL)
+    return;
+  polite__px_map_free(&s->track);
+  polite__px_map_free(&s->conns);
+  polite__px_map_free(&s->idents);
+  polite__px_map_free(&s->urls);
+  polite__px_map_free(&s->chains);
+  polite__px_map_free(&s->clients);
+  for (int t = 0; t < PX_TAB__COUNT; t++)
+    polite__px_map_free(&s->keyed[t]);
+  for (size_t i = 0; i < s->nearly; i++) {
+    free(s->early[i].key);
+    free(s->early[i].client);
+    free(s->early[i].conn);
+    free(s->early[i].method);
+    free(s->early[i].url);
+  }
+  free(s->early);
+  free(s);
+}
+
 /* Removes entry i; the last one takes its place, and the freed slot holds
  * no pointers. */
 static void told_remove(track_ent *e, size_t i) {
@@ -201,7 +163,7 @@ static void told_remove(track_ent *e, size_t i) {
   if (i != last)
     e->told[i] = e->told[last];
   e->told[last].conn = NULL;
-  e->told[last].who = NULL;
+  e->told[last].ident = NULL;
 }
 
 /* Drops told clients whose deadline is long past (they never came back). */
@@ -213,164 +175,139 @@ static void told_prune(track_ent *e, int64_t now_ms) {
       i++;
 }
 
-/* The connection's entry, created on first sight. *fresh is 1 when this is
- * its first request. NULL when out of memory. */
-static conn_ent *conn_see(px_state *s, const char *conn, int handle,
-                          const char *who, int64_t now_ms, int *fresh) {
-  conn_ent *c = map_get(&s->conns, conn);
-  *fresh = c == NULL || c->nreq == 0;
-  if (c == NULL) {
-    if (s->conns.n >= CONNS_MAX)
-      return NULL;
-    size_t wl = strlen(who);
-    c = calloc(1, sizeof *c + wl + 1);
-    if (c == NULL)
-      return NULL;
-    memcpy(c->who, who, wl + 1);
-    c->client = ++s->next_client;
-    c->seq = c->client;
-    c->handle = handle;
-    if (map_put(&s->conns, conn, c) == NULL) {
-      free(c);
-      return NULL;
-    }
-  }
-  c->nreq++;
-  c->last_ms = now_ms;
-  return c;
+/* The identity key: who, then a hash of the User-Agent (any length, never
+ * stored). */
+static void ident_key(char *out, size_t size, const char *who, const char *ua) {
+  uint64_t h = ua ? polite__fnv1a(ua, strlen(ua)) : 0;
+  snprintf(out, size, "%s\n%016llx", who, (unsigned long long)h);
 }
 
-/* 1 when the connection is known to be gone: closed as reported, or found
- * closed by the engine's probe (a server may notice a client's close only
- * when it next reads). */
+/* Forgets a closed connection; one that carried a single request shows
+ * that its identity lets go of connections. */
+static void conn_forget(px_state *s, const char *conn) {
+  const conn_ent *c = polite__px_map_get(&s->conns, conn);
+  if (c && c->nreq == 1 && c->ident[0]) {
+    ident_ent *id = polite__px_map_get(&s->idents, c->ident);
+    if (id)
+      id->lets_go = 1;
+  }
+  polite__px_map_del(&s->conns, conn);
+}
+
+/* 1 when the connection is known to be gone: closed as reported, forgotten,
+ * or found closed by the engine's probe (a server may notice a client's
+ * close only when it next reads). */
 static int conn_closed(px_state *s, const char *conn) {
-  conn_ent *c = map_get(&s->conns, conn);
+  conn_ent *c = polite__px_map_get(&s->conns, conn);
   if (c == NULL)
     return 1;
   if (s->probe && !s->probe(s->probe_ctx, conn, c->handle)) {
-    map_del(&s->conns, conn, free);
+    conn_forget(s, conn);
     return 1;
   }
   return 0;
 }
 
-/* 1 when some connection of `who` other than `told` and `self` made a
- * request after since_ms: several clients share the address. */
-static int others_active(const px_state *s, const char *who, const char *told,
-                         const char *self, int64_t since_ms) {
-  for (size_t i = 0; i < s->conns.nb; i++)
-    for (map_ent *e = s->conns.b[i]; e; e = e->next) {
-      const conn_ent *c = e->value;
-      if (c->last_ms > since_ms && strcmp(c->who, who) == 0 &&
-          strcmp(e->key, told) != 0 && strcmp(e->key, self) != 0)
-        return 1;
-    }
-  return 0;
-}
-
-/* Whether told client t may be the one now asking on the fresh connection
- * `conn`. Never when its address and credentials have shown several
- * clients (an older connection used after a newer one). Else when its
- * connection closed, or when it has been idle since it was told and no
- * other connection from the same address and credentials was used since:
- * one client that opens a connection per request (curl in a loop,
- * requests.get). */
-static int adoptable(px_state *s, const told_ent *t, const char *conn,
-                     const char *who, const client_stats *cs) {
-  if (strcmp(t->who, who) != 0 || (cs && cs->several))
-    return 0;
-  if (conn_closed(s, t->conn))
-    return 1;
-  const conn_ent *c = map_get(&s->conns, t->conn);
-  int64_t told_ms = t->until_ms - t->wait_ms;
-  return c && c->last_ms <= told_ms &&
-         !others_active(s, who, t->conn, conn, told_ms);
-}
-
-/* Once an address is seen to carry several clients, the early retries that
- * were recognised on a new connection of it were guesses that may have
- * been another client's first request: they are counted again as requests
- * during a throttle (their 429 was the same). */
-static void early_unguess(px_state *s, const char *who, client_stats *cs) {
-  size_t o = 0;
-  for (size_t i = 0; i < s->nearly; i++) {
-    early_ent *e = &s->early[i];
-    if (!e->guessed || strcmp(e->client, who) != 0) {
-      s->early[o++] = *e;
-      continue;
-    }
-    s->early_total--;
-    if (s->kinds[PX_KIND_EARLY] > 0) {
-      s->kinds[PX_KIND_EARLY]--;
-      s->kinds[PX_KIND_THROTTLED]++;
-    }
-    if (cs->early > 0) {
-      cs->early--;
-      cs->throttled++;
-    }
-    size_t n = strlen(e->method) + strlen(e->url) + 2;
-    char *k = malloc(n);
-    if (k) {
-      snprintf(k, n, "%s %s", e->method, e->url);
-      url_stats *u = map_get(&s->urls, k);
-      if (u && u->kinds[PX_KIND_EARLY] > 0) {
-        u->kinds[PX_KIND_EARLY]--;
-        u->kinds[PX_KIND_THROTTLED]++;
-      }
-      free(k);
-    }
-    free(e->key);
-    free(e->client);
-    free(e->conn);
-    free(e->method);
-    free(e->url);
+/* A new entry for conn (opened at opened_ms, -1: not known), the one used
+ * longest ago making room past CONNS_MAX; NULL when out of memory. */
+static conn_ent *conn_new(px_state *s, const char *conn, int64_t opened_ms) {
+  polite__px_map_del(&s->conns, conn);
+  conn_ent *c = polite__px_map_entry(&s->conns, conn, sizeof *c, CONNS_MAX);
+  if (c == NULL)
+    return NULL;
+  if ((c->ident = strdup("")) == NULL) {
+    polite__px_map_del(&s->conns, conn);
+    return NULL;
   }
-  s->nearly = o;
+  c->client = ++s->next_client;
+  c->opened_ms = opened_ms;
+  c->handle = -1;
+  return c;
 }
 
-/* Notes which connection of the client's address is newest, and when an
- * older one is used again: then several clients share the address. */
-static client_stats *client_get(px_state *s, const char *who);
-static client_stats *note_conn(px_state *s, const char *who, const conn_ent *c,
-                               int fresh) {
-  client_stats *cs = client_get(s, who);
-  if (cs == NULL || c == NULL)
-    return cs;
-  if (fresh && c->seq > cs->newest_conn)
-    cs->newest_conn = c->seq;
-  else if (!fresh && c->seq < cs->newest_conn && !cs->several) {
-    cs->several = 1;
-    early_unguess(s, who, cs);
+void polite__px_conn_opened(px_state *s, const char *conn, int64_t now_ms) {
+  conn_new(s, conn, now_ms);
+}
+
+/* The connection's entry for identity `ident` (made on first sight); NULL
+ * when out of memory. A connection reused by another identity (a port
+ * reused after a close the server missed) starts afresh. */
+static conn_ent *conn_see(px_state *s, const char *conn, int handle,
+                          const char *ident) {
+  conn_ent *c = polite__px_map_use(&s->conns, conn);
+  if (c && c->ident[0] && strcmp(c->ident, ident) != 0)
+    c = NULL;
+  if (c == NULL && (c = conn_new(s, conn, -1)) == NULL)
+    return NULL;
+  if (c->ident[0] == '\0') {
+    char *id = strdup(ident);
+    if (id == NULL)
+      return NULL;
+    free(c->ident);
+    c->ident = id;
   }
-  return cs;
+  c->handle = handle;
+  return c;
 }
 
-/* The told entry of this request's client: the same connection, or, when
- * this request opens a fresh connection, a told client that may have come
- * back on it (the earliest deadline first). */
+static int popcount_window(uint32_t v) {
+  int n = 0;
+  for (v &= (1u << MOVE_WINDOW) - 1; v; v &= v - 1)
+    n++;
+  return n;
+}
+
+/* Notes a request of identity id on conn (fresh: its first): whether it
+ * moved from another open connection the identity used, and whether that
+ * makes the identity several clients. */
+static void ident_arrive(px_state *s, ident_ent *id, const char *conn,
+                         int fresh) {
+  int moved = 0;
+  if (id->arrivals > 0 && !fresh && !id->several &&
+      strcmp(id->last_conn, conn) != 0)
+    moved = !conn_closed(s, id->last_conn); /* a reconnect is no move */
+  id->arrivals++;
+  id->moves = (id->moves << 1) | (uint32_t)moved;
+  snprintf(id->last_conn, sizeof id->last_conn, "%s", conn);
+  if (!id->several && popcount_window(id->moves) >= SEVERAL_MOVES) {
+    id->several = 1;
+    s->shared_identities++;
+  }
+}
+
+/* The told entry of the client asking on conn: its own; else, for a fresh
+ * connection (`fresh`) opened at opened_ms (-1: not known) of an identity
+ * not known to hold several clients, the entry of a closed connection of
+ * the identity, or of `prev` (the connection of a connection-per-request
+ * identity's previous request; NULL: none), told before the connection was
+ * opened (one already open is another client's: threads starting
+ * together), the earliest deadline first. */
 static told_ent *told_find(px_state *s, track_ent *e, const char *conn,
-                           const char *who, int fresh, const client_stats *cs) {
-  told_ent *orphan = NULL;
+                           const char *ident, int fresh, const char *prev,
+                           int64_t opened_ms, int64_t guess_before) {
   for (size_t i = 0; i < e->ntold; i++) {
     told_ent *t = &e->told[i];
-    if (strcmp(t->conn, conn) == 0 && strcmp(t->who, who) == 0)
+    if (strcmp(t->conn, conn) == 0 && strcmp(t->ident, ident) == 0)
       return t;
   }
-  if (!fresh)
-    return NULL;
-  for (size_t i = 0; i < e->ntold; i++) {
+  told_ent *best = NULL;
+  for (size_t i = 0; i < e->ntold && fresh; i++) {
     told_ent *t = &e->told[i];
-    if ((orphan == NULL || t->until_ms < orphan->until_ms) &&
-        adoptable(s, t, conn, who, cs))
-      orphan = t;
+    if (strcmp(t->ident, ident) == 0 &&
+        (best == NULL || t->until_ms < best->until_ms) &&
+        (opened_ms < 0 || t->until_ms - t->wait_ms <= opened_ms) &&
+        ((prev && strcmp(t->conn, prev) == 0 &&
+          t->until_ms - t->wait_ms <= guess_before) ||
+         conn_closed(s, t->conn)))
+      best = t;
   }
-  return orphan;
+  return best;
 }
 
-/* A new told entry for the connection (the oldest deadline makes room when
- * the key has TOLD_MAX). NULL when out of memory. */
-static told_ent *told_add(px_state *s, track_ent *e, const char *conn,
-                          const char *who) {
+/* A new told entry (the oldest deadline makes room when the key has
+ * TOLD_MAX). NULL when out of memory. */
+static told_ent *told_add(track_ent *e, const char *conn, const char *ident,
+                          uint64_t client) {
   if (e->ntold == TOLD_MAX) {
     size_t oldest = 0;
     for (size_t i = 1; i < e->ntold; i++)
@@ -378,8 +315,9 @@ static told_ent *told_add(px_state *s, track_ent *e, const char *conn,
         oldest = i;
     told_remove(e, oldest);
   }
-  if (e->ntold % 8 == 0) {
-    told_ent *nt = realloc(e->told, (e->ntold + 8) * sizeof *nt);
+  /* Capacity doubles from one: most keys have one told client. */
+  if ((e->ntold & (e->ntold - 1)) == 0) {
+    told_ent *nt = realloc(e->told, (e->ntold ? e->ntold * 2 : 1) * sizeof *nt);
     if (nt == NULL)
       return NULL;
     e->told = nt;
@@ -387,13 +325,12 @@ static told_ent *told_add(px_state *s, track_ent *e, const char *conn,
   told_ent *t = &e->told[e->ntold];
   memset(t, 0, sizeof *t);
   t->conn = strdup(conn);
-  t->who = strdup(who);
-  if (t->conn == NULL || t->who == NULL) {
+  t->ident = strdup(ident);
+  if (t->conn == NULL || t->ident == NULL) {
     told_clear(t);
     return NULL;
   }
-  conn_ent *c = map_get(&s->conns, conn);
-  t->client = c ? c->client : ++s->next_client;
+  t->client = client;
   e->ntold++;
   return t;
 }
@@ -406,32 +343,10 @@ void polite__px_conn_probe(px_state *s,
   s->probe_ctx = ctx;
 }
 
-void polite__px_judge(px_state *s, const char *key, const char *conn,
-                      int handle, const char *who, int64_t now_ms, int penalty,
-                      px_judgement *out) {
-  memset(out, 0, sizeof *out);
-  int fresh = 0;
-  conn_ent *c = conn_see(s, conn, handle, who, now_ms, &fresh);
-  const client_stats *cs = note_conn(s, who, c, fresh);
-  out->client = c ? c->client : ++s->next_client;
-  track_ent *e = map_get(&s->track, key);
-  if (e == NULL)
-    return;
-  told_prune(e, now_ms);
-  told_ent *t = told_find(s, e, conn, who, fresh, cs);
+/* The verdict on key e for the client (told entry t, may be NULL). */
+static void verdict(px_state *s, const char *key, track_ent *e, told_ent *t,
+                    int64_t now_ms, int penalty, px_judgement *out) {
   if (t) {
-    /* Same client: adopt its identity (retry chain) on this connection. */
-    if (strcmp(t->conn, conn) != 0) {
-      out->guessed = 1;
-      char *nc = strdup(conn);
-      if (nc) {
-        free(t->conn);
-        t->conn = nc;
-      }
-      if (c)
-        c->client = t->client;
-    }
-    out->client = t->client;
     if (now_ms < t->until_ms) {
       out->verdict = PX_JUDGE_EARLY;
       out->remaining_ms = t->until_ms - now_ms;
@@ -447,29 +362,93 @@ void polite__px_judge(px_state *s, const char *key, const char *conn,
     out->remaining_ms = e->until_ms - now_ms;
     return;
   }
-  if (e->ntold == 0)
-    map_del(&s->track, key,
-            track_ent_free); /* nothing pending: keep the table small */
+  if (e->ntold == 0) /* nothing pending: keep the table small */
+    polite__px_map_del(&s->track, key);
+}
+
+void polite__px_judge(px_state *s, const char *key, const char *conn,
+                      int handle, const char *who, const char *ua,
+                      int64_t now_ms, int penalty, px_judgement *out) {
+  memset(out, 0, sizeof *out);
+  char ident[256], prev[96] = "";
+  ident_key(ident, sizeof ident, who, ua);
+  ident_ent *id =
+      polite__px_map_entry(&s->idents, ident, sizeof *id, IDENTS_MAX);
+  conn_ent *c = conn_see(s, conn, handle, ident);
+  int fresh = c == NULL || c->nreq++ == 0;
+  if (id) {
+    snprintf(prev, sizeof prev, "%s", id->last_conn);
+    ident_arrive(s, id, conn, fresh);
+    id->keeps_alive |= c && c->nreq >= 2;
+  }
+  out->client = c ? c->client : ++s->next_client;
+  if (s->judge_off || key == NULL)
+    return;
+  track_ent *e = polite__px_map_use(&s->track, key);
+  if (e == NULL)
+    return;
+  told_prune(e, now_ms);
+  /* Following is for fresh connections of an identity with one client. */
+  int follow = fresh && id && !id->several;
+  /* A guess needs the identity's habit, or a pause since the wait. */
+  int64_t guess_before = id && id->lets_go ? now_ms : now_ms - GUESS_GAP_MS;
+  told_ent *t = told_find(s, e, conn, ident, follow,
+                          follow && !id->keeps_alive && prev[0] ? prev : NULL,
+                          c ? c->opened_ms : -1, guess_before);
+  if (t && strcmp(t->conn, conn) != 0) {
+    /* The same client on a new connection: its wait binds this one too,
+     * and its retry chain goes on. */
+    out->across = 1;
+    if (c)
+      c->client = t->client;
+    out->client = t->client;
+    int64_t until = t->until_ms, wait = t->wait_ms;
+    t = told_add(e, conn, ident, out->client); /* NULL: out of memory */
+    if (t) {
+      t->until_ms = until;
+      t->wait_ms = wait;
+    }
+  }
+  verdict(s, key, e, t, now_ms, penalty, out);
+}
+
+/* The key's entry, made when absent; past TRACK_MAX keys the one used
+ * longest ago goes, and its pending waits are counted as forgotten. */
+static track_ent *track_entry(px_state *s, const char *key, int64_t now_ms) {
+  track_ent *e = polite__px_map_use(&s->track, key);
+  if (e)
+    return e;
+  while (s->track.n >= TRACK_MAX) {
+    track_ent *old = polite__px_map_take_oldest(&s->track);
+    for (size_t i = 0; old && i < old->ntold; i++)
+      s->waits_forgotten += old->told[i].until_ms > now_ms;
+    track_ent_free(old);
+  }
+  e = calloc(1, sizeof *e);
+  if (e && polite__px_map_put(&s->track, key, e) == NULL) {
+    free(e);
+    e = NULL;
+  }
+  return e;
 }
 
 void polite__px_tell(px_state *s, const char *key, const char *conn,
                      const char *who, int64_t sent_ms, int64_t wait_ms,
                      int flags) {
-  if (wait_ms <= 0)
+  if (wait_ms <= 0 || s->judge_off)
     return;
   int64_t until = sent_ms + wait_ms;
-  track_ent *e = map_get(&s->track, key);
-  if (e == NULL) {
-    e = calloc(1, sizeof *e);
-    if (e == NULL || map_put(&s->track, key, e) == NULL) {
-      free(e);
-      return;
-    }
-  }
-  told_ent *t = NULL;
-  for (size_t i = 0; i < e->ntold && t == NULL; i++)
-    if (strcmp(e->told[i].conn, conn) == 0 && strcmp(e->told[i].who, who) == 0)
-      t = &e->told[i];
+  /* The identity is the one the judge saw on this connection. */
+  const conn_ent *c = polite__px_map_get(&s->conns, conn);
+  char fallback[256];
+  if (c == NULL)
+    ident_key(fallback, sizeof fallback, who, NULL);
+  const char *ident = c && c->ident[0] ? c->ident : fallback;
+  track_ent *e = track_entry(s, key, sent_ms);
+  if (e == NULL)
+    return;
+  /* Its own entry (the judge bound a followed one to this connection). */
+  told_ent *t = told_find(s, e, conn, ident, 0, NULL, -1, 0);
   /* The answer to an early request never moves the deadline the client was
    * given, nor the key's throttle; --penalty restarts the client's wait. */
   if (t && t->until_ms > sent_ms && !(flags & PX_TELL_RESTART))
@@ -477,7 +456,7 @@ void polite__px_tell(px_state *s, const char *key, const char *conn,
   if ((flags & PX_TELL_THROTTLE) && until > e->until_ms)
     e->until_ms = until;
   if (t == NULL)
-    t = told_add(s, e, conn, who);
+    t = told_add(e, conn, ident, c ? c->client : ++s->next_client);
   if (t) {
     t->until_ms = until;
     t->wait_ms = wait_ms;
@@ -485,153 +464,5 @@ void polite__px_tell(px_state *s, const char *key, const char *conn,
 }
 
 void polite__px_conn_closed(px_state *s, const char *conn) {
-  map_del(&s->conns, conn, free);
-}
-
-void *polite__px_keyed(px_state *s, px_table t, const char *key) {
-  return (unsigned)t < PX_TAB__COUNT ? map_get(&s->keyed[t], key) : NULL;
-}
-
-void *polite__px_keyed_put(px_state *s, px_table t, const char *key, void *obj,
-                           void (*destroy)(void *)) {
-  if ((unsigned)t >= PX_TAB__COUNT || obj == NULL ||
-      s->keyed[t].n >= PX_KEYED_MAX ||
-      map_put(&s->keyed[t], key, obj) == NULL) {
-    if (obj)
-      destroy(obj);
-    return NULL;
-  }
-  s->keyed_free[t] = destroy;
-  return obj;
-}
-
-void polite__px_early_record(px_state *s, int64_t wall_ms, const char *key,
-                             const char *client, const char *conn,
-                             const char *method, const char *url,
-                             int64_t early_ms, int guessed) {
-  s->early_total++;
-  if (s->nearly >= EARLY_KEEP)
-    return;
-  if (s->nearly == s->capearly) {
-    size_t cap = s->capearly ? s->capearly * 2 : 64;
-    early_ent *e = realloc(s->early, cap * sizeof *e);
-    if (e == NULL)
-      return;
-    s->early = e;
-    s->capearly = cap;
-  }
-  early_ent *e = &s->early[s->nearly++];
-  e->wall_ms = wall_ms;
-  e->key = strdup(key);
-  e->client = strdup(client);
-  e->conn = strdup(conn);
-  e->method = strdup(method);
-  e->url = strdup(url);
-  e->early_ms = early_ms;
-  e->guessed = guessed;
-}
-
-/* The retry chain of `client` on method+url: a request that follows a
- * 429/503 answer to the same client for the same method + URL is one more
- * attempt of the same logical request. Returns the chain's length with this
- * request (1 when it starts a new one, or when the table is full). */
-static unsigned chain_step(px_state *s, uint64_t client, const char *mu,
-                           int status) {
-  size_t n = strlen(mu) + 24;
-  char *k = malloc(n);
-  if (k == NULL)
-    return 1;
-  snprintf(k, n, "%llu %s", (unsigned long long)client, mu);
-  chain_ent *c = map_get(&s->chains, k);
-  if (c == NULL && s->chains.n < CHAINS_MAX) {
-    c = calloc(1, sizeof *c);
-    if (c && map_put(&s->chains, k, c) == NULL) {
-      free(c);
-      c = NULL;
-    }
-  }
-  free(k);
-  if (c == NULL)
-    return 1;
-  c->chain = c->last_retryable ? c->chain + 1 : 1;
-  c->last_retryable = status == 429 || status == 503;
-  return c->chain;
-}
-
-static client_stats *client_get(px_state *s, const char *who) {
-  client_stats *c = map_get(&s->clients, who);
-  if (c || s->clients.n >= CLIENTS_MAX)
-    return c;
-  c = calloc(1, sizeof *c);
-  if (c == NULL || (c->who = strdup(who)) == NULL ||
-      map_put(&s->clients, who, c) == NULL) {
-    client_stats_free(c);
-    return NULL;
-  }
-  return c;
-}
-
-void polite__px_stats_record(px_state *s, const px_record *rec) {
-  s->requests++;
-  px_kind kind = rec->kind;
-  if ((unsigned)kind < PX_KIND__COUNT)
-    s->kinds[kind]++;
-  size_t n = strlen(rec->method) + strlen(rec->url) + 2;
-  char *k = malloc(n);
-  if (k == NULL)
-    return;
-  snprintf(k, n, "%s %s", rec->method, rec->url);
-  unsigned chain = chain_step(s, rec->client, k, rec->status);
-  if (chain > s->max_attempts)
-    s->max_attempts = chain;
-  client_stats *cs = client_get(s, rec->who ? rec->who : "-");
-  if (cs) {
-    cs->requests++;
-    cs->early += kind == PX_KIND_EARLY;
-    cs->throttled += kind == PX_KIND_THROTTLED;
-    if (chain > cs->max_attempts)
-      cs->max_attempts = chain;
-  }
-  url_stats *u = map_get(&s->urls, k);
-  if (u == NULL) {
-    u = calloc(1, sizeof *u);
-    if (u == NULL || (u->method = strdup(rec->method)) == NULL ||
-        (u->url = strdup(rec->url)) == NULL ||
-        map_put(&s->urls, k, u) == NULL) {
-      url_stats_free(u);
-      free(k);
-      return;
-    }
-  }
-  free(k);
-  u->requests++;
-  if ((unsigned)kind < PX_KIND__COUNT)
-    u->kinds[kind]++;
-  if (chain > u->max_attempts)
-    u->max_attempts = chain;
-  int status = rec->status;
-  for (int i = 0; i < STATUS_SLOTS; i++) {
-    if (u->status[i] == status) {
-      u->status_n[i]++;
-      return;
-    }
-    if (u->status[i] == 0) {
-      u->status[i] = status;
-      u->status_n[i] = 1;
-      return;
-    }
-  }
-  u->status_other++;
-}
-
-px_metrics *polite__px_metrics(px_state *s) {
-  return &s->metrics;
-}
-
-uint64_t polite__px_kind_count(const px_state *s, px_kind k) {
-  return (unsigned)k < PX_KIND__COUNT ? s->kinds[k] : 0;
-}
-
-uint64_t polite__px_requests(const px_state *s) {
-  return s->requests;
+  conn_forget(s, conn);
 }

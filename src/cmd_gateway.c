@@ -96,6 +96,12 @@ static const cli_opt gateway_table[] = {
     CLI_ROW_READY_FILE(G, c.ready_file, set_text),
     CLI_ROWS_RATE(G, rate, c.bo, burst, concurrency, "8", "Budget"),
     CLI_ROWS_BUDGET(G, budget_uri, c.bo, "host"),
+    CLI_ROW_BUDGET_OUTAGE(G, c.bo,
+                          "while the budget cannot be used (Redis unreachable, "
+                          "a damaged budget file) nothing is sent and the "
+                          "gateway asks again with a backoff for up to this "
+                          "long; then it answers 503 to what waits and stops "
+                          "(exit 1); 0: stop at the first failure"),
     CLI_ROW_MAX_ATTEMPTS(G, c.bo, "Retries and time"),
     CLI_ROWS_WAIT(G, c.bo,
                   "per request, from its arrival (250ms, 2s, 1m); a wait "

@@ -9,6 +9,7 @@
 #include "run_journal.h"
 #include "report_tap.h"
 #include "run_output.h"
+#include "run_queue.h"
 #include "run_report.h"
 
 #include <errno.h>
@@ -37,6 +38,7 @@ typedef struct {
   int quiet;
   int http11, http2;
   run_journal_config jc;
+  run_queue_config qc;    /* --queue and its rows */
   const char *input_path; /* NULL: stdin */
   char *data_buf;         /* -d @FILE contents */
   size_t data_len;
@@ -122,6 +124,12 @@ static const cli_opt run_table[] = {
      "(tokens per minute are budgeted like requests per minute)",
      NULL, CLI_AT(R, cost), NULL, NULL, 0},
     CLI_ROWS_BUDGET(R, budget_uri, bo, "run"),
+    CLI_ROW_BUDGET_OUTAGE(R, bo,
+                          "while the budget cannot be used (Redis unreachable, "
+                          "a damaged budget file) nothing is sent and polite "
+                          "asks again with a backoff for up to this long, then "
+                          "stops (exit 1; --resume sends the rest); 0: stop at "
+                          "the first failure"),
     CLI_ROW_MAX_ATTEMPTS(R, bo, "Retries and time"),
     CLI_ROWS_WAIT(R, bo,
                   "per request, from its first attempt (250ms, 2s, 1m); a "
@@ -210,16 +218,41 @@ static const cli_opt run_table[] = {
      "(needs --out and an input FILE; see journal.md)",
      "Journal (crash-safe resume)", CLI_AT(R, jc.path), NULL, NULL, 0},
     {"resume", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
-     "continue the journal's run: skip finished ids, reuse recorded keys, "
-     "repair --out",
+     "continue the journal's run: skip finished ids, run again what was "
+     "cancelled or never started, reuse recorded keys, repair --out",
      NULL, CLI_AT(R, jc.resume), NULL, NULL, 0},
     {"requeue", 0, CLI_CUSTOM, "LIST", 0, 0, NULL, NULL, NULL,
-     "with --resume, run ids whose result was one of these outcomes again "
-     "(e.g. deadline,cancelled)",
+     "with --resume, also run again the ids whose result was one of these "
+     "outcomes (e.g. deadline,http_error)",
      NULL, 0, 0, set_requeue, NULL, 0},
     {"force", 0, CLI_FLAG, NULL, 1, 0, NULL, NULL, NULL,
      "resume although the input or --out changed", NULL, CLI_AT(R, jc.force),
      NULL, NULL, 0},
+    {"queue", 0, CLI_STRING, "URI", 0, 0, NULL, "none", NULL,
+     "work for the Redis Streams queue redis[s]://[[USER]:PASSWORD@]HOST"
+     "[:PORT]/NAME with other workers: take its entries instead of an input "
+     "FILE; results go to --out once the queue has recorded them (see "
+     "queue.md)",
+     "Queue (workers on many hosts share the work)", CLI_AT(R, qc.uri), NULL,
+     NULL, 0},
+    {"follow", 0, CLI_FLAG, NULL, 1, 0, NULL, "off", NULL,
+     "with --queue, wait for more entries when the queue is empty instead "
+     "of ending",
+     NULL, CLI_AT(R, qc.follow), NULL, NULL, 0},
+    {"lease", 0, CLI_DURATION, "DURATION", 1000, 86400000, "30s", NULL, NULL,
+     "with --queue, how long a taken entry stays this worker's after its "
+     "last renewal (every third of it, also while it waits); then another "
+     "worker may claim it",
+     NULL, CLI_AT(R, qc.lease_ms), NULL, NULL, 0},
+    {"max-deliveries", 0, CLI_UINT, "N", 1, 1000, "5", NULL, NULL,
+     "with --queue, takes of an entry without a result before it goes to "
+     "the dead letters",
+     NULL, CLI_AT(R, qc.max_deliveries), NULL, NULL, 0},
+    {"queue-outage", 0, CLI_DURATION, "DURATION", 1, INT64_MAX / 1000, "10m",
+     NULL, NULL,
+     "with --queue, give up (exit 1) when Redis stays unreachable this long "
+     "('none': wait for ever)",
+     NULL, CLI_AT(R, qc.outage_ms), NULL, NULL, CLI_F_NONE},
     CLI_ROW_END};
 #undef R
 
@@ -401,6 +434,8 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
                                  : "--requeue");
   if (jc->requeue && !jc->resume)
     return cli_usage("run", "--requeue needs --resume");
+  if ((rc = run_queue_check(&o->qc, pos.n > 0, jc->path != NULL)) >= 0)
+    return rc;
   if (o->http11 && o->http2)
     return cli_usage("run", "--http1.1 and --http2 exclude each other");
   o->tr.http_version = o->http11  ? POLITE_HTTP_1_1
@@ -413,6 +448,12 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
     return cli_usage("run", "%s", err);
   if ((rc = check_distinct(o)) != 0)
     return rc;
+  const char *outs[] = {"--out",     o->out_path,      "--log",
+                        o->log_path, "--summary-json", o->summary_path,
+                        "--report",  o->report_path};
+  for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i += 2)
+    if (run_output_path_check(outs[i], outs[i + 1], err, sizeof err))
+      return cli_usage("run", "%s", err);
   if (o->data_arg && o->data_arg[0] == '@') {
     if ((rc = read_data_file(o->data_arg + 1, o->max_data, &o->data_buf,
                              &o->data_len)) != 0)
@@ -431,6 +472,9 @@ typedef struct {
   run_log log;
   run_progress progress;
   polite_input *input;
+  run_outage outage;
+  run_queue *queue;                 /* --queue: the source instead of input */
+  const polite_input_defaults *def; /* -X, -H, -d */
 } run_ctx;
 
 static polite_batch *volatile g_batch;
@@ -451,7 +495,9 @@ static void on_attempt(void *ud, const polite_attempt *a) {
   run_log_attempt(&((run_ctx *)ud)->log, a);
 }
 static void on_tick(void *ud, const polite_batch_stats *s) {
-  run_progress_draw(&((run_ctx *)ud)->progress, s, 0);
+  run_ctx *c = ud;
+  run_outage_tell(&c->outage, &c->progress, s);
+  run_progress_draw(&c->progress, s, 0);
 }
 static void on_rate(void *ud, const polite_rate_change *r) {
   run_log_rate(&((run_ctx *)ud)->log, r);
@@ -499,7 +545,8 @@ static int open_outputs(run_opts *o, run_ctx *c, run_journal **jr) {
       c->out.out = NULL;
       return rc;
     }
-  } else if (o->out_path && (c->out.out = fopen(o->out_path, "w")) == NULL) {
+  } else if (o->out_path &&
+             (c->out.out = run_output_open(o->out_path, 0)) == NULL) {
     return cli_usage("run", "--out: cannot open '%s': %s", o->out_path,
                      strerror(errno));
   }
@@ -511,7 +558,9 @@ static int open_outputs(run_opts *o, run_ctx *c, run_journal **jr) {
                          S_ISREG(c->out.out_st.st_mode);
   }
   c->log.path = o->log_path;
-  if (o->log_path && (c->log.f = fopen(o->log_path, "w")) == NULL)
+  /* --resume appends to the first run's log: one log for the batch. */
+  if (o->log_path &&
+      (c->log.f = run_output_open(o->log_path, o->jc.resume)) == NULL)
     return cli_usage("run", "--log: cannot open '%s': %s", o->log_path,
                      strerror(errno));
   if (o->bodies_dir) {
@@ -570,7 +619,12 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
   bo->on_tick = on_tick;
   bo->on_rate = on_rate;
   bo->ud = c;
+  c->outage.quiet = o->quiet;
+  c->outage.limit_ms = bo->budget_outage_ms;
   if (jr && run_journal_wrap(jr, bo) != 0)
+    return CLI_EXIT_FAILED;
+  if (c->queue &&
+      run_queue_wrap(c->queue, bo, &c->out, c->def, o->concurrency) != 0)
     return CLI_EXIT_FAILED;
   /* Last, so that it sees what the journal wrapper passes on. */
   report_tap *tap =
@@ -585,10 +639,14 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
   c->out.batch = batch;
   if (jr)
     run_journal_set_batch(jr, batch);
+  if (c->queue)
+    run_queue_set_batch(c->queue, batch);
   install_signals(batch);
 
   int64_t t0 = polite_mono_us();
   int erc = polite_batch_run(batch);
+  if (c->queue)
+    run_queue_finish(c->queue); /* the last results, the give-backs */
   const polite_batch_stats *st = polite_batch_stats_get(batch);
   run_progress_draw(&c->progress, st, 1);
   run_progress_end(&c->progress);
@@ -599,6 +657,8 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
     fprintf(stderr, "polite run: %s\n", berr);
   if (!o->quiet)
     run_summary_text(stderr, st, &plan);
+  if (c->queue)
+    run_queue_summary(c->queue, stderr, o->quiet);
   int outputs_failed = 0;
   if (o->summary_path && run_summary_json(o->summary_path, st, &plan) != 0) {
     fprintf(stderr, "polite run: --summary-json: cannot write '%s': %s\n",
@@ -619,6 +679,12 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
     rc = CLI_EXIT_FAILED;
   else
     rc = CLI_EXIT_OK;
+  if (rc == CLI_EXIT_OK && run_journal_report_kept(jr))
+    rc = CLI_EXIT_FAILED; /* the whole batch's status, not this session's */
+  if (c->queue) /* a worker's results are what it recorded */
+    rc = rc == CLI_EXIT_FAILED && (erc != 0 || c->out.out_error || berr[0])
+             ? rc
+             : run_queue_exit(c->queue, st);
   if (c->out.out_failed || outputs_failed || c->out.body_errors)
     rc = CLI_EXIT_FAILED; /* an output could not be written */
   if (run_journal_finish(jr))
@@ -660,7 +726,7 @@ int cmd_run(int argc, char **argv) {
   memset(&c, 0, sizeof c);
   run_journal *jr = NULL;
   FILE *in = stdin;
-  if (o.input_path && (in = fopen(o.input_path, "r")) == NULL) {
+  if (!o.qc.uri && o.input_path && (in = fopen(o.input_path, "r")) == NULL) {
     rc = cli_usage("run", "cannot open input '%s': %s", o.input_path,
                    strerror(errno));
     in = stdin;
@@ -670,6 +736,7 @@ int cmd_run(int argc, char **argv) {
         o.headers.n, o.data_buf ? o.data_buf : o.data_arg,
         o.data_len,  o.cost};
     c.input = polite_input_open(in, &def);
+    c.def = &def;
     polite_budget_config bc = {o.rate.per_s, o.burst, o.concurrency};
     polite_budget *budget = NULL;
     char err[256];
@@ -678,12 +745,16 @@ int cmd_run(int argc, char **argv) {
     } else if (polite_budget_open(o.budget_uri, &bc, &budget, err,
                                   sizeof err) != 0) {
       rc = cli_usage("run", "--budget: %s", err);
+    } else if (o.qc.uri && (rc = run_queue_open(&o.qc, &c.queue)) != 0) {
+      polite_budget_close(budget);
     } else {
       progress_setup(&o, &c, jr);
       rc = run_batch(&o, &c, jr, budget);
+      run_queue_close(c.queue); /* before the budget: it may still hold */
       polite_budget_close(budget);
     }
     polite_input_close(c.input);
+    c.def = NULL; /* def ends here */
   }
   rc = close_outputs(&c, rc);
   if (in != stdin)

@@ -15,6 +15,7 @@
 #pragma weak cmd_report
 #pragma weak cmd_budget
 #pragma weak cmd_gateway
+#pragma weak cmd_queue
 #pragma weak cmd_help
 #pragma weak cli_cmd_run
 #pragma weak cli_cmd_plan
@@ -24,6 +25,7 @@
 #pragma weak cli_cmd_proxy
 #pragma weak cli_cmd_budget
 #pragma weak cli_cmd_gateway
+#pragma weak cli_cmd_queue
 #pragma weak cli_cmd_help
 
 static const cli_sub commands[] = {
@@ -35,6 +37,7 @@ static const cli_sub commands[] = {
     {"proxy", &cli_cmd_proxy, cmd_proxy},
     {"gateway", &cli_cmd_gateway, cmd_gateway},
     {"budget", &cli_cmd_budget, cmd_budget},
+    {"queue", &cli_cmd_queue, cmd_queue},
     {"help", &cli_cmd_help, cmd_help},
     {NULL, NULL, NULL}};
 

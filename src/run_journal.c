@@ -105,6 +105,7 @@ struct run_journal {
   char errmsg[768];
   struct stat jst, ost; /* identity of the journal and --out when opened */
   uint64_t requeued, backfilled, lost;
+  uint64_t rerun; /* of requeued: unfinished by default (not --requeue) */
   long long torn_bytes;
 };
 
@@ -194,15 +195,38 @@ static int outcome_index(const char *name) {
   return -1;
 }
 
-/* First pass: which ids have a line, and which of them are requeued. */
+/* The "attempts" of a result line, or -1 when it has none. */
+static long line_attempts(const char *line, size_t len) {
+  json_t *j = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
+  json_t *a = json_object_get(j, "attempts");
+  long n = json_is_integer(a) ? (long)json_integer_value(a) : -1;
+  json_decref(j);
+  return n;
+}
+
+/* 1 when a result line does not finish its request, whatever --requeue
+ * says: `cancelled` (the run was interrupted or stopped: before the
+ * request started, while it waited, or cut in flight), or any outcome but
+ * ok and invalid_input reached without a single attempt (the run deadline,
+ * a pause longer than --max-wait: nothing of it was tried). */
+static int unfinished(int o, const char *line, size_t len) {
+  if (o == POLITE_OUT_CANCELLED)
+    return 1;
+  if (o < 0 || o == POLITE_OUT_OK || o == POLITE_OUT_INVALID_INPUT)
+    return 0;
+  return line_attempts(line, len) == 0;
+}
+
+/* First pass: which ids have a line, and which of them run again (the
+ * unfinished ones and the --requeue outcomes). */
 static int note_line(void *ud, const char *id, const char *outcome,
                      const char *line, size_t len) {
   run_journal *rj = ud;
-  (void)line;
-  (void)len;
   int o = outcome_index(outcome);
-  if (o >= 0 && (rj->c.requeue & (1u << o))) {
+  int chosen = o >= 0 && (rj->c.requeue & (1u << o));
+  if (chosen || unfinished(o, line, len)) {
     rj->requeued++;
+    rj->rerun += !chosen;
     return set_put(&rj->seen, id, o); /* "seen" doubles as the requeue set */
   }
   return set_put(&rj->done, id, o);
@@ -518,9 +542,10 @@ int run_journal_open(const run_journal_config *c, run_journal **out,
   signal(SIGXFSZ, SIG_IGN);
   if (c->resume) /* one line even with -q: it says what was repaired */
     fprintf(stderr,
-            "polite run: resuming from '%s': %zu already done, %llu "
-            "requeued%s\n",
-            c->path, rj->done.n, (unsigned long long)rj->requeued,
+            "polite run: resuming from '%s': %zu already done, %llu run "
+            "again (cancelled or never started), %llu requeued%s\n",
+            c->path, rj->done.n, (unsigned long long)rj->rerun,
+            (unsigned long long)(rj->requeued - rj->rerun),
             rj->torn_bytes ? ", a torn last result line removed" : "");
   if (c->resume && rj->lost)
     fprintf(stderr,
@@ -560,6 +585,42 @@ int run_journal_wrap(run_journal *rj, polite_batch_options *bo) {
     return CLI_EXIT_FAILED;
   }
   return 0;
+}
+
+uint64_t run_journal_kept_failures(const run_journal *rj, char *names,
+                                   size_t len) {
+  uint64_t n = 0, by[POLITE_OUT_COUNT] = {0};
+  if (rj == NULL)
+    return 0;
+  for (size_t i = 0; i < rj->done.cap; i++)
+    if (rj->done.keys[i] && rj->done.vals[i] != POLITE_OUT_OK) {
+      n++;
+      if (rj->done.vals[i] >= 0 && rj->done.vals[i] < POLITE_OUT_COUNT)
+        by[rj->done.vals[i]]++;
+    }
+  size_t k = 0;
+  if (len > 0)
+    names[0] = '\0';
+  for (int o = 0; o < POLITE_OUT_COUNT && len > 0; o++)
+    if (by[o] && k < len) {
+      int w = snprintf(names + k, len - k, "%s%s %llu", k ? ", " : "",
+                       polite_outcome_name((polite_outcome)o),
+                       (unsigned long long)by[o]);
+      k = w > 0 ? k + (size_t)w : k;
+    }
+  return n;
+}
+
+int run_journal_report_kept(const run_journal *rj) {
+  char kept[200];
+  uint64_t n = run_journal_kept_failures(rj, kept, sizeof kept);
+  if (n > 0)
+    fprintf(stderr,
+            "polite run: the batch is not all ok: %llu request(s) finished "
+            "in earlier sessions did not end ok (%s); --requeue runs them "
+            "again\n",
+            (unsigned long long)n, kept);
+  return n > 0;
 }
 
 long long run_journal_done(const run_journal *rj) {

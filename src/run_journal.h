@@ -48,6 +48,17 @@ int run_journal_wrap(run_journal *rj, polite_batch_options *bo);
  * so a progress total can leave them out. 0 for NULL. */
 long long run_journal_done(const run_journal *rj);
 
+/* The results kept from earlier sessions on --resume that are not ok
+ * (http_error, ...: finished, but not successfully), so that the exit
+ * status counts the whole batch. names gets "http_error 2, deadline 1".
+ * 0 for NULL. */
+uint64_t run_journal_kept_failures(const run_journal *rj, char *names,
+                                   size_t len);
+
+/* Says so on stderr, and returns 1, when run_journal_kept_failures is not
+ * 0: the exit status of a resume counts the whole batch. 0 for NULL. */
+int run_journal_report_kept(const run_journal *rj);
+
 /* The engine to cancel when recording fails (call after polite_batch_new). */
 void run_journal_set_batch(run_journal *rj, polite_batch *b);
 

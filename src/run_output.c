@@ -3,7 +3,10 @@
 #define _GNU_SOURCE
 #include "run_output.h"
 
+#include "http_syntax.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +105,46 @@ char *run_body_name(const char *id) {
   return name;
 }
 
+/* 1 when path is a symbolic link to a stream polite may write through
+ * (a character device, a FIFO or a socket: /dev/stdout, /dev/fd/N for a
+ * shell's process substitution, /dev/null). */
+static int link_to_stream(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 &&
+         (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+int run_output_path_check(const char *what, const char *path, char *err,
+                          size_t len) {
+  char target[256];
+  if (path == NULL || !polite__symlink_at(path, target, sizeof target) ||
+      link_to_stream(path))
+    return 0;
+  struct stat t;
+  snprintf(err, len,
+           "%s '%s' is a symbolic link to %s'%s': polite writes no file "
+           "through a symbolic link (only to a stream such as /dev/stdout); "
+           "give the target's path",
+           what, path, stat(path, &t) != 0 ? "a missing file " : "", target);
+  return -1;
+}
+
+FILE *run_output_open(const char *path, int append) {
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
+  int fd = open(path, flags | O_NOFOLLOW, 0666);
+  if (fd < 0 && errno == ELOOP && link_to_stream(path))
+    fd = open(path, flags, 0666);
+  if (fd < 0)
+    return NULL;
+  FILE *f = fdopen(fd, append ? "a" : "w");
+  if (f == NULL) {
+    int e = errno;
+    close(fd);
+    errno = e;
+  }
+  return f;
+}
+
 /* The first failed result write without a journal: stops new starts
  * (cancel), drops what stdio still buffers (it would be written after the
  * cut or fail again) and cuts a partial line back to the last complete one,
@@ -177,7 +220,7 @@ static void put_body(run_output *c, json_t *o, const polite_result *r) {
   char *path = NULL;
   FILE *f = NULL;
   if (asprintf(&path, "%s/%s", c->bodies_dir, name) >= 0)
-    f = fopen(path, "wb");
+    f = run_output_open(path, 0); /* a link planted there is refused */
   else
     path = NULL;
   /* fclose runs exactly once whatever happens: closing again after a
@@ -197,12 +240,7 @@ static void put_body(run_output *c, json_t *o, const polite_result *r) {
   free(name);
 }
 
-void run_output_result(void *ud, const polite_result *r) {
-  run_output *c = ud;
-  if (!c->journal && c->out_failed) {
-    c->out_unwritten++; /* stopped: no line, and no body file either */
-    return;
-  }
+char *run_output_line(run_output *c, const polite_result *r) {
   json_t *o = json_object();
   json_object_set_new(o, "id", run_text_json(r->req->id, strlen(r->req->id)));
   json_object_set_new(o, "method", run_text_json(r->method, strlen(r->method)));
@@ -227,6 +265,23 @@ void run_output_result(void *ud, const polite_result *r) {
                       r->req->line ? json_integer(r->req->line) : json_null());
   char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(o);
+  return s;
+}
+
+void run_output_write(run_output *c, const char *line) {
+  if (!c->journal && c->out_failed)
+    c->out_unwritten++;
+  else
+    write_line(c, line);
+}
+
+void run_output_result(void *ud, const polite_result *r) {
+  run_output *c = ud;
+  if (!c->journal && c->out_failed) {
+    c->out_unwritten++; /* stopped: no line, and no body file either */
+    return;
+  }
+  char *s = run_output_line(c, r);
   if (s) {
     write_line(c, s);
     free(s);

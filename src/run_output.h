@@ -45,8 +45,29 @@ json_t *run_redacted_text_json(const char *text);
 #define RUN_BODY_NAME_MAX 240
 char *run_body_name(const char *id);
 
+/* The rule for every file polite run writes (--out, --log, --summary-json,
+ * --report, --journal, a file: budget, body files): a symbolic link at its
+ * path is refused, whether it dangles or names a file, unless it names a
+ * stream (a character device, a FIFO or a socket: /dev/stdout, /dev/fd/N,
+ * /dev/null), which is written like the stream. Returns 0, or -1 with a
+ * message naming `what`, the path and the link's target in err. */
+int run_output_path_check(const char *what, const char *path, char *err,
+                          size_t len);
+
+/* Opens path for writing (truncated, or appended to) under that rule, with
+ * O_NOFOLLOW so that a link planted after the check is refused too. NULL
+ * with errno set (ELOOP for such a link). */
+FILE *run_output_open(const char *path, int append);
+
 /* The batch's on_result: writes one result line (ud is a run_output). */
 void run_output_result(void *ud, const polite_result *r);
+/* The result line of r (malloc'ed, without its newline; NULL when out of
+ * memory), writing its body file under --bodies-dir: the two halves of
+ * run_output_result, for a caller that writes the line later (a queue
+ * worker writes it once the queue has recorded it). */
+char *run_output_line(run_output *c, const polite_result *r);
+/* Writes one line as run_output_result would (nothing after a failure). */
+void run_output_write(run_output *c, const char *line);
 
 /* After the run: prints why the results could not be written, if they
  * could not. */

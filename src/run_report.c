@@ -258,6 +258,12 @@ void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p) {
   if (s->quota_stop)
     fprintf(f, "  stopped: a response said the quota is spent; waiting does "
                "not help\n");
+  if (s->budget_outages > 0)
+    fprintf(f,
+            "  budget outages: %llu, %.1f s in all (nothing was sent while "
+            "the budget could not be used)\n",
+            (unsigned long long)s->budget_outages,
+            (double)s->budget_outage_total_ms / 1000.0);
   if (s->cancelled)
     fprintf(f, "  interrupted: requests not finished are 'cancelled'\n");
 }
@@ -352,6 +358,10 @@ int run_summary_json(const char *path, const polite_batch_stats *s,
                       d.warn_429 ? json_string(WARN_429) : json_null());
   json_object_set_new(o, "quota_stop", json_boolean(s->quota_stop));
   json_object_set_new(o, "interrupted", json_boolean(s->cancelled));
+  json_object_set_new(o, "budget_outages",
+                      json_integer((json_int_t)s->budget_outages));
+  json_object_set_new(o, "budget_outage_ms",
+                      json_integer(s->budget_outage_total_ms));
   if (p->first > 0)
     json_object_set_new(o, "trial_first", json_integer((json_int_t)p->first));
   /* Every step checked, fclose included: a full disk shows there. */
@@ -483,6 +493,9 @@ size_t run_progress_format(char *buf, size_t size, const run_progress *p,
   if (s->paused_left_ms > 0)
     add(buf, size, &n, " | throttled by server: resuming in %.1f s",
         (double)s->paused_left_ms / 1000.0);
+  if (s->budget_outage_ms > 0)
+    add(buf, size, &n, " | budget unavailable for %.1f s: nothing sent",
+        (double)s->budget_outage_ms / 1000.0);
   return n;
 }
 
@@ -500,6 +513,31 @@ void run_progress_draw(run_progress *p, const polite_batch_stats *s,
   /* \r and "erase to end of line": one line redrawn in place. */
   fprintf(stderr, "\r%s\033[K", line);
   fflush(stderr);
+}
+
+/* Says on stderr when a budget outage begins (what failed, and what
+ * happens now) and when it ends; the progress line shows it meanwhile. */
+void run_outage_tell(run_outage *c, const run_progress *p,
+                     const polite_batch_stats *s) {
+  int on = s->budget_error != NULL;
+  if (on == c->on)
+    return;
+  c->on = on;
+  if (!on && c->quiet)
+    return;
+  if (p->on && p->drawn)
+    fputs("\r\033[K", stderr); /* the progress line is drawn again */
+  if (on && c->told++ == 0 && c->limit_ms > 0)
+    fprintf(stderr,
+            "polite run: %s\npolite run: nothing is sent while the budget "
+            "cannot be used; asking again (100 ms doubling to 2 s) for up "
+            "to %.0f s (--budget-outage), then stopping\n",
+            s->budget_error, (double)c->limit_ms / 1e3);
+  else if (on)
+    fprintf(stderr, "polite run: %s; nothing is sent until it answers\n",
+            s->budget_error);
+  else
+    fprintf(stderr, "polite run: the budget answers again; sending\n");
 }
 
 void run_progress_end(run_progress *p) {
@@ -572,6 +610,8 @@ static json_t *attempt_json(const polite_attempt *a) {
                                              : json_null());
   json_object_set_new(o, "account_pause", json_boolean(d->account_pause));
   json_object_set_new(o, "why", d->why ? json_string(d->why) : json_null());
+  if (d->reason == POLITE_R_CANCELLED) /* cut in flight: no answer came */
+    json_object_set_new(o, "cut_in_flight", json_true());
   json_object_set_new(o, "request_id", opt_text(a->request_id));
   if (a->request_id_header)
     json_object_set_new(o, "request_id_header", opt_text(a->request_id_header));
@@ -597,8 +637,19 @@ static void log_line(run_log *l, json_t *o) {
   free(s);
 }
 
+/* 1 when the log takes no more lines: none, or a write failed (also one of
+ * the run/result/end lines the report tap writes to the same stream: its
+ * error flag stays set). */
+static int log_closed(run_log *l) {
+  if (l->f != NULL && !l->failed && ferror(l->f)) {
+    l->failed = 1;
+    l->err = 0; /* the tap's write failed: its errno is gone */
+  }
+  return l->f == NULL || l->failed;
+}
+
 void run_log_attempt(run_log *l, const polite_attempt *a) {
-  if (l->f == NULL || l->failed)
+  if (log_closed(l))
     return;
   json_t *o = attempt_json(a);
   if (l->extra)
@@ -607,7 +658,7 @@ void run_log_attempt(run_log *l, const polite_attempt *a) {
 }
 
 void run_log_rate(run_log *l, const polite_rate_change *r) {
-  if (l->f == NULL || l->failed)
+  if (log_closed(l))
     return;
   json_t *o = json_object();
   json_object_set_new(o, "event", json_string("rate"));
@@ -627,6 +678,7 @@ int run_log_close(run_log *l) {
   if (l->f == NULL)
     return 0;
   errno = 0;
+  (void)log_closed(l);
   if (fclose(l->f) != 0 && !l->failed) {
     l->failed = 1;
     l->err = errno;

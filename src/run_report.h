@@ -53,6 +53,20 @@ size_t run_progress_format(char *buf, size_t size, const run_progress *p,
 /* Redraws the progress line on stderr (at most ~10 times a second; `force`
  * draws now). */
 void run_progress_draw(run_progress *p, const polite_batch_stats *s, int force);
+/* What polite run has said about budget outages (--budget-outage). */
+typedef struct {
+  int quiet;        /* -q: the end of an outage is not said */
+  int64_t limit_ms; /* --budget-outage */
+  uint64_t told;    /* outages said so far */
+  int on;           /* one is going on */
+} run_outage;
+
+/* Says on stderr when a budget outage begins (the budget's message, and
+ * what happens now) and when it ends; the progress line p, when drawn, is
+ * cleared first (it is drawn again at the next tick). */
+void run_outage_tell(run_outage *c, const run_progress *p,
+                     const polite_batch_stats *s);
+
 /* Ends the progress line (a newline) when one was drawn. */
 void run_progress_end(run_progress *p);
 

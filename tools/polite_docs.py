@@ -30,6 +30,11 @@ import sys
 
 BEGIN = "<!-- options:begin {} -->"
 END = "<!-- options:end -->"
+# Some rows of a command's table on another page: "<!-- options:begin run
+# --queue --follow -->" holds the rows of `polite run` for those options
+# (docs/queue.md shows the queue rows of polite run).
+ROWS = re.compile(r"<!-- options:begin ([^>]*? --[^>]*?) -->\n.*?"
+                  r"<!-- options:end -->", re.S)
 
 
 def polite(exe, *args):
@@ -72,6 +77,21 @@ def pages(docs_dir, root):
     return out
 
 
+def rows_table(exe, spec):
+    """The rows of a command's table for the options a ROWS marker names
+    ("run --queue --follow"), under the table's header."""
+    words = spec.split()
+    cmd = [w for w in words if not w.startswith("-")]
+    names = {w for w in words if w.startswith("-")}
+    lines = polite(exe, "help", "--markdown", *cmd).splitlines(keepends=True)
+    keep = lines[:2]
+    for line in lines[2:]:
+        cell = line.split("|")[1].strip().strip("`")
+        if {w.rstrip(",") for w in cell.split() if w.startswith("-")} & names:
+            keep.append(line)
+    return "".join(keep)
+
+
 def docs(exe, docs_dir, check):
     drift = 0
     root = tree(exe)
@@ -100,6 +120,16 @@ def docs(exe, docs_dir, check):
         _, tail = rest.split(END, 1)
         table = polite(exe, "help", "--markdown", *name.split(" "))
         texts[path][0] = head + begin + "\n" + table + END + tail
+    for name in sorted(os.listdir(docs_dir)):
+        path = os.path.join(docs_dir, name)
+        if not name.endswith(".md"):
+            continue
+        if path not in texts:
+            with open(path, encoding="utf-8") as f:
+                texts[path] = [f.read(), None]
+        texts[path][0] = ROWS.sub(
+            lambda m: BEGIN.format(m.group(1)) + "\n" +
+            rows_table(exe, m.group(1)) + END, texts[path][0])
     for path, (new, _) in texts.items():
         with open(path, encoding="utf-8") as f:
             old = f.read()

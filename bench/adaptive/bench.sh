@@ -62,8 +62,10 @@ UP=$(cat "$T/up.port")
 mkdir -p "$T/ng/logs" "$T/ng/tmp"
 . "$RUN/nginx.sh"
 conf() { # rate
-  sed -e "s|@T@|$T|g" -e "s|@UP@|$UP|g" -e "s|@RATE@|$1|g" \
-    -e "s|@PORT@|$PORT|g" "$HERE/nginx.conf.in" >"$T/ng/nginx.conf"
+  sed -e "s|@T@|$T|g" -e "s|@UP@|$UP|g" -e "s|@PORT@|$PORT|g" \
+    -e "s|@HTTP@|limit_req_zone \$binary_remote_addr zone=z:1m rate=$1r/s;|" \
+    -e "s|@LOCATION@|limit_req zone=z burst=1 nodelay; limit_req_status 429; error_page 429 = @limited;|" \
+    "$HERE/nginx.conf.in" >"$T/ng/nginx.conf"
 }
 for _ in $(seq 20); do
   PORT=$((20000 + RANDOM % 30000))

@@ -4,8 +4,13 @@
 # round trips per admission (counted by the client, by the server's
 # INFO commandstats and by MONITOR). A benchmark, not a test: it prints
 # numbers and never fails on a slow machine.
-# Usage: bench/budget/run.sh [BUILD_DIR]   (default: build-bench, a Release
-# build made here; pass an existing Release build to skip that)
+# Usage: [BEFORE=GITREF] bench/budget/run.sh [BUILD_DIR]   (default:
+# build-bench, a Release build made here; pass an existing Release build to
+# skip that). With BEFORE (say BEFORE=main, or a commit), that revision's
+# budget_worker is built too (build-bench-before) and the local and file
+# rows print side by side, before | after, each the median of 3 runs taken
+# in turn, with the CPU time per call (perf stat task-clock) beside the
+# wall time: on a shared machine the CPU column is the steadier one.
 set -euo pipefail
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$src/build-bench}"
@@ -57,14 +62,59 @@ many() { # label uri k count [extra args]
   printf '%-34s %10s clients %12s calls/s together\n' "$label" "$k" "$total"
 }
 
+# cpu_ns W URI N ARGS...: "wall_ns cpu_ns" per call of one --bench run.
+cpu_ns() {
+  local w="$1" uri="$2" n="$3" out cpu
+  shift 3
+  case $uri in file:*) rm -f "${uri#file:}" ;; esac # before and after differ
+  if command -v perf >/dev/null; then
+    out="$(perf stat -x, -e task-clock -o "$tmp/perf" "$w" "$uri" --bench --count "$n" "$@" | grep BENCH)"
+    cpu="$(awk -F, -v n="$n" '/task-clock/ {printf "%.0f", $1 * 1e6 / n}' "$tmp/perf")"
+  else
+    out="$("$w" "$uri" --bench --count "$n" "$@" | grep BENCH)"
+    cpu="-"
+  fi
+  echo "$(echo "$out" | field ns_per_call) $cpu"
+}
+# side LABEL URI N ARGS...: before | after, medians of 3 runs in turn.
+side() {
+  local label="$1" uri="$2" n="$3" i b=() a=()
+  shift 3
+  for i in 1 2 3; do
+    b+=("$(cpu_ns "$WB" "$uri" "$n" "$@")")
+    a+=("$(cpu_ns "$W" "$uri" "$n" "$@")")
+  done
+  med() { printf '%s\n' "$@" | sort -n -k"$K" | sed -n 2p | cut -d' ' -f"$K"; }
+  local bw bc aw ac
+  bw="$(K=1 med "${b[@]}")" bc="$(K=2 med "${b[@]}")"
+  aw="$(K=1 med "${a[@]}")" ac="$(K=2 med "${a[@]}")"
+  printf '| %-26s | %8s ns (%6s cpu) | %8s ns (%6s cpu) | %6s x |\n' "$label" \
+    "$bw" "$bc" "$aw" "$ac" "$(awk -v a="$ac" -v b="$bc" 'BEGIN {if (b > 0) printf "%.1f", a / b; else print "-"}')"
+}
+if [ -n "${BEFORE:-}" ]; then
+  bsrc="$tmp/before-src"
+  mkdir -p "$bsrc"
+  git -C "$src" archive "$BEFORE" | tar -x -C "$bsrc"
+  bbuild="$src/build-bench-before"
+  cmake -S "$bsrc" -B "$bbuild" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$bbuild" -j2 --target tool_budget_worker >/dev/null
+  WB="$bbuild/tools/budget_worker"
+  echo "== local and file: before ($BEFORE) | after (this tree), ns per acquire(+release), median of 3 =="
+  echo "| row | before | after | cpu after/before |"
+  echo "|---|---|---|---|"
+  side "local, unlimited" local 1000000
+  side "local, rate+concurrency" local 1000000 --rate 1e9 --concurrency 1000000
+  side "file, unlimited" "file:$tmp/sa.budget" 300000
+  side "file, rate+concurrency" "file:$tmp/sb.budget" 300000 --rate 1e9 --concurrency 1000000
+fi
 echo "== local (in-process) =="
 one "local, unlimited" local 2000000
 one "local, rate+concurrency" local 2000000 --rate 1e9 --concurrency 1000000
-echo "== file (mmap, robust mutex) =="
-one "file, unlimited" "file:$tmp/a.budget" 2000000
-one "file, rate+concurrency" "file:$tmp/b.budget" 2000000 --rate 1e9 --concurrency 1000000
-many "file, rate+concurrency" "file:$tmp/b.budget" 2 4000000 --rate 1e9 --concurrency 1000000
-many "file, rate+concurrency" "file:$tmp/b.budget" 4 2000000 --rate 1e9 --concurrency 1000000
+echo "== file (pread/pwrite under flock, checksummed records) =="
+one "file, unlimited" "file:$tmp/a.budget" 300000
+one "file, rate+concurrency" "file:$tmp/b.budget" 300000 --rate 1e9 --concurrency 1000000
+many "file, rate+concurrency" "file:$tmp/b.budget" 2 300000 --rate 1e9 --concurrency 1000000
+many "file, rate+concurrency" "file:$tmp/b.budget" 4 150000 --rate 1e9 --concurrency 1000000
 
 echo "== redis (loopback) =="
 for _ in 1 2 3 4 5 6 7 8 9 10; do

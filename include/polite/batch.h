@@ -92,6 +92,19 @@ POLITE_EXTERN polite_input *polite_input_open(FILE *f,
 POLITE_EXTERN int polite_input_next(polite_input *in, polite_request **out);
 /* Lines read so far (including skipped ones). */
 POLITE_EXTERN long polite_input_lines(const polite_input *in);
+/* The text of the line the last polite_input_next returned (without its
+ * line end; line 1 without a byte order mark), *len bytes, valid until the
+ * next call; NULL for a line longer than POLITE_INPUT_MAX_LINE. The work
+ * queue stores lines as they were written, for workers to parse with their
+ * own -X, -H and -d. */
+POLITE_EXTERN const char *polite_input_line(const polite_input *in,
+                                            size_t *len);
+/* Gives a request whose id is its line's default ("line-N") the stable id
+ * "line-N-XXXXXXXX": the first 8 hex digits of the SHA-256 of its method,
+ * URL, body and error (NUL-separated), so that an edited input never
+ * matches another request's record. Other ids are left alone. The journal
+ * and the work queue name requests this way. Returns 0 or POLITE_ENOMEM. */
+POLITE_EXTERN int polite_request_stable_id(polite_request *q);
 POLITE_EXTERN void polite_input_close(polite_input *in);
 
 /* ---- Redaction ----------------------------------------------------------- */
@@ -247,7 +260,7 @@ typedef struct {
 
 /* Learned rates kept per host by default (polite_batch_options
  * .max_host_rates), and the most that may be asked for: a controller is
- * about 4 KB, and a new request's host is looked up among them in turn. */
+ * about 10 KB, and a new request's host is looked up among them in turn. */
 #define POLITE_BATCH_MAX_HOST_RATES 64u
 #define POLITE_BATCH_MAX_HOST_RATES_LIMIT 4096u
 
@@ -293,9 +306,18 @@ typedef struct {
    * run-wide figures above then cover every host's changes). */
   const polite_host_rate *host_rates;
   size_t n_host_rates;
-  int quota_stop; /* a quota_exhausted stopped new starts */
-  int cancelled;  /* polite_batch_cancel was called */
-  int input_done; /* the source is exhausted */
+  /* The budget could not be used (a Redis server gone, a damaged file, a
+   * lock held too long): nothing was admitted meanwhile. */
+  int64_t budget_outage_ms;       /* how long the current outage has lasted
+                                     (0: the budget works) */
+  int64_t budget_outage_total_ms; /* all outages of the run, the current one
+                                     included */
+  uint64_t budget_outages;        /* outages begun */
+  const char *budget_error;       /* the budget's message during an outage,
+                                     else NULL */
+  int quota_stop;                 /* a quota_exhausted stopped new starts */
+  int cancelled;                  /* polite_batch_cancel was called */
+  int input_done;                 /* the source is exhausted */
 } polite_batch_stats;
 
 #define POLITE_BATCH_MAX_INTERVALS 65536
@@ -332,6 +354,15 @@ typedef struct {
                                  as a pause; <= 0 = no limit; default 15 min.
                                  The run sets it as the budget's max-wait
                                  (polite_budget_set_max_wait) */
+  int64_t budget_outage_ms;   /* when the budget cannot be used (it returns
+                                 an error: Redis unreachable, a damaged
+                                 file), nothing starts and the engine asks
+                                 again with a backoff (100 ms doubling to
+                                 2 s) for up to this long, then stops: the
+                                 requests not started end `cancelled`, the
+                                 ones in flight finish, and polite_batch_run
+                                 returns the budget's error. 0: stop at the
+                                 first failure; default 60 s */
   polite_rate_mode rate_mode; /* default POLITE_RATE_FIXED */
   double max_rate_per_s;      /* cap of the learned rate; <= 0: none */
   unsigned max_host_rates;    /* scope_host with rate_mode AUTO: at most this
@@ -405,7 +436,7 @@ typedef struct {
 
 /* Fills o with the defaults: max_attempts 5, no deadlines, connect timeout
  * 10 s, timeout 30 s, spread 250 ms, backoff 1 s..30 s, max_body 16 MiB,
- * grace 2 s, heartbeat 1 s, max_wait 15 min. */
+ * grace 2 s, heartbeat 1 s, max_wait 15 min, budget outage 60 s. */
 POLITE_EXTERN void polite_batch_options_init(polite_batch_options *o);
 
 typedef struct polite_batch polite_batch;

@@ -122,7 +122,7 @@ typedef struct {
 struct polite_budget {
   const polite_budget_vtable *vt;
   polite_budget_config cfg;
-  char errstr[160];    /* last error; "" when none */
+  char errstr[384];    /* last error; "" when none */
   char uri[128];       /* the URI, secrets redacted (for messages) */
   int64_t max_wait_ms; /* see polite_budget_set_max_wait; 0: the default */
 };

@@ -48,6 +48,12 @@ typedef struct {
   polite_rate_mode rate_mode; /* default POLITE_RATE_AUTO (rules above) */
   double max_rate_per_s;      /* cap of the learned rate; <= 0: none
                                  (default) */
+  int64_t budget_outage_ms;   /* a budget that cannot be used (Redis gone, a
+                                 damaged file) is waited out this long per
+                                 call, nothing sent meanwhile (bounded by
+                                 deadline_ms); then the call returns
+                                 POLITE_EBUDGET. Default 60 s; 0: fail at
+                                 the first error */
 } polite_client_options;
 
 /* The defaults above. */
@@ -74,7 +80,10 @@ POLITE_EXTERN polite_client *polite_client_new(const polite_client_options *o);
  * under the client's budget, blocking until it ends. Fills *resp (free it
  * with polite_response_free). Returns 0 when a result was produced (look
  * at resp->outcome), or a negative polite_errno when the engine could not
- * run (resp->error says why). */
+ * run (resp->error says why): POLITE_EBUDGET when the budget could not be
+ * used for budget_outage_ms (resp->outcome is then `cancelled` and nothing
+ * was sent, unless an attempt already in flight finished: then its answer
+ * is in resp). */
 POLITE_EXTERN int polite_client_request(polite_client *c,
                                         const polite_request *req,
                                         polite_response *resp);

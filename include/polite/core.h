@@ -260,7 +260,9 @@ typedef enum {
   POLITE_R_NOT_RETRIED_UNSAFE, /* STOP: write without idempotency key */
   POLITE_R_NETWORK_ERROR,      /* STOP: no response and no retry left */
   POLITE_R_WAIT_TOO_LONG,      /* STOP: the server's wait exceeds max_wait_ms */
-  POLITE_R_TLS_ERROR           /* STOP: a TLS failure a retry cannot fix */
+  POLITE_R_TLS_ERROR,          /* STOP: a TLS failure a retry cannot fix */
+  POLITE_R_CANCELLED /* STOP: the attempt was cut in flight (the run was
+                        interrupted); never from polite_decide */
 } polite_reason;
 
 /* What an attempt without a response (status 0) means for another one:
@@ -314,9 +316,8 @@ POLITE_EXTERN void polite_decide(const polite_decide_in *in,
                                  polite_decision *out);
 
 /* "ok", "http_error", "retries_exhausted", "deadline", "quota_exhausted",
- * "not_retried_unsafe", "network_error", "wait_too_long", "tls_error" for a
- * final reason;
- * NULL for RETRY reasons. */
+ * "not_retried_unsafe", "network_error", "wait_too_long", "tls_error",
+ * "cancelled" for a final reason; NULL for RETRY reasons. */
 POLITE_EXTERN const char *polite_reason_outcome(polite_reason r);
 /* Short token for any reason ("server", "prompt", "backoff", ...). */
 POLITE_EXTERN const char *polite_reason_name(polite_reason r);

@@ -9,6 +9,7 @@
 #include <polite/batch.h>
 #include <polite/client.h>
 #include <polite/journal.h>
+#include <polite/queue.h>
 #include <polite/results.h>
 
 #endif

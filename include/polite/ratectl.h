@@ -88,9 +88,12 @@ typedef struct {
    * the answer (SPREAD, AVERAGE: one interval), r = 0 waits t (WAIT_RESET),
    * a server wait is waited (WAIT_SERVER; it wins over t). */
   int64_t wait_us;
-  int64_t not_before_us;   /* now_us + wait_us */
-  polite_rl_source source; /* the pair that decided SPREAD / WAIT_RESET */
-  const char *why;         /* static English sentence */
+  int64_t not_before_us; /* now_us + wait_us */
+  /* The pair behind remaining and reset_us: the one that decided SPREAD or
+   * WAIT_RESET, and for AVERAGE the most restrictive pair beside the
+   * policy (POLITE_RL_IETF when no pair took part). */
+  polite_rl_source source;
+  const char *why; /* static English sentence */
   /* The pair behind a SPREAD, AVERAGE or WAIT_RESET plan, for a caller
    * that knows more about the window than one answer (polite_ratectl
    * does): what remains (after started_after; 0 for WAIT_RESET) and its
@@ -182,7 +185,8 @@ typedef enum {
   POLITE_CUT_SHARED = 3    /* another participant cut (through the budget) */
 } polite_ratectl_cause;
 
-#define POLITE__RATECTL_RING 128
+#define POLITE__RATECTL_RING 256
+#define POLITE__RATECTL_PAUSES 4
 
 /* The controller's state: the caller allocates it (no allocation here);
  * the fields are read-only for callers (stats included). */
@@ -212,12 +216,35 @@ typedef struct {
   int64_t hold_until_us;  /* no start before (a wait from headers) */
   int64_t pause_start_us; /* sending resumed before the last cut */
   int64_t pause_end_us;
-  int64_t last_cut_us;  /* requests started before it do not cut again */
-  int64_t cut_from_us;  /* the throttled request's start at the last cut */
-  double prev_limit;    /* the limit before the last cut (0: none) */
+  int64_t last_cut_us;   /* requests started before it do not cut again */
+  int64_t cut_from_us;   /* the throttled request's start at the last cut */
+  double prev_limit;     /* the limit before the last cut (0: none) */
+  double upper;          /* the last cut's upper estimate of the limit */
+  int64_t prev_cut_us;   /* the cut before the last one (0: none) */
+  int64_t chain_from_us; /* the throttled start of the first cut of the
+                            last series of relapses */
+  /* the server's last pauses, [start, end) each, newest at pause_head - 1:
+   * time in them was not sending time (the estimate's duty) */
+  int64_t pause_log[POLITE__RATECTL_PAUSES][2];
+  int64_t longest_pause_us; /* the longest wait a server named */
+  /* the learned in-flight cap: a concurrency limit (0: none), since when,
+   * and whether a refusal below a cap showed a rate limit (then a cap
+   * needs the whole signature) */
+  int64_t cap_since_us;
+  unsigned cap;
+  unsigned cap_refused;
+  /* refusals without a server wait since the last admitted answer, and
+   * when the last hold for them began (ratectl.c, hold_streak) */
+  int64_t streak_from_us;
+  unsigned streak;
+  unsigned inflight;    /* started and not answered yet */
   unsigned steady_base; /* steady before the last cut */
-  int cut_in_ss;        /* the last cut ended slow start */
-  int cut_in_headers;   /* ... came while fresh headers planned the rate */
+  unsigned pause_head;
+  int relapse;        /* the last cut came on the climb to the plateau or
+                         soon after: the one before landed above the limit */
+  int others;         /* another participant published to the budget */
+  int cut_in_ss;      /* the last cut ended slow start */
+  int cut_in_headers; /* ... came while fresh headers planned the rate */
   /* measurement: start times of the last answers, which got through, and
    * the rate each was started at */
   int64_t ok_us[POLITE__RATECTL_RING];
@@ -227,6 +254,10 @@ typedef struct {
   /* the rate at the last starts, to know what an answer was started at */
   int64_t st_us[POLITE__RATECTL_RING];
   double st_rate[POLITE__RATECTL_RING];
+  /* this participant's requests in flight before each start, and before
+   * each answered one's start (the concurrency signature, ratectl.c) */
+  unsigned short st_busy[POLITE__RATECTL_RING];
+  unsigned short ok_busy[POLITE__RATECTL_RING];
   unsigned st_head, st_n;
   double clean_rate;  /* the rate the last clean answer was started at */
   double shared_seen; /* the budget's rate at the last admission */
@@ -274,6 +305,20 @@ polite_ratectl_on_response(polite_ratectl *c, const polite_ratectl_response *r);
  * was measured. */
 POLITE_EXTERN double polite_ratectl_rate(const polite_ratectl *c,
                                          int64_t now_us);
+
+/* The in-flight cap learned from a concurrency limit: a server that
+ * refuses every request started while this participant had cap or more in
+ * flight, and none started with fewer (docs/decisions.md). 0: none. The
+ * engine holds it: no start while cap requests are in flight. */
+POLITE_EXTERN unsigned polite_ratectl_cap(const polite_ratectl *c,
+                                          int64_t now_us);
+
+/* The account is paused from now_us until until_us by a wait this
+ * participant did not see answered (another participant's 429, through the
+ * budget): its time is not sending time, and its length sets how long a
+ * plateau is held before probing (HOLD_PAUSES of them). */
+POLITE_EXTERN void polite_ratectl_on_pause(polite_ratectl *c, int64_t now_us,
+                                           int64_t until_us);
 
 /* No start before this time (a wait the headers asked for: r = 0 or a
  * Retry-After on a success); 0 when there is none. */

@@ -1,6 +1,8 @@
 /* libFuzzer target for Dev Proxy's configuration: the YAML reader and the
- * devproxyrc mapping (JSON and YAML). No crash, no leak, every failure names
- * the file, and what loads is within the options' bounds. */
+ * devproxyrc mapping (JSON and YAML), per-plugin urlsToWatch and the check
+ * of the watch lists in every mode. No crash, no leak, every failure names
+ * the file, what loads is within the options' bounds, the proxy watches
+ * every URL a plugin's own list names, and a refused list is named. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,34 @@
 #include "px.h"
 
 #include <jansson.h>
+
+/* The lists once merged, and the check in each mode. */
+static void check_watch(px_config *c) {
+  char err[1024] = "";
+  if (polite__px_plugin_watch_finish(c, err, sizeof err) != 0)
+    return; /* out of memory */
+  for (int p = 0; p < PX_PLUG__COUNT; p++) {
+    const px_watch *w = &c->plugin_watch[p];
+    for (size_t i = 0; w->own && i < w->n; i++) {
+      size_t j = 0;
+      while (j < c->nwatch && strcmp(c->watch[j], w->pat[i]) != 0)
+        j++;
+      if (j == c->nwatch)
+        abort(); /* a plugin's own URL is not watched */
+    }
+  }
+  static const char *const upstreams[] = {NULL, "http://127.0.0.1:9",
+                                          "https://api.test:8443/v1"};
+  for (int mode = 0; mode < 4; mode++) {
+    c->forward_mode = mode == 3;
+    free(c->upstream);
+    c->upstream = mode < 3 && upstreams[mode] ? strdup(upstreams[mode]) : NULL;
+    err[0] = '\0';
+    if (polite__px_watch_check(c, err, sizeof err) != 0 &&
+        (strstr(err, "mode") == NULL || strstr(err, "match") == NULL))
+      abort(); /* a refusal names the mode and says why */
+  }
+}
 
 static void apply(json_t *root) {
   px_config c;
@@ -24,6 +54,8 @@ static void apply(json_t *root) {
                   c.latency_min_ms > c.latency_max_ms || c.listen == NULL ||
                   (c.rate_n > 0 && c.rate_cost > c.rate_n)))
     abort();
+  if (rc == 0)
+    check_watch(&c);
   polite__px_config_free(&c);
 }
 

@@ -6,7 +6,7 @@
 #include "../../src/report_model.c"
 #include "../../src/report_page.c"
 #include "../../src/report_parse.c"
-#include "../../src/report_svg.c"
+#include "../../common/report_svg.c"
 
 #include <stdlib.h>
 #include <string.h>

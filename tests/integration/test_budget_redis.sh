@@ -79,7 +79,7 @@ fi
 # not made at every acquire: at most 5 per client over the 0.6 s outage.
 maxc=0
 for f in "$tmp"/out.rs.*; do
-  c="$(grep 'cannot connect' "$f" | grep -vc 'next try')"
+  c="$(grep 'cannot connect' "$f" | grep -vc 'reconnecting with a backoff')"
   [ "$c" -gt "$maxc" ] && maxc=$c
 done
 if [ "$maxc" -ge 1 ] && [ "$maxc" -le 5 ]; then

@@ -21,6 +21,13 @@ python3 "$GEN" docs "$P" "$TMP/docs" >/dev/null
 cmp -s "$TMP/docs/run.md" "$POLITE_SRC/docs/run.md"
 check "regenerating restores the page" [ $? -eq 0 ]
 
+# Rows of another command's table (queue.md shows polite run's queue rows)
+# drift too.
+sed -i 's/| `--lease DURATION` | 30s |/| `--lease DURATION` | 60s |/' "$TMP/docs/queue.md"
+python3 "$GEN" docs "$P" "$TMP/docs" --check 2>"$TMP/drift4"
+check "a drifted row of run's table in queue.md is caught" [ $? -eq 1 ]
+check_grep "... naming queue.md" "queue.md" "$TMP/drift4"
+
 # ---- man pages: generated, readable with man -l, one entry per option -------
 # Every command and subcommand, from the tree the binary prints: a command
 # added anywhere is checked without editing this test.

@@ -44,12 +44,14 @@ jq -r '.early[].early_ms' "$TMP/px.json" >"$TMP/early_ms"
 while read -r ms; do
   grep -q "<td>$ms</td></tr>" "$TMP/px.html" || bad "early by $ms ms not on the page"
 done <"$TMP/early_ms"
-check "per-rule counts add up to the logged requests" python3 - "$TMP/px.html" "$(grep -c . "$TMP/px.log")" <<'PY'
+requests=$(jq .requests "$TMP/px.json")
+check "per-rule counts add up to the requests ($requests), as many as the log's lines" python3 - "$TMP/px.html" "$requests" "$(grep -c . "$TMP/px.log")" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read()
-n = sum(int(v) for v in re.findall(r'data-key="log\.[^"]+" data-value="(\d+)"', t))
-sys.exit(n != int(sys.argv[2]))
+n = sum(int(v) for v in re.findall(r'data-key="rule\.[^"]+" data-value="(\d+)"', t))
+sys.exit(n != int(sys.argv[2]) or n != int(sys.argv[3]))
 PY
+check "the page has no note of a log that disagrees" sh -c "! grep -q 'holds [0-9]* requests of this run' '$TMP/px.html'"
 check "clients with a token are told apart by a hash" grep -q '127.0.0.1 auth:[0-9a-f]\{8\}' "$TMP/px.html"
 check "the token itself is not on the page" sh -c "! grep -q 'naive-1-secret' '$TMP/px.html'"
 check "the traffic chart is there" grep -q 'id="c-traffic"' "$TMP/px.html"

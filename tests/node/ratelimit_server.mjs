@@ -6,7 +6,8 @@
 //   node ratelimit_server.mjs PORT_FILE HEADERS LIMIT WINDOW_MS DELAY_MS LOG
 //
 // HEADERS: draft-6 | draft-7 | draft-8 (express-rate-limit's standardHeaders)
-// or legacy (X-RateLimit-Limit/-Remaining/-Reset, reset an epoch second).
+// or legacy (X-RateLimit-Limit/-Remaining/-Reset, reset an epoch second), or
+// none (neither: a bare fixed window whose 429s carry no Retry-After).
 // Listens on 127.0.0.1 on a free port and writes it to PORT_FILE. Every
 // answer waits DELAY_MS first (a slow handler; 429s answer at once, as the
 // limiter runs before the handler). LOG gets one line per request:
@@ -19,8 +20,8 @@ import { appendFileSync, writeFileSync } from "node:fs";
 const [portFile, mode, limitArg, windowArg, delayArg, log] = process.argv.slice(2);
 const limit = Number(limitArg), windowMs = Number(windowArg), delay = Number(delayArg);
 if (!log || !(limit > 0) || !(windowMs > 0) || !(delay >= 0) ||
-    !["draft-6", "draft-7", "draft-8", "legacy"].includes(mode)) {
-  console.error("usage: ratelimit_server.mjs PORT_FILE draft-6|draft-7|draft-8|legacy LIMIT WINDOW_MS DELAY_MS LOG");
+    !["draft-6", "draft-7", "draft-8", "legacy", "none"].includes(mode)) {
+  console.error("usage: ratelimit_server.mjs PORT_FILE draft-6|draft-7|draft-8|legacy|none LIMIT WINDOW_MS DELAY_MS LOG");
   process.exit(2);
 }
 
@@ -41,7 +42,7 @@ app.use((req, res, next) => {
 app.use(rateLimit({
   windowMs,
   limit,
-  standardHeaders: mode === "legacy" ? false : mode,
+  standardHeaders: mode === "legacy" || mode === "none" ? false : mode,
   legacyHeaders: mode === "legacy",
 }));
 app.get("/*path", (req, res) => {

@@ -1,4 +1,4 @@
-/* Unit tests of the proxy's HTTP/1.1 parsers (proxy/px_http.c): responses
+/* Unit tests of the proxy's HTTP/1.1 parsers (net/net_http.c): responses
  * fed whole and byte by byte; request heads against the smuggling shapes of
  * RFC 9112 and the bounds; request bodies. */
 #include <setjmp.h>

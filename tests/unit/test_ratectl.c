@@ -74,6 +74,14 @@ static void test_plan_ietf(void **state) {
   polite_rate_plan p = plan_of(b);
   assert_int_equal(p.reason, POLITE_PLAN_AVERAGE);
   assert_int_equal(p.interval_us, contract_iv(60, 100));
+  /* Under the average, source still names the pair whose remaining it
+   * reports (Kong's minute here, not the IETF policy). */
+  const char *b2[] = {"RateLimit-Policy: \"p\";q=10;w=60",
+                      "X-RateLimit-Remaining-Minute: 50", NULL};
+  p = plan_of(b2);
+  assert_int_equal(p.reason, POLITE_PLAN_AVERAGE);
+  assert_int_equal(p.source, POLITE_RL_KONG_MINUTE);
+  assert_int_equal(p.remaining, 50);
   /* Several policies in one field: the one allowing least wins, whatever
    * its r. */
   const char *c[] = {"RateLimit: \"hour\";r=100;t=3600, \"sec\";r=9;t=1", NULL};
@@ -427,15 +435,20 @@ static void print_result(const char *name, const sim_result *r) {
 
 /* Runs cfg and checks #10's targets without headers: every request ok,
  * at most 5% answered 429, wall within 1.3 x N / limit. */
-static sim_result run_targets(const char *name, const sim_cfg *cfg,
-                              int64_t settle_us) {
+static sim_result run_targets_within(const char *name, const sim_cfg *cfg,
+                                     int64_t settle_us, double wall) {
   sim_result r = simulate(cfg, settle_us);
   print_result(name, &r);
   assert_int_equal(r.oks, cfg->requests);
   assert_true(r.throttled <= cfg->requests / 20);
   assert_true(r.wall_us <=
-              (int64_t)(1.3 * cfg->requests / cfg->limit * (double)SEC));
+              (int64_t)(wall * cfg->requests / cfg->limit * (double)SEC));
   return r;
+}
+
+static sim_result run_targets(const char *name, const sim_cfg *cfg,
+                              int64_t settle_us) {
+  return run_targets_within(name, cfg, settle_us, 1.3);
 }
 
 /* nginx limit_req 40 r/s burst 1, 100 ms handler, Retry-After 1, 600
@@ -457,7 +470,14 @@ static void test_converges(void **state) {
 static void test_fast_server(void **state) {
   (void)state;
   sim_cfg cfg = {20, 0, 0, 2 * MS, SEC, 0, 1, 8, 200, 0, 0};
-  run_targets("20/s, 2 ms handler", &cfg, 3 * SEC);
+  /* 1.40 x since #23 (1.24 x before): answers in 2 ms put slow start's
+   * overshoot into its upper estimate (27/s for 20/s), so the first cut
+   * lands above the limit and the relapse that finds it costs a pause and
+   * a low landing; in a 10 s run that is a tenth of the time each. The
+   * zoo's leaky-bucket-fast row (600 requests: 1.16 x, was 1.15 x) is the
+   * longer measure, and the rules that cost this case are worth 1.55 ->
+   * 1.16 x on a sliding window (docs/decisions.md). */
+  run_targets_within("20/s, 2 ms handler", &cfg, 3 * SEC, 1.45);
 }
 
 /* Two participants of one budget (bench/adaptive with two processes), each
@@ -547,18 +567,21 @@ static int64_t ramp_then_429(polite_ratectl *c) {
  * server's pause before the probe: a probe that finds the limit costs a
  * pause, so probing costs at most 5% of the time. Until 2026-12 the hold
  * was 12 s whatever the pause: at Retry-After 1 the probe's 429 came 16 s
- * into the bench's 15 s run and cost a second of it. */
+ * into the bench's 15 s run and cost a second of it. Since #23 no 30 s cap
+ * either: at Retry-After 10 a probe every 30 s cost a third of the time.
+ * The hold runs from when the climb reaches the plateau (the epoch). */
 static void test_hold_per_pause(void **state) {
   (void)state;
   polite_ratectl c;
   int64_t resume = ramp_then_429(&c);
-  int64_t t;
-  double held = polite_ratectl_rate(&c, resume);
-  printf("# held at %.1f/s from the pause's end\n", held);
-  assert_true(fabs(polite_ratectl_rate(&c, resume + 19 * SEC) - held) < 1e-9);
-  assert_true(polite_ratectl_rate(&c, resume + 21 * SEC) > held);
+  int64_t top = c.epoch_us > resume ? c.epoch_us : resume, t;
+  double held = polite_ratectl_rate(&c, top);
+  printf("# held at %.1f/s from %.1f s after the pause's end\n", held,
+         (double)(top - resume) / 1e6);
+  assert_true(fabs(polite_ratectl_rate(&c, top + 19 * SEC) - held) < 1e-9);
+  assert_true(polite_ratectl_rate(&c, top + 21 * SEC) > held);
   /* Clean answers at the held rate for 25 s, then a 429 with a 10 s
-   * pause: held 30 s (HOLD_MAX_US), not 200 s. */
+   * pause: held 200 s (20 pauses). */
   for (t = resume; t < resume + 25 * SEC; t += 50 * MS) {
     polite_ratectl_on_start(&c, t);
     polite_ratectl_response ok = {t + 100 * MS, t, 200, -1, NULL};
@@ -569,17 +592,20 @@ static void test_hold_per_pause(void **state) {
   assert_int_equal(polite_ratectl_on_response(&c, &long_wait),
                    POLITE_CUT_THROTTLE);
   resume = t + MS + 10 * SEC;
-  held = polite_ratectl_rate(&c, resume);
-  assert_true(fabs(polite_ratectl_rate(&c, resume + 29 * SEC) - held) < 1e-9);
-  assert_true(polite_ratectl_rate(&c, resume + 31 * SEC) > held);
+  top = c.epoch_us > resume ? c.epoch_us : resume;
+  held = polite_ratectl_rate(&c, top);
+  assert_true(fabs(polite_ratectl_rate(&c, top + 199 * SEC) - held) < 1e-9);
+  assert_true(polite_ratectl_rate(&c, top + 201 * SEC) > held);
 }
 
-/* A 429 of the first request after the pause (fewer than MIN_SAMPLES
- * answers since it): the rate just set still trips the limit, so the cut
- * is a fast one, 0.75 x the rate that request was started at, resumed at
- * 0.9 x that; not counted as steady; the plateau (0.95 x) held 12 s, not 20
- * pauses. Until 2026-12 it was 0.9 x (0.855 x when steady): a limit halved
- * mid-run took five such cuts. */
+/* A 429 of the first request after the pause: the cut landed above the
+ * limit (a relapse). The limit lies below the rate that tripped and above
+ * what got through since the first cut, pauses included: the cut lands at
+ * that (never below half of 0.95 x the tripping rate: it overshot by what
+ * the burst let through) and climbs to 0.95 x that; not counted as
+ * steady. Until #23 it was a fixed 0.75 x cut
+ * (0.9 x that to resume): a sliding window's post-pause burst took eight
+ * such cuts to find its limit. */
 static void test_fast_cut(void **state) {
   (void)state;
   polite_ratectl c;
@@ -588,15 +614,15 @@ static void test_fast_cut(void **state) {
   polite_ratectl_on_start(&c, resume);
   polite_ratectl_response again = {resume + MS, resume, 429, SEC, NULL};
   assert_int_equal(polite_ratectl_on_response(&c, &again), POLITE_CUT_THROTTLE);
+  assert_true(c.relapse);
   int64_t resume2 = resume + MS + SEC;
   double cut_to = polite_ratectl_rate(&c, resume2);
-  printf("# fast cut: %.2f/s -> %.2f/s\n", r, cut_to);
-  assert_true(fabs(cut_to - 0.9 * 0.75 * r) < 1e-6 * r);
+  printf("# relapse: %.2f/s -> %.2f/s\n", r, cut_to);
+  /* At least half of 95% of the tripping rate, less the plateau's 5%. */
+  assert_true(cut_to >= 0.95 * 0.5 * 0.95 * r - 1e-9 && cut_to < r);
   assert_int_equal(c.steady, 0);
-  double plateau = 0.95 * 0.75 * r;
-  assert_true(fabs(polite_ratectl_rate(&c, resume2 + 10 * SEC) - plateau) <
-              1e-6 * r);
-  assert_true(polite_ratectl_rate(&c, resume2 + 16 * SEC) > plateau);
+  double top = polite_ratectl_rate(&c, c.epoch_us + SEC);
+  assert_true(top <= 0.95 * 0.95 * r + 1e-9 && top >= cut_to);
 }
 
 /* --max-rate is never exceeded, and the concurrency cap holds. */

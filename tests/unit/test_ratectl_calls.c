@@ -98,16 +98,17 @@ static void the_latest_cut_wins(void **state) {
 static void the_newest_are_kept(void **state) {
   (void)state;
   polite_ratectl a, b;
-  base_of(&a, 100);
+  const unsigned n = (POLITE__RATECTL_RING + 72) / 2;
+  base_of(&a, n);
   polite_ratectl_config cfg = {0, 0, 0, 4};
   polite_ratectl_init(&b, &cfg, T0);
-  for (unsigned i = 0; i < 100; i++)
+  for (unsigned i = 0; i < n; i++)
     call(&b, T0 + (i * 100 + 50) * MS, 200);
   polite__ratectl_merge(&a, &b);
   assert_int_equal(a.st_n, POLITE__RATECTL_RING);
   assert_sorted_ring(&a);
   unsigned oldest = a.st_head % POLITE__RATECTL_RING; /* a full ring */
-  /* 200 starts 50 ms apart: the 72 oldest are gone. */
+  /* A ring and 72 starts, 50 ms apart: the 72 oldest are gone. */
   assert_int_equal(a.st_us[oldest], T0 + 72 * 50 * MS);
 }
 

@@ -1,9 +1,15 @@
 #!/usr/bin/env python3
 """Dev Proxy's own configuration files, as shipped (tests/fixtures/devproxy/):
-the proxy is used as a forward proxy (absolute-form requests, as Dev Proxy runs)."""
+the proxy is used as a forward proxy (absolute-form requests, as Dev Proxy runs).
+Issue 20: the apim-rate-limiting sample through the forward proxy over HTTPS (5
+calls, 5 requests; the second 429 is APIM's own, RetryAfterPlugin not being
+enabled; the HTML shows Retry-After 90 s), per-plugin urlsToWatch, unknown keys
+named, and a watch list that cannot match in the mode refused."""
 import json
 import os
+import re
 import shutil
+import subprocess
 import time
 
 import requests
@@ -135,6 +141,71 @@ time.sleep(1.6)
 r = s.get("http://api.contoso.test/users", timeout=10)
 check(r.json() == {"changed": True} and "does not load, keeping the previous one" in px.logtext(),
       "a broken edit keeps the previous mocks and says so")
+px.stop()
+
+# --- 7. the apim-rate-limiting sample through the forward proxy, over HTTPS ---
+# rateLimit 3 per 90 s, a custom 429 (APIM's body, Retry-After @dynamic), a mock
+# for every other call; no RetryAfterPlugin, so no early-retry judge.
+os.environ["POLITE_CA_DIR"] = path("polite-ca")
+apim = os.path.join(FIX, "apim", "devproxyrc.json")
+html = path("apim.html")
+px = Proxy("--devproxy-config", apim, "--log", path("apim.log"), "--report-html", html, name="apim")
+check(warnings(px) == [], "the sample loads without a warning (%s)" % warnings(px))
+calls = []
+for i in range(5):
+    p = subprocess.run(["curl", "-s", "-x", px.base, "--cacert", path("polite-ca/ca.pem"), "-m", "10",
+                        "-w", "\n%{http_code}", "https://myapi.azure-api.net/orders"],
+                       capture_output=True, text=True)
+    body, _, code = p.stdout.rpartition("\n")
+    calls.append((code, body))
+check([c for c, _ in calls] == ["200", "200", "200", "429", "429"],
+      "curl x5: three pass, then 429 (%s)" % [c for c, _ in calls])
+apim_body = {"statusCode": 429, "message": "Rate limit is exceeded. Try again in a few seconds."}
+check(all(json.loads(b or "{}") == apim_body for _, b in calls[3:]),
+      "both 429s carry APIM's own body, the second too (%s)" % [b[:60] for _, b in calls[3:]])
+rep = px.report()
+check(rep["requests"] == 5 and rep["connects"] == 5 and rep["passed"] == 3 and rep["rate_limited"] == 2,
+      "the JSON report counts 5 requests for 5 calls, the CONNECTs apart (%d requests, %d connects)"
+      % (rep["requests"], rep["connects"]))
+check(rep["judge"] is False and rep["early_retries"] == 0, "no RetryAfterPlugin: no early-retry judge")
+px.stop()
+page = open(html).read()
+check("up to 90 s" in page and "<td>90 s</td>" in page and "90000 s" not in page,
+      "the HTML shows Retry-After 90 s (%s)" % re.findall(r"up to [^,]*", page))
+vals = dict(re.findall(r'data-key="([^"]+)" data-value="(\d+)"', page))
+check(vals.get("requests") == "5" and vals.get("connects") == "5"
+      and sum(int(v) for k, v in vals.items() if k.startswith("rule.")) == 5,
+      "the page's summary and per-rule table both count 5 requests (%s)"
+      % {k: v for k, v in vals.items() if k in ("requests", "connects") or k.startswith("rule.")})
+check("early-retry judge was off" in page, "the page says the judge was off")
+# Beside --upstream the sample's https:// URLs can never reach the proxy: refused.
+rc, out, err = run("proxy", "--devproxy-config", apim, "--upstream", "https://localhost:19443",
+                   "--listen", "127.0.0.1:0")
+check(rc == 2 and "apim/devproxyrc.json: urlsToWatch" in err and "reverse mode" in err,
+      "--upstream beside the sample: exit 2, the watch list and the mode named (%r)" % err.strip())
+
+# --- 8. per-plugin urlsToWatch, and unknown keys named ---
+rc_file = path("per-plugin.json")
+with open(rc_file, "w") as f:
+    json.dump({
+        "urlsToWatch": ["http://api.contoso.test/*"],
+        "plugins": [
+            # Without RetryAfterPlugin: with it, the limit's 429 would make the
+            # whole host wait for this client, as in Dev Proxy.
+            {"name": "RateLimitingPlugin", "enabled": True, "configSection": "rl",
+             "urlsToWatch": ["http://api.contoso.test/limited/*"]}],
+        "rl": {"rateLimit": 2, "costPerRequest": 1, "resetTimeWindowSeconds": 60},
+        "mysteryPlugin": {"depth": 3}}, f)
+px = Proxy("--devproxy-config", rc_file, "--upstream", UP, name="perplugin")
+w = warnings(px)
+check(len(w) == 1 and "mysteryPlugin" in w[0] and "urlsToWatch" not in w[0],
+      "an unknown object key is named, per-plugin urlsToWatch no longer is (%s)" % w)
+s = session(px)
+limited = [s.get("http://api.contoso.test/limited/%d" % i, timeout=10).status_code for i in range(3)]
+free = [s.get("http://api.contoso.test/free/%d" % i, timeout=10) for i in range(4)]
+check(limited == [200, 200, 429], "the rate limit acts on its plugin's URLs (%s)" % limited)
+check([r.status_code for r in free] == [200] * 4 and all("RateLimit-Limit" not in r.headers for r in free),
+      "and not on the other watched URLs (%s)" % [r.status_code for r in free])
 px.stop()
 
 # --- 6. a bad value names the file and the field; exit 2 ---

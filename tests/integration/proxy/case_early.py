@@ -75,7 +75,7 @@ for k in ("requests", "passed", "injected", "early_retries", "early", "urls", "m
 check(saved["early_retries"] == 1 and saved["early"][0]["early_ms"] == e.get("early_ms"),
       "report file matches the live report")
 md = open(report_md).read()
-check("early retries" in md and "/early" in md, "markdown report lists the early retry")
+check("## Early retries" in md and "/early" in md, "markdown report lists the early retry")
 log = px.logtext()
 check("EARLY" in log and "sk-SECRET" not in log, "log line flags EARLY and has no secret")
 

@@ -176,9 +176,12 @@ px.stop()
 # --- 6. the proxy in mock mode as an upstream of another proxy ---
 inner = Proxy("--failure-rate", "100", "--retry-after", "1", name="inner")
 outer = Proxy("--upstream", inner.base, name="outer")
-r = requests.get(outer.base + "/chain", timeout=10)
+# One client on one connection: the outer proxy's judge knows it is the one
+# the inner 429 told to wait (a new connection at once could be another).
+s = requests.Session()
+r = s.get(outer.base + "/chain", timeout=10)
 check(r.status_code == 429 and r.headers.get("Via") == "1.1 polite", "proxy chain: inner 429 via outer")
-r = requests.get(outer.base + "/chain", timeout=10)
+r = s.get(outer.base + "/chain", timeout=10)
 check("early_retry" in r.text, "outer proxy tracks the inner proxy's Retry-After")
 inner.stop()
 outer.stop()

@@ -1,16 +1,28 @@
 #!/usr/bin/env python3
 """The judge with real clients (issue 13, item 1): clients sharing a key are not
 blamed for each other, waits count from when the answer leaves (after --latency),
-only 429/503 throttle, early 429s under a rate limit carry the RateLimit headers."""
+only 429/503 throttle, early 429s under a rate limit carry the RateLimit headers.
+Issue 20: a pooled client (Node undici's ProxyAgent) caught retrying early on its
+second connection stays caught when the pool hands out the older connection again:
+the counter, the report and the log agree, and nothing is taken back."""
 import json
+import os
+import re
+import socket
+import subprocess
 import threading
 import time
+
+import urllib.request
 
 import requests
 import urllib3
 from urllib3.util.retry import Retry
 
-from pxtest import Proxy, check, done, write
+from pxtest import Proxy, check, done, path, write
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NODE_DIR = os.path.join(HERE, "..", "..", "node")
 
 # --- 1. four urllib3 threads on one URL, each honouring Retry-After ---
 # Injected 429s (Retry-After 1) throttle the URL: the other threads asking
@@ -133,6 +145,99 @@ check(r.headers.get("RateLimit-Policy") == '"polite";q=2;w=1' and r.headers.get(
       "the early 429 carries RateLimit-Policy and RateLimit (%s / %s)"
       % (r.headers.get("RateLimit-Policy"), r.headers.get("RateLimit")))
 check(int(r.headers.get("Retry-After", "0")) >= 1, "Retry-After never 0 while throttled")
+px.stop()
+
+# --- 5. a pooled client (undici ProxyAgent) retries early on its second connection ---
+# The 429 (Retry-After 2) carries a body the client leaves unread for a while, so the
+# pool's first connection is busy and the early retry opens a second one; later
+# requests go on the older connection again. Over intercepted HTTPS, as Node users
+# run through a forward proxy.
+subprocess.run([os.path.join(NODE_DIR, "install.sh")], check=True)
+os.environ["POLITE_CA_DIR"] = path("polite-ca")
+mocks = write("pool-mocks.json", json.dumps({"mocks": [
+    {"request": {"url": "https://pooled.test/x", "nth": 1},
+     "response": {"statusCode": 429, "headers": [{"name": "Retry-After", "value": "2"}],
+                  "body": {"error": "slow down", "pad": "x" * 300000}}},
+    {"request": {"url": "https://pooled.test/*"}, "response": {"statusCode": 200, "body": {"ok": True}}},
+]}))
+log = path("pool.log")
+px = Proxy("--mode", "forward", "--watch", "https://pooled.test/*", "--mocks-file", mocks,
+           "--log", log, "--report", path("pool.json"), name="pool")
+
+
+def early_metric():
+    m = re.search(r"^polite_proxy_early_retries_total (\S+)$",
+                  urllib.request.urlopen(px.base + "/__polite/metrics", timeout=10).read().decode(), re.M)
+    return float(m.group(1)) if m else None
+
+
+p = subprocess.run(["node", os.path.join(NODE_DIR, "pooled_retry.mjs"), px.base, "https://pooled.test/x"],
+                   capture_output=True, text=True, timeout=60,
+                   env=dict(os.environ, NODE_EXTRA_CA_CERTS=path("polite-ca/ca.pem")))
+lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+statuses = [x["status"] for x in lines]
+check(statuses == [429, 429, 200, 200, 200, 200] and "early_retry" in lines[1]["body"],
+      "node (ProxyAgent): 429, an early retry answered as early, then 200s (%s %s)"
+      % (statuses, p.stderr[-300:]))
+rep = px.report()
+check(rep["early_retries"] == 1 and len(rep["early"]) == 1 and rep["early"][0]["across_connections"],
+      "the early retry is caught on the pool's second connection (%d, %s)"
+      % (rep["early_retries"], rep["early"]))
+check(rep["connects"] >= 2, "the pool used two connections (%d CONNECTs)" % rep["connects"])
+check(early_metric() == 1, "polite_proxy_early_retries_total is 1 after the older connection came back")
+check(rep["requests"] == 6 and rep["during_throttle"] == 0,
+      "6 requests, none recounted as during a throttle (%d, %d)" % (rep["requests"], rep["during_throttle"]))
+px.stop()
+logged = [x for x in open(log) if " EARLY " in x]
+final = json.load(open(path("pool.json")))
+check(final["early_retries"] == 1 and final["requests"] == 6,
+      "the final report says 1 early retry of 6 requests (%d of %d)" % (final["early_retries"], final["requests"]))
+check(len(logged) == 1, "the log has the one EARLY line (%d)" % len(logged))
+
+# --- 6. a connection opened before the wait was told is another client's ---
+# One identity (one address and User-Agent), one request per connection. A fresh
+# connection opened after a 429 is the told client coming back (caught early); one
+# that was already open when the 429 left is another client (threads starting
+# together): refused during the throttle, never flagged. The proxy knows when
+# each connection was opened (net/'s on_conn_opened). On the controlled clock.
+px = Proxy("--failure-rate", "100", "--retry-after", "5", name="opened", clock=True)
+
+
+def raw_conn():
+    return socket.create_connection((px.host, px.port), timeout=10)
+
+
+def ask(sk, path):
+    sk.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nUser-Agent: judge-opened\r\n\r\n" % path).encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sk.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\r\n", 1)[0].decode(errors="replace")
+
+
+told = raw_conn()
+check(ask(told, "/after").startswith("HTTP/1.1 429"), "the first connection is told a wait")
+px.advance(200)
+later = raw_conn()  # opened after the 429 left: the told client reconnecting
+ask(later, "/after")
+early = px.report()["early"]
+check(len(early) == 1 and early[0]["across_connections"],
+      "a fresh connection opened after the 429 is the told client, caught early (%s)" % early)
+before = raw_conn()  # open now, before the next 429 is told
+px.advance(50)       # the advance's own accept comes after before's
+told2 = raw_conn()
+check(ask(told2, "/before").startswith("HTTP/1.1 429"), "another connection is told a wait")
+px.advance(200)
+ask(before, "/before")
+rep = px.report()
+check(rep["early_retries"] == 1 and rep["during_throttle"] >= 1,
+      "a connection already open when the 429 left is another client: during the "
+      "throttle, not early (%d early, %d during)" % (rep["early_retries"], rep["during_throttle"]))
+for sk in (told, later, before, told2):
+    sk.close()
 px.stop()
 
 done()

@@ -42,6 +42,10 @@ check(injected == rep["injected"] and injected > 0, "injected by kind add up to 
 check(value("polite_proxy_early_retries_total") == rep["early_retries"], "early retries (%s)" % rep["early_retries"])
 check(value("polite_proxy_throttled_total", '{rule="failure_rate"}') == rep["failures"],
       "throttled by rule: failure_rate")
+check(value("polite_proxy_connects_total") == rep["connects"] == 0
+      and value("polite_proxy_shared_identities_total") == rep["shared_identities"]
+      and value("polite_proxy_urls_evicted_total") == rep["url_table"]["evicted"] == 0,
+      "the tracking's own counters match the report (connects, shared identities, URLs evicted)")
 check(value("polite_proxy_in_flight") == 0, "in flight: none once answered (%s)" % value("polite_proxy_in_flight"))
 count = value("polite_proxy_upstream_latency_seconds_count")
 check(count == rep["passed"] and count > 5 and value("polite_proxy_upstream_latency_seconds_bucket", '{le="+Inf"}') == count,

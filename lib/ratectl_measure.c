@@ -1,0 +1,185 @@
+/* The learned-rate controller's measurements (see ratectl_measure.h):
+ * what the rings of starts and answers and the log of the server's pauses
+ * say about the limit. Pure, like the controller. */
+#include "ratectl_measure.h"
+
+#include <limits.h>
+
+static int64_t imax(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+
+/* The rate a request started at `at` was started at: the latest start
+ * at or before it (the engine passes the same instant to both calls);
+ * the current rate when it is older than the ring. */
+double polite__rc_rate_at_start(const polite_ratectl *c, int64_t at) {
+  for (unsigned i = 0; i < c->st_n; i++) {
+    unsigned k =
+        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->st_us[k] <= at)
+      return c->st_rate[k];
+  }
+  return polite_ratectl_rate(c, at);
+}
+
+/* Time in the server's pauses within [a, b). */
+int64_t polite__rc_paused_within(const polite_ratectl *c, int64_t a,
+                                 int64_t b) {
+  int64_t t = 0;
+  for (unsigned i = 0; i < POLITE__RATECTL_PAUSES; i++) {
+    int64_t lo = imax(a, c->pause_log[i][0]);
+    int64_t hi = c->pause_log[i][1] < b ? c->pause_log[i][1] : b;
+    if (hi > lo)
+      t += hi - lo;
+  }
+  return t;
+}
+
+/* Remembers the server's pause [from, until): extends the newest one when
+ * they overlap (the echoes of one crossing), else starts a new one. */
+void polite__rc_log_pause(polite_ratectl *c, int64_t from, int64_t until) {
+  unsigned last =
+      (c->pause_head + POLITE__RATECTL_PAUSES - 1) % POLITE__RATECTL_PAUSES;
+  int64_t *p = c->pause_log[last];
+  if (p[1] > p[0] && from <= p[1]) {
+    if (until > p[1])
+      p[1] = until;
+    return;
+  }
+  c->pause_log[c->pause_head][0] = from;
+  c->pause_log[c->pause_head][1] = until;
+  c->pause_head = (c->pause_head + 1) % POLITE__RATECTL_PAUSES;
+}
+
+/* The account's starts over [a, b), outside the server's pauses: the rate
+ * each start was made at, over the time to the next start (the account's
+ * paced rate is piecewise constant between starts). Alone (no shared
+ * budget), at most the starts made: slots, not the rate, may have paced
+ * them. */
+double polite__rc_sent_within(const polite_ratectl *c, int64_t a, int64_t b) {
+  double sent = 0;
+  unsigned own = 0;
+  int64_t next = b;
+  for (unsigned i = 0; i < c->st_n && next > a; i++) {
+    unsigned k =
+        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    int64_t t = c->st_us[k];
+    if (t >= b)
+      continue;
+    int64_t lo = imax(t, a);
+    if (next > lo) {
+      double span = (double)(next - lo - polite__rc_paused_within(c, lo, next));
+      sent += c->st_rate[k] * span / 1e6;
+    }
+    own += t >= a;
+    next = t;
+  }
+  if (!c->others && sent > own)
+    sent = own;
+  return sent;
+}
+
+/* This participant's requests in flight when the request started at `at`
+ * started (the latest start at or before it). */
+unsigned polite__rc_busy_at_start(const polite_ratectl *c, int64_t at) {
+  for (unsigned i = 0; i < c->st_n; i++) {
+    unsigned k =
+        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->st_us[k] <= at)
+      return c->st_busy[k];
+  }
+  return 0;
+}
+
+/* What got through of the requests started in [from, to]: the share the
+ * server let through of them, times what the account started over that
+ * time (its paced rate over the time not paused), over that time, pauses
+ * included. A share and the account's rate, not a count, so it is the
+ * same for every participant of a shared budget, each of which sees only
+ * its own answers; the time paused counts, so that a limiter that banks
+ * the pause (a token bucket refills, a sliding window forgets) does not
+ * seem to admit more than it does. -1 when fewer than `need` answers
+ * tell. */
+double polite__rc_admitted(const polite_ratectl *c, int64_t from, int64_t to,
+                           unsigned need) {
+  unsigned n = 0, ok = 0;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (unsigned i = 0; i < c->ok_n; i++) {
+    unsigned k =
+        (c->ok_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->ok_us[k] < from || c->ok_us[k] > to)
+      continue; /* answers arrive out of start order */
+    n++;
+    ok += c->ok_flag[k];
+    if (c->ok_us[k] < first)
+      first = c->ok_us[k];
+    if (c->ok_us[k] > last)
+      last = c->ok_us[k];
+  }
+  if (n < need)
+    return -1;
+  /* Over the whole window when the starts cover it (the first answered
+   * start in it may come well after its beginning: a window of 40 at a
+   * sliding log measured from its first answer read 44/s), else from the
+   * first answered start. */
+  int64_t oldest =
+      c->st_n > 0 ? c->st_us[(c->st_head + POLITE__RATECTL_RING - c->st_n) %
+                             POLITE__RATECTL_RING]
+                  : first;
+  int64_t a = oldest <= from ? from : imax(from, first), b = last + 1;
+  double sent = polite__rc_sent_within(c, a, b);
+  if (!(sent > 0))
+    return -1;
+  return (double)ok / n * sent / ((double)(b - a) / 1e6);
+}
+
+/* The share the server let through of the requests started in [from, to]
+ * times the mean rate they were started at: what got through while
+ * sending, pauses left out (the upper estimate of a cut). -1 when fewer
+ * than `need` answers tell. */
+double polite__rc_admitted_sending(const polite_ratectl *c, int64_t from,
+                                   int64_t to, unsigned need) {
+  unsigned n = 0, ok = 0;
+  double sum = 0;
+  for (unsigned i = 0; i < c->ok_n; i++) {
+    unsigned k =
+        (c->ok_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->ok_us[k] < from || c->ok_us[k] > to)
+      continue;
+    n++;
+    ok += c->ok_flag[k];
+    sum += c->ok_rate[k];
+  }
+  return n >= need ? (double)ok / n * (sum / n) : -1;
+}
+
+/* The cap the answers of the requests started in [from, to] show, or 0:
+ * `need` admitted and `refused` or more refused, and every refused
+ * one started with more in flight than every admitted one: the least
+ * count in flight a refused one started with. */
+unsigned polite__rc_concurrency_signature(const polite_ratectl *c, int64_t from,
+                                          int64_t to, unsigned refused,
+                                          unsigned need) {
+  unsigned max_ok = 0, min_ref = UINT_MAX, n_ok = 0, n_ref = 0;
+  for (unsigned i = 0; i < c->ok_n; i++) {
+    unsigned k =
+        (c->ok_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->ok_us[k] < from || c->ok_us[k] > to)
+      continue;
+    unsigned b = c->ok_busy[k];
+    if (c->ok_flag[k]) {
+      n_ok++;
+      max_ok = b > max_ok ? b : max_ok;
+    } else {
+      n_ref++;
+      min_ref = b < min_ref ? b : min_ref;
+    }
+  }
+  if (n_ref < refused || n_ok < need || min_ref <= max_ok)
+    return 0;
+  /* The cap is above every admitted count and at most the least refused
+   * one; the answers of the requests started in between may not be in
+   * yet, so the refused one is taken (a lower cap shows in later
+   * refusals). */
+  return min_ref;
+}

@@ -1,0 +1,43 @@
+/* The learned-rate controller's measurements over its rings (lib/ratectl.c
+ * drives them, lib/ratectl_measure.c has them): the rate and the count in
+ * flight a start was made at, the time the server paused the account, and
+ * what got through of a window of starts. Internal to libpolite. */
+#ifndef POLITE_RATECTL_MEASURE_H
+#define POLITE_RATECTL_MEASURE_H
+
+#include <polite/ratectl.h>
+
+/* The rate a request started at `at` was started at: the latest start at
+ * or before it; the current rate when it is older than the ring. */
+double polite__rc_rate_at_start(const polite_ratectl *c, int64_t at);
+/* This participant's requests in flight when the request started at `at`
+ * started (the latest start at or before it). */
+unsigned polite__rc_busy_at_start(const polite_ratectl *c, int64_t at);
+/* Time in the server's logged pauses within [a, b). */
+int64_t polite__rc_paused_within(const polite_ratectl *c, int64_t a, int64_t b);
+/* Logs the pause [from, until): extends the newest when they overlap (the
+ * echoes of one crossing), else starts a new one. */
+void polite__rc_log_pause(polite_ratectl *c, int64_t from, int64_t until);
+/* The account's starts over [a, b) outside the pauses (the rate each start
+ * was made at, over the time to the next one); alone, at most the starts
+ * made. */
+double polite__rc_sent_within(const polite_ratectl *c, int64_t a, int64_t b);
+/* What got through of the requests started in [from, to], over that time
+ * with its pauses (the lower estimate); -1 when fewer than `need` answers
+ * tell. */
+double polite__rc_admitted(const polite_ratectl *c, int64_t from, int64_t to,
+                           unsigned need);
+/* The share let through of the requests started in [from, to] times the
+ * mean rate they were started at (the upper estimate); -1 when fewer than
+ * `need` answers tell. */
+double polite__rc_admitted_sending(const polite_ratectl *c, int64_t from,
+                                   int64_t to, unsigned need);
+/* The concurrency signature of the answers of the requests started in
+ * [from, to]: with `need` admitted and `refused` refused, every refused one
+ * started with more in flight than every admitted one, the least count a
+ * refused one started with; else 0. */
+unsigned polite__rc_concurrency_signature(const polite_ratectl *c, int64_t from,
+                                          int64_t to, unsigned refused,
+                                          unsigned need);
+
+#endif

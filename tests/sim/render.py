@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Renders the learned-rate simulation report (docs/learned-rate.md) from
+polite_sim's results.json and series.json: one section per limiter shape,
+with its table (every client, 1, 2 and 4 processes) and a small inline SVG
+of the admitted rate over time. Deterministic: the same JSON gives the same
+page, so the committed page changes only when the results do.
+
+    render.py SIM_DIR OUT.md
+"""
+import json
+import sys
+
+CLIENTS = ["polite", "aws-adaptive", "urllib3", "fixed-backoff"]
+COLOURS = {"polite": "#1f77b4", "aws-adaptive": "#ff7f0e",
+           "urllib3": "#2ca02c", "fixed-backoff": "#9467bd"}
+TARGET_WALL = {1: 1.15}  # else 1.25
+TARGET_SHARE = 0.01
+W, H, PAD = 560, 150, 34
+STEP = 2  # one point per second (two buckets) keeps the page small
+
+
+def target_wall(procs):
+    return TARGET_WALL.get(procs, 1.25)
+
+
+def smooth(xs, k=2):
+    """Mean over k buckets on each side, so the plot shows a rate, not the
+    pacing's granularity."""
+    out = []
+    for i in range(len(xs)):
+        lo, hi = max(0, i - k), min(len(xs), i + k + 1)
+        out.append(sum(xs[lo:hi]) / (hi - lo))
+    return out
+
+
+def svg(shape, series):
+    """The admitted rate (ok starts per second) of each client with one
+    process, and the limit, over the longest run of the shape."""
+    runs = [s for s in series if s["shape"] == shape and s["processes"] == 1]
+    if not runs:
+        return ""
+    bucket = runs[0]["bucket_s"]
+    # At most twice polite's run: a peer 10 x slower would flatten the rest.
+    mine = [len(r["ok"]) for r in runs if r["client"] == "polite"]
+    tmax = min(max(len(r["ok"]) for r in runs), 2 * max(mine or [1])) * bucket
+    runs = [dict(r, ok=r["ok"][:int(tmax / bucket) + 1]) for r in runs]
+    limit = max(runs, key=lambda r: len(r["limit"]))["limit"]
+    limit = limit[:int(tmax / bucket) + 1]
+    ymax = max([max(limit)] + [max(smooth([v / bucket for v in r["ok"]]))
+                               for r in runs]) * 1.1
+
+    def xy(t, y):
+        return (PAD + (W - PAD - 8) * t / tmax,
+                H - 18 - (H - 28) * min(y, ymax) / ymax)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" '
+             f'height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" '
+             f'font-size="10">',
+             f'<rect x="0" y="0" width="{W}" height="{H}" fill="#fff"/>']
+    x0, y0 = xy(0, 0)
+    x1, y1 = xy(tmax, ymax)
+    parts.append(f'<line x1="{x0:.0f}" y1="{y0:.0f}" x2="{x1:.0f}" '
+                 f'y2="{y0:.0f}" stroke="#999"/>')
+    parts.append(f'<line x1="{x0:.0f}" y1="{y0:.0f}" x2="{x0:.0f}" '
+                 f'y2="{y1:.0f}" stroke="#999"/>')
+    parts.append(f'<text x="2" y="{y1 + 8:.0f}">{ymax:.0f}/s</text>')
+    parts.append(f'<text x="{x1 - 30:.0f}" y="{H - 4}">{tmax:.0f} s</text>')
+    pts = " ".join("%.0f,%.0f" % xy(i * bucket, v)
+                   for i, v in enumerate(limit) if i % STEP == 0)
+    parts.append(f'<polyline points="{pts}" fill="none" stroke="#d62728" '
+                 f'stroke-dasharray="4 3"/>')
+    for r in sorted(runs, key=lambda r: CLIENTS.index(r["client"])):
+        rate = smooth([v / bucket for v in r["ok"]])
+        pts = " ".join("%.0f,%.0f" % xy(i * bucket, v)
+                       for i, v in enumerate(rate) if i % STEP == 0)
+        parts.append(f'<polyline points="{pts}" fill="none" '
+                     f'stroke="{COLOURS[r["client"]]}" stroke-width="1.2"/>')
+    lx = PAD + 6
+    for name in ["limit"] + CLIENTS:
+        colour = COLOURS.get(name, "#d62728")
+        parts.append(f'<rect x="{lx}" y="4" width="10" height="3" '
+                     f'fill="{colour}"/><text x="{lx + 13}" y="9">{name}</text>')
+        lx += 13 + 7 * len(name) + 8
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def cell_wall(row):
+    mark = "" if row["client"] != "polite" or \
+        row["wall_over_floor"] <= target_wall(row["processes"]) else " ✗"
+    return f'{row["wall_over_floor"]:.3f}{mark}'
+
+
+def cell_share(row):
+    mark = "" if row["client"] != "polite" or \
+        row["share_429"] <= TARGET_SHARE else " ✗"
+    return f'{100 * row["share_429"]:.2f}% ({row["n429"]}){mark}'
+
+
+def table(shape, rows):
+    out = ["| processes | client | wall / floor | 429s (share of requests) "
+           "| early | lost | converged after |",
+           "|---:|---|---:|---:|---:|---:|---:|"]
+    for procs in (1, 2, 4):
+        for name in CLIENTS:
+            for r in rows:
+                if r["shape"] != shape or r["processes"] != procs or \
+                        r["client"] != name:
+                    continue
+                conv = "never" if r["converge_s"] is None else \
+                    f'{r["converge_s"]:.1f} s'
+                who = f"**{name}**" if name == "polite" else name
+                out.append(f'| {procs} | {who} | {cell_wall(r)} | '
+                           f'{cell_share(r)} | {r["early"]} | {r["lost"]} | '
+                           f'{conv} |')
+    return "\n".join(out)
+
+
+def peers_verdict(rows, shape, procs):
+    """'better' when polite is better than every peer on wall or 429s and
+    worse on neither; else the peers it is not."""
+    mine = [r for r in rows if r["shape"] == shape and
+            r["processes"] == procs and r["client"] == "polite"][0]
+    short = []
+    for r in rows:
+        if r["shape"] != shape or r["processes"] != procs or \
+                r["client"] == "polite":
+            continue
+        worse = mine["wall_over_floor"] > r["wall_over_floor"] or \
+            mine["n429"] > r["n429"]
+        if worse:
+            short.append(f'{r["client"]} (wall {r["wall_over_floor"]:.3f})')
+    return short
+
+
+def summary(rows, shapes):
+    out = ["| shape | processes | polite wall / floor | 429s | early | "
+           "target met | peers polite is slower than (wall) |",
+           "|---|---:|---:|---:|---:|---|---|"]
+    for shape in shapes:
+        for procs in (1, 2, 4):
+            mine = [r for r in rows if r["shape"] == shape and
+                    r["processes"] == procs and r["client"] == "polite"][0]
+            ok = mine["wall_over_floor"] <= target_wall(procs) and \
+                mine["share_429"] <= TARGET_SHARE and mine["early"] == 0 \
+                and mine["lost"] == 0
+            short = peers_verdict(rows, shape, procs)
+            out.append(f'| {shape} | {procs} | {mine["wall_over_floor"]:.3f} '
+                       f'| {mine["n429"]} | {mine["early"]} | '
+                       f'{"yes" if ok else "**no**"} | '
+                       f'{", ".join(short) if short else "none"} |')
+    return "\n".join(out)
+
+
+HEAD = """# The learned rate on every limiter shape: the simulation report
+
+Generated by `make sim` (tests/sim/polite_sim, then tests/sim/render.py)
+from `build/sim/results.json`; do not edit by hand. The same scenarios run
+as a test, `ctest -R sim/zoo`, which holds polite to the targets below
+(deterministic: the fake clock and every random draw are seeded).
+
+**What runs.** polite is the real code: one `polite__sched` per process
+(lib/scheduler.c, the learned rate of lib/ratectl.c and lib/sched_rate.c)
+over one shared local budget, as `polite run --budget file:` processes
+share one, on a fake clock that jumps from event to event. Each limiter is a
+small pure model of the software it stands for (tests/sim/zoo.c). Beside
+polite, on the same simulated limiter, models of the peers
+(tests/sim/peers.c):
+
+- **aws-adaptive**: botocore's adaptive retry mode as its source has it
+  (`retries/adaptive.py`, `throttling.py`, `bucket.py`, `standard.py`): a
+  token bucket, off until the first throttle, filled at a CUBIC rate (beta
+  0.7, C 0.4, the measured rate as w_max) and capped at twice the rate
+  measured over 0.5 s buckets (smoothing 0.8); retries after
+  `random() x 2^(attempt-1)` s (at most 20 s) while the retry quota (500, 5
+  a retry) lasts. It does not read Retry-After.
+- **urllib3**: `Retry(total=10, backoff_factor=0.5,
+  status_forcelist=[429], respect_retry_after_header=True)`, one blocking
+  client per thread: waits the Retry-After when there is one, else 0 s
+  after the first error and `0.5 x 2^(n-1)` s after the n-th.
+- **fixed-backoff**: waits 1 s after every 429, whatever the server said.
+
+Every client runs 8 threads (polite: `--concurrency 8`) per process and at
+most 10 attempts per request; with 2 and 4 processes the requests are split
+between them, polite's processes share one budget, the peers' do not share
+anything (they have nothing to share it with).
+
+**The columns.** *wall / floor*: the time to the last answer over the
+floor, the least time an ideal client that knows the limiter needs (rate
+limiters: its burst at once, then one start per interval; windows: a whole
+quota at each window's start; the concurrency limit: every slot busy; with
+another caller, the time the limiter needs for everything it admitted, the
+other caller's too). *429s*: answers 429, and their share of the requests.
+*early*: requests that reached the limiter before a Retry-After it had told
+that process was over. *lost*: requests that never got through.
+*converged after*: the time after which the client keeps at 85% or more of
+what the limiter sustains and draws at most 1% 429s in every 2 s window to
+the end (after the last change of the limit, for the row that changes it).
+
+**The targets** (issue #23): polite within 1.15 x the floor with 1 process
+and 1.25 x with 2-4, at most 1% of requests drawing a 429, none early, and
+better than every peer on wall or 429s without being worse on either. A ✗
+marks polite's misses; the summary at the end lists every row.
+
+The plots show the admitted rate (starts that got through, per second,
+smoothed over 2.5 s) of each client with one process, and the limit
+(dashed), against time.
+"""
+
+DIALOGUE = """
+**The model: Palantir dialogue's simulation report**
+(`simulation/src/test/resources/report.md`), one line per scenario and
+client strategy (success rate, mean client time, server CPU, responses by
+status) and a graph per scenario, regenerated by running its
+SimulationTest. This report does the same for limiters, and a test keeps
+it fresh (`ctest -R sim/report` fails on a stale page); it measures what a
+rate limiter makes exact: the floor, the 429s, the requests
+sent before the server's time, side by side with other clients' retry logic
+on the same limiter.
+"""
+
+
+# Why each known miss (tests/sim/polite_sim.c, k_known) is one: the rows
+# of the summary marked "no", and the peers polite is slower than.
+SHORT = [
+    ("sliding-log, sliding-counter, leaky-bucket-fast (1 process)",
+     "1.18-1.23 x against 1.15 x. Slow start ends about twice above a "
+     "sliding window's limit (the window refuses only once it has counted "
+     "its quota), so the first cut's upper estimate is inflated and the "
+     "climb to it relapses: two or three 1 s pauses and a landing below "
+     "the limit before the plateau. With 2-4 processes the shared rate lags "
+     "the ramp and the rows meet 1.25 x."),
+    ("token-bucket (1.25% 429s)",
+     "8 of 640 requests: a bucket of 40 lets slow start's burst through, "
+     "and every estimate before the bucket is drained is above the 20/s it "
+     "refills at; the relapses that drain it cost one 429 each. The wall "
+     "(1.03-1.04 x) is met."),
+    ("fixed-window (0.9-1.4% 429s; 1.20 x with 1 process, 1.31 x with 4)",
+     "with no headers and no Retry-After the first window is spent at "
+     "slow start's rate and then refuses everything for the rest of it; "
+     "polite holds the account (0.5 s, doubling) after two such refusals in "
+     "a row, but each hold's probe is a 429."),
+    ("fixed-window-anchored (1.22-1.25 x, 1.1-1.7% 429s)",
+     "as the fixed window, and a hold that outlasts the window's end "
+     "delays the next window's start (express-rate-limit opens it at the "
+     "first request after the last one ended), so the dead time is not "
+     "won back; the estimate then holds 10-15% below the quota."),
+    ("concurrency (2 and 4 processes)",
+     "1.38-1.42 x. One process learns the in-flight cap and holds it "
+     "(1.03 x); with several, each sees only its own requests in flight, "
+     "which says nothing about the account's, so the cap is not learned "
+     "(a participant that held 4 left the others none) and the limit is "
+     "learned as a rate. Sharing a cap needs the budget to carry it."),
+    ("halve-double",
+     "1.20-1.29 x (1.20-1.36 x over five seeds). Following the halving costs two cuts; finding the "
+     "doubled limit again waits for the plateau's hold (20 server pauses) "
+     "and the slow probe: about 30 s at half the rate. Probing sooner "
+     "costs a pause per probe on every other shape."),
+    ("fixed-window-headers, fixed-window (against urllib3 and "
+     "fixed-backoff)",
+     "a fixed window lets a whole quota through at its first instant; "
+     "clients that retry at once get each window's quota sooner, at 88-1662 "
+     "x 429. polite spreads what the headers allow over the window (the "
+     "planner's contract, which every limiter with a tolerance needs), "
+     "which costs up to one window per run: 1.13 x, with 0 x 429."),
+]
+
+
+def spread(d, shapes):
+    """The range of polite's wall / floor over the seeds in d/seed*/ (the
+    same zoo with other random draws: latency jitter, the other caller's
+    phase), beside seed 1's."""
+    import glob
+    runs = []
+    for f in sorted(glob.glob(f"{d}/seed*/results.json")):
+        with open(f) as fh:
+            runs.append([r for r in json.load(fh) if r["client"] == "polite"])
+    if not runs:
+        return ""
+    out = [f"## Over {len(runs) + 1} seeds\n",
+           "The same zoo with other random draws (the handler's jitter, the "
+           "order of equal events): polite's wall / floor, lowest to highest, "
+           "and the rows that miss a target per seed.\n",
+           "| shape | 1 process | 2 processes | 4 processes |",
+           "|---|---|---|---|"]
+    with open(f"{d}/results.json") as fh:
+        runs.insert(0, [r for r in json.load(fh) if r["client"] == "polite"])
+    for shape in shapes:
+        cells = []
+        for procs in (1, 2, 4):
+            v = [r["wall_over_floor"] for rows in runs for r in rows
+                 if r["shape"] == shape and r["processes"] == procs]
+            cells.append(f"{min(v):.2f}–{max(v):.2f} ×")
+        out.append(f"| {shape} | {' | '.join(cells)} |")
+    misses = [sum(1 for r in rows if r["wall_over_floor"] >
+                  target_wall(r["processes"]) or r["share_429"] > TARGET_SHARE)
+              for rows in runs]
+    out.append("")
+    out.append("Rows missing the wall or 429 target, seed by seed: " +
+               ", ".join(str(m) for m in misses) + f" of {len(runs[0])}.\n")
+    return "\n".join(out)
+
+
+def falls_short():
+    out = ["## Where polite falls short\n"]
+    for what, why in SHORT:
+        out.append(f"- **{what}**: {why}")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: render.py SIM_DIR OUT.md")
+    d = sys.argv[1]
+    with open(f"{d}/results.json") as f:
+        rows = json.load(f)
+    with open(f"{d}/series.json") as f:
+        series = json.load(f)
+    with open(f"{d}/scenarios.json") as f:
+        scen = json.load(f)
+    shapes = [s["shape"] for s in scen]
+    page = [HEAD, DIALOGUE, "## Summary\n", summary(rows, shapes), "",
+            falls_short(), spread(d, shapes)]
+    for s in scen:
+        page.append(f'## {s["shape"]}\n')
+        page.append(f'{s["what"]}; {s["requests"]} requests, floor '
+                    f'{s["floor_s"]:.1f} s.\n')
+        page.append(svg(s["shape"], series) + "\n")
+        page.append(table(s["shape"], rows) + "\n")
+    with open(sys.argv[2], "w") as f:
+        f.write("\n".join(page))
+
+
+if __name__ == "__main__":
+    main()
