@@ -273,6 +273,10 @@ typedef struct {
  * or the budget failed). */
 int polite__gw_run(const gw_config *c);
 
+/* 1 when --listen ADDR:PORT is on loopback (127.x, [::1], localhost): a
+ * gateway listening elsewhere needs --allow-host. */
+int polite__gw_listen_loopback(const char *listen);
+
 /* Checks a --connect-to rule. 0, or -1 with a message in err. */
 int polite__gw_connect_to_check(const char *spec, char *err, size_t errlen);
 

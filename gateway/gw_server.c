@@ -171,7 +171,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
 
 /* ---- Start and stop ---------------------------------------------------- */
 
-static int loopback_listen(const char *listen) {
+int polite__gw_listen_loopback(const char *listen) {
   return strncmp(listen, "127.", 4) == 0 || strncmp(listen, "[::1]:", 6) == 0 ||
          strncmp(listen, "localhost:", 10) == 0;
 }
@@ -406,7 +406,7 @@ int polite__gw_run(const gw_config *c) {
   s.cfg = c;
   s.env = polite_env_real();
   s.done_tail = &s.done;
-  s.loopback = loopback_listen(c->listen);
+  s.loopback = polite__gw_listen_loopback(c->listen);
   signal(SIGPIPE, SIG_IGN);
   char err[300];
   if (c->upstream) {

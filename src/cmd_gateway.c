@@ -251,6 +251,11 @@ static int parse_args(int argc, char **argv, gw_opts *o) {
     rc = cli_parse(&cli_cmd_gateway, argc, argv, o, &pos);
   if (rc >= 0)
     return rc;
+  if (!polite__gw_listen_loopback(o->c.listen) && o->c.allow_host.n == 0)
+    return cli_usage("gateway",
+                     "--listen %s is not loopback: as a forward proxy it "
+                     "would relay to any host; give --allow-host GLOB",
+                     o->c.listen);
   o->c.bo.rate_mode = o->rate.mode;
   if (o->c.retry_body_max > o->c.max_body)
     o->c.retry_body_max = o->c.max_body;
