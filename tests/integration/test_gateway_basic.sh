@@ -10,43 +10,7 @@
 # polite run's schema plus the gateway's fields and no secret; SIGTERM
 # prints polite run's summary with the layers' attempts.
 . "$(dirname "$0")/lib.sh"
-GWT=$IT/gateway
-export POLITE_CA_DIR=$TMP/ca
-
-# The scripted API (tests/integration/gateway/upstream.py).
-start_upstream() {
-  rm -f "$TMP/up.port"
-  bg python3 "$GWT/upstream.py" "$TMP/up.port" "$TMP/up.rec" "$@"
-  for _ in $(seq 100); do
-    [ -s "$TMP/up.port" ] && break
-    sleep 0.05
-  done
-  UP=127.0.0.1:$(cat "$TMP/up.port")
-}
-
-# start_gateway NAME ARGS...: polite gateway on a free port; GW is its
-# ADDR:PORT, GW_PID its pid, its stderr in $TMP/NAME.err.
-start_gateway() {
-  local n=$1
-  shift
-  rm -f "$TMP/$n.addr"
-  bg "$POLITE" gateway --listen 127.0.0.1:0 --ready-file "$TMP/$n.addr" "$@" \
-    2>"$TMP/$n.err"
-  GW_PID=$!
-  for _ in $(seq 100); do
-    [ -s "$TMP/$n.addr" ] && break
-    sleep 0.05
-  done
-  GW=$(cat "$TMP/$n.addr" 2>/dev/null)
-  [ -n "$GW" ] || cat "$TMP/$n.err" >&2
-}
-
-# Sends SIGTERM and waits; GW_RC is its exit status.
-stop_gateway() {
-  kill -TERM "$GW_PID" 2>/dev/null
-  wait "$GW_PID" 2>/dev/null
-  GW_RC=$?
-}
+. "$IT/gateway/gw.sh"
 
 start_upstream
 make_cert "$TMP/tls" server
