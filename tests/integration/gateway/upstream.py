@@ -19,6 +19,8 @@ Paths:
                             each carries the server's time.time() it was
                             written at ({"i":I,"t":T})
   /big?mb=N                 N MiB as fast as the socket takes it
+  /close?kb=N               200 with N KiB and no length: the answer ends
+                            when the server closes the connection
   /echo                     200 with the method, headers and the body's
                             length and sha256 as JSON
   /v1/chat/completions      an OpenAI chat completion (a stream of chunks
@@ -146,6 +148,14 @@ class H(BaseHTTPRequestHandler):
             self.sse(q)
         elif u.path == "/big":
             self.big(q)
+        elif u.path == "/close":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"c" * (int(q.get("kb", ["64"])[0]) << 10))
+            self.wfile.flush()
+            self.close_connection = True
         elif u.path == "/echo":
             hdrs = {k.lower(): v for k, v in self.headers.items()}
             out = {"method": self.command, "headers": hdrs, "len": len(body),
