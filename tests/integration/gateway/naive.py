@@ -3,7 +3,7 @@
 --retry, urllib3's Retry as the requests docs suggest). Used by the gateway's tests and bench/gateway.
 
 Usage: naive.py [--threads T] [--retry N] [--timeout S] URL_PREFIX COUNT
-  GETs URL_PREFIX0 .. URL_PREFIX{COUNT-1}. Proxies come from the environment as requests reads them
+  GETs URL_PREFIX0 .. URL_PREFIX{COUNT-1} (a prefix with {} gets the number there instead). Proxies come from the environment as requests reads them
   (HTTP_PROXY, HTTPS_PROXY, REQUESTS_CA_BUNDLE). Prints one JSON line: {"status": {"200": n, ...},
   "errors": n, "wall_s": s, "latency_ms": [p50, p99]}."""
 import argparse
@@ -45,7 +45,8 @@ def main():
                 i = todo.pop(0)
             t0 = time.monotonic()
             try:
-                code = s.get("%s%d" % (a.prefix, i), timeout=a.timeout).status_code
+                url = a.prefix.format(i) if "{}" in a.prefix else "%s%d" % (a.prefix, i)
+                code = s.get(url, timeout=a.timeout).status_code
             except requests.RequestException:
                 code = None
             with lock:
