@@ -133,9 +133,11 @@ int polite__gw_dest(const char *method, const char *target,
 int polite__gw_base_parse(const char *url, gw_base *b, char *err,
                           size_t errlen) {
   memset(b, 0, sizeof *b);
-  size_t len = url ? strlen(url) : 0;
-  int https = polite__ci_prefix(url ? url : "", len, "https://");
-  if (!https && !polite__ci_prefix(url ? url : "", len, "http://")) {
+  if (url == NULL)
+    url = "";
+  size_t len = strlen(url);
+  int https = polite__ci_prefix(url, len, "https://");
+  if (!https && !polite__ci_prefix(url, len, "http://")) {
     snprintf(err, errlen, "expected an http:// or https:// URL");
     return -1;
   }

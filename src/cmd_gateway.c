@@ -233,7 +233,8 @@ static void on_end(void *ud, const polite_batch_stats *st, const gw_totals *t,
       "retries); %llu unwatched requests forwarded untouched\n",
       (unsigned long long)t->requests, (unsigned long long)t->client_retries,
       (unsigned long long)t->client_early,
-      (unsigned long long)(t->attempts_client + t->attempts_gateway),
+      (unsigned long long)t->attempts_client +
+          (unsigned long long)t->attempts_gateway,
       (unsigned long long)t->attempts_client,
       (unsigned long long)t->attempts_gateway, (unsigned long long)t->passed);
 }
