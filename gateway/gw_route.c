@@ -133,8 +133,10 @@ int polite__gw_dest(const char *method, const char *target,
 int polite__gw_base_parse(const char *url, gw_base *b, char *err,
                           size_t errlen) {
   memset(b, 0, sizeof *b);
-  if (url == NULL)
-    url = "";
+  if (url == NULL) {
+    snprintf(err, errlen, "expected an http:// or https:// URL");
+    return -1;
+  }
   size_t len = strlen(url);
   int https = polite__ci_prefix(url, len, "https://");
   if (!https && !polite__ci_prefix(url, len, "http://")) {

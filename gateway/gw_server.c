@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 /* How long a stopping gateway waits for its last answers to reach their
@@ -186,25 +185,7 @@ static void set_bounds(net_bounds *b, const gw_config *c) {
   b->header_timeout_ms = (int)c->header_timeout_ms;
   b->idle_timeout_ms = (int)c->idle_timeout_ms;
   b->conns_max = c->max_connections;
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-    return;
-  rlim_t want = (rlim_t)b->conns_max * 2 + 64;
-  if (rl.rlim_cur < want && rl.rlim_max > rl.rlim_cur) {
-    rlim_t was = rl.rlim_cur;
-    rl.rlim_cur =
-        rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-      rl.rlim_cur = was;
-  }
-  if (rl.rlim_cur >= want)
-    return;
-  size_t fit = rl.rlim_cur > 128 ? (size_t)(rl.rlim_cur - 64) / 2 : 32;
-  fprintf(stderr,
-          "polite gateway: --max-connections %zu lowered to %zu: the process "
-          "may open %llu descriptors (ulimit -n), two per connection\n",
-          b->conns_max, fit, (unsigned long long)rl.rlim_cur);
-  b->conns_max = fit;
+  b->conns_max = polite__net_fit_conns(b->conns_max, 64, "polite gateway");
 }
 
 /* The base URL's upstream (TLS for https, sent elsewhere by a matching

@@ -86,6 +86,12 @@ int polite__net_listen(net_server *srv, const char *where, char *bound,
 /* Stops accepting: the listener is closed (new connects are refused by the
  * kernel); connections already open go on. */
 void polite__net_unlisten(net_server *srv);
+/* How many client connections fit in the descriptor limit, two each (the
+ * client's and its upstream's) plus `spare`: raises the soft limit toward
+ * that when the hard one allows, and when even that is too low returns
+ * fewer than `want` after a line on stderr naming `who` ("polite proxy")
+ * and --max-connections. */
+size_t polite__net_fit_conns(size_t want, unsigned spare, const char *who);
 /* For a server that is stopping: closes the idle keep-alive connections
  * now, and every answer from now on ends its connection (Connection:
  * close), so that the clients still being answered leave after their
