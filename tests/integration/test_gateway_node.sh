@@ -37,12 +37,8 @@ check_eq "OpenAI SDK: the answer is read whole" "$(field "$out" 'o["content"]')"
 out=$(node "$NODE_DIR/openai_chat.mjs" "http://$GW" 2 1 stream)
 check_eq "OpenAI SDK: a streamed completion arrives whole" "$(field "$out" '(o["ok"], o["content"])')" "(2, 'hello')"
 stop_gateway
-kill -TERM "$PX_PID"
-wait "$PX_PID"
-read -r early limited < <(python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-print(r["early_retries"], r["rate_limited"])' "$TMP/px.json")
+judge_verdict "$PX_PID"
+early=$EARLY limited=$LIMITED
 check_eq "the judge saw 0 early requests" "$early" 0
 if [ "$limited" -le 4 ]; then ok "the server answered $limited 429s (<= 10% of $N)"
 else bad "the server answered $limited 429s"; fi

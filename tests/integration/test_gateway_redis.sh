@@ -43,12 +43,8 @@ check_grep "the account's keys are in Redis" '^polite:\{gwtest\}:' \
 stop_gateway
 GW_PID=$G1_PID
 stop_gateway
-kill -TERM "$PX_PID"
-wait "$PX_PID"
-read -r early limited < <(python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-print(r["early_retries"], r["rate_limited"])' "$TMP/px.json")
+judge_verdict "$PX_PID"
+early=$EARLY limited=$LIMITED
 check_eq "the judge saw 0 early requests from both" "$early" 0
 if [ "$limited" -le 6 ]; then ok "the server answered $limited 429s (<= 10% of $((2 * N)))"
 else bad "the server answered $limited 429s"; fi

@@ -38,14 +38,8 @@ out=$(python3 "$GWT/naive.py" --threads 8 "http://$GW/v1/items/" $N)
 echo "# through the gateway: $out"
 check_eq "base URL: all $N GETs end 200 at the client" "$(field "$out" 'o["status"]')" "{'200': $N}"
 stop_gateway
-kill -TERM "$PX_PID"
-wait "$PX_PID"
-for _ in $(seq 50); do [ -s "$TMP/px.json" ] && break; sleep 0.1; done
-gw_stats=$(python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-print(r["early_retries"], r["rate_limited"])' "$TMP/px.json")
-read -r early limited <<<"$gw_stats"
+judge_verdict "$PX_PID"
+early=$EARLY limited=$LIMITED
 check_eq "the judge saw 0 early requests from the gateway" "$early" 0
 if [ "$limited" -ge 0 ] && [ "$limited" -le 6 ]; then ok "the server answered the gateway $limited 429s (<= 10% of $N)"
 else bad "the server answered the gateway $limited 429s"; fi

@@ -6,6 +6,9 @@
 #                              GW_PID, its stderr in $TMP/NAME.err
 #   stop_gateway               SIGTERM, then wait: GW_RC its exit status
 #   up_count RE                requests the upstream got whose path matches RE
+#   judge_verdict PID          stops polite proxy PID (started with --report
+#                              $TMP/px.json) and sets EARLY and LIMITED: the
+#                              early requests its judge saw and its 429s
 GWT=$IT/gateway
 export POLITE_CA_DIR=$TMP/ca
 
@@ -46,4 +49,14 @@ up_count() {
 import json, re, sys
 print(sum(1 for l in open(sys.argv[1]) if re.search(sys.argv[2], json.loads(l)["path"])))' \
     "$TMP/up.rec" "$1"
+}
+
+judge_verdict() {
+  kill -TERM "$1"
+  wait "$1"
+  for _ in $(seq 50); do [ -s "$TMP/px.json" ] && break; sleep 0.1; done
+  read -r EARLY LIMITED < <(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["early_retries"], r["rate_limited"])' "$TMP/px.json")
 }
