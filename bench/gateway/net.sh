@@ -9,6 +9,8 @@
 # through the gateway against direct). Early: requests that reached nginx
 # within the Retry-After of a 429 (bench/run/analyse.py). CPU: the
 # gateway's utime+stime from /proc (the process's task-clock), per request.
+# Last, 2,000 client connections held waiting in one account's queue: the
+# gateway's RSS.
 # Needs $POLITE, $src, $tmp; NET_N (600), NET_RATE (40).
 NET_N=${NET_N:-600}
 NET_RATE=${NET_RATE:-40}
@@ -125,6 +127,39 @@ echo "| direct | $(js "$o" 'o["latency_ms"][0]') ms | $(js "$o" 'o["latency_ms"]
 gw_start lat --rate none
 o2=$(python3 "$NAIVE" --threads 1 "http://$GWA/free/{}" "${NET_LAT_N:-300}")
 echo "| through polite gateway (--rate none) | $(js "$o2" 'o["latency_ms"][0]') ms | $(js "$o2" 'o["latency_ms"][1]') ms |"
+kill -TERM "$GWP"
+wait "$GWP" 2>/dev/null
+echo
+echo "## 2,000 client connections waiting in the queue"
+echo
+echo "Each sends one GET and waits; the gateway (--rate 1/s, --queue-max 4000) admits one a second."
+echo "Target: RSS <= 64 MB, one core."
+echo
+gw_start wait --rate 1/s --queue-max 4000 --max-wait 0
+rss0=$(awk '/VmRSS/ {print $2}' "/proc/$GWP/status")
+c0=$(cpu_ticks "$GWP")
+python3 - "$GWA" "$GWP" "${NET_WAITING:-2000}" >"$T/wait.out" <<'PY'
+import resource, socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+n = int(sys.argv[3])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, n + 256)), hard))
+socks = []
+for i in range(n):
+    s = socket.create_connection((host, int(port)))
+    s.sendall(b"GET /item/%d?tool=wait HTTP/1.1\r\nHost: x\r\n\r\n" % i)
+    socks.append(s)
+time.sleep(2)
+rss = [l.split()[1] for l in open("/proc/%s/status" % sys.argv[2]) if l.startswith("VmRSS")][0]
+print(len(socks), rss)
+for s in socks:
+    s.close()
+PY
+c1=$(cpu_ticks "$GWP")
+read -r nw rss1 <"$T/wait.out"
+echo "| waiting clients | RSS at start | RSS with them waiting | per waiting client | gateway CPU for it |"
+echo "|---:|---:|---:|---:|---:|"
+echo "| $nw | $((rss0 / 1024)) MB | $((rss1 / 1024)) MB | $(((rss1 - rss0) * 1024 / nw)) bytes | $(((c1 - c0) * 1000 / $(getconf CLK_TCK))) ms |"
 kill -TERM "$GWP"
 wait "$GWP" 2>/dev/null
 echo
