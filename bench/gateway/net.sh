@@ -162,6 +162,28 @@ echo "|---:|---:|---:|---:|---:|"
 echo "| $nw | $((rss0 / 1024)) MB | $((rss1 / 1024)) MB | $(((rss1 - rss0) * 1024 / nw)) bytes | $(((c1 - c0) * 1000 / $(getconf CLK_TCK))) ms |"
 kill -TERM "$GWP"
 wait "$GWP" 2>/dev/null
+if command -v wrk >/dev/null; then
+  echo
+  echo "## Throughput, nothing throttled, plain HTTP"
+  echo
+  echo "wrk -t2 -c64 -d${NET_WRK_S:-5}s against nginx's /free/ (answered at once) through nginx's own"
+  echo "proxy_pass (keepalive 64) and through the gateway (--rate none --concurrency 64). Target:"
+  echo "the gateway >= 0.8 x nginx proxy_pass. Client, proxy and server share the 2 cores."
+  echo
+  echo "| path | requests/s | / nginx proxy_pass | proxy CPU us / request |"
+  echo "|---|---:|---:|---:|"
+  wrk_rps() { wrk -t2 -c64 -d"${NET_WRK_S:-5}s" "$1" 2>/dev/null | awk '/Requests\/sec/ {print $2}'; }
+  ng_rps=$(wrk_rps "http://$NG/via/x")
+  echo "| nginx proxy_pass | $ng_rps | 1.00 x | - |"
+  gw_start thr --rate none --concurrency 64
+  c0=$(cpu_ticks "$GWP")
+  gw_rps=$(wrk_rps "http://$GWA/free/x")
+  c1=$(cpu_ticks "$GWP")
+  gw_n=$(awk -v r="$gw_rps" -v d="${NET_WRK_S:-5}" 'BEGIN {print int(r * d)}')
+  echo "| polite gateway | $gw_rps | $(awk -v a="$gw_rps" -v b="$ng_rps" 'BEGIN {printf "%.2f", a / b}') x | $(awk -v c="$((c1 - c0))" -v n="$gw_n" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", c * 1e6 / hz / n}') |"
+  kill -TERM "$GWP"
+  wait "$GWP" 2>/dev/null
+fi
 echo
 echo "(the machine's load when this ran: $(cut -d' ' -f1-3 /proc/loadavg); a shared machine makes"
 echo "every wall-clock number noisy: rerun on a quiet one.)"
