@@ -291,7 +291,7 @@ static void sim_free(sim *x) {
   polite_budget_close(x->budget);
 }
 
-static const sim_result *sim_find(const sim *x, const char *id) {
+static inline const sim_result *sim_find(const sim *x, const char *id) {
   for (unsigned i = 0; i < x->n_results; i++)
     if (strcmp(x->results[i].id, id) == 0)
       return &x->results[i];
@@ -305,7 +305,7 @@ static unsigned sim_count(const sim *x, polite_outcome o) {
   return n;
 }
 
-static sim_answer ok200(sim *x, unsigned req, unsigned attempt) {
+static inline sim_answer ok200(sim *x, unsigned req, unsigned attempt) {
   (void)x, (void)req, (void)attempt;
   return (sim_answer){200, {NULL}, "ok", 0};
 }
