@@ -6,9 +6,11 @@
 #include "px_engine.h"
 
 #include <event2/http.h>
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 /* ---- The request's identity ---------------------------------------------- */
 
@@ -104,6 +106,24 @@ static int forward_dest(px_server *s, px_req *r) {
   return 0;
 }
 
+/* What the decision reads of r (px_decide.h), borrowed from r. */
+static px_ask ask_of(const px_req *r) {
+  px_ask a = {
+      .method = r->method,
+      .url = r->url,
+      .raw_url = r->raw_url,
+      .path = r->path,
+      .key = r->key,
+      .client = r->client,
+      .conn_id = r->conn_id,
+      .conn_handle = r->nr ? polite__net_req_fd(r->nr) : -1,
+      .host = evhttp_find_header(r->in, "Host"),
+      .authorization = evhttp_find_header(r->in, "Authorization"),
+      .user_agent = evhttp_find_header(r->in, "User-Agent"),
+  };
+  return a;
+}
+
 /* The request's identity: absolute URL (raw for matching, redacted for
  * everything recorded), where it would be forwarded, client and tracking
  * key. Returns -1 when out of memory, -2 for a forward-mode target that
@@ -159,7 +179,8 @@ static int describe(px_server *s, px_req *r) {
     size_t n = strlen(r->client);
     snprintf(r->client + n, sizeof r->client - n, " auth:%.8s", hex);
   }
-  r->key = polite__px_scope_key(s, r, c->scope, r->in);
+  px_ask a = ask_of(r);
+  r->key = polite__px_scope_key(s->salt, &a, c->scope);
   if (r->key == NULL)
     return -1;
   r->kind = PX_KIND_PASSED;
@@ -283,15 +304,52 @@ static void do_preflight(px_req *r) {
     polite__px_set_header(r, "Access-Control-Allow-Headers", h);
 }
 
+/* The judge's probe: 0 when the connection `conn` ("ADDR:PORT") that had
+ * descriptor fd is gone: the descriptor is closed or now belongs to another
+ * peer, or the peer has closed its side (a read would see end of file).
+ * evhttp notices a client's close of an idle connection late, so the judge
+ * asks. */
+static int conn_alive(void *ctx, const char *conn, int fd) {
+  (void)ctx;
+  if (fd < 0)
+    return 1;
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  char host[64], serv[16], id[96];
+  if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0 ||
+      getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, serv,
+                  sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return 0;
+  snprintf(id, sizeof id, "%s:%s", host, serv);
+  if (strcmp(id, conn) != 0)
+    return 0;
+  char byte;
+  return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) != 0;
+}
+
+/* The verdict on a watched request (px_decide.c), carried out on r: 1 when
+ * the proxy answers it itself. The judge first learns which of its
+ * clients' connections are gone (the probe touches sockets, so it runs
+ * here, before the pure decision). */
+static int decide(px_req *r) {
+  px_server *s = r->s;
+  polite__px_conn_probe(s->st, conn_alive, NULL);
+  px_ask a = ask_of(r);
+  a.body_len = evbuffer_get_length(r->nr->body);
+  a.body = a.body_len ? (const char *)evbuffer_pullup(r->nr->body, -1) : NULL;
+  px_decider d = {s->cfg, s->st, &s->rng, s->salt};
+  px_decision v;
+  polite__px_decide(&d, &a, &r->now, &v);
+  polite__px_carry(r, &v);
+  return v.answer;
+}
+
 /* A watched request: the checks (judge, limits, failures) may answer it;
  * else a mock or the default does. */
 static void do_default(px_req *r) {
   const px_config *c = r->s->cfg;
   r->watched = polite__px_watch_match(c->watch, c->nwatch, r->raw_url, r->path);
-  size_t body_len = evbuffer_get_length(r->nr->body);
-  const char *body =
-      body_len ? (const char *)evbuffer_pullup(r->nr->body, -1) : NULL;
-  if (r->watched && polite__px_decide(r, body, body_len))
+  if (r->watched && decide(r))
     return;
   if (mock_answer(r))
     return;
