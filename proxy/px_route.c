@@ -232,10 +232,55 @@ typedef struct {
   int flags; /* ROUTE_* */
 } px_routedef;
 
+/* 1 when host (n bytes, "[::1]" bracketed) is a loopback name or
+ * address. */
+static int is_loopback(const char *host, size_t n) {
+  return (n == 9 && strncasecmp(host, "localhost", 9) == 0) ||
+         (n == 5 && strncmp(host, "[::1]", 5) == 0) ||
+         (n >= 4 && strncmp(host, "127.", 4) == 0);
+}
+
+/* 1 when authority a (n bytes, "HOST:PORT") names this proxy: its listen
+ * address as printed, or a loopback name on its port when it listens on
+ * loopback or on every address. */
+static int names_proxy(const px_server *s, const char *a, size_t n) {
+  const char *l = s->listen_addr;
+  if (strlen(l) == n && strncasecmp(l, a, n) == 0)
+    return 1;
+  const char *lc = strrchr(l, ':');
+  const char *ac = memrchr(a, ':', n);
+  if (lc == NULL || ac == NULL)
+    return 0;
+  size_t port_len = n - (size_t)(ac - a); /* ":PORT" */
+  if (strlen(lc) != port_len || memcmp(lc, ac, port_len) != 0)
+    return 0;
+  size_t lh = (size_t)(lc - l);
+  int wild = (lh == 7 && strncmp(l, "0.0.0.0", 7) == 0) ||
+             (lh == 4 && strncmp(l, "[::]", 4) == 0);
+  return (wild || is_loopback(l, lh)) && is_loopback(a, (size_t)(ac - a));
+}
+
+/* r's target as the proxy's own endpoints read it: the path of an
+ * absolute-form target that names the proxy itself (a client whose
+ * HTTP_PROXY is this proxy asks for http://PROXY/__polite/report in that
+ * form; it is answered, never forwarded to the proxy itself), else the
+ * target as it is. */
+static const char *own_target(const px_req *r) {
+  const char *t = r->target;
+  if (strncasecmp(t, "http://", 7) != 0)
+    return t;
+  const char *a = t + 7;
+  size_t n = strcspn(a, "/?#");
+  if (a[n] != '/' || !names_proxy(r->s, a, n))
+    return t;
+  return a + n;
+}
+
 static int is_get(const px_req *r, const char *path) {
   size_t n = strlen(path);
-  return strcmp(r->method, "GET") == 0 && strncmp(r->target, path, n) == 0 &&
-         (r->target[n] == '\0' || r->target[n] == '?');
+  const char *t = own_target(r);
+  return strcmp(r->method, "GET") == 0 && strncmp(t, path, n) == 0 &&
+         (t[n] == '\0' || t[n] == '?');
 }
 
 static int is_report(const px_req *r) {
@@ -244,13 +289,14 @@ static int is_report(const px_req *r) {
 
 static int is_metrics(const px_req *r) {
   return strcmp(r->method, "GET") == 0 &&
-         strcmp(r->target, "/__polite/metrics") == 0;
+         strcmp(own_target(r), "/__polite/metrics") == 0;
 }
 
 static int is_clock(const px_req *r) {
+  const char *t = own_target(r);
   return r->s->cfg->test_clock && strcmp(r->method, "POST") == 0 &&
-         strncmp(r->target, "/__polite/clock", 15) == 0 &&
-         (r->target[15] == '\0' || r->target[15] == '?');
+         strncmp(t, "/__polite/clock", 15) == 0 &&
+         (t[15] == '\0' || t[15] == '?');
 }
 
 static int is_connect(const px_req *r) {
