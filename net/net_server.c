@@ -236,13 +236,18 @@ static net_req *req_new(net_conn *c, const net_req_head *h,
     polite__net_req_free(r);
     return NULL;
   }
-  snprintf(r->method, sizeof r->method, "%s", h->method);
+  /* Whole arrays of the same size, not printf: once per request. */
+  _Static_assert(sizeof r->method == sizeof h->method, "method");
+  memcpy(r->method, h->method, sizeof r->method);
   r->minor = h->minor;
   r->keepalive = h->keepalive;
   r->t0_us = polite_env_mono_us(c->s->env);
-  snprintf(r->peer, sizeof r->peer, "%s", c->peer);
-  snprintf(r->conn_id, sizeof r->conn_id, "%s", c->id);
-  snprintf(r->origin_host, sizeof r->origin_host, "%s", c->origin_host);
+  _Static_assert(sizeof r->peer == sizeof c->peer, "peer");
+  _Static_assert(sizeof r->conn_id == sizeof c->id, "conn_id");
+  _Static_assert(sizeof r->origin_host == sizeof c->origin_host, "origin");
+  memcpy(r->peer, c->peer, sizeof r->peer);
+  memcpy(r->conn_id, c->id, sizeof r->conn_id);
+  memcpy(r->origin_host, c->origin_host, sizeof r->origin_host);
   r->origin_port = c->origin_port;
   return r;
 }
