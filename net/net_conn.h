@@ -37,6 +37,12 @@ typedef enum {
 struct net_conn {
   net_server *s;
   struct bufferevent *bev;
+  /* A plain client's reads, raw (NULL: bev reads, behind TLS and in a
+   * tunnel): one read() per readable event into bev's input, where
+   * bufferevent's own reading asks ioctl(FIONREAD) first each time. bev
+   * still writes. */
+  struct event *rev;
+  int rev_full; /* rev paused: bev's input is at its high watermark */
   char peer[64];
   char id[80]; /* "ADDR:PORT" */
   cstate state;
@@ -74,6 +80,9 @@ int polite__net_conn_accept(net_server *s, evutil_socket_t fd,
 void polite__net_req_detach(net_req *rq);
 /* net_connect.c: cancels a CONNECT that net/ is still setting up for rq. */
 void polite__net_pending_cancel(net_req *rq);
+/* bev reads from now on (a tunnel, or a TLS filter over it): the raw
+ * reads stop; bytes they read stay in bev's input. */
+void polite__net_conn_raw_stop(net_conn *c);
 /* Arms c's timer for ms. */
 void polite__net_conn_arm(net_conn *c, int ms);
 

@@ -10,7 +10,9 @@
 #include "net_conn.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -76,6 +78,8 @@ static void conn_free(net_conn *c) {
     s->cb.on_conn_closed(s->ud, c->id);
   if (c->timer)
     event_free(c->timer);
+  if (c->rev)
+    event_free(c->rev);
   if (c->dest)
     bufferevent_free(c->dest);
   if (c->stage)
@@ -109,12 +113,23 @@ static size_t unsent(net_conn *c) {
  * to the socket's bufferevent, not when that one drains). */
 #define CLOSING_POLL_MS 10
 
+/* The most a client's input holds before reading pauses: pipelined bytes
+ * beyond one head wait in the kernel, not here. */
+static size_t input_max(const net_conn *c) {
+  return c->s->bounds.head.head_max + 65536;
+}
+
 static void settle(net_conn *c) {
   if (c->busy)
     return;
   if (c->state == C_DEAD || (c->state == C_CLOSING && unsent(c) == 0)) {
     conn_free(c);
     return;
+  }
+  if (c->rev && c->rev_full && c->state != C_CLOSING &&
+      evbuffer_get_length(bufferevent_get_input(c->bev)) < input_max(c)) {
+    c->rev_full = 0; /* drained below the watermark: read again */
+    event_add(c->rev, NULL);
   }
   if (c->state == C_CLOSING && c->origin_host[0] &&
       evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 &&
@@ -128,6 +143,8 @@ static void settle(net_conn *c) {
 static void close_after_write(net_conn *c) {
   c->state = C_CLOSING;
   bufferevent_disable(c->bev, EV_READ);
+  if (c->rev)
+    event_del(c->rev);
   event_del(c->timer);
 }
 
@@ -468,6 +485,53 @@ static void on_read(struct bufferevent *bev, void *arg) {
   settle(c);
 }
 
+static void on_event(struct bufferevent *bev, short what, void *arg);
+
+/* A plain client's socket is readable: one read() into bev's input (at
+ * most to its watermark), then what bufferevent's read callback or event
+ * callback would do. Nothing touches c after those: they may free it. */
+static void raw_read(evutil_socket_t fd, short what, void *arg) {
+  (void)what;
+  net_conn *c = arg;
+  struct evbuffer *in = bufferevent_get_input(c->bev);
+  size_t have = evbuffer_get_length(in), max = input_max(c);
+  if (have >= max) {
+    c->rev_full = 1; /* settle() reads again once process() drained it */
+    event_del(c->rev);
+    return;
+  }
+  size_t want = max - have < 16384 ? max - have : 16384;
+  struct evbuffer_iovec v;
+  /* A bufferevent keeps its input's end frozen but for its own reads. */
+  evbuffer_unfreeze(in, 0);
+  ssize_t n = -1;
+  if (evbuffer_reserve_space(in, (ev_ssize_t)want, &v, 1) >= 1) {
+    n = read(fd, v.iov_base, v.iov_len < want ? v.iov_len : want);
+    v.iov_len = n > 0 ? (size_t)n : 0;
+    evbuffer_commit_space(in, &v, n > 0 ? 1 : 0);
+  } else {
+    errno = ENOMEM;
+  }
+  evbuffer_freeze(in, 0);
+  if (n > 0) {
+    on_read(c->bev, c);
+    return;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return;
+  event_del(c->rev); /* end of file or an error: nothing more to read */
+  on_event(c->bev,
+           BEV_EVENT_READING | (n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR), c);
+}
+
+void polite__net_conn_raw_stop(net_conn *c) {
+  if (c->rev == NULL)
+    return;
+  event_free(c->rev);
+  c->rev = NULL;
+  c->rev_full = 0;
+}
+
 static void on_write(struct bufferevent *bev, void *arg) {
   (void)bev;
   settle(arg);
@@ -565,6 +629,8 @@ int polite__net_conn_accept(net_server *s, evutil_socket_t fd,
   c->s = s;
   peer_name(addr, c->peer, sizeof c->peer, c->id, sizeof c->id);
   c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+  /* Without its event the bufferevent reads (a little more CPU). */
+  c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, raw_read, c);
   c->timer = evtimer_new(s->base, on_timer, c);
   c->stage = evbuffer_new();
   if (c->bev == NULL || c->timer == NULL || c->stage == NULL) {
@@ -576,6 +642,8 @@ int polite__net_conn_accept(net_server *s, evutil_socket_t fd,
       close(fd);
     if (c->timer)
       event_free(c->timer);
+    if (c->rev)
+      event_free(c->rev);
     free(c);
     return -1;
   }
@@ -594,12 +662,16 @@ int polite__net_conn_accept(net_server *s, evutil_socket_t fd,
 void polite__net_conn_setup(net_conn *c) {
   net_server *s = c->s;
   bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-  /* Pipelined bytes beyond one head wait in the kernel, not here. */
-  bufferevent_setwatermark(c->bev, EV_READ, 0, s->bounds.head.head_max + 65536);
+  bufferevent_setwatermark(c->bev, EV_READ, 0, input_max(c));
   struct timeval wt = {s->bounds.idle_timeout_ms / 1000,
                        (s->bounds.idle_timeout_ms % 1000) * 1000};
   bufferevent_set_timeouts(c->bev, NULL, &wt);
-  bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+  if (c->rev == NULL || event_add(c->rev, NULL) != 0) {
+    polite__net_conn_raw_stop(c); /* the bufferevent reads */
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+  } else {
+    bufferevent_enable(c->bev, EV_WRITE);
+  }
 }
 
 void polite__net_conn_idle(net_conn *c) {
