@@ -106,6 +106,24 @@ static int forward_dest(px_server *s, px_req *r) {
   return 0;
 }
 
+/* The four strings of parts one after the other, malloc'ed (NULL: out of
+ * memory). Pieces, not printf: once per request. */
+static char *join4(const char *const parts[4]) {
+  size_t len[4], total = 1;
+  for (size_t i = 0; i < 4; i++)
+    total += len[i] = strlen(parts[i]);
+  char *out = malloc(total);
+  if (out == NULL)
+    return NULL;
+  char *o = out;
+  for (size_t i = 0; i < 4; i++) {
+    memcpy(o, parts[i], len[i]);
+    o += len[i];
+  }
+  *o = '\0';
+  return out;
+}
+
 /* What the decision reads of r (px_decide.h), borrowed from r. */
 static px_ask ask_of(const px_req *r) {
   px_ask a = {
@@ -152,17 +170,16 @@ static int describe(px_server *s, px_req *r) {
   } else {
     r->path = uri;
     const char *host = evhttp_find_header(r->in, "Host");
-    size_t n = strlen(uri) + 1400;
-    r->raw_url = malloc(n);
-    if (r->raw_url) {
-      if (c->upstream) /* the upstream's scheme: https:// globs match */
-        snprintf(r->raw_url, n, "%s://%s%s%s",
-                 strncasecmp(c->upstream, "https", 5) == 0 ? "https" : "http",
-                 s->up_authority, s->up_prefix, uri);
-      else
-        snprintf(r->raw_url, n, "http://%s%s",
-                 host && host[0] ? host : s->listen_addr, uri);
+    /* The upstream's scheme (https:// globs match), else http://Host. */
+    const char *parts[4] = {"http://", host && host[0] ? host : s->listen_addr,
+                            "", uri};
+    if (c->upstream) {
+      parts[0] =
+          strncasecmp(c->upstream, "https", 5) == 0 ? "https://" : "http://";
+      parts[1] = s->up_authority;
+      parts[2] = s->up_prefix;
     }
+    r->raw_url = join4(parts);
   }
   r->url = r->raw_url ? polite__px_redact_url(r->raw_url) : NULL;
   if (r->url == NULL)
