@@ -44,17 +44,18 @@ static void world_free(world *w) {
   polite__px_config_free(&w->cfg);
 }
 
-/* Decides GET url of client 10.0.0.1 (connection 10.0.0.1:5000) at t_ms of
- * the fake clock into *v. When the verdict answers with a Retry-After, its
- * wait is told at once (what the answer's leaving does in px_answer.c).
- * The caller gives back v->conc_key (polite__px_release). */
-static void decide_at(world *w, const char *url, int64_t t_ms, px_decision *v) {
+/* Decides GET url of client `who` (on connection `conn`) at t_ms of the
+ * fake clock into *v. When the verdict answers with a Retry-After, its wait
+ * is told at once (what the answer's leaving does in px_answer.c). The
+ * caller gives back v->conc_key (polite__px_release). */
+static void decide_as(world *w, const char *who, const char *conn,
+                      const char *url, int64_t t_ms, px_decision *v) {
   px_ask a = {.method = "GET",
               .url = url,
               .raw_url = url,
               .path = "/x",
-              .client = "10.0.0.1",
-              .conn_id = "10.0.0.1:5000",
+              .client = who,
+              .conn_id = conn,
               .conn_handle = -1,
               .host = "api.test"};
   char *key = polite__px_scope_key(w->d.salt, &a, w->cfg.scope);
@@ -66,6 +67,11 @@ static void decide_at(world *w, const char *url, int64_t t_ms, px_decision *v) {
     polite__px_tell(w->st, key, a.conn_id, a.client, t_ms,
                     v->retry_after_s * 1000, v->tell_flags);
   free(key);
+}
+
+/* The same for client 10.0.0.1 on connection 10.0.0.1:5000. */
+static void decide_at(world *w, const char *url, int64_t t_ms, px_decision *v) {
+  decide_as(w, "10.0.0.1", "10.0.0.1:5000", url, t_ms, v);
 }
 
 /* The kind of the verdict at t_ms (PX_KIND_PASSED: it goes on). */
@@ -131,21 +137,10 @@ static void throttle_binds_the_key(void **state) {
   world_init(&w, opts);
   px_decision v;
   decide_at(&w, "http://api.test/t", 0, &v);
-  px_ask a = {.method = "GET",
-              .url = "http://api.test/t",
-              .raw_url = "http://api.test/t",
-              .path = "/t",
-              .client = "10.0.0.2",
-              .conn_id = "10.0.0.2:6000",
-              .conn_handle = -1};
-  char *key = polite__px_scope_key(w.d.salt, &a, w.cfg.scope);
-  a.key = key;
-  px_now now = {3000 * 1000, 1700000003000};
-  polite__px_decide(&w.d, &a, &now, &v);
+  decide_as(&w, "10.0.0.2", "10.0.0.2:6000", "http://api.test/t", 3000, &v);
   assert_int_equal(v.kind, PX_KIND_THROTTLED);
   assert_int_equal(v.retry_after_s, 2);
   assert_string_equal(v.note, "throttled_for=2000ms");
-  free(key);
   world_free(&w);
 }
 
