@@ -10,7 +10,6 @@
 #include "net_conn.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -78,8 +77,7 @@ static void conn_free(net_conn *c) {
     s->cb.on_conn_closed(s->ud, c->id);
   if (c->timer)
     event_free(c->timer);
-  if (c->rev)
-    event_free(c->rev);
+  polite__net_conn_raw_stop(c);
   if (c->dest)
     bufferevent_free(c->dest);
   if (c->stage)
@@ -113,12 +111,6 @@ static size_t unsent(net_conn *c) {
  * to the socket's bufferevent, not when that one drains). */
 #define CLOSING_POLL_MS 10
 
-/* The most a client's input holds before reading pauses: pipelined bytes
- * beyond one head wait in the kernel, not here. */
-static size_t input_max(const net_conn *c) {
-  return c->s->bounds.head.head_max + 65536;
-}
-
 static void settle(net_conn *c) {
   if (c->busy)
     return;
@@ -126,11 +118,7 @@ static void settle(net_conn *c) {
     conn_free(c);
     return;
   }
-  if (c->rev && c->rev_full && c->state != C_CLOSING &&
-      evbuffer_get_length(bufferevent_get_input(c->bev)) < input_max(c)) {
-    c->rev_full = 0; /* drained below the watermark: read again */
-    event_add(c->rev, NULL);
-  }
+  polite__net_conn_raw_resume(c);
   if (c->state == C_CLOSING && c->origin_host[0] &&
       evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 &&
       !c->closing_poll) {
@@ -143,53 +131,11 @@ static void settle(net_conn *c) {
 static void close_after_write(net_conn *c) {
   c->state = C_CLOSING;
   bufferevent_disable(c->bev, EV_READ);
-  if (c->rev)
-    event_del(c->rev);
+  polite__net_conn_raw_pause(c);
   event_del(c->timer);
 }
 
 /* ---- Answers without a request (the head itself was refused) ------------ */
-
-static const char *reason_of(int status) {
-  static const struct {
-    int status;
-    const char *text;
-  } table[] = {
-      {100, "Continue"},
-      {200, "OK"},
-      {201, "Created"},
-      {202, "Accepted"},
-      {204, "No Content"},
-      {206, "Partial Content"},
-      {301, "Moved Permanently"},
-      {302, "Found"},
-      {304, "Not Modified"},
-      {400, "Bad Request"},
-      {401, "Unauthorized"},
-      {403, "Forbidden"},
-      {404, "Not Found"},
-      {405, "Method Not Allowed"},
-      {408, "Request Timeout"},
-      {409, "Conflict"},
-      {413, "Content Too Large"},
-      {417, "Expectation Failed"},
-      {418, "I'm a teapot"},
-      {422, "Unprocessable Content"},
-      {429, "Too Many Requests"},
-      {431, "Request Header Fields Too Large"},
-      {451, "Unavailable For Legal Reasons"},
-      {500, "Internal Server Error"},
-      {501, "Not Implemented"},
-      {502, "Bad Gateway"},
-      {503, "Service Unavailable"},
-      {504, "Gateway Timeout"},
-      {505, "HTTP Version Not Supported"},
-  };
-  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-    if (table[i].status == status)
-      return table[i].text;
-  return status < 400 ? "OK" : status < 500 ? "Client Error" : "Server Error";
-}
 
 /* Date header value on the server's wall clock, formatted once per
  * second. */
@@ -213,7 +159,7 @@ static void refuse(net_conn *c, int status, const char *why) {
                       "HTTP/1.1 %d %s\r\nServer: polite-proxy\r\nDate: "
                       "%s\r\nContent-Type: text/plain\r\nContent-Length: "
                       "%zu\r\nConnection: close\r\n\r\npolite proxy: %s\n",
-                      status, reason_of(status), http_date(c->s),
+                      status, polite__net_reason_of(status), http_date(c->s),
                       strlen(why) + 15, why);
   if (c->cur) {
     polite__net_req_free(c->cur);
@@ -478,58 +424,11 @@ static void process(net_conn *c) {
   c->busy = 0;
 }
 
-static void on_read(struct bufferevent *bev, void *arg) {
+void polite__net_conn_on_read(struct bufferevent *bev, void *arg) {
   (void)bev;
   net_conn *c = arg;
   process(c);
   settle(c);
-}
-
-static void on_event(struct bufferevent *bev, short what, void *arg);
-
-/* A plain client's socket is readable: one read() into bev's input (at
- * most to its watermark), then what bufferevent's read callback or event
- * callback would do. Nothing touches c after those: they may free it. */
-static void raw_read(evutil_socket_t fd, short what, void *arg) {
-  (void)what;
-  net_conn *c = arg;
-  struct evbuffer *in = bufferevent_get_input(c->bev);
-  size_t have = evbuffer_get_length(in), max = input_max(c);
-  if (have >= max) {
-    c->rev_full = 1; /* settle() reads again once process() drained it */
-    event_del(c->rev);
-    return;
-  }
-  size_t want = max - have < 16384 ? max - have : 16384;
-  struct evbuffer_iovec v;
-  /* A bufferevent keeps its input's end frozen but for its own reads. */
-  evbuffer_unfreeze(in, 0);
-  ssize_t n = -1;
-  if (evbuffer_reserve_space(in, (ev_ssize_t)want, &v, 1) >= 1) {
-    n = read(fd, v.iov_base, v.iov_len < want ? v.iov_len : want);
-    v.iov_len = n > 0 ? (size_t)n : 0;
-    evbuffer_commit_space(in, &v, n > 0 ? 1 : 0);
-  } else {
-    errno = ENOMEM;
-  }
-  evbuffer_freeze(in, 0);
-  if (n > 0) {
-    on_read(c->bev, c);
-    return;
-  }
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-    return;
-  event_del(c->rev); /* end of file or an error: nothing more to read */
-  on_event(c->bev,
-           BEV_EVENT_READING | (n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR), c);
-}
-
-void polite__net_conn_raw_stop(net_conn *c) {
-  if (c->rev == NULL)
-    return;
-  event_free(c->rev);
-  c->rev = NULL;
-  c->rev_full = 0;
 }
 
 static void on_write(struct bufferevent *bev, void *arg) {
@@ -537,7 +436,7 @@ static void on_write(struct bufferevent *bev, void *arg) {
   settle(arg);
 }
 
-static void on_event(struct bufferevent *bev, short what, void *arg) {
+void polite__net_conn_on_event(struct bufferevent *bev, short what, void *arg) {
   (void)bev;
   net_conn *c = arg;
   if (what & BEV_EVENT_CONNECTED)
@@ -629,8 +528,6 @@ int polite__net_conn_accept(net_server *s, evutil_socket_t fd,
   c->s = s;
   peer_name(addr, c->peer, sizeof c->peer, c->id, sizeof c->id);
   c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-  /* Without its event the bufferevent reads (a little more CPU). */
-  c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, raw_read, c);
   c->timer = evtimer_new(s->base, on_timer, c);
   c->stage = evbuffer_new();
   if (c->bev == NULL || c->timer == NULL || c->stage == NULL) {
@@ -642,8 +539,6 @@ int polite__net_conn_accept(net_server *s, evutil_socket_t fd,
       close(fd);
     if (c->timer)
       event_free(c->timer);
-    if (c->rev)
-      event_free(c->rev);
     free(c);
     return -1;
   }
@@ -661,17 +556,17 @@ int polite__net_conn_accept(net_server *s, evutil_socket_t fd,
 
 void polite__net_conn_setup(net_conn *c) {
   net_server *s = c->s;
-  bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-  bufferevent_setwatermark(c->bev, EV_READ, 0, input_max(c));
+  bufferevent_setcb(c->bev, polite__net_conn_on_read, on_write,
+                    polite__net_conn_on_event, c);
+  bufferevent_setwatermark(c->bev, EV_READ, 0, polite__net_conn_input_max(c));
   struct timeval wt = {s->bounds.idle_timeout_ms / 1000,
                        (s->bounds.idle_timeout_ms % 1000) * 1000};
   bufferevent_set_timeouts(c->bev, NULL, &wt);
-  if (c->rev == NULL || event_add(c->rev, NULL) != 0) {
-    polite__net_conn_raw_stop(c); /* the bufferevent reads */
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-  } else {
-    bufferevent_enable(c->bev, EV_WRITE);
-  }
+  /* A plain client's reads are net/'s own (net_conn_read.c) once, right
+   * after accepting; else (or failing that) the bufferevent reads. */
+  int raw = c->origin_host[0] == '\0' && c->rev == NULL &&
+            polite__net_conn_raw_start(c) == 0;
+  bufferevent_enable(c->bev, raw ? EV_WRITE : EV_READ | EV_WRITE);
 }
 
 void polite__net_conn_idle(net_conn *c) {
@@ -768,7 +663,8 @@ void polite__net_req_head_fwd(net_req *r, int status, const char *reason,
   c->resp_close =
       !r->keepalive || c->eof || (!no_body && length < 0 && r->minor == 0);
   char line[64];
-  const char *why = reason && reason[0] ? reason : reason_of(status);
+  const char *why =
+      reason && reason[0] ? reason : polite__net_reason_of(status);
   int n = snprintf(line, sizeof line, "HTTP/1.1 %d ", status);
   evbuffer_add(out, line, (size_t)n);
   evbuffer_add(out, why, strlen(why));
