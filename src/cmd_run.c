@@ -726,7 +726,7 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
     rc = CLI_EXIT_OK;
   if (rc == CLI_EXIT_OK && run_journal_report_kept(jr))
     rc = CLI_EXIT_FAILED; /* the whole batch's status, not this session's */
-  if (c->queue) /* a worker's results are what it recorded */
+  if (c->queue)           /* a worker's results are what it recorded */
     rc = rc == CLI_EXIT_FAILED && (erc != 0 || c->out.out_error || berr[0])
              ? rc
              : run_queue_exit(c->queue, st);
