@@ -21,6 +21,7 @@ struct net_server {
   net_conn *conns, *conns_tail; /* every client connection, oldest first */
   size_t nconns;
   uint64_t shed; /* connections closed to make room for new ones */
+  int quiesced;  /* stopping: every answer ends its connection */
   char date[40]; /* the Date header's value, made once per second */
   int64_t date_s;
 };
@@ -98,9 +99,6 @@ void polite__net_conn_raw_resume(net_conn *c);
 /* bev reads from now on (a tunnel, or a TLS filter over it): the raw
  * reads stop (also when c is freed); bytes they read stay in bev's input. */
 void polite__net_conn_raw_stop(net_conn *c);
-/* net_status.c: the reason phrase of status ("OK", "Too Many Requests"),
- * a class's when the code is not listed. */
-const char *polite__net_reason_of(int status);
 /* Arms c's timer for ms. */
 void polite__net_conn_arm(net_conn *c, int ms);
 

@@ -159,7 +159,7 @@ static void refuse(net_conn *c, int status, const char *why) {
                       "HTTP/1.1 %d %s\r\nServer: polite-proxy\r\nDate: "
                       "%s\r\nContent-Type: text/plain\r\nContent-Length: "
                       "%zu\r\nConnection: close\r\n\r\npolite proxy: %s\n",
-                      status, polite__net_reason_of(status), http_date(c->s),
+                      status, polite__net_reason(status), http_date(c->s),
                       strlen(why) + 15, why);
   if (c->cur) {
     polite__net_req_free(c->cur);
@@ -327,7 +327,7 @@ static int read_head(net_conn *c) {
     refuse(c, 503, "out of memory");
     return 1;
   }
-  if (c->eof)
+  if (c->eof || s->quiesced)
     c->cur->keepalive = 0;
   evbuffer_drain(in, (size_t)end);
   c->scan = 0;
@@ -613,6 +613,25 @@ void polite__net_server_free(net_server *s) {
   free(s);
 }
 
+void polite__net_quiesce(net_server *s) {
+  s->quiesced = 1;
+  net_conn *c = s->conns;
+  while (c) {
+    net_conn *next = c->next; /* conn_free unlinks c only */
+    if (!c->busy && idle(c))
+      conn_free(c);
+    c = next;
+  }
+}
+
+size_t polite__net_unsent(const net_server *s) {
+  size_t n = 0;
+  for (net_conn *c = s->conns; c; c = c->next)
+    if (c->state != C_TUNNEL)
+      n += unsent(c);
+  return n;
+}
+
 size_t polite__net_conns(const net_server *s) {
   return s->nconns;
 }
@@ -660,11 +679,10 @@ void polite__net_req_head_fwd(net_req *r, int status, const char *reason,
   struct evbuffer *out = c->stage;
   c->resp_nobody = no_body;
   c->resp_chunked = !no_body && length < 0 && r->minor >= 1;
-  c->resp_close =
-      !r->keepalive || c->eof || (!no_body && length < 0 && r->minor == 0);
+  c->resp_close = !r->keepalive || c->eof || c->s->quiesced ||
+                  (!no_body && length < 0 && r->minor == 0);
   char line[64];
-  const char *why =
-      reason && reason[0] ? reason : polite__net_reason_of(status);
+  const char *why = reason && reason[0] ? reason : polite__net_reason(status);
   int n = snprintf(line, sizeof line, "HTTP/1.1 %d ", status);
   evbuffer_add(out, line, (size_t)n);
   evbuffer_add(out, why, strlen(why));
@@ -750,7 +768,7 @@ void polite__net_req_end(net_req *r, int ok) {
      * chunk, and a Content-Length left unmet, so the client sees the
      * truncation instead of a well-formed short answer. */
     close_after_write(c);
-  } else if (c->resp_close) {
+  } else if (c->resp_close || c->s->quiesced) {
     close_after_write(c);
   } else {
     c->state = C_HEAD;

@@ -191,8 +191,5 @@ void polite__px_carry(px_req *r, px_decision *d);
 /* Sends r to r->up and streams the answer back; ends with
  * polite__px_finish (a 502 when the upstream cannot be used). */
 void polite__px_forward(px_req *r);
-/* Hop-by-hop headers (RFC 9110 §7.6.1), also every header `connection`
- * (the Connection field's value, may be NULL) names. */
-int polite__px_hop_by_hop(const char *name, const char *connection);
 
 #endif
