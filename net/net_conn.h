@@ -38,6 +38,12 @@ typedef enum {
 struct net_conn {
   net_server *s;
   struct bufferevent *bev;
+  /* A plain client's reads, raw (NULL: bev reads, behind TLS and in a
+   * tunnel): one read() per readable event into bev's input, where
+   * bufferevent's own reading asks ioctl(FIONREAD) first each time. bev
+   * still writes. */
+  struct event *rev;
+  int rev_full; /* rev paused: bev's input is at its high watermark */
   char peer[64];
   char id[80]; /* "ADDR:PORT" */
   cstate state;
@@ -75,6 +81,24 @@ int polite__net_conn_accept(net_server *s, evutil_socket_t fd,
 void polite__net_req_detach(net_req *rq);
 /* net_connect.c: cancels a CONNECT that net/ is still setting up for rq. */
 void polite__net_pending_cancel(net_req *rq);
+/* bufferevent callbacks of a client connection (net_server.c), also
+ * called by the raw reads: bytes arrived; end of file, an error or a
+ * timeout. Either may free c. */
+void polite__net_conn_on_read(struct bufferevent *bev, void *arg);
+void polite__net_conn_on_event(struct bufferevent *bev, short what, void *arg);
+/* net_conn_read.c: the most a client's input holds before reading pauses
+ * (pipelined bytes beyond one head wait in the kernel, not here). */
+size_t polite__net_conn_input_max(const net_conn *c);
+/* Starts c's raw reads (a plain client, after accepting): 0, or -1 when
+ * they cannot (the bufferevent reads then). */
+int polite__net_conn_raw_start(net_conn *c);
+/* Pauses them (the connection closes after its last answer), and resumes
+ * them once process() drained the input below its maximum (settle). */
+void polite__net_conn_raw_pause(net_conn *c);
+void polite__net_conn_raw_resume(net_conn *c);
+/* bev reads from now on (a tunnel, or a TLS filter over it): the raw
+ * reads stop (also when c is freed); bytes they read stay in bev's input. */
+void polite__net_conn_raw_stop(net_conn *c);
 /* Arms c's timer for ms. */
 void polite__net_conn_arm(net_conn *c, int ms);
 

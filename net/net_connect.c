@@ -157,6 +157,7 @@ static void tunnel_start(net_pending *p) {
     bufferevent_setwatermark(sides[i], EV_WRITE, TUNNEL_BACKLOG_MAX / 2, 0);
     bufferevent_set_timeouts(sides[i], &idle, &idle);
   }
+  polite__net_conn_raw_stop(c);
   bufferevent_setcb(c->bev, client_read, client_write, client_event, c);
   bufferevent_setcb(c->dest, peer_read, peer_write, peer_event, c);
   bufferevent_enable(c->dest, EV_READ | EV_WRITE);
@@ -273,6 +274,7 @@ int polite__net_intercept(net_req *rq, SSL_CTX *ctx, const char *host,
   SSL *ssl = c ? SSL_new(ctx) : NULL;
   if (ssl == NULL)
     return -1;
+  polite__net_conn_raw_stop(c); /* the filter reads the socket */
   struct bufferevent *tls = bufferevent_openssl_filter_new(
       c->s->base, c->bev, ssl, BUFFEREVENT_SSL_ACCEPTING,
       BEV_OPT_CLOSE_ON_FREE);

@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -76,6 +77,7 @@ static void conn_free(net_conn *c) {
     s->cb.on_conn_closed(s->ud, c->id);
   if (c->timer)
     event_free(c->timer);
+  polite__net_conn_raw_stop(c);
   if (c->dest)
     bufferevent_free(c->dest);
   if (c->stage)
@@ -116,6 +118,7 @@ static void settle(net_conn *c) {
     conn_free(c);
     return;
   }
+  polite__net_conn_raw_resume(c);
   if (c->state == C_CLOSING && c->origin_host[0] &&
       evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 &&
       !c->closing_poll) {
@@ -128,6 +131,7 @@ static void settle(net_conn *c) {
 static void close_after_write(net_conn *c) {
   c->state = C_CLOSING;
   bufferevent_disable(c->bev, EV_READ);
+  polite__net_conn_raw_pause(c);
   event_del(c->timer);
 }
 
@@ -195,13 +199,18 @@ static net_req *req_new(net_conn *c, const net_req_head *h,
     polite__net_req_free(r);
     return NULL;
   }
-  snprintf(r->method, sizeof r->method, "%s", h->method);
+  /* Whole arrays of the same size, not printf: once per request. */
+  _Static_assert(sizeof r->method == sizeof h->method, "method");
+  memcpy(r->method, h->method, sizeof r->method);
   r->minor = h->minor;
   r->keepalive = h->keepalive;
   r->t0_us = polite_env_mono_us(c->s->env);
-  snprintf(r->peer, sizeof r->peer, "%s", c->peer);
-  snprintf(r->conn_id, sizeof r->conn_id, "%s", c->id);
-  snprintf(r->origin_host, sizeof r->origin_host, "%s", c->origin_host);
+  _Static_assert(sizeof r->peer == sizeof c->peer, "peer");
+  _Static_assert(sizeof r->conn_id == sizeof c->id, "conn_id");
+  _Static_assert(sizeof r->origin_host == sizeof c->origin_host, "origin");
+  memcpy(r->peer, c->peer, sizeof r->peer);
+  memcpy(r->conn_id, c->id, sizeof r->conn_id);
+  memcpy(r->origin_host, c->origin_host, sizeof r->origin_host);
   r->origin_port = c->origin_port;
   return r;
 }
@@ -415,7 +424,7 @@ static void process(net_conn *c) {
   c->busy = 0;
 }
 
-static void on_read(struct bufferevent *bev, void *arg) {
+void polite__net_conn_on_read(struct bufferevent *bev, void *arg) {
   (void)bev;
   net_conn *c = arg;
   process(c);
@@ -427,7 +436,7 @@ static void on_write(struct bufferevent *bev, void *arg) {
   settle(arg);
 }
 
-static void on_event(struct bufferevent *bev, short what, void *arg) {
+void polite__net_conn_on_event(struct bufferevent *bev, short what, void *arg) {
   (void)bev;
   net_conn *c = arg;
   if (what & BEV_EVENT_CONNECTED)
@@ -547,13 +556,17 @@ int polite__net_conn_accept(net_server *s, evutil_socket_t fd,
 
 void polite__net_conn_setup(net_conn *c) {
   net_server *s = c->s;
-  bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-  /* Pipelined bytes beyond one head wait in the kernel, not here. */
-  bufferevent_setwatermark(c->bev, EV_READ, 0, s->bounds.head.head_max + 65536);
+  bufferevent_setcb(c->bev, polite__net_conn_on_read, on_write,
+                    polite__net_conn_on_event, c);
+  bufferevent_setwatermark(c->bev, EV_READ, 0, polite__net_conn_input_max(c));
   struct timeval wt = {s->bounds.idle_timeout_ms / 1000,
                        (s->bounds.idle_timeout_ms % 1000) * 1000};
   bufferevent_set_timeouts(c->bev, NULL, &wt);
-  bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+  /* A plain client's reads are net/'s own (net_conn_read.c) once, right
+   * after accepting; else (or failing that) the bufferevent reads. */
+  int raw = c->origin_host[0] == '\0' && c->rev == NULL &&
+            polite__net_conn_raw_start(c) == 0;
+  bufferevent_enable(c->bev, raw ? EV_WRITE : EV_READ | EV_WRITE);
 }
 
 void polite__net_conn_idle(net_conn *c) {

@@ -50,7 +50,8 @@ void polite__px_finish(px_req *r) {
   /* Every line logged is recorded; the stats count CONNECTs and calls to
    * the own endpoints apart from requests (polite__px_record_class). */
   polite__px_stats_record(s->st, &rec);
-  polite__px_release(r);
+  polite__px_release(s->st, r->conc_key);
+  r->conc_key = NULL;
   polite__px_metrics(s->st)->in_flight--;
   if (s->log) {
     char t[40];
@@ -126,13 +127,20 @@ void polite__px_send_retry_after(px_req *r, int64_t seconds, int flags) {
            n ? " " : "", (long long)seconds * 1000);
 }
 
+/* Counts the usage of r's answer body b in the token window, once, when
+ * r was admitted under a token limit. */
+static void charge_tokens(px_req *r, struct evbuffer *b) {
+  size_t n = evbuffer_get_length(b);
+  if (!r->charge_tokens || n == 0 || n > PX_TOK_BODY_MAX)
+    return;
+  r->charge_tokens = 0;
+  polite__px_charge_tokens(r->s->cfg, r->s->st, r->now.mono_us,
+                           (const char *)evbuffer_pullup(b, (ev_ssize_t)n), n);
+}
+
 void polite__px_answer_left(px_req *r) {
-  if (r->charge_tokens && r->act == ACT_OWN && r->body) {
-    size_t n = evbuffer_get_length(r->body);
-    if (n > 0 && n <= PX_TOK_BODY_MAX)
-      polite__px_charge_tokens(
-          r, (const char *)evbuffer_pullup(r->body, (ev_ssize_t)n), n);
-  }
+  if (r->act == ACT_OWN && r->body)
+    charge_tokens(r, r->body);
   if (r->tell_wait_ms <= 0)
     return;
   polite__px_tell(r->s->st, r->key, r->conn_id, r->client,
@@ -272,6 +280,34 @@ void polite__px_own_canned(px_req *r, const px_response *resp) {
   polite__px_own_canned_wait(r, resp, r->s->cfg->retry_after_s);
 }
 
+void polite__px_carry(px_req *r, px_decision *d) {
+  r->client_id = d->client_id;
+  r->conc_key = d->conc_key;
+  d->conc_key = NULL;
+  r->charge_tokens = d->charge_tokens;
+  if (d->has_lim)
+    polite__px_rate_headers(r, &d->lim, r->now.wall_ms);
+  if (d->has_tok)
+    polite__px_openai_headers(r, "tokens", d->tok.limit, d->tok.remaining,
+                              (d->tok.reset_us + 999) / 1000);
+  if (!d->answer)
+    return;
+  r->kind = d->kind;
+  snprintf(r->note, sizeof r->note, "%s", d->note);
+  switch (d->body) {
+  case PX_BODY_CANNED:
+    polite__px_own_canned_wait(r, d->canned, d->canned_wait_s);
+    break;
+  case PX_BODY_JSON:
+    polite__px_own(r, d->status, "application/json", d->text, strlen(d->text));
+    break;
+  case PX_BODY_ERROR:
+  default: polite__px_own_json_error(r, d->status, d->code, d->text); break;
+  }
+  if (d->retry_after_s >= 0)
+    polite__px_send_retry_after(r, d->retry_after_s, d->tell_flags);
+}
+
 void polite__px_upstream_chunk(px_req *r, struct evbuffer *data) {
   if (!r->charge_tokens)
     return;
@@ -297,11 +333,8 @@ void polite__px_upstream_chunk(px_req *r, struct evbuffer *data) {
 }
 
 void polite__px_upstream_end(px_req *r) {
-  if (!r->charge_tokens || r->usage == NULL)
-    return;
-  size_t n = evbuffer_get_length(r->usage);
-  polite__px_charge_tokens(
-      r, (const char *)evbuffer_pullup(r->usage, (ev_ssize_t)n), n);
+  if (r->usage)
+    charge_tokens(r, r->usage);
 }
 
 void polite__px_upstream_answer(px_req *r, int code, struct evkeyvalq *in) {

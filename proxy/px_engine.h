@@ -7,6 +7,7 @@
 #include "net_tls.h"
 #include "net_upstream.h"
 #include "px.h"
+#include "px_decide.h"
 
 #include <openssl/ssl.h>
 
@@ -16,14 +17,6 @@
 #include <event2/keyvalq_struct.h>
 
 typedef net_bounds px_bounds;
-
-/* One reading of the clocks, taken once at the start of each event (a
- * request arrives, an upstream answer begins or ends, a timer fires) and
- * passed down, so that one decision sees one time (libuv's uv_now). */
-typedef struct {
-  int64_t mono_us; /* intervals, deadlines, the judge and the limiters */
-  int64_t wall_ms; /* HTTP-dates, the log, the report */
-} px_now;
 
 /* The proxy: one per process, alive for the whole run. */
 typedef struct {
@@ -167,15 +160,10 @@ void polite__px_own_canned(px_req *r, const px_response *resp);
 /* Same with @dynamic = dynamic_s seconds. */
 void polite__px_own_canned_wait(px_req *r, const px_response *resp,
                                 int64_t dynamic_s);
-/* px_decide.c: counts the tokens of an answer body in the token window
- * (when the request was admitted under a token limit). */
-void polite__px_charge_tokens(px_req *r, const char *body, size_t len);
 /* pxlimits hooks: an upstream body chunk passes (a bounded copy is kept
  * when tokens are counted), and the upstream answer ended. */
 void polite__px_upstream_chunk(px_req *r, struct evbuffer *data);
 void polite__px_upstream_end(px_req *r);
-/* px_decide.c: gives back r's concurrency slot, if it holds one. */
-void polite__px_release(px_req *r);
 /* The default mock: 200 {"ok":true,"path":PATH}. */
 void polite__px_default_mock(px_req *r);
 /* CORS headers on an own answer when the request has an Origin. */
@@ -191,15 +179,12 @@ void polite__px_send_endpoint(px_req *r);
 /* GET /__polite/report: sends the live report and frees r (not counted). */
 void polite__px_answer_report(px_req *r);
 
-/* ---- px_decide.c: the checks for a watched request ----------------------- */
-
-/* The key a Retry-After (or a limiter) applies to under `scope`; malloc'ed,
- * NULL when out of memory. Never contains a credential. */
-char *polite__px_scope_key(px_server *s, px_req *r, px_scope scope,
-                           struct evkeyvalq *in);
-/* Early retry, rate limit, quota, random failure, in that order. Returns 1
- * when one of them answers (prepared in r), 0 when the request goes on. */
-int polite__px_decide(px_req *r, const char *body, size_t body_len);
+/* Carries out the verdict of polite__px_decide on r: the limits' headers
+ * go on r's answer whichever it is, what the request holds (a concurrency
+ * slot, the charging of tokens) passes to r, and an answer of the proxy's
+ * own is prepared when the verdict says so (sent by polite__px_send_own).
+ * Takes d->conc_key. */
+void polite__px_carry(px_req *r, px_decision *d);
 
 /* ---- px_forward.c: to the upstream or the real destination -------------- */
 

@@ -17,14 +17,37 @@ static int not_forwarded(const char *name, void *arg) {
          polite__ci_eq(name, strlen(name), "Via");
 }
 
+/* Appends n bytes of p to buf at *o (buf has room: see via_line). */
+static void put(char *buf, size_t *o, const char *p, size_t n) {
+  memcpy(buf + *o, p, n);
+  *o += n;
+}
+
+/* "Via: OLD, 1.MINOR polite\r\n" (OLD, the Via received, kept to its
+ * first 1,000 bytes; none: "Via: 1.MINOR polite\r\n") in buf (at least
+ * 1,100 bytes), without printf: twice per proxied request. Returns its
+ * length. */
+static size_t via_line(char *buf, const char *old, int minor) {
+  size_t o = 0;
+  put(buf, &o, "Via: ", 5);
+  if (old) {
+    size_t n = strlen(old);
+    put(buf, &o, old, n > 1000 ? 1000 : n);
+    put(buf, &o, ", ", 2);
+  }
+  put(buf, &o, "1.", 2);
+  buf[o++] = (char)('0' + (minor >= 0 && minor <= 9 ? minor : 1));
+  put(buf, &o, " polite\r\n", 9);
+  buf[o] = '\0';
+  return o;
+}
+
 static void up_head(void *arg, int code, const char *reason, int minor,
                     struct evkeyvalq *in) {
   px_req *r = arg;
   r->now = polite__px_now(r->s);
-  const char *old_via = evhttp_find_header(in, "Via");
   char via[1100];
-  snprintf(via, sizeof via, "Via: %.1000s%s1.%d polite\r\n",
-           old_via ? old_via : "", old_via ? ", " : "", minor);
+  via_line(via, evhttp_find_header(in, "Via"), minor);
   /* pxlimits hooks: the upstream's Retry-After and latency, then the wait
    * counts from now, as the head leaves. */
   polite__px_upstream_answer(r, code, in);
@@ -116,8 +139,16 @@ void polite__px_forward(px_req *r) {
     polite__px_send_own(r);
     return;
   }
-  evbuffer_add_printf(out, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", r->method,
-                      r->prefix ? r->prefix : "", r->path, r->authority);
+  /* Pieces, not printf: the request line and a dozen fields per
+   * request. */
+  evbuffer_add(out, r->method, strlen(r->method));
+  evbuffer_add(out, " ", 1);
+  if (r->prefix)
+    evbuffer_add(out, r->prefix, strlen(r->prefix));
+  evbuffer_add(out, r->path, strlen(r->path));
+  evbuffer_add(out, " HTTP/1.1\r\nHost: ", 17);
+  evbuffer_add(out, r->authority, strlen(r->authority));
+  evbuffer_add(out, "\r\n", 2);
   const char *conn = evhttp_find_header(r->in, "Connection");
   const char *via = NULL;
   for (struct evkeyval *h = r->in->tqh_first; h; h = h->next.tqe_next) {
@@ -132,14 +163,13 @@ void polite__px_forward(px_req *r) {
       via = h->value;
       continue;
     }
-    /* Pieces, not printf: a dozen fields per request. */
     evbuffer_add(out, h->key, strlen(h->key));
     evbuffer_add(out, ": ", 2);
     evbuffer_add(out, h->value, strlen(h->value));
     evbuffer_add(out, "\r\n", 2);
   }
-  evbuffer_add_printf(out, "Via: %s%s1.%d polite\r\n", via ? via : "",
-                      via ? ", " : "", r->nr->minor);
+  char line[1100];
+  evbuffer_add(out, line, via_line(line, via, r->nr->minor));
   /* The body as received (de-chunked by the server side), always with its
    * length: one framing only reaches the upstream. */
   if (blen > 0 || body_method(r->method))

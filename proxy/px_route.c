@@ -6,9 +6,11 @@
 #include "px_engine.h"
 
 #include <event2/http.h>
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 /* ---- The request's identity ---------------------------------------------- */
 
@@ -104,6 +106,42 @@ static int forward_dest(px_server *s, px_req *r) {
   return 0;
 }
 
+/* The four strings of parts one after the other, malloc'ed (NULL: out of
+ * memory). Pieces, not printf: once per request. */
+static char *join4(const char *const parts[4]) {
+  size_t len[4], total = 1;
+  for (size_t i = 0; i < 4; i++)
+    total += len[i] = strlen(parts[i]);
+  char *out = malloc(total);
+  if (out == NULL)
+    return NULL;
+  char *o = out;
+  for (size_t i = 0; i < 4; i++) {
+    memcpy(o, parts[i], len[i]);
+    o += len[i];
+  }
+  *o = '\0';
+  return out;
+}
+
+/* What the decision reads of r (px_decide.h), borrowed from r. */
+static px_ask ask_of(const px_req *r) {
+  px_ask a = {
+      .method = r->method,
+      .url = r->url,
+      .raw_url = r->raw_url,
+      .path = r->path,
+      .key = r->key,
+      .client = r->client,
+      .conn_id = r->conn_id,
+      .conn_handle = r->nr ? polite__net_req_fd(r->nr) : -1,
+      .host = evhttp_find_header(r->in, "Host"),
+      .authorization = evhttp_find_header(r->in, "Authorization"),
+      .user_agent = evhttp_find_header(r->in, "User-Agent"),
+  };
+  return a;
+}
+
 /* The request's identity: absolute URL (raw for matching, redacted for
  * everything recorded), where it would be forwarded, client and tracking
  * key. Returns -1 when out of memory, -2 for a forward-mode target that
@@ -132,17 +170,16 @@ static int describe(px_server *s, px_req *r) {
   } else {
     r->path = uri;
     const char *host = evhttp_find_header(r->in, "Host");
-    size_t n = strlen(uri) + 1400;
-    r->raw_url = malloc(n);
-    if (r->raw_url) {
-      if (c->upstream) /* the upstream's scheme: https:// globs match */
-        snprintf(r->raw_url, n, "%s://%s%s%s",
-                 strncasecmp(c->upstream, "https", 5) == 0 ? "https" : "http",
-                 s->up_authority, s->up_prefix, uri);
-      else
-        snprintf(r->raw_url, n, "http://%s%s",
-                 host && host[0] ? host : s->listen_addr, uri);
+    /* The upstream's scheme (https:// globs match), else http://Host. */
+    const char *parts[4] = {"http://", host && host[0] ? host : s->listen_addr,
+                            "", uri};
+    if (c->upstream) {
+      parts[0] =
+          strncasecmp(c->upstream, "https", 5) == 0 ? "https://" : "http://";
+      parts[1] = s->up_authority;
+      parts[2] = s->up_prefix;
     }
+    r->raw_url = join4(parts);
   }
   r->url = r->raw_url ? polite__px_redact_url(r->raw_url) : NULL;
   if (r->url == NULL)
@@ -159,7 +196,8 @@ static int describe(px_server *s, px_req *r) {
     size_t n = strlen(r->client);
     snprintf(r->client + n, sizeof r->client - n, " auth:%.8s", hex);
   }
-  r->key = polite__px_scope_key(s, r, c->scope, r->in);
+  px_ask a = ask_of(r);
+  r->key = polite__px_scope_key(s->salt, &a, c->scope);
   if (r->key == NULL)
     return -1;
   r->kind = PX_KIND_PASSED;
@@ -211,10 +249,55 @@ typedef struct {
   int flags; /* ROUTE_* */
 } px_routedef;
 
+/* 1 when host (n bytes, "[::1]" bracketed) is a loopback name or
+ * address. */
+static int is_loopback(const char *host, size_t n) {
+  return (n == 9 && strncasecmp(host, "localhost", 9) == 0) ||
+         (n == 5 && strncmp(host, "[::1]", 5) == 0) ||
+         (n >= 4 && strncmp(host, "127.", 4) == 0);
+}
+
+/* 1 when authority a (n bytes, "HOST:PORT") names this proxy: its listen
+ * address as printed, or a loopback name on its port when it listens on
+ * loopback or on every address. */
+static int names_proxy(const px_server *s, const char *a, size_t n) {
+  const char *l = s->listen_addr;
+  if (strlen(l) == n && strncasecmp(l, a, n) == 0)
+    return 1;
+  const char *lc = strrchr(l, ':');
+  const char *ac = memrchr(a, ':', n);
+  if (lc == NULL || ac == NULL)
+    return 0;
+  size_t port_len = n - (size_t)(ac - a); /* ":PORT" */
+  if (strlen(lc) != port_len || memcmp(lc, ac, port_len) != 0)
+    return 0;
+  size_t lh = (size_t)(lc - l);
+  int wild = (lh == 7 && strncmp(l, "0.0.0.0", 7) == 0) ||
+             (lh == 4 && strncmp(l, "[::]", 4) == 0);
+  return (wild || is_loopback(l, lh)) && is_loopback(a, (size_t)(ac - a));
+}
+
+/* r's target as the proxy's own endpoints read it: the path of an
+ * absolute-form target that names the proxy itself (a client whose
+ * HTTP_PROXY is this proxy asks for http://PROXY/__polite/report in that
+ * form; it is answered, never forwarded to the proxy itself), else the
+ * target as it is. */
+static const char *own_target(const px_req *r) {
+  const char *t = r->target;
+  if (strncasecmp(t, "http://", 7) != 0)
+    return t;
+  const char *a = t + 7;
+  size_t n = strcspn(a, "/?#");
+  if (a[n] != '/' || !names_proxy(r->s, a, n))
+    return t;
+  return a + n;
+}
+
 static int is_get(const px_req *r, const char *path) {
   size_t n = strlen(path);
-  return strcmp(r->method, "GET") == 0 && strncmp(r->target, path, n) == 0 &&
-         (r->target[n] == '\0' || r->target[n] == '?');
+  const char *t = own_target(r);
+  return strcmp(r->method, "GET") == 0 && strncmp(t, path, n) == 0 &&
+         (t[n] == '\0' || t[n] == '?');
 }
 
 static int is_report(const px_req *r) {
@@ -223,13 +306,14 @@ static int is_report(const px_req *r) {
 
 static int is_metrics(const px_req *r) {
   return strcmp(r->method, "GET") == 0 &&
-         strcmp(r->target, "/__polite/metrics") == 0;
+         strcmp(own_target(r), "/__polite/metrics") == 0;
 }
 
 static int is_clock(const px_req *r) {
+  const char *t = own_target(r);
   return r->s->cfg->test_clock && strcmp(r->method, "POST") == 0 &&
-         strncmp(r->target, "/__polite/clock", 15) == 0 &&
-         (r->target[15] == '\0' || r->target[15] == '?');
+         strncmp(t, "/__polite/clock", 15) == 0 &&
+         (t[15] == '\0' || t[15] == '?');
 }
 
 static int is_connect(const px_req *r) {
@@ -283,15 +367,52 @@ static void do_preflight(px_req *r) {
     polite__px_set_header(r, "Access-Control-Allow-Headers", h);
 }
 
+/* The judge's probe: 0 when the connection `conn` ("ADDR:PORT") that had
+ * descriptor fd is gone: the descriptor is closed or now belongs to another
+ * peer, or the peer has closed its side (a read would see end of file).
+ * evhttp notices a client's close of an idle connection late, so the judge
+ * asks. */
+static int conn_alive(void *ctx, const char *conn, int fd) {
+  (void)ctx;
+  if (fd < 0)
+    return 1;
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  char host[64], serv[16], id[96];
+  if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0 ||
+      getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, serv,
+                  sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return 0;
+  snprintf(id, sizeof id, "%s:%s", host, serv);
+  if (strcmp(id, conn) != 0)
+    return 0;
+  char byte;
+  return recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) != 0;
+}
+
+/* The verdict on a watched request (px_decide.c), carried out on r: 1 when
+ * the proxy answers it itself. The judge first learns which of its
+ * clients' connections are gone (the probe touches sockets, so it runs
+ * here, before the pure decision). */
+static int decide(px_req *r) {
+  px_server *s = r->s;
+  polite__px_conn_probe(s->st, conn_alive, NULL);
+  px_ask a = ask_of(r);
+  a.body_len = evbuffer_get_length(r->nr->body);
+  a.body = a.body_len ? (const char *)evbuffer_pullup(r->nr->body, -1) : NULL;
+  px_decider d = {s->cfg, s->st, &s->rng, s->salt};
+  px_decision v;
+  polite__px_decide(&d, &a, &r->now, &v);
+  polite__px_carry(r, &v);
+  return v.answer;
+}
+
 /* A watched request: the checks (judge, limits, failures) may answer it;
  * else a mock or the default does. */
 static void do_default(px_req *r) {
   const px_config *c = r->s->cfg;
   r->watched = polite__px_watch_match(c->watch, c->nwatch, r->raw_url, r->path);
-  size_t body_len = evbuffer_get_length(r->nr->body);
-  const char *body =
-      body_len ? (const char *)evbuffer_pullup(r->nr->body, -1) : NULL;
-  if (r->watched && polite__px_decide(r, body, body_len))
+  if (r->watched && decide(r))
     return;
   if (mock_answer(r))
     return;

@@ -77,11 +77,14 @@ static char *pair_key(char *buf, size_t size, const char *a, uint64_t num,
     snprintf(n, sizeof n, "%llu", (unsigned long long)num);
     a = n;
   }
-  size_t len = strlen(a) + strlen(b) + 2;
+  size_t la = strlen(a), lb = strlen(b), len = la + lb + 2;
   *heap = len > size;
   char *k = *heap ? malloc(len) : buf;
-  if (k)
-    snprintf(k, len, "%s %s", a, b);
+  if (k) { /* pieces, not printf: twice per request */
+    memcpy(k, a, la);
+    k[la] = ' ';
+    memcpy(k + la + 1, b, lb + 1);
+  }
   return k;
 }
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Early-retry tracking: a client 400 ms early is caught, a compliant one never is;
 @dynamic values from an errors file are tracked; --penalty restarts the wait;
-the report is written on SIGTERM (exit 0) with the early list and max_attempts."""
+the report is written on SIGTERM (exit 0) with the early list and max_attempts.
+The waits pass on the proxy's controlled clock (--test-clock, Proxy.advance):
+no sleep, and the early times are exact."""
 import json
 import os
-import time
 import urllib.error
 import urllib.request
 
@@ -21,13 +22,13 @@ def get(base, p, **kw):
 report = path("early.json")
 report_md = path("early.md")
 px = Proxy("--failure-rate", "100", "--retry-after", "1", "--seed", "7",
-           "--report", report, "--report-md", report_md, name="early")
+           "--report", report, "--report-md", report_md, name="early", clock=True)
 
 r = get(px.base, "/early", headers={"Authorization": "Bearer sk-SECRET-123"})
 check(r.status_code == 429 and r.headers.get("Retry-After") == "1",
       "injected 429 carries Retry-After: 1 (got %s %s)" % (r.status_code, r.headers.get("Retry-After")))
 check("too_many_requests" in r.text, "injected 429 has a JSON error body")
-time.sleep(0.6)  # 400 ms before the Retry-After has passed
+px.advance(600)  # 400 ms before the Retry-After has passed
 r = get(px.base, "/early", headers={"Authorization": "Bearer sk-SECRET-123"})
 check(r.status_code == 429, "early retry answered 429")
 check(r.headers.get("Retry-After") == "1", "early retry gets the remaining wait rounded up (1 s)")
@@ -36,14 +37,14 @@ check(r.headers.get("Retry-After") == "1", "early retry gets the remaining wait 
 for rnd in range(3):
     r = get(px.base, "/compliant")
     ra = int(r.headers["Retry-After"])
-    time.sleep(ra)
+    px.advance(ra * 1000)
 for rnd in range(2):
     try:
         urllib.request.urlopen(px.base + "/compliant-urllib", timeout=10)
     except urllib.error.HTTPError as e:
         ra = int(e.headers["Retry-After"])
         check(e.code == 429, "urllib client sees the injected 429")
-    time.sleep(ra)
+    px.advance(ra * 1000)
 try:
     urllib.request.urlopen(px.base + "/compliant-urllib", timeout=10)
 except urllib.error.HTTPError:
@@ -54,8 +55,8 @@ check(rep["early_retries"] == 1, "exactly one early retry (got %d)" % rep["early
 e = rep["early"][0] if rep["early"] else {}
 check(e.get("url", "").endswith("/early"), "the early retry names the URL")
 check(e.get("method") == "GET", "the early retry names the method")
-check(200 <= e.get("early_ms", -1) <= 420,
-      "early_ms is about 400 ms (ms precision, not whole seconds): %s" % e.get("early_ms"))
+check(e.get("early_ms", -1) == 400,
+      "early_ms is 400 ms (ms precision, not whole seconds): %s" % e.get("early_ms"))
 check(e.get("client", "").startswith("127.0.0.1"), "the early retry names the client address")
 check("sk-SECRET" not in json.dumps(rep), "the Authorization value never reaches the report")
 check("auth:" in e.get("client", ""), "clients are told apart by a hash of Authorization")
@@ -91,13 +92,14 @@ errors = write("errors.json", json.dumps({
         {"request": {"url": "*/post-only", "method": "POST", "bodyFragment": "needle"},
          "responses": [{"statusCode": 500, "body": "matched"}]},
     ]}))
-px = Proxy("--errors-file", errors, "--failure-rate", "100", "--retry-after", "4", name="errors")
+px = Proxy("--errors-file", errors, "--failure-rate", "100", "--retry-after", "4", name="errors",
+           clock=True)
 r = get(px.base, "/dyn3")
 check(r.status_code == 429 and r.headers.get("Retry-After") == "3",
       "@dynamic=3 sends Retry-After: 3 (got %s)" % r.headers.get("Retry-After"))
 check(r.json() == {"error": {"code": "throttled"}}, "a JSON body in the errors file is sent as JSON")
 check(r.headers.get("Content-Type", "").startswith("application/json"), "JSON body gets a JSON content type")
-time.sleep(1.0)
+px.advance(1000)
 r = get(px.base, "/dyn3")
 check(r.status_code == 429 and r.headers.get("Retry-After") == "2",
       "early retry 1 s into @dynamic=3 is told 2 s remain (got %s)" % r.headers.get("Retry-After"))
@@ -112,14 +114,14 @@ r = get(px.base, "/unmatched")
 check(r.status_code == 200, "URL not in the errors file passes")
 rep = px.report()
 early = [x for x in rep["early"] if x["url"].endswith("/dyn3")]
-check(len(early) == 1 and 1800 <= early[0]["early_ms"] <= 2000,
-      "@dynamic=3 tracked: early by ~2000 ms (%s)" % [x["early_ms"] for x in early])
+check(len(early) == 1 and early[0]["early_ms"] == 2000,
+      "@dynamic=3 tracked: early by 2000 ms (%s)" % [x["early_ms"] for x in early])
 px.stop()
 
 # --- 3. --penalty: an early retry restarts the whole wait ---
-px = Proxy("--failure-rate", "100", "--retry-after", "3", "--penalty", name="penalty")
+px = Proxy("--failure-rate", "100", "--retry-after", "3", "--penalty", name="penalty", clock=True)
 get(px.base, "/p")
-time.sleep(1.0)
+px.advance(1000)
 r = get(px.base, "/p")
 check(r.headers.get("Retry-After") == "3",
       "--penalty: early retry is told the full 3 s again (got %s)" % r.headers.get("Retry-After"))

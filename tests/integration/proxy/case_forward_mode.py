@@ -157,6 +157,21 @@ check(out == "200", "--allow-host localhost: http://localhost is forwarded (%s)"
 p = subprocess.run(["curl", "-s", "-x", px.base, "--cacert", path("ca.pem"), "-o", "/dev/null", "-w",
                     "%{http_code}", "https://127.0.0.1:%d/hello.txt" % HTTPS], capture_output=True, text=True)
 check(p.returncode != 0, "--allow-host localhost: CONNECT 127.0.0.1 is refused")
+
+# 7b. the proxy's own endpoints asked through the proxy (HTTP_PROXY) are answered by it, never
+# forwarded to itself (nor refused by --allow-host): by its address and by localhost:PORT
+before = px.report()["requests"]
+for host in (px.addr, "localhost:%d" % px.port):
+    r = requests.get("http://%s/__polite/report" % host, proxies={"http": px.base}, timeout=10)
+    check(r.status_code == 200 and "own_endpoint_calls" in r.json() and "Via" not in r.headers,
+          "http://%s/__polite/report through the proxy: its own report (%d %s)"
+          % (host, r.status_code, r.headers.get("Via")))
+r = requests.get("http://%s/__polite/metrics" % px.addr, proxies={"http": px.base}, timeout=10)
+check(r.status_code == 200 and "polite_proxy_in_flight" in r.text, "... and its metrics")
+rep = px.report()
+check(rep["own_endpoint_calls"] == 0 and rep["requests"] == before,
+      "answered, not counted as requests (%d own, %d requests, %d before)"
+      % (rep["own_endpoint_calls"], rep["requests"], before))
 px.stop()
 
 # 8. not an open relay: off loopback, forward mode needs --allow-host

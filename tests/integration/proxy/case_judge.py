@@ -29,6 +29,8 @@ NODE_DIR = os.path.join(HERE, "..", "..", "node")
 # meanwhile are refused "during a throttle", never flagged. A fifth client
 # (its own credentials) retries at half the Retry-After: every one of its
 # early retries is caught, and only those.
+# Real time, not the controlled clock: urllib3's Retry sleeps the Retry-After
+# itself, so the impatient client's half waits must be real ones too.
 px = Proxy("--failure-rate", "35", "--retry-after", "1", "--seed", "11", name="threads")
 url = px.base + "/shared"
 errors = []
@@ -91,19 +93,43 @@ check(rep["max_attempts"] <= 21, "max_attempts counts one client's chain (%d)" %
 px.stop()
 
 # --- 2. --latency: the wait counts from when the answer leaves ---
-px = Proxy("--failure-rate", "100", "--retry-after", "1", "--latency", "300", name="latency")
+# On the controlled clock: while the proxy holds an answer for --latency (a real
+# timer), its clock is moved 300 ms, so the answer leaves 300 ms after the request
+# arrived. A retry 950 ms after that is 50 ms early counted from the answer, and
+# would be 250 ms late counted from the request.
+px = Proxy("--failure-rate", "100", "--retry-after", "1", "--latency", "300", name="latency", clock=True)
 s = requests.Session()
-r = s.get(px.base + "/late", timeout=10)
+
+
+def in_flight():
+    m = re.search(r"^polite_proxy_in_flight (\S+)$",
+                  urllib.request.urlopen(px.base + "/__polite/metrics", timeout=10).read().decode(), re.M)
+    return float(m.group(1)) if m else -1
+
+
+def held_get(p):
+    """GET p; while the proxy holds it for --latency its clock moves 300 ms."""
+    box = []
+    t = threading.Thread(target=lambda: box.append(s.get(px.base + p, timeout=10)))
+    t.start()
+    end = time.time() + 10
+    while in_flight() != 1 and time.time() < end:
+        time.sleep(0.01)  # real I/O: the request reaching the proxy
+    px.advance(300)
+    t.join()
+    return box[0]
+
+
+r = held_get("/late")
 check(r.status_code == 429 and r.headers.get("Retry-After") == "1", "injected 429 after 300 ms")
-time.sleep(0.95)  # 50 ms early, counted from the answer
+px.advance(950)  # 50 ms early, counted from the answer
 s.get(px.base + "/late", timeout=10)
-r = s.get(px.base + "/ontime", timeout=10)
-time.sleep(1.0)   # exactly on time, counted from the answer
+held_get("/ontime")
+px.advance(1000)  # exactly on time, counted from the answer
 s.get(px.base + "/ontime", timeout=10)
 rep = px.report()
 early = {e["url"].rsplit("/", 1)[1]: e["early_ms"] for e in rep["early"]}
-check("late" in early and 10 <= early["late"] <= 60,
-      "a client 50 ms early under --latency 300 is caught (%s)" % early)
+check(early.get("late") == 50, "a client 50 ms early under --latency 300 is caught (%s)" % early)
 check("ontime" not in early, "a client that waited exactly 1 s after the answer is not flagged")
 px.stop()
 
