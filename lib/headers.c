@@ -20,10 +20,6 @@
  * milliseconds, far below overflow when scaled by 1000). */
 #define NUM_SAT (INT64_C(1) << 52)
 
-static int is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-
 static int64_t min_known(int64_t cur, int64_t v) {
   return cur < 0 || v < cur ? v : cur;
 }
@@ -41,7 +37,7 @@ static int parse_decimal_scaled(const char *s, size_t len, int64_t mult,
   int sat = 0;
   if (len == 0)
     return 0;
-  while (i < len && is_digit(s[i])) {
+  while (i < len && polite__is_digit(s[i])) {
     if (!sat) {
       ip = ip * 10 + (s[i] - '0');
       if (ip > NUM_SAT) {
@@ -58,7 +54,7 @@ static int parse_decimal_scaled(const char *s, size_t len, int64_t mult,
   if (i < len && s[i] == '.') {
     i++;
     size_t start = i;
-    while (i < len && is_digit(s[i])) {
+    while (i < len && polite__is_digit(s[i])) {
       if (frac_den < INT64_C(1000000000000000000)) {
         frac_num = frac_num * 10 + (s[i] - '0');
         frac_den *= 10;
@@ -85,7 +81,7 @@ static int parse_uint(const char *s, size_t len, int64_t *out) {
   if (len == 0)
     return 0;
   for (size_t i = 0; i < len; i++)
-    if (!is_digit(s[i]))
+    if (!polite__is_digit(s[i]))
       return 0;
   return parse_decimal_scaled(s, len, 1, out);
 }
@@ -130,7 +126,7 @@ static int digits_at(const char *s, size_t len, size_t at, int n, int *out) {
   if (at + (size_t)n > len)
     return 0;
   for (int i = 0; i < n; i++) {
-    if (!is_digit(s[at + i]))
+    if (!polite__is_digit(s[at + i]))
       return 0;
     v = v * 10 + (s[at + i] - '0');
   }
@@ -163,7 +159,7 @@ static int parse_rfc3339_delta_ms(const char *s, size_t len, int64_t now_ms,
     size_t start = ++i;
     int64_t scale = 100;
     int rest = 0;
-    while (i < len && is_digit(s[i])) {
+    while (i < len && polite__is_digit(s[i])) {
       if (scale > 0)
         frac_ms += (s[i] - '0') * scale;
       else if (s[i] != '0')
@@ -216,7 +212,7 @@ int polite_go_duration_ms(const char *s, size_t len, int64_t *out_ms) {
     __int128 ip = 0;
     int64_t frac_num = 0, frac_den = 1;
     int sticky = 0, digits = 0;
-    while (i < len && is_digit(s[i])) {
+    while (i < len && polite__is_digit(s[i])) {
       if (ip <= cap_ns)
         ip = ip * 10 + (s[i] - '0');
       i++;
@@ -224,7 +220,7 @@ int polite_go_duration_ms(const char *s, size_t len, int64_t *out_ms) {
     }
     if (i < len && s[i] == '.') {
       i++;
-      while (i < len && is_digit(s[i])) {
+      while (i < len && polite__is_digit(s[i])) {
         if (frac_den < INT64_C(1000000000000000000)) {
           frac_num = frac_num * 10 + (s[i] - '0');
           frac_den *= 10;
@@ -294,8 +290,8 @@ typedef struct {
 } sf_member;
 
 static int is_key_char(char c) {
-  return (c >= 'a' && c <= 'z') || is_digit(c) || c == '_' || c == '-' ||
-         c == '.' || c == '*';
+  return (c >= 'a' && c <= 'z') || polite__is_digit(c) || c == '_' ||
+         c == '-' || c == '.' || c == '*';
 }
 
 /* RFC 8941 token characters after the first: tchar plus ':' and '/'. */
@@ -326,11 +322,11 @@ static int sf_item(const char **p, const char *end, int64_t *iv) {
     *p = s + 1;
     return 1;
   }
-  if (*s == '-' || is_digit(*s)) {
+  if (*s == '-' || polite__is_digit(*s)) {
     const char *b = s;
     if (*s == '-')
       s++;
-    while (s < end && (is_digit(*s) || *s == '.'))
+    while (s < end && (polite__is_digit(*s) || *s == '.'))
       s++;
     int64_t v;
     if (*b != '-' && parse_decimal_scaled(b, (size_t)(s - b), 1, &v))
@@ -342,7 +338,7 @@ static int sf_item(const char **p, const char *end, int64_t *iv) {
     s++;
     while (s < end && *s != ':') {
       if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-            is_digit(*s) || *s == '+' || *s == '/' || *s == '='))
+            polite__is_digit(*s) || *s == '+' || *s == '/' || *s == '='))
         return 0;
       s++;
     }

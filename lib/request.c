@@ -107,6 +107,16 @@ static void drop_header(polite_request *r, const char *name, size_t n) {
   }
 }
 
+int polite_request_has_header(const polite_request *r, const char *name) {
+  size_t n = strlen(name);
+  for (size_t i = 0; i < r->nheaders; i++) {
+    const char *h = r->headers[i];
+    if (strlen(h) > n && h[n] == ':' && polite__ci_eqn(h, n, name, n))
+      return 1;
+  }
+  return 0;
+}
+
 int polite_request_add_header(polite_request *r, const char *name,
                               const char *value) {
   size_t nl = strlen(name), vl = strlen(value);

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* How often on_tick runs at least, and the longest sleep between turns (a
  * cancel from a signal handler is seen within it). */
@@ -282,14 +281,6 @@ static char *host_key(const char *url) {
   return k;
 }
 
-static int has_header(const polite_request *r, const char *name) {
-  size_t n = strlen(name);
-  for (size_t i = 0; i < r->nheaders; i++)
-    if (strncasecmp(r->headers[i], name, n) == 0 && r->headers[i][n] == ':')
-      return 1;
-  return 0;
-}
-
 /* ---- starting an attempt ---------------------------------------------------
  */
 
@@ -422,11 +413,12 @@ job *polite__sched_job_begin(polite__sched *s, job *j, int64_t now) {
   if (r->idempotency_key) {
     j->idem_sent = r->idempotency_key;
   } else if (s->o.idempotency_auto && !polite_method_idempotent(j->method) &&
-             !has_header(r, "Idempotency-Key")) {
+             !polite_request_has_header(r, "Idempotency-Key")) {
     if (polite_idempotency_key(s->o.env, j->idem) == 0)
       j->idem_sent = j->idem;
   }
-  j->has_key = j->idem_sent != NULL || has_header(r, "Idempotency-Key");
+  j->has_key =
+      j->idem_sent != NULL || polite_request_has_header(r, "Idempotency-Key");
   return j;
 }
 

@@ -2,12 +2,11 @@
  * command line and configuration files (pure, locale independent). */
 #include <polite/core.h>
 
+#include "http_syntax.h"
+
 #include <math.h>
 #include <string.h>
 
-static int is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
 static int is_alpha(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
@@ -34,7 +33,7 @@ static size_t scan_number(const char *p, const char **ip, size_t *il,
                           const char **fp, size_t *fl) {
   size_t n = 0;
   *ip = p;
-  while (is_digit(p[n]))
+  while (polite__is_digit(p[n]))
     n++;
   *il = n;
   *fp = p + n;
@@ -42,7 +41,7 @@ static size_t scan_number(const char *p, const char **ip, size_t *il,
   if (p[n] == '.') {
     size_t m = 0;
     *fp = p + n + 1;
-    while (is_digit(p[n + 1 + m]))
+    while (polite__is_digit(p[n + 1 + m]))
       m++;
     *fl = m;
     n += 1 + m;

@@ -56,6 +56,9 @@ POLITE_EXTERN void polite_request_free(polite_request *r);
  * that is not an HTTP token, a value with CR, LF or NUL). */
 POLITE_EXTERN int polite_request_add_header(polite_request *r, const char *name,
                                             const char *value);
+/* 1 when r has a header line named name (ASCII case-insensitive), else 0. */
+POLITE_EXTERN int polite_request_has_header(const polite_request *r,
+                                            const char *name);
 /* The request's method as sent: method, else POST with a body, else GET. */
 POLITE_EXTERN const char *polite_request_method(const polite_request *r);
 
