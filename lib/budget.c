@@ -1,7 +1,7 @@
 /* polite budget: opens a backend from its URI and forwards to its vtable. */
 #include "budget_backends.h"
 
-#include <polite/batch.h>
+#include <polite/redact.h>
 #include <polite/budget.h>
 
 #include <inttypes.h>

@@ -1,7 +1,7 @@
 /* The run journal: an append-only, crash-safe record of a batch run in
  * SQLite (WAL mode, synchronous=FULL). SHA-256 lives in sha256.c. */
 #define _GNU_SOURCE
-#include <polite/batch.h>
+#include <polite/redact.h>
 #include <polite/clock.h>
 #include <polite/journal.h>
 

@@ -1,7 +1,8 @@
 /* polite requests: the request object and the line-oriented input format of
  * `polite run` (bare URL or JSON object per line), read lazily. */
 #define _GNU_SOURCE
-#include <polite/batch.h>
+#include <polite/redact.h>
+#include <polite/request.h>
 
 #include "http_syntax.h"
 
