@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,9 +167,10 @@ static int exists_nonempty(const char *path) {
   return stat(path, &st) == 0 && st.st_size > 0;
 }
 
-int polite_journal_open(const char *path, int mode, polite_journal **out,
-                        char *err, size_t errlen) {
-  *out = NULL;
+/* Checks the arguments and, for mode, whether the journal may be there:
+ * CREATE refuses a journal that exists (it would be mixed with a new run),
+ * RESUME one that does not. Returns 0, or an error with err filled. */
+static int check_open(const char *path, int mode, char *err, size_t errlen) {
   if (path == NULL ||
       (mode != POLITE_JOURNAL_CREATE && mode != POLITE_JOURNAL_RESUME)) {
     snprintf(err, errlen, "journal: invalid arguments");
@@ -191,40 +193,39 @@ int polite_journal_open(const char *path, int mode, polite_journal **out,
              path);
     return POLITE_EINVAL;
   }
-  polite_journal *j = calloc(1, sizeof *j);
-  if (j == NULL || (j->path = strdup(path)) == NULL) {
-    free(j);
-    snprintf(err, errlen, "journal '%s': out of memory", path);
-    return POLITE_ENOMEM;
-  }
+  return 0;
+}
+
+/* Opens j->path in SQLite, locks it and sets it up: the pragmas, the
+ * tables, and for CREATE the header records, in one exclusive transaction.
+ * Returns 0 or an error with j->errstr filled. */
+static int open_db(polite_journal *j, int mode) {
   /* NOFOLLOW: check_path refused a link; this closes the window after. */
   int flags =
       SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW;
   if (mode == POLITE_JOURNAL_CREATE)
     flags |= SQLITE_OPEN_CREATE;
-  int rc = sqlite3_open_v2(path, &j->db, flags, NULL);
-  int erc = 0;
-  if (rc != SQLITE_OK) {
-    erc = fail(j, rc, "open");
-    goto bad;
-  }
+  int rc = sqlite3_open_v2(j->path, &j->db, flags, NULL);
+  if (rc != SQLITE_OK)
+    return fail(j, rc, "open");
   sqlite3_extended_result_codes(j->db, 1);
   /* EXCLUSIVE locking: the process holds the journal for its lifetime, so a
    * second run on the same journal fails at once instead of interleaving;
    * it also keeps the WAL index in memory (no -shm file). FULL sync: each
    * commit fsyncs the WAL, so a record that returned 0 survives a crash of
    * the process, the kernel or the power. */
+  int erc;
   if ((erc = exec(j, "PRAGMA locking_mode=EXCLUSIVE", "set the locking mode")))
-    goto bad;
+    return erc;
   if ((erc = exec(j, "PRAGMA journal_mode=WAL", "switch to WAL mode")))
-    goto bad;
+    return erc;
   if ((erc = exec(j, "PRAGMA synchronous=FULL", "set synchronous=FULL")))
-    goto bad;
+    return erc;
   if ((erc = exec(j, "BEGIN EXCLUSIVE", "lock it")))
-    goto bad;
+    return erc;
   if ((erc = exec(j, SCHEMA, "create the tables"))) {
     sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
-    goto bad;
+    return erc;
   }
   if (mode == POLITE_JOURNAL_CREATE) {
     char sql[256];
@@ -236,64 +237,85 @@ int polite_journal_open(const char *path, int mode, polite_journal **out,
              polite_version());
     if ((erc = exec(j, sql, "write the header"))) {
       sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
-      goto bad;
+      return erc;
     }
   }
-  if ((erc = exec(j, "COMMIT", "commit the header")))
-    goto bad;
-  {
-    /* A journal must say it is one, in a format this version reads. */
-    sqlite3_stmt *st = NULL;
-    int fmt = -1;
-    if ((erc = prepare(j, "SELECT value FROM meta WHERE key='format'", &st)))
-      goto bad;
-    if (sqlite3_step(st) == SQLITE_ROW)
-      fmt = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    if (fmt != POLITE_JOURNAL_FORMAT) {
-      snprintf(j->errstr, sizeof j->errstr,
-               fmt < 0 ? "journal '%s' is not a polite journal (no format "
-                         "record)"
-                       : "journal '%s' has format %d; this polite reads %d",
-               path, fmt, POLITE_JOURNAL_FORMAT);
-      erc = POLITE_EINVAL;
-      goto bad;
-    }
+  return exec(j, "COMMIT", "commit the header");
+}
+
+/* A journal must say it is one, in a format this version reads. Returns 0
+ * or an error with j->errstr filled. */
+static int check_format(polite_journal *j) {
+  sqlite3_stmt *st = NULL;
+  int fmt = -1;
+  int erc = prepare(j, "SELECT value FROM meta WHERE key='format'", &st);
+  if (erc)
+    return erc;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    fmt = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  if (fmt == POLITE_JOURNAL_FORMAT)
+    return 0;
+  snprintf(j->errstr, sizeof j->errstr,
+           fmt < 0 ? "journal '%s' is not a polite journal (no format "
+                     "record)"
+                   : "journal '%s' has format %d; this polite reads %d",
+           j->path, fmt, POLITE_JOURNAL_FORMAT);
+  return POLITE_EINVAL;
+}
+
+/* The statements a journal keeps prepared for its lifetime, one row each:
+ * where it is kept and its SQL. */
+static const struct {
+  size_t at; /* offsetof(polite_journal, the statement) */
+  const char *sql;
+} k_statements[] = {
+    {offsetof(polite_journal, ins_request),
+     "INSERT INTO request(id,session,line,method,url,"
+     "idempotency_key,created_ms) VALUES(?,?,?,?,?,?,?)"},
+    {offsetof(polite_journal, sel_key),
+     "SELECT idempotency_key FROM request WHERE id=? ORDER "
+     "BY (idempotency_key IS NOT NULL) DESC, seq DESC LIMIT 1"},
+    {offsetof(polite_journal, ins_attempt),
+     "INSERT INTO attempt(id,session,n,started_ms,ended_ms,"
+     "status) VALUES(?,?,?,?,?,?)"},
+    {offsetof(polite_journal, ins_attempt_start),
+     "INSERT INTO attempt_start(id,session,n,started_ms) "
+     "VALUES(?,?,?,?)"},
+    {offsetof(polite_journal, ins_result),
+     "INSERT INTO result(id,session,outcome,status,attempts,"
+     "backfilled,created_ms) VALUES(?,?,?,?,?,?,?)"},
+    {offsetof(polite_journal, ins_requeue),
+     "INSERT INTO requeue(id,session,outcome,created_ms) "
+     "VALUES(?,?,?,?)"},
+    {offsetof(polite_journal, sel_result),
+     "SELECT r.outcome FROM result r WHERE r.id=?1 AND NOT "
+     "EXISTS (SELECT 1 FROM requeue q WHERE q.id=r.id AND "
+     "q.session > r.session) ORDER BY r.seq DESC LIMIT 1"},
+    {offsetof(polite_journal, sel_handed),
+     "SELECT line FROM request WHERE id=? AND session=? "
+     "LIMIT 1"},
+};
+
+int polite_journal_open(const char *path, int mode, polite_journal **out,
+                        char *err, size_t errlen) {
+  *out = NULL;
+  int erc = check_open(path, mode, err, errlen);
+  if (erc != 0)
+    return erc;
+  polite_journal *j = calloc(1, sizeof *j);
+  if (j == NULL || (j->path = strdup(path)) == NULL) {
+    free(j);
+    snprintf(err, errlen, "journal '%s': out of memory", path);
+    return POLITE_ENOMEM;
   }
-  if ((erc = prepare(j,
-                     "INSERT INTO request(id,session,line,method,url,"
-                     "idempotency_key,created_ms) VALUES(?,?,?,?,?,?,?)",
-                     &j->ins_request)) ||
-      (erc = prepare(j,
-                     "SELECT idempotency_key FROM request WHERE id=? ORDER "
-                     "BY (idempotency_key IS NOT NULL) DESC, seq DESC LIMIT 1",
-                     &j->sel_key)) ||
-      (erc = prepare(j,
-                     "INSERT INTO attempt(id,session,n,started_ms,ended_ms,"
-                     "status) VALUES(?,?,?,?,?,?)",
-                     &j->ins_attempt)) ||
-      (erc = prepare(j,
-                     "INSERT INTO attempt_start(id,session,n,started_ms) "
-                     "VALUES(?,?,?,?)",
-                     &j->ins_attempt_start)) ||
-      (erc = prepare(j,
-                     "INSERT INTO result(id,session,outcome,status,attempts,"
-                     "backfilled,created_ms) VALUES(?,?,?,?,?,?,?)",
-                     &j->ins_result)) ||
-      (erc = prepare(j,
-                     "INSERT INTO requeue(id,session,outcome,created_ms) "
-                     "VALUES(?,?,?,?)",
-                     &j->ins_requeue)) ||
-      (erc = prepare(j,
-                     "SELECT r.outcome FROM result r WHERE r.id=?1 AND NOT "
-                     "EXISTS (SELECT 1 FROM requeue q WHERE q.id=r.id AND "
-                     "q.session > r.session) ORDER BY r.seq DESC LIMIT 1",
-                     &j->sel_result)) ||
-      (erc = prepare(j,
-                     "SELECT line FROM request WHERE id=? AND session=? "
-                     "LIMIT 1",
-                     &j->sel_handed)))
+  if ((erc = open_db(j, mode)) || (erc = check_format(j)))
     goto bad;
+  for (size_t i = 0; i < sizeof k_statements / sizeof k_statements[0]; i++) {
+    sqlite3_stmt **st = (sqlite3_stmt **)((char *)j + k_statements[i].at);
+    if ((erc = prepare(j, k_statements[i].sql, st)))
+      goto bad;
+  }
   *out = j;
   return 0;
 bad:
