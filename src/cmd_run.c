@@ -10,6 +10,7 @@
 #include "run_output.h"
 #include "run_queue.h"
 #include "run_report.h"
+#include "run_wire.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -666,14 +667,12 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
   bo->ud = c;
   c->outage.quiet = o->quiet;
   c->outage.limit_ms = bo->budget_outage_ms;
-  if (jr && run_journal_wrap(jr, bo) != 0)
+  run_layers layers = {
+      jr,       c->queue,       &c->out,     c->def, o->concurrency,
+      c->log.f, o->report_path, &budget->cfg};
+  report_tap *tap;
+  if (run_wire(bo, &layers, &tap) != 0)
     return CLI_EXIT_FAILED;
-  if (c->queue &&
-      run_queue_wrap(c->queue, bo, &c->out, c->def, o->concurrency) != 0)
-    return CLI_EXIT_FAILED;
-  /* Last, so that it sees what the journal wrapper passes on. */
-  report_tap *tap =
-      report_tap_attach(bo, c->log.f, o->report_path, &budget->cfg);
   char err[256];
   polite_batch *batch = polite_batch_new(bo, err, sizeof err);
   if (batch == NULL) {
@@ -726,7 +725,7 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
     rc = CLI_EXIT_OK;
   if (rc == CLI_EXIT_OK && run_journal_report_kept(jr))
     rc = CLI_EXIT_FAILED; /* the whole batch's status, not this session's */
-  if (c->queue) /* a worker's results are what it recorded */
+  if (c->queue)           /* a worker's results are what it recorded */
     rc = rc == CLI_EXIT_FAILED && (erc != 0 || c->out.out_error || berr[0])
              ? rc
              : run_queue_exit(c->queue, st);
