@@ -9,6 +9,7 @@
 #include "report_tap.h"
 #include "run_output.h"
 #include "run_queue.h"
+#include "http_syntax.h"
 #include "run_report.h"
 #include "run_wire.h"
 
@@ -336,44 +337,14 @@ const cli_command cli_cmd_run = {
  * usage error naming it, not a run that fills memory. */
 static int read_data_file(const char *path, size_t max, char **out,
                           size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return cli_usage("run", "-d: cannot read '%s': %s", path, strerror(errno));
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  int rc = 0;
-  int nomem = buf == NULL;
-  while (!nomem) {
-    if (n == cap) {
-      char *nb = cap > max ? NULL : realloc(buf, cap * 2);
-      if (nb == NULL) {
-        nomem = cap <= max; /* past max: stop reading, not out of memory */
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    size_t r = fread(buf + n, 1, cap - n, f);
-    n += r;
-    if (r == 0 || n > max)
-      break;
-  }
-  if (nomem || ferror(f))
-    rc = cli_usage("run", "-d: cannot read '%s': %s", path,
-                   nomem ? "out of memory" : strerror(errno));
-  else if (n > max)
-    rc = cli_usage("run",
-                   "-d: '%s' is larger than --max-data (%zu bytes); raise "
-                   "--max-data to send it",
-                   path, max);
-  fclose(f);
-  if (rc != 0) {
-    free(buf);
-    return rc;
-  }
-  *out = buf;
-  *len = n;
-  return 0;
+  if (polite__read_file(path, max, out, len) == 0)
+    return 0;
+  if (errno == EFBIG)
+    return cli_usage("run",
+                     "-d: '%s' is larger than --max-data (%zu bytes); raise "
+                     "--max-data to send it",
+                     path, max);
+  return cli_usage("run", "-d: cannot read '%s': %s", path, strerror(errno));
 }
 
 /* One file the run reads or writes, for the same-file check. */
