@@ -5,6 +5,8 @@
 
 #include "sched_internal.h"
 
+#include "http_syntax.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,19 @@
 #define CATCHUP_MAX_US 1000
 
 /* ---- life cycle ---------------------------------------------------------- */
+
+/* The jitter seed: o->seed when given, else 64 bits from o->env's random
+ * source (clock.c supplies the real one when o->env has none). Should that
+ * source fail, the seed is made from where s lives (different per process
+ * under address randomization; not secret, and jitter needs no secret), so
+ * that the scheduler reads neither a clock nor a random source of its own. */
+static uint64_t jitter_seed(const polite_batch_options *o, const void *s) {
+  uint64_t seed = o->seed;
+  if (seed == 0 &&
+      polite_env_random_bytes(o->env, &seed, sizeof seed) != POLITE_OK)
+    seed = polite__fnv1a(&s, sizeof s);
+  return seed;
+}
 
 polite__sched *polite__sched_new(const polite_batch_options *o,
                                  const polite__sched_io *io, char *err,
@@ -56,11 +71,7 @@ polite__sched *polite__sched_new(const polite_batch_options *o,
     free(s);
     return NULL;
   }
-  s->rng = o->seed;
-  if (s->rng == 0 &&
-      (polite_env_random_bytes(o->env, &s->rng, sizeof s->rng) != 0 ||
-       s->rng == 0))
-    s->rng = polite_random_seed();
+  s->rng = jitter_seed(o, s);
   s->st.first_start_us = -1;
   s->st.last_start_us = -1;
   s->st.intervals_us = s->intervals;
