@@ -2,26 +2,15 @@
 # The budget contract, written once (tests/tools/budget_contract.c) and run
 # per backend: local, file:PATH and redis:// against a real redis-server on
 # a free loopback port. Then `polite budget show|clear` on what it left.
-set -uo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-: "${POLITE_BUILD:=$here/../../build}"
+. "$(dirname "$0")/lib.sh"
+set -o pipefail
 C="$POLITE_BUILD/tools/budget_contract"
 W="$POLITE_BUILD/tools/budget_worker"
-P="$POLITE_BUILD/polite"
+P="$POLITE"
 [ -x "$C" ] || { echo "missing $C (build the tests)"; exit 1; }
 command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 1; }
-
-tmp="$(mktemp -d /tmp/polite-budget-contract.XXXXXX)"
-rpid=""
-cleanup() {
-  [ -n "$rpid" ] && kill -9 "$rpid" 2>/dev/null
-  wait 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-pass=0 fail=0
-ok() { echo "ok - $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+tmp=$TMP
+on_exit '[ -n "$rpid" ] && kill -9 "$rpid" 2>/dev/null; wait 2>/dev/null'
 
 . "$(dirname "$0")/budget/redis.sh"
 
@@ -98,5 +87,4 @@ done
 "$P" budget show local >"$tmp/e3" 2>&1
 [ $? = 2 ] && ok "show local is a usage error" || bad "show local: $(cat "$tmp/e3")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

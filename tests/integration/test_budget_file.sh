@@ -3,24 +3,15 @@
 # processes on one file keep the aggregate rate, the concurrency limit and a
 # shared pause; a participant killed with SIGKILL gives its slots back
 # within the lease TTL; mismatched settings are refused.
-set -uo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-: "${POLITE_BUILD:=$here/../../build}"
+. "$(dirname "$0")/lib.sh"
+set -o pipefail
+here=$IT
 W="$POLITE_BUILD/tools/budget_worker"
 A="python3 $here/budget/analyse.py"
 [ -x "$W" ] || { echo "missing $W (build the tests)"; exit 1; }
-
-tmp="$(mktemp -d /tmp/polite-budget-file.XXXXXX)"
+tmp=$TMP
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-pass=0 fail=0
-ok() { echo "ok - $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+on_exit 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null'
 mono_us() { python3 -c 'import time; print(int(time.monotonic() * 1e6))'; }
 
 # 1. The contract shared with the Redis backend (tests/integration/budget/
@@ -51,5 +42,4 @@ else
   bad "foreign file: $(cat "$tmp/notours.out")"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

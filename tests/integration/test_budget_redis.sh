@@ -3,28 +3,18 @@
 # own redis-server on a free loopback port: aggregate rate, concurrency,
 # a SIGKILLed holder's lease, a shared pause, fail-closed while Redis is
 # down and no burst after it comes back empty, clear open errors.
-set -uo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-: "${POLITE_BUILD:=$here/../../build}"
+. "$(dirname "$0")/lib.sh"
+set -o pipefail
+here=$IT
 W="$POLITE_BUILD/tools/budget_worker"
 A="python3 $here/budget/analyse.py"
 [ -x "$W" ] || { echo "missing $W (build the tests)"; exit 1; }
 command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 1; }
-
-tmp="$(mktemp -d /tmp/polite-budget-redis.XXXXXX)"
+tmp=$TMP
 pids=()
 rpid=""
 cpids=()
-cleanup() {
-  for p in "${pids[@]}" "${cpids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  { [ -n "$rpid" ] && kill -9 "$rpid" && wait "$rpid"; } 2>/dev/null
-  wait 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-pass=0 fail=0
-ok() { echo "ok - $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+on_exit 'for p in "${pids[@]}" "${cpids[@]}"; do kill -9 "$p" 2>/dev/null; done; { [ -n "$rpid" ] && kill -9 "$rpid" && wait "$rpid"; } 2>/dev/null; wait 2>/dev/null'
 mono_us() { python3 -c 'import time; print(int(time.monotonic() * 1e6))'; }
 
 . "$(dirname "$0")/budget/redis.sh"
@@ -196,5 +186,4 @@ else
   fi
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

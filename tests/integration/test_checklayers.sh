@@ -3,13 +3,8 @@
 # proxy only through proxy/proxy.h, net/ knows nothing of proxy/ or src/,
 # proxy/ nothing of src/), and a tree that breaks each rule is named
 # FILE:LINE and fails.
-set -u
-SRC=${POLITE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
-TMP=$(mktemp -d /tmp/polite-checklayers.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "$(dirname "$0")/lib.sh"
+SRC=$POLITE_SRC
 
 out=$("$SRC/scripts/checklayers.sh" "$SRC" 2>&1) && ok "the repository is clean" || bad "the repository is clean: $out"
 
@@ -32,5 +27,4 @@ for want in "src/bad.c:2: includes proxy/px.h" "net/bad.c:1: includes proxy/px.h
   "proxy/bad.c:1: includes src/run_output.h" "lib/bad.c:1: includes common/cli.h" "checklayers: 4 finding"; do
   case $out in *"$want"*) ok "names $want" ;; *) bad "names $want: $out" ;; esac
 done
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -1,14 +1,8 @@
 #!/usr/bin/env bash
 # scripts/checksrc.sh: finds banned calls, ignores comments and strings,
 # honours a named checksrc-allow marker, names FILE:LINE, fails on findings.
-set -u
-SRC=${POLITE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
-TMP=$(mktemp -d /tmp/polite-checksrc.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
-check() { local d=$1; shift; if "$@" >/dev/null 2>&1; then ok "$d"; else bad "$d"; fi; }
+. "$(dirname "$0")/lib.sh"
+SRC=$POLITE_SRC
 
 mkdir -p "$TMP/clean" "$TMP/dirty"
 cat >"$TMP/clean/a.c" <<'C'
@@ -36,5 +30,4 @@ check "... naming strcpy at b.c:3" grep -q "b.c:3: strcpy() is banned" "$TMP/out
 check "... sprintf with a space before ( at b.c:4" grep -q "b.c:4: sprintf() is banned" "$TMP/out2"
 check "... an allow marker for another name does not count" grep -q "b.c:5: atoi() is banned" "$TMP/out2"
 check "... three in all" grep -q "checksrc: 3 banned call(s)" "$TMP/out2"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -3,7 +3,9 @@
 # model): each file names the server behaviour, the command, its input and
 # the expected exit status, stdout and stderr. Format (tests/cases/README.md):
 #   --- name            one line: what the case shows
-#   --- server          none (default) or py (tests/integration/run/server.py)
+#   --- server          none (default), py (tests/integration/run/server.py),
+#                       or proxy ARGS... (py behind a polite proxy ARGS...,
+#                       started for the case and stopped after it)
 #   --- args            the polite arguments, shell-quoted, one line
 #   --- stdin           lines fed to standard input (default: none)
 #   --- file NAME       a file created in the case's directory first
@@ -12,8 +14,11 @@
 #   --- stdout-match    regular expressions (grep -E), each must match a line
 #   --- stderr-match    the same for standard error
 #   --- stderr-not      regular expressions no line of stderr (or stdout) may match
-# In every section %URL% is the server's http://127.0.0.1:PORT and %DIR% the
-# case's own directory.
+#   --- expect-file NAME     regular expressions, each must match a line of
+#                            the case directory's file NAME after the command
+#   --- expect-file-not NAME regular expressions no line of NAME may match
+# In every section %URL% is the server's http://127.0.0.1:PORT, %PX% the
+# proxy's ADDR:PORT, %PXLOG% its log file and %DIR% the case's own directory.
 . "$(dirname "$0")/lib.sh"
 CASES=${POLITE_CASES:-$POLITE_SRC/tests/cases}
 
@@ -24,7 +29,32 @@ section() {
     cur == want { print }' "$1"
 }
 has_section() { grep -qx -- "--- $2" "$1"; }
-subst() { sed -e "s#%URL%#${URL:-}#g" -e "s#%DIR%#$DIR#g"; }
+subst() {
+  sed -e "s#%URL%#${URL:-}#g" -e "s#%DIR%#$DIR#g" -e "s#%PX%#${PX:-}#g" \
+    -e "s#%PXLOG%#$DIR/proxy.log#g"
+}
+
+# case_proxy ARGS...: a polite proxy in front of the py server for this case
+# (its log in $DIR/proxy.log); sets PX and CASE_PX_PID.
+case_proxy() {
+  rm -f "$DIR/px.addr"
+  "$POLITE" proxy --listen 127.0.0.1:0 --ready-file "$DIR/px.addr" \
+    --upstream "$URL" --log "$DIR/proxy.log" "$@" >"$DIR/proxy.err" 2>&1 &
+  CASE_PX_PID=$!
+  for _ in $(seq 100); do
+    [ -s "$DIR/px.addr" ] && break
+    sleep 0.05
+  done
+  PX=$(cat "$DIR/px.addr" 2>/dev/null)
+  [ -n "$PX" ] || sed 's/^/#   /' "$DIR/proxy.err"
+}
+case_proxy_stop() {
+  [ -n "${CASE_PX_PID:-}" ] || return 0
+  kill "$CASE_PX_PID" 2>/dev/null
+  wait "$CASE_PX_PID" 2>/dev/null
+  CASE_PX_PID= PX=
+}
+on_exit case_proxy_stop
 
 # match_all DESC FILE PATTERNS: every pattern must match a line of FILE.
 match_all() {
@@ -48,10 +78,17 @@ for f in "$CASES"/*.case; do
   mkdir -p "$DIR"
   name=$(section "$f" name | head -1)
   server=$(section "$f" server | head -1)
-  if [ "$server" = py ] && [ -z "$URL" ]; then
+  if [ -n "$server" ] && [ "$server" != none ] && [ -z "$URL" ]; then
     start_pyserver
     URL=http://127.0.0.1:$PY_PORT
   fi
+  case $server in
+  "proxy "*)
+    eval "pxargv=(${server#proxy } )"
+    case_proxy "${pxargv[@]}"
+    check "$c: the case's proxy listens" [ -n "$PX" ]
+    ;;
+  esac
   # Files first (several "--- file NAME" sections).
   grep -E '^--- file ' "$f" | while read -r _ _ fname; do
     section "$f" "file $fname" | subst >"$DIR/$fname"
@@ -86,6 +123,19 @@ for f in "$CASES"/*.case; do
     done <<<"$(section "$f" stderr-not | subst)"
     check_eq "$c: nothing forbidden in the output" "$leaked" ""
   fi
+  case_proxy_stop # its log is complete once it has stopped
+  # (Read from a process substitution, not a pipe: the counts must stay.)
+  while read -r _ _ fname; do
+    match_all "$c: $fname matches" "$DIR/$fname" "$(section "$f" "expect-file $fname" | subst)"
+  done < <(grep -E '^--- expect-file ' "$f")
+  while read -r _ _ fname; do
+    leaked=
+    while IFS= read -r re; do
+      [ -z "$re" ] && continue
+      grep -qE -- "$re" "$DIR/$fname" && leaked="$leaked [$re]"
+    done <<<"$(section "$f" "expect-file-not $fname" | subst)"
+    check_eq "$c: nothing forbidden in $fname" "$leaked" ""
+  done < <(grep -E '^--- expect-file-not ' "$f")
 done
 check "the cases directory has cases ($n)" [ "$n" -gt 0 ]
 finish

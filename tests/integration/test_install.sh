@@ -2,23 +2,8 @@
 # Installs libpolite into a temporary prefix and builds a consumer twice:
 # through the pkg-config file and through the CMake package. Fails when the
 # installed headers, library, libpolite.pc or politeConfig.cmake are unusable.
-set -u
-BUILD=${POLITE_BUILD:?POLITE_BUILD must name the build directory}
-TMP=$(mktemp -d /tmp/polite-install-test.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-check() { # name, command...
-  local name=$1
-  shift
-  if "$@" >"$TMP/out.log" 2>&1; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL: $name"
-    tail -20 "$TMP/out.log"
-  fi
-}
+. "$(dirname "$0")/lib.sh"
+BUILD=$POLITE_BUILD
 
 check "cmake --install" cmake --install "$BUILD" --prefix "$TMP/prefix"
 
@@ -68,5 +53,4 @@ target_link_libraries(consumer polite::polite)
 CM
 check "build with find_package(polite)" bash -c "cmake -S '$TMP/cm' -B '$TMP/cm/b' -DCMAKE_PREFIX_PATH='$TMP/prefix' -DCMAKE_C_FLAGS='$SAN' && cmake --build '$TMP/cm/b' && '$TMP/cm/b/consumer'"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -1,17 +1,8 @@
 #!/usr/bin/env bash
 # polite proxy ca: the local root CA is made on first use with private modes, its leaves pass
 # `openssl verify` and Python's ssl (127.0.0.1 and a DNS name, wrong name refused), --renew changes it.
-set -uo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-: "${POLITE:=${POLITE_BUILD:-$here/../../build}/polite}"
-TMP="$(mktemp -d /tmp/polite-ca-test-XXXXXX)"
-trap 'rm -rf "$TMP"' EXIT
-pass=0 fail=0
-check() {
-  local what="$1"; shift
-  if "$@" >/dev/null 2>&1; then pass=$((pass + 1)); echo "ok   - $what"
-  else fail=$((fail + 1)); echo "FAIL - $what"; fi
-}
+. "$(dirname "$0")/lib.sh"
+set -o pipefail
 mode() { stat -c %a "$1"; }
 
 # 1. First use makes the CA in --dir, directories 0700, key 0600; the output says how to trust it.
@@ -116,5 +107,4 @@ check "renew: key mode 0600 again" [ "$(mode "$D/ca.key")" = 600 ]
 check "renew: old leaf no longer verifies" sh -c "! openssl verify -CAfile '$D/ca.pem' '$TMP/ip.pem'"
 check "usage: unknown option exits 2" sh -c "'$POLITE' proxy ca --bogus 2>/dev/null; [ \$? -eq 2 ]"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

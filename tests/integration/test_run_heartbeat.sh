@@ -8,12 +8,6 @@
 # cannot let a renewal come after the expiry.)
 . "$(dirname "$0")/lib.sh"
 HERE=$IT/run
-# check DESC CMD...: as lib.sh's, with stderr hidden too.
-check() {
-  local d=$1
-  shift
-  if "$@" >/dev/null 2>&1; then ok "$d"; else bad "$d"; fi
-}
 
 REC=$TMP/rec.jsonl
 : >"$REC"

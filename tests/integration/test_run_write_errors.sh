@@ -7,12 +7,6 @@
 HERE=$IT/run
 SRV=""
 on_exit '[ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null'
-# check DESC CMD...: as lib.sh's, with stderr hidden too.
-check() {
-  local d=$1
-  shift
-  if "$@" >/dev/null 2>&1; then ok "$d"; else bad "$d"; fi
-}
 
 REC=$TMP/rec.jsonl
 : >"$REC"
