@@ -8,6 +8,8 @@
 #ifndef POLITE_GATEWAY_H
 #define POLITE_GATEWAY_H
 
+#include "cli.h" /* common/: cli_list */
+
 #include <polite/batch.h>
 #include <polite/engine.h>
 
@@ -77,6 +79,55 @@ const char *polite__gw_idempotency_key(const polite_header_field *fields,
  * filled, or POLITE_EINVAL with a message in err naming the problem. */
 int polite__gw_authority(const char *scheme, const char *authority, size_t len,
                          char *out, size_t outlen, char *err, size_t errlen);
+
+/* ---- Where a request goes (gw_route.c) ------------------------------- */
+
+/* Paths under this prefix are the gateway's own (GET /__polite/metrics),
+ * never sent upstream. */
+#define GW_OWN_PREFIX "/__polite/"
+
+/* The --upstream base URL, split once at start. */
+typedef struct {
+  int https;
+  char host[256]; /* for connecting: an IPv6 literal without brackets */
+  int port;
+  char authority[GW_ACCOUNT_MAX]; /* canonical (the account, Host) */
+  char prefix[1024];              /* its path without trailing slashes */
+} gw_base;
+
+/* Splits base URL url (http:// or https://, a path, no query). Returns 0,
+ * or -1 with a message naming the problem in err. */
+int polite__gw_base_parse(const char *url, gw_base *b, char *err,
+                          size_t errlen);
+
+typedef enum {
+  GW_DEST_BAD = 0, /* malformed: answered 400 with why */
+  GW_DEST_NONE,    /* origin-form without --upstream: 400 */
+  GW_DEST_OWN,     /* the gateway's own endpoint (path) */
+  GW_DEST_CONNECT, /* CONNECT host:port */
+  GW_DEST_FORWARD, /* to host:port (absolute-form, or inside an intercepted
+                      CONNECT), path is origin-form or "?query" */
+  GW_DEST_BASE     /* to the base URL: its prefix, then path */
+} gw_dest_kind;
+
+typedef struct {
+  gw_dest_kind kind;
+  int https;
+  char host[256]; /* for connecting: an IPv6 literal without brackets */
+  int port;
+  char authority[GW_ACCOUNT_MAX]; /* canonical: the account and Host */
+  const char *path;               /* points into the target; NULL: none */
+  char why[224];                  /* BAD, NONE: why, in one sentence */
+} gw_dest;
+
+/* Where a request with this method and target goes: origin_host (may be
+ * NULL or "") is the host of the intercepted CONNECT it came in, base the
+ * --upstream (NULL: none), self the gateway's own ADDR:PORT (an
+ * absolute-form request to it is its own). Returns 0 with *d filled, or -1
+ * with d->kind BAD or NONE and d->why. */
+int polite__gw_dest(const char *method, const char *target,
+                    const char *origin_host, int origin_port,
+                    const gw_base *base, const char *self, gw_dest *d);
 
 /* ---- The honest answer (gw_answer.c) ----------------------------------- */
 
@@ -166,11 +217,79 @@ void polite__gw_metrics_pause(gw_metrics *m, const char *account,
  * gateway's own) for a request that ended with `outcome`. */
 void polite__gw_metrics_answer(gw_metrics *m, int status, int relayed,
                                polite_outcome outcome);
+/* The counters the summary reports (gw_totals, below; passed is left 0). */
+typedef struct gw_totals gw_totals;
+void polite__gw_metrics_totals(const gw_metrics *m, gw_totals *t);
 /* The Prometheus text (exposition format 0.0.4) of m, the accounts
  * polite_engine_accounts gave (n of them) and the engine's stats (may be
  * NULL); malloc'ed, NULL when out of memory. */
 char *polite__gw_metrics_text(gw_metrics *m,
                               const polite_engine_account *accounts, size_t n,
                               const polite_batch_stats *st);
+
+/* ---- The gateway itself (gw_server.c, gw_front.c, gw_attempt.c) -------- */
+
+/* What the gateway counted over its life, for the summary: the clients'
+ * requests and their own retries, and the attempts sent upstream by layer
+ * (the client's request, the gateway's retries of it). */
+struct gw_totals {
+  uint64_t requests, client_retries, client_early;
+  uint64_t attempts_client, attempts_gateway;
+  uint64_t passed; /* unwatched requests forwarded untouched */
+};
+
+/* Everything `polite gateway` is told (src/cmd_gateway.c fills it from
+ * its option table; docs/gateway.md lists each option and its default).
+ * Strings and lists are borrowed for the run. */
+typedef struct {
+  const char *listen;     /* ADDR:PORT */
+  const char *ready_file; /* NULL: none */
+  const char *upstream;   /* the base URL, or NULL */
+  cli_list watch, allow_host, connect_to;
+  const char *upstream_cacert; /* NULL: the system store */
+  int upstream_insecure;
+  /* The engine's options: the caller sets the budget and the rules; the
+   * gateway sets next, the result and attempt callbacks, and env. */
+  polite_batch_options bo;
+  size_t retry_body_max;    /* request bodies kept for a retry */
+  size_t max_body;          /* largest request body (413 above) */
+  size_t max_head;          /* largest request head (431 above) */
+  unsigned max_headers;     /* header fields per request (431 above) */
+  unsigned max_connections; /* client connections at once */
+  int64_t header_timeout_ms, idle_timeout_ms;
+  int64_t drain_timeout_ms; /* SIGTERM: finish or answer within it */
+  /* The command's hooks (each may be NULL): every attempt (the log), every
+   * change of the learned rate, and the end (the summary). */
+  void (*on_attempt)(void *ud, const polite_attempt *a);
+  void (*on_rate)(void *ud, const polite_rate_change *c);
+  void (*on_end)(void *ud, const polite_batch_stats *st, const gw_totals *t,
+                 int64_t wall_ms);
+  void *ud;
+} gw_config;
+
+/* Runs the gateway until SIGTERM or SIGINT, then drains (stops accepting,
+ * finishes or answers what is queued within drain_timeout_ms) and calls
+ * on_end. Returns 0, or 1 after a message on stderr (it could not start,
+ * or the budget failed). */
+int polite__gw_run(const gw_config *c);
+
+/* 1 when --listen ADDR:PORT is on loopback (127.x, [::1], localhost): a
+ * gateway listening elsewhere needs --allow-host. */
+int polite__gw_listen_loopback(const char *listen);
+
+/* Checks a --connect-to rule. 0, or -1 with a message in err. */
+int polite__gw_connect_to_check(const char *spec, char *err, size_t errlen);
+
+/* What the gateway knows of an attempt's request (a polite_request it
+ * handed to the engine), for the attempt log: how long it waited in the
+ * queue before its first attempt (-1: not started yet), and the client's
+ * own retries (-1: no header said and no earlier answer was seen). */
+typedef struct {
+  int64_t queued_ms;
+  int client_retries;
+} gw_attempt_info;
+/* Fills *out for r (a request of the running gateway). Returns 0, or -1
+ * when r is not one of the gateway's. */
+int polite__gw_attempt_info(const polite_request *r, gw_attempt_info *out);
 
 #endif

@@ -92,6 +92,15 @@ static acct_count *acct_of(gw_metrics *m, const char *name) {
   return a;
 }
 
+void polite__gw_metrics_totals(const gw_metrics *m, gw_totals *t) {
+  memset(t, 0, sizeof *t);
+  t->requests = m->first + m->client_retries;
+  t->client_retries = m->client_retries;
+  t->client_early = m->early;
+  t->attempts_client = m->attempts_first;
+  t->attempts_gateway = m->attempts_retry;
+}
+
 void polite__gw_metrics_pause(gw_metrics *m, const char *account,
                               int64_t pause_ms) {
   acct_count *a = acct_of(m, account);

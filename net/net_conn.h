@@ -21,6 +21,7 @@ struct net_server {
   net_conn *conns, *conns_tail; /* every client connection, oldest first */
   size_t nconns;
   uint64_t shed; /* connections closed to make room for new ones */
+  int quiesced;  /* stopping: every answer ends its connection */
   char date[40]; /* the Date header's value, made once per second */
   int64_t date_s;
 };

@@ -621,3 +621,76 @@ void polite__net_fields_clear(struct evkeyvalq *h) {
   h->tqh_first = NULL;
   h->tqh_last = &h->tqh_first;
 }
+
+/* Hop-by-hop fields (RFC 9110 7.6.1) are for one connection only; so is
+ * every field the Connection field names, and any Proxy-* field. */
+int polite__net_hop_by_hop(const char *name, const char *connection) {
+  static const char *const hop[] = {"Connection",
+                                    "Keep-Alive",
+                                    "Proxy-Connection",
+                                    "Proxy-Authenticate",
+                                    "Proxy-Authorization",
+                                    "TE",
+                                    "Trailer",
+                                    "Transfer-Encoding",
+                                    "Upgrade",
+                                    NULL};
+  size_t n = strlen(name);
+  for (int i = 0; hop[i]; i++)
+    if (polite__ci_eq(name, n, hop[i]))
+      return 1;
+  if (polite__ci_prefix(name, n, "Proxy-"))
+    return 1;
+  for (const char *p = connection; p && *p;) {
+    while (*p == ' ' || *p == ',' || *p == '\t')
+      p++;
+    const char *e = p;
+    while (*e && *e != ',' && *e != ' ' && *e != '\t')
+      e++;
+    if (e > p && polite__ci_eqn(p, (size_t)(e - p), name, n))
+      return 1;
+    p = e;
+  }
+  return 0;
+}
+
+const char *polite__net_reason(int status) {
+  static const struct {
+    int status;
+    const char *text;
+  } table[] = {
+      {100, "Continue"},
+      {200, "OK"},
+      {201, "Created"},
+      {202, "Accepted"},
+      {204, "No Content"},
+      {206, "Partial Content"},
+      {301, "Moved Permanently"},
+      {302, "Found"},
+      {304, "Not Modified"},
+      {400, "Bad Request"},
+      {401, "Unauthorized"},
+      {403, "Forbidden"},
+      {404, "Not Found"},
+      {405, "Method Not Allowed"},
+      {408, "Request Timeout"},
+      {409, "Conflict"},
+      {413, "Content Too Large"},
+      {417, "Expectation Failed"},
+      {418, "I'm a teapot"},
+      {422, "Unprocessable Content"},
+      {429, "Too Many Requests"},
+      {431, "Request Header Fields Too Large"},
+      {451, "Unavailable For Legal Reasons"},
+      {500, "Internal Server Error"},
+      {501, "Not Implemented"},
+      {502, "Bad Gateway"},
+      {503, "Service Unavailable"},
+      {504, "Gateway Timeout"},
+      {505, "HTTP Version Not Supported"},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if (table[i].status == status)
+      return table[i].text;
+  return status < 400 ? "OK" : status < 500 ? "Client Error" : "Server Error";
+}

@@ -132,4 +132,14 @@ int polite__net_field_add(struct evkeyvalq *h, const char *name, size_t nlen,
 void polite__net_field_remove(struct evkeyvalq *h, const char *name);
 void polite__net_fields_clear(struct evkeyvalq *h);
 
+/* 1 when a field called name is hop-by-hop (RFC 9110 7.6.1: Connection,
+ * Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, any Proxy-* field),
+ * or is named by `connection` (the message's Connection field, may be
+ * NULL): a proxy does not forward it. */
+int polite__net_hop_by_hop(const char *name, const char *connection);
+
+/* The reason phrase of a status ("Too Many Requests"); a generic one for a
+ * status the table does not know. Static text. */
+const char *polite__net_reason(int status);
+
 #endif

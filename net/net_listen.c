@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* Out of descriptors (EMFILE/ENFILE): stop accepting for 100 ms instead of
@@ -131,4 +132,37 @@ int polite__net_listen(net_server *s, const char *where, char *bound,
   s->resume = event_new(s->base, -1, 0, resume_accept, s);
   evconnlistener_set_error_cb(s->listener, accept_error);
   return 0;
+}
+
+void polite__net_unlisten(net_server *s) {
+  if (s->listener)
+    evconnlistener_free(s->listener);
+  s->listener = NULL;
+  if (s->resume)
+    event_del(s->resume);
+}
+
+size_t polite__net_fit_conns(size_t want_conns, unsigned spare,
+                             const char *who) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+    return want_conns;
+  rlim_t want = (rlim_t)want_conns * 2 + spare;
+  if (rl.rlim_cur < want && rl.rlim_max > rl.rlim_cur) {
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur =
+        rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+      rl.rlim_cur = was;
+  }
+  if (rl.rlim_cur >= want)
+    return want_conns;
+  size_t fit = rl.rlim_cur > 2 * (rlim_t)spare
+                   ? (size_t)(rl.rlim_cur - spare) / 2
+                   : (size_t)spare / 2;
+  fprintf(stderr,
+          "%s: --max-connections %zu lowered to %zu: the process may open "
+          "%llu descriptors (ulimit -n), two per connection\n",
+          who, want_conns, fit, (unsigned long long)rl.rlim_cur);
+  return fit;
 }

@@ -133,47 +133,6 @@ static void close_after_write(net_conn *c) {
 
 /* ---- Answers without a request (the head itself was refused) ------------ */
 
-static const char *reason_of(int status) {
-  static const struct {
-    int status;
-    const char *text;
-  } table[] = {
-      {100, "Continue"},
-      {200, "OK"},
-      {201, "Created"},
-      {202, "Accepted"},
-      {204, "No Content"},
-      {206, "Partial Content"},
-      {301, "Moved Permanently"},
-      {302, "Found"},
-      {304, "Not Modified"},
-      {400, "Bad Request"},
-      {401, "Unauthorized"},
-      {403, "Forbidden"},
-      {404, "Not Found"},
-      {405, "Method Not Allowed"},
-      {408, "Request Timeout"},
-      {409, "Conflict"},
-      {413, "Content Too Large"},
-      {417, "Expectation Failed"},
-      {418, "I'm a teapot"},
-      {422, "Unprocessable Content"},
-      {429, "Too Many Requests"},
-      {431, "Request Header Fields Too Large"},
-      {451, "Unavailable For Legal Reasons"},
-      {500, "Internal Server Error"},
-      {501, "Not Implemented"},
-      {502, "Bad Gateway"},
-      {503, "Service Unavailable"},
-      {504, "Gateway Timeout"},
-      {505, "HTTP Version Not Supported"},
-  };
-  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-    if (table[i].status == status)
-      return table[i].text;
-  return status < 400 ? "OK" : status < 500 ? "Client Error" : "Server Error";
-}
-
 /* Date header value on the server's wall clock, formatted once per
  * second. */
 static const char *http_date(net_server *s) {
@@ -196,7 +155,7 @@ static void refuse(net_conn *c, int status, const char *why) {
                       "HTTP/1.1 %d %s\r\nServer: polite-proxy\r\nDate: "
                       "%s\r\nContent-Type: text/plain\r\nContent-Length: "
                       "%zu\r\nConnection: close\r\n\r\npolite proxy: %s\n",
-                      status, reason_of(status), http_date(c->s),
+                      status, polite__net_reason(status), http_date(c->s),
                       strlen(why) + 15, why);
   if (c->cur) {
     polite__net_req_free(c->cur);
@@ -359,7 +318,7 @@ static int read_head(net_conn *c) {
     refuse(c, 503, "out of memory");
     return 1;
   }
-  if (c->eof)
+  if (c->eof || s->quiesced)
     c->cur->keepalive = 0;
   evbuffer_drain(in, (size_t)end);
   c->scan = 0;
@@ -641,6 +600,25 @@ void polite__net_server_free(net_server *s) {
   free(s);
 }
 
+void polite__net_quiesce(net_server *s) {
+  s->quiesced = 1;
+  net_conn *c = s->conns;
+  while (c) {
+    net_conn *next = c->next; /* conn_free unlinks c only */
+    if (!c->busy && idle(c))
+      conn_free(c);
+    c = next;
+  }
+}
+
+size_t polite__net_unsent(const net_server *s) {
+  size_t n = 0;
+  for (net_conn *c = s->conns; c; c = c->next)
+    if (c->state != C_TUNNEL)
+      n += unsent(c);
+  return n;
+}
+
 size_t polite__net_conns(const net_server *s) {
   return s->nconns;
 }
@@ -688,10 +666,10 @@ void polite__net_req_head_fwd(net_req *r, int status, const char *reason,
   struct evbuffer *out = c->stage;
   c->resp_nobody = no_body;
   c->resp_chunked = !no_body && length < 0 && r->minor >= 1;
-  c->resp_close =
-      !r->keepalive || c->eof || (!no_body && length < 0 && r->minor == 0);
+  c->resp_close = !r->keepalive || c->eof || c->s->quiesced ||
+                  (!no_body && length < 0 && r->minor == 0);
   char line[64];
-  const char *why = reason && reason[0] ? reason : reason_of(status);
+  const char *why = reason && reason[0] ? reason : polite__net_reason(status);
   int n = snprintf(line, sizeof line, "HTTP/1.1 %d ", status);
   evbuffer_add(out, line, (size_t)n);
   evbuffer_add(out, why, strlen(why));
@@ -777,7 +755,7 @@ void polite__net_req_end(net_req *r, int ok) {
      * chunk, and a Content-Length left unmet, so the client sees the
      * truncation instead of a well-formed short answer. */
     close_after_write(c);
-  } else if (c->resp_close) {
+  } else if (c->resp_close || c->s->quiesced) {
     close_after_write(c);
   } else {
     c->state = C_HEAD;

@@ -83,6 +83,23 @@ void polite__net_server_free(net_server *srv);
  * Returns 0, or -1 with a message in err. */
 int polite__net_listen(net_server *srv, const char *where, char *bound,
                        size_t boundlen, char *err, size_t errlen);
+/* Stops accepting: the listener is closed (new connects are refused by the
+ * kernel); connections already open go on. */
+void polite__net_unlisten(net_server *srv);
+/* How many client connections fit in the descriptor limit, two each (the
+ * client's and its upstream's) plus `spare`: raises the soft limit toward
+ * that when the hard one allows, and when even that is too low returns
+ * fewer than `want` after a line on stderr naming `who` ("polite proxy")
+ * and --max-connections. */
+size_t polite__net_fit_conns(size_t want, unsigned spare, const char *who);
+/* For a server that is stopping: closes the idle keep-alive connections
+ * now, and every answer from now on ends its connection (Connection:
+ * close), so that the clients still being answered leave after their
+ * answer. */
+void polite__net_quiesce(net_server *srv);
+/* Bytes written to clients and not yet taken by their sockets, over every
+ * connection: a server that stops waits for 0 before it closes them. */
+size_t polite__net_unsent(const net_server *srv);
 /* Client connections open now, and connections closed to make room. */
 size_t polite__net_conns(const net_server *srv);
 uint64_t polite__net_shed(const net_server *srv);

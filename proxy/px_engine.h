@@ -206,8 +206,5 @@ int polite__px_decide(px_req *r, const char *body, size_t body_len);
 /* Sends r to r->up and streams the answer back; ends with
  * polite__px_finish (a 502 when the upstream cannot be used). */
 void polite__px_forward(px_req *r);
-/* Hop-by-hop headers (RFC 9110 §7.6.1), also every header `connection`
- * (the Connection field's value, may be NULL) names. */
-int polite__px_hop_by_hop(const char *name, const char *connection);
 
 #endif

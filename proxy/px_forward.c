@@ -10,45 +10,10 @@
 #include <event2/bufferevent.h>
 #include <event2/http_struct.h>
 
-/* Hop-by-hop headers (RFC 9110 §7.6.1) are for one connection only. */
-int polite__px_hop_by_hop(const char *name, const char *connection) {
-  static const char *const hop[] = {"Connection",
-                                    "Keep-Alive",
-                                    "Proxy-Connection",
-                                    "Proxy-Authenticate",
-                                    "Proxy-Authorization",
-                                    "TE",
-                                    "Trailer",
-                                    "Transfer-Encoding",
-                                    "Upgrade",
-                                    NULL};
-  for (int i = 0; hop[i]; i++)
-    if (polite__ci_eq(name, strlen(name), hop[i]))
-      return 1;
-  if (polite__ci_prefix(name, strlen(name), "Proxy-"))
-    return 1;
-  if (connection) {
-    /* Also every header the Connection field names. */
-    size_t n = strlen(name);
-    const char *p = connection;
-    while (*p) {
-      while (*p == ' ' || *p == ',' || *p == '\t')
-        p++;
-      const char *e = p;
-      while (*e && *e != ',' && *e != ' ' && *e != '\t')
-        e++;
-      if (polite__ci_eqn(p, (size_t)(e - p), name, n))
-        return 1;
-      p = e;
-    }
-  }
-  return 0;
-}
-
 /* The upstream's fields the client does not get: hop-by-hop ones (arg is
  * the upstream's Connection field), and Via, which is written anew. */
 static int not_forwarded(const char *name, void *arg) {
-  return polite__px_hop_by_hop(name, arg) ||
+  return polite__net_hop_by_hop(name, arg) ||
          polite__ci_eq(name, strlen(name), "Via");
 }
 
@@ -158,7 +123,7 @@ void polite__px_forward(px_req *r) {
   for (struct evkeyval *h = r->in->tqh_first; h; h = h->next.tqe_next) {
     /* Expect: 100-continue was answered by our server side; the body is
      * already here, so the upstream is not asked to wait for it. */
-    if (polite__px_hop_by_hop(h->key, conn) ||
+    if (polite__net_hop_by_hop(h->key, conn) ||
         polite__ci_eq(h->key, strlen(h->key), "Host") ||
         polite__ci_eq(h->key, strlen(h->key), "Content-Length") ||
         polite__ci_eq(h->key, strlen(h->key), "Expect"))

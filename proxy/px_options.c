@@ -7,6 +7,7 @@
  * the setters own what they store (polite__px_config_free frees it). */
 #include "px.h"
 
+#include "cli_rows.h"
 #include "http_syntax.h"
 #include "net_upstream.h"
 
@@ -481,20 +482,15 @@ static int set_header_names(void *opts, const cli_opt *o, const char *value,
 #define NO_FIELD 0, 0
 
 const cli_opt polite__px_options[] = {
-    PXROW("listen", CLI_CUSTOM, "ADDR:PORT", 0, 0, "127.0.0.1:8000",
-          "where to listen (port 0: any free port, printed as 'polite proxy: "
-          "listening on ...')",
-          "Where it listens and what it proxies", CLI_AT(px_config, listen),
-          set_listen, NULL),
+    CLI_ROW_LISTEN(px_config, listen, set_listen, "127.0.0.1:8000",
+                   "where to listen (port 0: any free port, printed as "
+                   "'polite proxy: listening on ...')",
+                   "Where it listens and what it proxies"),
     PXROW("upstream", CLI_CUSTOM, "URL", 0, 0, "mock mode",
           "reverse proxy to this http:// or https:// URL", NULL,
           CLI_AT(px_config, upstream), set_upstream, NULL),
-    PXROW("upstream-cacert", CLI_CUSTOM, "FILE", 0, 0, "the system store",
-          "https upstream: trust the CAs in FILE", NULL,
-          CLI_AT(px_config, upstream_cacert), set_path, NULL),
-    PXROW("upstream-insecure", CLI_FLAG, NULL, 1, 1, NULL,
-          "https upstream: do not verify its certificate", NULL,
-          CLI_AT(px_config, upstream_insecure), set_bool, NULL),
+    CLI_ROWS_UPSTREAM_TLS(px_config, upstream_cacert, set_path,
+                          upstream_insecure, set_bool),
     PXROW(
         "mode", CLI_CUSTOM, "MODE", 0, 0,
         "reverse (forward with --devproxy-config)",
@@ -503,18 +499,9 @@ const cli_opt polite__px_options[] = {
         "others tunnelled",
         NULL, CLI_AT(px_config, forward_mode), set_mode,
         "forward=1|reverse=0|mock=0"),
-    PXROW("allow-host", CLI_LIST, "GLOB", 0, 0,
-          "any, on a loopback --listen only",
-          "forward mode connects only to these hosts (repeatable)", NULL,
-          CLI_AT(px_config, allow_host), set_list, NULL),
-    PXROW("connect-to", CLI_LIST, "HOST:PORT:HOST2:PORT2", 0, 0, NULL,
-          "connect to HOST2:PORT2 when HOST:PORT is asked for (curl's syntax, "
-          "repeatable; TLS still checks HOST's certificate)",
-          NULL, CLI_AT(px_config, connect_to), set_connect_to, NULL),
-    PXROW("watch", CLI_LIST, "GLOB", 0, 0, "all",
-          "URLs to act on (repeatable; '*' wildcard, '!' excludes, first match "
-          "wins)",
-          NULL, CLI_AT(px_config, watch), set_list, NULL),
+    CLI_ROW_ALLOW_HOST(px_config, allow_host, set_list),
+    CLI_ROW_CONNECT_TO(px_config, connect_to, set_connect_to),
+    CLI_ROW_WATCH(px_config, watch, set_list),
     PXROW("config", CLI_CUSTOM, "FILE", 0, 0, NULL,
           "a JSON object of these options (keys without case, '-' or '_'); "
           "flags override it",
@@ -654,9 +641,7 @@ const cli_opt polite__px_options[] = {
     PXROW("log", CLI_CUSTOM, "FILE", 0, 0, "stderr",
           "one line per request (none: no request log)", NULL,
           CLI_AT(px_config, log), set_text, NULL),
-    PXROW("ready-file", CLI_CUSTOM, "FILE", 0, 0, NULL,
-          "write the bound ADDR:PORT here once listening", NULL,
-          CLI_AT(px_config, ready_file), set_text, NULL),
+    CLI_ROW_READY_FILE(px_config, ready_file, set_text),
     /* Tests only (docs/proxy.md, "A controlled clock"): hidden from help. */
     {"test-clock", 0, CLI_FLAG, NULL, 1, 1, NULL, NULL, NULL,
      "time moves only through POST /__polite/clock", NULL,

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 /* One event loop: net/'s HTTP/1.1 server for the clients and its lean
@@ -336,25 +335,7 @@ static void set_bounds(px_bounds *b, const px_config *c) {
   b->header_timeout_ms = c->header_timeout_ms ? c->header_timeout_ms : 10000;
   b->idle_timeout_ms = c->idle_timeout_ms ? c->idle_timeout_ms : 60000;
   b->conns_max = c->max_connections ? (size_t)c->max_connections : 4096;
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-    return;
-  rlim_t want = (rlim_t)b->conns_max * 2 + 32;
-  if (rl.rlim_cur < want && rl.rlim_max > rl.rlim_cur) {
-    rlim_t was = rl.rlim_cur;
-    rl.rlim_cur =
-        rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-      rl.rlim_cur = was;
-  }
-  if (rl.rlim_cur >= want)
-    return;
-  size_t fit = rl.rlim_cur > 64 ? (size_t)(rl.rlim_cur - 32) / 2 : 16;
-  fprintf(stderr,
-          "polite proxy: --max-connections %zu lowered to %zu: the process "
-          "may open %llu descriptors (ulimit -n), two per connection\n",
-          b->conns_max, fit, (unsigned long long)rl.rlim_cur);
-  b->conns_max = fit;
+  b->conns_max = polite__net_fit_conns(b->conns_max, 32, "polite proxy");
 }
 
 /* Frees what run() made, whatever it got to. */

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "cli.h"
 #include "cli_curl.h"
+#include "cli_rows.h"
 #include "run_journal.h"
 #include "report_tap.h"
 #include "run_output.h"
@@ -28,7 +29,7 @@
 typedef struct {
   polite_batch_options bo;
   polite_transport_options tr;
-  double rate; /* units/s; 0: no pacing */
+  cli_rate rate; /* --rate: units/s (0: no pacing) and its mode */
   unsigned burst, concurrency, cost;
   const char *budget_uri, *out_path, *log_path, *summary_path, *bodies_dir;
   const char *report_path; /* --report FILE.html */
@@ -101,20 +102,6 @@ static int set_requeue(void *opts, const cli_opt *o, const char *v, char *err,
   return 0;
 }
 
-/* --rate: a fixed N/UNIT, 'auto' (learned at run time) or 'none'. */
-static int set_rate_arg(void *opts, const cli_opt *o, const char *v, char *err,
-                        size_t errlen) {
-  run_opts *r = opts;
-  if (strcmp(v, "auto") == 0) {
-    r->bo.rate_mode = POLITE_RATE_AUTO;
-    r->rate = 0;
-    return 0;
-  }
-  r->bo.rate_mode =
-      strcmp(v, "none") == 0 ? POLITE_RATE_NONE : POLITE_RATE_FIXED;
-  return cli_opt_store(o, opts, v, err, errlen);
-}
-
 /* -u user:password (curl's form; a missing password is not prompted for). */
 static int set_user(void *opts, const cli_opt *o, const char *v, char *err,
                     size_t errlen) {
@@ -133,50 +120,26 @@ static int set_user(void *opts, const cli_opt *o, const char *v, char *err,
 /* name, short, kind, arg, min, max, default, default as shown, env, help,
  * group, where, setter, choices, flags */
 static const cli_opt run_table[] = {
-    {"rate", 0, CLI_RATE, "N/UNIT|auto|none", 0, 0, NULL,
-     "auto (learned at run time)", NULL,
-     "planned starts: 10/s, 90/min, 1000/h, 5000/day; 'auto' learns the "
-     "start rate from rate-limit headers and 429/503 answers; 'none' turns "
-     "pacing off",
-     "Budget", CLI_AT(R, rate), set_rate_arg, NULL, CLI_F_NONE},
-    {"max-rate", 0, CLI_RATE, "N/UNIT", 0, 0, NULL, NULL, NULL,
-     "cap of the learned rate (--rate auto)", NULL,
-     CLI_AT(R, bo.max_rate_per_s), NULL, NULL, CLI_F_NONE},
-    {"burst", 0, CLI_UINT, "N", 1, 1000000, "1", NULL, NULL,
-     "starts allowed back to back; 1 spaces every start evenly", NULL,
-     CLI_AT(R, burst), NULL, NULL, 0},
-    {"concurrency", 0, CLI_UINT, "N", 1, 100000, "4", NULL, NULL,
-     "requests in flight at most (a request holds one slot whatever its "
-     "cost)",
-     NULL, CLI_AT(R, concurrency), NULL, NULL, 0},
+    CLI_ROWS_RATE(R, rate, bo, burst, concurrency, "4", "Budget"),
     {"cost", 0, CLI_UINT, "N", 1, POLITE_REQUEST_MAX_COST, "1", NULL, NULL,
      "rate units each attempt spends, for lines without a \"cost\" field "
      "(tokens per minute are budgeted like requests per minute)",
      NULL, CLI_AT(R, cost), NULL, NULL, 0},
-    {"budget", 0, CLI_STRING, "URI", 0, 0, "local", NULL, NULL,
-     "the budget backend: local (this process), file:PATH (processes on one "
-     "host), redis://HOST:PORT/NAME (hosts); see fleet.md",
-     NULL, CLI_AT(R, budget_uri), NULL, NULL, 0},
-    {"budget-scope", 0, CLI_ENUM, "run|host", 0, 0, "run", NULL, NULL,
-     "run: one account for the whole batch; host: one account per URL "
-     "authority, each with the same rate, burst and concurrency, and each "
-     "with its own learned rate",
-     NULL, CLI_AT(R, bo.scope_host), NULL, "run|host", 0},
-    {"budget-outage", 0, CLI_DURATION, "DURATION", 0, LONG_MAX, "60s", NULL,
-     NULL,
-     "while the budget cannot be used (Redis unreachable, a damaged budget "
-     "file) nothing is sent and polite asks again with a backoff for up to "
-     "this long, then stops (exit 1; --resume sends the rest); 0: stop at "
-     "the first failure",
-     NULL, CLI_AT(R, bo.budget_outage_ms), NULL, NULL, 0},
-    {"max-attempts", 0, CLI_UINT, "N", 1, 100, "5", NULL, NULL,
-     "network attempts per request, first included: polite never sends more",
-     "Retries and time", CLI_AT(R, bo.max_attempts), NULL, NULL, 0},
-    {"deadline", 0, CLI_DURATION, "DURATION", 1, INT64_MAX / 1000, "none", NULL,
-     NULL,
-     "per request, from its first attempt (250ms, 2s, 1m); a wait that does "
-     "not fit ends it with outcome deadline",
-     NULL, CLI_AT(R, bo.deadline_ms), NULL, NULL, CLI_F_NONE},
+    CLI_ROWS_BUDGET(R, budget_uri, bo, "run"),
+    CLI_ROW_BUDGET_OUTAGE(R, bo,
+                          "while the budget cannot be used (Redis unreachable, "
+                          "a damaged budget file) nothing is sent and polite "
+                          "asks again with a backoff for up to this long, then "
+                          "stops (exit 1; --resume sends the rest); 0: stop at "
+                          "the first failure"),
+    CLI_ROW_MAX_ATTEMPTS(R, bo, "Retries and time"),
+    CLI_ROWS_WAIT(R, bo,
+                  "per request, from its first attempt (250ms, 2s, 1m); a "
+                  "wait that does not fit ends it with outcome deadline",
+                  "a server wait (Retry-After, a reset, a pause found in the "
+                  "budget) longer than this ends the request "
+                  "'wait_too_long' at once instead of waiting, never by "
+                  "sending early (0: no limit)"),
     {"run-deadline", 0, CLI_DURATION, "DURATION", 1, INT64_MAX / 1000, "none",
      NULL, NULL, "for the whole run", NULL, CLI_AT(R, bo.run_deadline_ms), NULL,
      NULL, CLI_F_NONE},
@@ -190,15 +153,7 @@ static const cli_opt run_table[] = {
     {"spread", 0, CLI_DURATION, "DURATION", 0, 3600000, "250ms", NULL, NULL,
      "the largest random spread added to a server's wait", NULL,
      CLI_AT(R, bo.spread_ms), NULL, NULL, 0},
-    {"max-wait", 0, CLI_DURATION, "DURATION", 0, LONG_MAX, "15m", NULL, NULL,
-     "a server wait (Retry-After, a reset, a pause found in the budget) "
-     "longer than this ends the request 'wait_too_long' at once instead of "
-     "waiting, never by sending early (0: no limit)",
-     NULL, CLI_AT(R, bo.max_wait_ms), NULL, NULL, 0},
-    {"idempotency-key", 0, CLI_ENUM, "off|auto", 0, 0, "off", NULL, NULL,
-     "auto: a random key (UUID form) per logical POST/PATCH without one, "
-     "sent as Idempotency-Key on every attempt",
-     "Writes", CLI_AT(R, bo.idempotency_auto), NULL, "off|auto", 0},
+    CLI_ROW_IDEMPOTENCY_KEY(R, bo, "Writes"),
     {"retry-unsafe", 0, CLI_FLAG, NULL, 1, 0, NULL, "off", NULL,
      "retry POST/PATCH even without a key (you accept duplicates)", NULL,
      CLI_AT(R, bo.retry_unsafe), NULL, NULL, 0},
@@ -238,9 +193,7 @@ static const cli_opt run_table[] = {
     {"out", 'o', CLI_STRING, "FILE", 0, 0, NULL, "stdout", NULL,
      "results, one JSON line per request", "Output", CLI_AT(R, out_path), NULL,
      NULL, 0},
-    {"log", 0, CLI_STRING, "FILE", 0, 0, NULL, "none", NULL,
-     "one JSON line per network attempt", NULL, CLI_AT(R, log_path), NULL, NULL,
-     0},
+    CLI_ROW_ATTEMPT_LOG(R, log_path, NULL),
     {"bodies-dir", 0, CLI_STRING, "DIR", 0, 0, NULL, "none", NULL,
      "save each body as DIR/<id, %-encoded> and write body_file instead of "
      "body",
@@ -435,7 +388,7 @@ static int check_distinct(const run_opts *o) {
 static int parse_run_args(int argc, char **argv, run_opts *o) {
   memset(o, 0, sizeof *o);
   polite_batch_options_init(&o->bo);
-  o->bo.rate_mode = POLITE_RATE_AUTO; /* without --rate it is learned */
+  o->rate.mode = POLITE_RATE_AUTO; /* without --rate it is learned */
   o->progress = -1;
   cli_args pos = {{NULL}, 0};
   int rc = cli_defaults(&cli_cmd_run, o);
@@ -443,6 +396,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
     rc = cli_parse(&cli_cmd_run, argc, argv, o, &pos);
   if (rc >= 0)
     return rc;
+  o->bo.rate_mode = o->rate.mode;
   o->input_path = pos.n && strcmp(pos.v[0], "-") != 0 ? pos.v[0] : NULL;
   run_journal_config *jc = &o->jc;
   if (jc->path == NULL && (jc->resume || jc->force || jc->requeue))
@@ -606,7 +560,8 @@ static void progress_setup(const run_opts *o, run_ctx *c,
   uint64_t first = o->bo.max_requests;
   if (p->total >= 0 && first > 0 && (unsigned long long)p->total > first)
     p->total = (long long)first;
-  p->planned_rate = o->rate > 0 ? o->rate / (o->cost ? o->cost : 1) : 0;
+  p->planned_rate =
+      o->rate.per_s > 0 ? o->rate.per_s / (o->cost ? o->cost : 1) : 0;
 }
 
 static void install_signals(polite_batch *batch) {
@@ -665,8 +620,8 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
   const polite_batch_stats *st = polite_batch_stats_get(batch);
   run_progress_draw(&c->progress, st, 1);
   run_progress_end(&c->progress);
-  run_plan plan = {o->rate, o->concurrency, bo->max_requests,
-                   (polite_mono_us() - t0) / 1000};
+  run_plan plan = {o->rate.per_s, o->concurrency, bo->max_requests,
+                   (polite_mono_us() - t0) / 1000, NULL};
   const char *berr = polite_batch_errstr(batch);
   if (erc != 0 || berr[0])
     fprintf(stderr, "polite run: %s\n", berr);
@@ -752,7 +707,7 @@ int cmd_run(int argc, char **argv) {
         o.data_len,  o.cost};
     c.input = polite_input_open(in, &def);
     c.def = &def;
-    polite_budget_config bc = {o.rate, o.burst, o.concurrency};
+    polite_budget_config bc = {o.rate.per_s, o.burst, o.concurrency};
     polite_budget *budget = NULL;
     char err[256];
     if (c.input == NULL) {

@@ -14,6 +14,7 @@
 #pragma weak cmd_diagnose
 #pragma weak cmd_report
 #pragma weak cmd_budget
+#pragma weak cmd_gateway
 #pragma weak cmd_queue
 #pragma weak cmd_help
 #pragma weak cli_cmd_run
@@ -23,6 +24,7 @@
 #pragma weak cli_cmd_report
 #pragma weak cli_cmd_proxy
 #pragma weak cli_cmd_budget
+#pragma weak cli_cmd_gateway
 #pragma weak cli_cmd_queue
 #pragma weak cli_cmd_help
 
@@ -33,6 +35,7 @@ static const cli_sub commands[] = {
     {"diagnose", &cli_cmd_diagnose, cmd_diagnose},
     {"report", &cli_cmd_report, cmd_report},
     {"proxy", &cli_cmd_proxy, cmd_proxy},
+    {"gateway", &cli_cmd_gateway, cmd_gateway},
     {"budget", &cli_cmd_budget, cmd_budget},
     {"queue", &cli_cmd_queue, cmd_queue},
     {"help", &cli_cmd_help, cmd_help},

@@ -201,10 +201,10 @@ void run_summary_text(FILE *f, const polite_batch_stats *s, const run_plan *p) {
   derived d;
   derive(s, p, &d);
   fprintf(f,
-          "polite run: %llu requests in %.1f s: %llu ok, %llu failed; %llu "
+          "%s: %llu requests in %.1f s: %llu ok, %llu failed; %llu "
           "network attempts (%llu first, %llu retries)\n",
-          (unsigned long long)s->results, d.run_s,
-          (unsigned long long)s->by_outcome[POLITE_OUT_OK],
+          p->name ? p->name : "polite run", (unsigned long long)s->results,
+          d.run_s, (unsigned long long)s->by_outcome[POLITE_OUT_OK],
           (unsigned long long)d.failures, (unsigned long long)s->attempts,
           (unsigned long long)s->first_attempts,
           (unsigned long long)s->retries);
@@ -651,7 +651,10 @@ static int log_closed(run_log *l) {
 void run_log_attempt(run_log *l, const polite_attempt *a) {
   if (log_closed(l))
     return;
-  log_line(l, attempt_json(a));
+  json_t *o = attempt_json(a);
+  if (l->extra)
+    l->extra(l->extra_ud, a, o);
+  log_line(l, o);
 }
 
 void run_log_rate(run_log *l, const polite_rate_change *r) {

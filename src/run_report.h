@@ -10,6 +10,8 @@ typedef struct {
   unsigned concurrency; /* 0 when unlimited */
   uint64_t first;       /* --first N (0 when not a trial) */
   int64_t wall_ms;      /* whole run */
+  const char *name;     /* the summary's first word: NULL, "polite run";
+                           "polite gateway" */
 } run_plan;
 
 /* Writes the human summary to f (stderr). */
@@ -74,6 +76,11 @@ typedef struct {
   const char *path; /* for messages */
   int failed;       /* a write failed: nothing more is written */
   int err;          /* its errno */
+  /* May be NULL: adds fields of the command's own to an attempt's line (o
+   * is its json_t object) before it is written (the gateway: the queue
+   * wait, the client's own retries). */
+  void (*extra)(void *ud, const polite_attempt *a, void *o);
+  void *extra_ud;
 } run_log;
 
 /* Writes one attempt's line; the first failure stops the log (the run goes

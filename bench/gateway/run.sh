@@ -7,8 +7,13 @@
 # twice: the process's getrusage, and perf stat's task-clock (the exact
 # on-CPU time; '-' when perf is not usable). A benchmark, not a test: it
 # prints one Markdown table and never fails on a slow machine.
+# Then the network tables (bench/gateway/net.sh): the naive script direct,
+# with urllib3 Retry and through the gateway against nginx limit_req, two
+# gateways on one Redis budget, and the added latency.
 # Usage: bench/gateway/run.sh [BUILD_DIR] [N]  (default: build-bench, a
-# Release build made here; N requests per row, default 200000)
+# Release build made here; N requests per row, default 200000). NET=0 skips
+# the network tables; POLITE (default BUILD_DIR/polite) is the binary they
+# run, NET_N and NET_RATE their size (600 GETs at 40 r/s).
 set -euo pipefail
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$src/build-bench}"
@@ -17,6 +22,10 @@ case "$build" in /*) ;; *) build="$PWD/$build" ;; esac
 if [ ! -f "$build/libpolite.a" ]; then
   cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$build" -j2 --target polite_static >/dev/null
+fi
+POLITE=${POLITE:-$build/polite}
+if [ "${NET:-1}" != 0 ] && [ ! -x "$POLITE" ]; then
+  cmake --build "$build" -j2 --target polite_cli >/dev/null
 fi
 tmp="$(mktemp -d /tmp/polite-bench-gateway.XXXXXX)"
 trap 'rm -rf "$tmp"' EXIT
@@ -60,3 +69,4 @@ echo "clients with 8 headers and a 1 KiB body queued behind a 1/s rate (the"
 echo "engine's memory only: the network half adds its connection buffers);"
 echo "sweep: the CPU of the one answer whose pause re-judges the 20,000 waiting"
 echo "(the perf column times the whole process, the queue's building included)."
+[ "${NET:-1}" = 0 ] || . "$src/bench/gateway/net.sh"

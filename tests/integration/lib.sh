@@ -5,8 +5,11 @@
 # Gives: POLITE (the binary), POLITE_SRC, POLITE_BUILD, IT (this directory),
 # TMP (a fresh directory, removed on exit unless KEEP_TMP is set), and
 #   ok DESC / bad DESC        count a pass or a failure (and print it)
-#   check DESC CMD...         passes when CMD succeeds; its output is hidden,
-#                             and its last 20 lines shown when it fails
+#   check DESC CMD...         passes when CMD succeeds (its stdout hidden:
+#                             /dev/null, so a CMD writing to /dev/stdout
+#                             still writes to a stream)
+#   check_quiet DESC CMD...   the same with stdout and stderr kept in a file,
+#                             whose last 20 lines are shown when CMD fails
 #   check_eq DESC GOT WANT    passes when the strings are equal
 #   check_grep DESC RE FILE   passes when FILE has a line matching RE
 #   check_no_grep DESC RE FILE...  passes when no FILE has such a line
@@ -54,6 +57,11 @@ on_exit() { EXIT_HOOKS+=("$1"); }
 ok() { pass=$((pass + 1)); [ $# -gt 0 ] && echo "ok - $*"; return 0; }
 bad() { fail=$((fail + 1)); echo "FAIL - $*"; }
 check() {
+  local d=$1
+  shift
+  if "$@" >/dev/null; then ok "$d"; else bad "$d"; fi
+}
+check_quiet() {
   local d=$1 out="$TMP/.check.$BASHPID"
   shift
   if "$@" >"$out" 2>&1; then ok "$d"; else

@@ -23,11 +23,11 @@ void f(char *d, const char *s) {
 }
 C
 "$SRC/scripts/checksrc.sh" "$TMP/clean" >"$TMP/out1" 2>&1
-check "a clean tree passes" [ $? -eq 0 ]
+check_quiet "a clean tree passes" [ $? -eq 0 ]
 "$SRC/scripts/checksrc.sh" "$TMP/dirty" >"$TMP/out2" 2>&1
-check "banned calls fail the check" [ $? -eq 1 ]
-check "... naming strcpy at b.c:3" grep -q "b.c:3: strcpy() is banned" "$TMP/out2"
-check "... sprintf with a space before ( at b.c:4" grep -q "b.c:4: sprintf() is banned" "$TMP/out2"
-check "... an allow marker for another name does not count" grep -q "b.c:5: atoi() is banned" "$TMP/out2"
-check "... three in all" grep -q "checksrc: 3 banned call(s)" "$TMP/out2"
+check_quiet "banned calls fail the check" [ $? -eq 1 ]
+check_quiet "... naming strcpy at b.c:3" grep -q "b.c:3: strcpy() is banned" "$TMP/out2"
+check_quiet "... sprintf with a space before ( at b.c:4" grep -q "b.c:4: sprintf() is banned" "$TMP/out2"
+check_quiet "... an allow marker for another name does not count" grep -q "b.c:5: atoi() is banned" "$TMP/out2"
+check_quiet "... three in all" grep -q "checksrc: 3 banned call(s)" "$TMP/out2"
 finish

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 BUILD=$POLITE_BUILD
 
-check "cmake --install" cmake --install "$BUILD" --prefix "$TMP/prefix"
+check_quiet "cmake --install" cmake --install "$BUILD" --prefix "$TMP/prefix"
 
 # A sanitized libpolite needs a sanitized consumer (the ASan runtime must come
 # first), exactly as a user's program would.
@@ -38,10 +38,10 @@ for h in "$SRC"/include/polite/*.h; do
 done
 
 export PKG_CONFIG_PATH="$TMP/prefix/lib/pkgconfig"
-check "pkg-config knows libpolite" pkg-config --exists libpolite
-check "pkg-config version matches the header" \
+check_quiet "pkg-config knows libpolite" pkg-config --exists libpolite
+check_quiet "pkg-config version matches the header" \
   bash -c "[ \"\$(pkg-config --modversion libpolite)\" = \"\$(sed -n 's/.*POLITE_VERSION_STR \"\\(.*\\)\"/\\1/p' '$TMP/prefix/include/polite/version.h')\" ]"
-check "build with pkg-config" bash -c "cc $SAN '$TMP/consumer.c' \$(pkg-config --cflags --libs libpolite) -Wl,-rpath,'$TMP/prefix/lib' -o '$TMP/pc' && '$TMP/pc'"
+check_quiet "build with pkg-config" bash -c "cc $SAN '$TMP/consumer.c' \$(pkg-config --cflags --libs libpolite) -Wl,-rpath,'$TMP/prefix/lib' -o '$TMP/pc' && '$TMP/pc'"
 
 mkdir -p "$TMP/cm"
 cat >"$TMP/cm/CMakeLists.txt" <<CM
@@ -51,6 +51,6 @@ find_package(polite 0.1 REQUIRED)
 add_executable(consumer $TMP/consumer.c)
 target_link_libraries(consumer polite::polite)
 CM
-check "build with find_package(polite)" bash -c "cmake -S '$TMP/cm' -B '$TMP/cm/b' -DCMAKE_PREFIX_PATH='$TMP/prefix' -DCMAKE_C_FLAGS='$SAN' && cmake --build '$TMP/cm/b' && '$TMP/cm/b/consumer'"
+check_quiet "build with find_package(polite)" bash -c "cmake -S '$TMP/cm' -B '$TMP/cm/b' -DCMAKE_PREFIX_PATH='$TMP/prefix' -DCMAKE_C_FLAGS='$SAN' && cmake --build '$TMP/cm/b' && '$TMP/cm/b/consumer'"
 
 finish

@@ -42,15 +42,15 @@ for i in $(seq 1 $N); do echo "$B/ok/a$i"; done >"$TMP/a.txt"
   exec "$POLITE" run "${ARGS[@]}" --out "$TMP/a.out" "$TMP/a.txt"
 ) 2>"$TMP/err"
 st=$?
-check "file size limit: exit 1 (got $st)" [ $st -eq 1 ]
-check "... naming the file and the cause" grep -q "results file '$TMP/a.out' (\(write\|flush\)): File too large" "$TMP/err"
-check "... saying it stopped and how many have no line" grep -Eq "stopped: .* [0-9]+ request\(s\) read have no result line" "$TMP/err"
+check_quiet "file size limit: exit 1 (got $st)" [ $st -eq 1 ]
+check_quiet "... naming the file and the cause" grep -q "results file '$TMP/a.out' (\(write\|flush\)): File too large" "$TMP/err"
+check_quiet "... saying it stopped and how many have no line" grep -Eq "stopped: .* [0-9]+ request\(s\) read have no result line" "$TMP/err"
 n=$(wc -l <"$TMP/a.out")
-check "... the lines written before are kept ($n) and intact JSON, no torn tail" \
+check_quiet "... the lines written before are kept ($n) and intact JSON, no torn tail" \
   bash -c "[ $n -ge 2 ] && [ $n -lt $N ]"
-check "... (every line parses)" whole_lines "$TMP/a.out"
+check_quiet "... (every line parses)" whole_lines "$TMP/a.out"
 s=$(sent /ok/a)
-check "... and it stopped early ($s of $N sent)" [ "$s" -lt $((N / 2)) ]
+check_quiet "... and it stopped early ($s of $N sent)" [ "$s" -lt $((N / 2)) ]
 sed 's/^/#   /' "$TMP/err" | head -3
 
 # polite ignores SIGXFSZ itself: without the trap it still gets EFBIG and
@@ -61,18 +61,18 @@ for i in $(seq 1 $N); do echo "$B/ok/b$i"; done >"$TMP/b.txt"
   exec "$POLITE" run "${ARGS[@]}" --out "$TMP/b.out" "$TMP/b.txt"
 ) 2>"$TMP/err"
 st=$?
-check "file size limit without trap '' XFSZ: exit 1, not killed (got $st)" [ $st -eq 1 ]
-check "... saying File too large" grep -q "File too large" "$TMP/err"
-check "... lines intact" whole_lines "$TMP/b.out"
+check_quiet "file size limit without trap '' XFSZ: exit 1, not killed (got $st)" [ $st -eq 1 ]
+check_quiet "... saying File too large" grep -q "File too large" "$TMP/err"
+check_quiet "... lines intact" whole_lines "$TMP/b.out"
 
 # --- 2. a full device ----------------------------------------------------------
 for i in $(seq 1 $N); do echo "$B/ok/c$i"; done >"$TMP/c.txt"
 "$POLITE" run "${ARGS[@]}" --out /dev/full "$TMP/c.txt" 2>"$TMP/err"
 st=$?
-check "--out /dev/full: exit 1 (got $st)" [ $st -eq 1 ]
-check "... naming the file and the cause" grep -q "results file '/dev/full' (\(write\|flush\)): No space left on device" "$TMP/err"
+check_quiet "--out /dev/full: exit 1 (got $st)" [ $st -eq 1 ]
+check_quiet "... naming the file and the cause" grep -q "results file '/dev/full' (\(write\|flush\)): No space left on device" "$TMP/err"
 s=$(sent /ok/c)
-check "... and it stopped at once ($s of $N sent)" [ "$s" -le 4 ]
+check_quiet "... and it stopped at once ($s of $N sent)" [ "$s" -le 4 ]
 sed 's/^/#   /' "$TMP/err" | head -2
 
 # --- 3. the results file removed mid-run ---------------------------------------
@@ -86,15 +86,15 @@ done
 rm -f "$TMP/d.out"
 wait $pid
 st=$?
-check "results file removed mid-run: exit 1 (got $st)" [ $st -eq 1 ]
-check "... saying the file is gone" grep -q "results file '$TMP/d.out' is gone (No such file or directory)" "$TMP/err"
+check_quiet "results file removed mid-run: exit 1 (got $st)" [ $st -eq 1 ]
+check_quiet "... saying the file is gone" grep -q "results file '$TMP/d.out' is gone (No such file or directory)" "$TMP/err"
 s=$(sent /ok/d)
-check "... and it stopped early ($s of $N sent)" [ "$s" -lt $((N / 2)) ]
+check_quiet "... and it stopped early ($s of $N sent)" [ "$s" -lt $((N / 2)) ]
 
 # --- 4. the same run with room succeeds (the test can tell) --------------------
 for i in $(seq 1 10); do echo "$B/ok/e$i"; done >"$TMP/e.txt"
 "$POLITE" run "${ARGS[@]}" --out "$TMP/e.out" "$TMP/e.txt" 2>"$TMP/err"
-check "without a write error: exit 0 and 10 lines" \
+check_quiet "without a write error: exit 0 and 10 lines" \
   bash -c "[ $? -eq 0 ] && [ \$(wc -l <'$TMP/e.out') -eq 10 ]"
 
 finish

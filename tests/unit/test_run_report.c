@@ -109,7 +109,7 @@ static void summary_says_not_measured(void **state) {
   s.unpaused_gaps = 1;
   s.unpaused_gap_sum_us = 35;
   s.latency_sum_us = 1500;
-  run_plan p = {0, 4, 0, 2200};
+  run_plan p = {0, 4, 0, 2200, NULL};
   char *t = summary(&s, &p);
   assert_non_null(strstr(t, "start rate: not measured"));
   assert_non_null(strstr(t, "Little's law: not measured"));
@@ -139,7 +139,7 @@ static void learned_rate_per_host(void **state) {
     h[i] = (polite_host_rate){"*", 4, 4, 4, 4, 0, 0, 0};
   s.host_rates = h;
   s.n_host_rates = 2;
-  run_plan p = {0, 4, 0, 2000};
+  run_plan p = {0, 4, 0, 2000, NULL};
   char *t = summary(&s, &p);
   assert_non_null(strstr(t, "  learned rate: 4.00/s first, 60.00/s final"));
   assert_non_null(strstr(t, "    slow.test: 4.00/s first, 4.50/s final "
@@ -184,7 +184,7 @@ static void learned_rate_per_host(void **state) {
   size_t n = 0;
   FILE *f = open_memstream(&buf, &n);
   assert_non_null(f);
-  run_log l = {f, "memory", 0, 0};
+  run_log l = {f, "memory", 0, 0, NULL, NULL};
   polite_rate_change c = {1, 4.5, 8, "throttle", "cut", "slow.test"};
   run_log_rate(&l, &c);
   c.host = NULL;
