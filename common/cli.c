@@ -1,5 +1,6 @@
 /* Small helpers shared by the polite subcommands, and the one parser that
- * walks a command's option table (cli.h). */
+ * walks a command's option table (cli.h). The help generated from the same
+ * table is in cli_help.c. */
 #include "cli.h"
 
 #include <ctype.h>
@@ -134,8 +135,7 @@ static const cli_opt *find_short(const cli_opt *table, char c) {
   return NULL;
 }
 
-/* cmd's rows; a command without options of its own has an empty table. */
-static const cli_opt *rows(const cli_command *cmd) {
+const cli_opt *cli__rows(const cli_command *cmd) {
   static const cli_opt none[] = {CLI_ROW_END};
   return cmd->opts ? cmd->opts : none;
 }
@@ -453,7 +453,7 @@ static const char *label(const cli_opt *o, char *buf, size_t n) {
 }
 
 int cli_defaults(const cli_command *cmd, void *opts) {
-  for (const cli_opt *o = rows(cmd); o->name; o++) {
+  for (const cli_opt *o = cli__rows(cmd); o->name; o++) {
     const char *v = o->def;
     const char *from = "default";
     const char *e = o->env ? getenv(o->env) : NULL;
@@ -472,7 +472,7 @@ int cli_defaults(const cli_command *cmd, void *opts) {
 }
 
 void cli_free(const cli_command *cmd, void *opts) {
-  for (const cli_opt *o = rows(cmd); o->name; o++)
+  for (const cli_opt *o = cli__rows(cmd); o->name; o++)
     if (o->kind == CLI_LIST) { /* a setter may validate, the list is here */
       cli_list *l = field(opts, o);
       free(l->v);
@@ -483,7 +483,7 @@ void cli_free(const cli_command *cmd, void *opts) {
 
 /* ---- The parser ---------------------------------------------------------- */
 
-static int takes_value(const cli_opt *o) {
+int cli__takes_value(const cli_opt *o) {
   return o->kind != CLI_FLAG;
 }
 
@@ -509,8 +509,8 @@ static int unknown(const cli_command *cmd, const char *name, size_t n, char c) {
     int named =
         name ? f->name && strlen(f->name) == n && memcmp(f->name, name, n) == 0
              : f->shrt == c;
-    if (!named || (f->instead &&
-                   !cli_opt_find(rows(cmd), f->instead, strlen(f->instead), 0)))
+    if (!named || (f->instead && !cli_opt_find(cli__rows(cmd), f->instead,
+                                               strlen(f->instead), 0)))
       continue;
     if (f->instead)
       return cli_usage(cmd->name, "unknown option '%s': use --%s (%s)", opt,
@@ -528,12 +528,12 @@ static int parse_long(const cli_command *cmd, int argc, char **argv, int *i,
   const char *a = argv[*i] + 2;
   const char *eq = strchr(a, '=');
   size_t n = eq ? (size_t)(eq - a) : strlen(a);
-  const cli_opt *o = cli_opt_find(rows(cmd), a, n, 0);
+  const cli_opt *o = cli_opt_find(cli__rows(cmd), a, n, 0);
   if (o == NULL)
     return unknown(cmd, a, n, 0);
   char lb[64];
   label(o, lb, sizeof lb);
-  if (!takes_value(o)) {
+  if (!cli__takes_value(o)) {
     if (eq)
       return cli_usage(cmd->name, "%s takes no value", lb);
     return apply(cmd, o, lb, opts, NULL);
@@ -552,13 +552,13 @@ static int parse_short(const cli_command *cmd, int argc, char **argv, int *i,
                        void *opts) {
   const char *a = argv[*i];
   for (size_t k = 1; a[k]; k++) {
-    const cli_opt *o = find_short(rows(cmd), a[k]);
+    const cli_opt *o = find_short(cli__rows(cmd), a[k]);
     if (o == NULL)
       return unknown(cmd, NULL, 0, a[k]);
     char lb[8];
     snprintf(lb, sizeof lb, "-%c", o->shrt);
     int rc;
-    if (!takes_value(o)) {
+    if (!cli__takes_value(o)) {
       if ((rc = apply(cmd, o, lb, opts, NULL)) >= 0)
         return rc;
       continue;
@@ -660,213 +660,4 @@ int cli_subcommand(const cli_command *cmd, int argc, char **argv) {
                      w, what, what, subs);
   return cli_usage(cmd->name, "unknown %s '%.64s' (expected one of: %s)", what,
                    w, subs);
-}
-
-/* ---- Generated help ------------------------------------------------------ */
-
-/* "-H, --header 'K: V'" */
-static void opt_title(const cli_opt *o, char *buf, size_t n) {
-  int k = 0;
-  if (o->shrt)
-    k = snprintf(buf, n, "-%c, ", o->shrt);
-  snprintf(buf + k, n - (size_t)k, "--%s%s%s", o->name, o->arg ? " " : "",
-           o->arg ? o->arg : "");
-}
-
-/* The default as help shows it, with the range of a bounded number
- * ("5 (1..100)"); NULL when there is nothing to show. */
-static const char *def_text(const cli_opt *o, char *buf, size_t n) {
-  const char *d = o->def_doc ? o->def_doc : o->def;
-  /* Unset flags are off, unset values none; a negating flag (min 0),
-   * a repeatable or a custom row has nothing to show. */
-  if (d == NULL && o->kind == CLI_FLAG && o->min != 0)
-    d = "off";
-  else if (d == NULL && o->kind != CLI_FLAG && o->kind != CLI_LIST &&
-           o->kind != CLI_CUSTOM)
-    d = "none";
-  int ranged = (o->kind == CLI_UINT || o->kind == CLI_INT) &&
-               o->max <= 1000000000000LL && o->max > o->min;
-  if (!ranged)
-    return d;
-  snprintf(buf, n, "%s%s%lld..%lld%s", d ? d : "", d ? " (" : "", o->min,
-           o->max, d ? ")" : "");
-  return buf;
-}
-
-/* Writes text word-wrapped to `width`, every line but the first indented
- * by `indent` spaces; `col` is the column the first line starts at. */
-static void wrap(FILE *f, const char *text, int col, int indent, int width) {
-  const char *p = text;
-  while (*p) {
-    size_t w = strcspn(p, " ");
-    if (col > indent && col + 1 + (int)w > width) {
-      fprintf(f, "\n%*s", indent, "");
-      col = indent;
-    } else if (col > indent) {
-      fputc(' ', f);
-      col++;
-    }
-    fwrite(p, 1, w, f);
-    col += (int)w;
-    p += w;
-    while (*p == ' ')
-      p++;
-  }
-  fputc('\n', f);
-}
-
-/* The subcommands' words and summaries, one per line. */
-static void help_subs(const cli_command *cmd, FILE *f) {
-  fprintf(f, "%s:\n", cmd->name[0] ? "Subcommands" : "Commands");
-  for (const cli_sub *s = cmd->subs; s->word; s++)
-    fprintf(f, "  %-9s %s\n", s->word, s->cmd ? s->cmd->summary : "");
-  fputc('\n', f);
-}
-
-void cli_help(const cli_command *cmd, FILE *f) {
-  fprintf(f, "Usage: polite%s%s %s\n\n", cmd->name[0] ? " " : "", cmd->name,
-          cmd->synopsis);
-  if (cmd->description)
-    fprintf(f, "%s\n", cmd->description);
-  if (cmd->subs)
-    help_subs(cmd, f);
-  const char *group = NULL;
-  for (const cli_opt *o = rows(cmd); o->name; o++) {
-    if (o->flags & CLI_F_HIDDEN)
-      continue;
-    if (o->group && (group == NULL || strcmp(group, o->group) != 0)) {
-      group = o->group;
-      fprintf(f, "%s:\n", group);
-    } else if (group == NULL) {
-      group = "Options";
-      fprintf(f, "Options:\n");
-    }
-    char t[96], text[600], db[96];
-    opt_title(o, t, sizeof t);
-    const char *d = def_text(o, db, sizeof db);
-    snprintf(text, sizeof text, "%s%s%s%s%s%s%s", o->help,
-             d ? " [default: " : "", d ? d : "", d ? "]" : "",
-             o->env ? " [env: " : "", o->env ? o->env : "", o->env ? "]" : "");
-    int col = fprintf(f, "  %s", t);
-    if (col >= 25) {
-      fputc('\n', f);
-      col = 0;
-    }
-    fprintf(f, "%*s", 26 - col, "");
-    wrap(f, text, 26, 26, 79);
-  }
-  fprintf(f, "%s  -h, --help              this help\n",
-          group ? "" : "Options:\n");
-  if (cmd->footer)
-    fprintf(f, "\n%s", cmd->footer);
-}
-
-/* Markdown table cell text: '|' escaped. */
-static void md_cell(FILE *f, const char *s) {
-  for (; s && *s; s++) {
-    if (*s == '|')
-      fputc('\\', f);
-    fputc(*s, f);
-  }
-}
-
-void cli_help_markdown(const cli_command *cmd, FILE *f) {
-  if (cmd->opts == NULL && cmd->subs) {
-    fprintf(f, "| Command | What it does |\n|---|---|\n");
-    for (const cli_sub *s = cmd->subs; s->word; s++)
-      if (s->cmd) {
-        fprintf(f, "| `polite %s` | ", s->cmd->name);
-        md_cell(f, s->cmd->summary);
-        fputs(" |\n", f);
-      }
-    return;
-  }
-  fprintf(f, "| Option | Default | Meaning |\n|---|---|---|\n");
-  for (const cli_opt *o = rows(cmd); o->name; o++) {
-    if (o->flags & CLI_F_HIDDEN)
-      continue;
-    char t[96];
-    opt_title(o, t, sizeof t);
-    fputs("| `", f);
-    md_cell(f, t);
-    fputs("` | ", f);
-    char db[96];
-    const char *d = def_text(o, db, sizeof db);
-    md_cell(f, d ? d : "");
-    if (o->env) {
-      fprintf(f, "%s`$%s`", d ? "; " : "", o->env);
-    }
-    fputs(" | ", f);
-    md_cell(f, o->help);
-    fputs(" |\n", f);
-  }
-}
-
-static const char *kind_name(cli_kind k) {
-  static const char *const names[] = {"flag", "uint",  "int",    "duration",
-                                      "rate", "size",  "string", "enum",
-                                      "list", "custom"};
-  return names[k];
-}
-
-/* Writes s as a JSON string, or null for NULL. */
-static void json_or_null(FILE *f, const char *s) {
-  if (s)
-    cli_json_string(f, s);
-  else
-    fputs("null", f);
-}
-
-/* One row as a JSON object. */
-static void json_row(const cli_opt *o, FILE *f) {
-  char t[96], db[96], shrt[2] = {o->shrt, 0};
-  opt_title(o, t, sizeof t);
-  fputs("{\"title\":", f);
-  cli_json_string(f, t);
-  fputs(",\"name\":", f);
-  cli_json_string(f, o->name);
-  fputs(",\"short\":", f);
-  json_or_null(f, o->shrt ? shrt : NULL);
-  fprintf(f, ",\"kind\":\"%s\",\"takes_value\":%s,\"default\":",
-          kind_name(o->kind), takes_value(o) ? "true" : "false");
-  json_or_null(f, def_text(o, db, sizeof db));
-  fputs(",\"env\":", f);
-  json_or_null(f, o->env);
-  fputs(",\"group\":", f);
-  json_or_null(f, o->group);
-  fputs(",\"help\":", f);
-  cli_json_string(f, o->help);
-  fputc('}', f);
-}
-
-/* cmd and its subcommands (those built), recursively. */
-static void json_command(const cli_command *cmd, FILE *f) {
-  fputs("{\"name\":", f);
-  cli_json_string(f, cmd->name);
-  fputs(",\"synopsis\":", f);
-  cli_json_string(f, cmd->synopsis);
-  fputs(",\"summary\":", f);
-  cli_json_string(f, cmd->summary);
-  fputs(",\"options\":[", f);
-  const char *sep = "";
-  for (const cli_opt *o = rows(cmd); o->name; o++)
-    if (!(o->flags & CLI_F_HIDDEN)) {
-      fputs(sep, f);
-      sep = ",";
-      json_row(o, f);
-    }
-  fputs("],\"subcommands\":[", f);
-  sep = "";
-  for (const cli_sub *s = cmd->subs; s && s->word; s++)
-    if (s->cmd) {
-      fputs(sep, f);
-      sep = ",";
-      json_command(s->cmd, f);
-    }
-  fputs("]}", f);
-}
-
-void cli_help_json(const cli_command *cmd, FILE *f) {
-  json_command(cmd, f);
-  fputc('\n', f);
 }

@@ -242,4 +242,10 @@ void cli_help_json(const cli_command *cmd, FILE *f);
 int cli_parse_size(const char *s, unsigned long long max,
                    unsigned long long *out);
 
+/* Shared by cli.c and cli_help.c only (not for commands): cmd's rows (a
+ * command without options of its own has an empty table), and whether a
+ * row takes a value. */
+const cli_opt *cli__rows(const cli_command *cmd);
+int cli__takes_value(const cli_opt *o);
+
 #endif

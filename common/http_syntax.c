@@ -36,6 +36,10 @@ void polite__trim_ows(const char **s, size_t *n) {
     (*n)--;
 }
 
+int polite__is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
 char polite__lower(char c) {
   return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
 }

@@ -19,6 +19,8 @@ int polite__is_token(const char *s, size_t n);
 int polite__is_ows(char c);
 /* Strips OWS on both ends of the counted string in place. */
 void polite__trim_ows(const char **s, size_t *n);
+/* 1 for an ASCII decimal digit (isdigit() without the locale). */
+int polite__is_digit(char c);
 /* ASCII lower case of c (other bytes unchanged). */
 char polite__lower(char c);
 /* 0..15 for a hex digit, else -1. */

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -169,14 +168,6 @@ static void transfer_free(transfer *t) {
   free(t);
 }
 
-static int has_header(const polite_request *r, const char *name) {
-  size_t n = strlen(name);
-  for (size_t i = 0; i < r->nheaders; i++)
-    if (strncasecmp(r->headers[i], name, n) == 0 && r->headers[i][n] == ':')
-      return 1;
-  return 0;
-}
-
 /* Sets the method and body of e for request r sent as method m. */
 static void set_method(CURL *e, const polite_request *r, const char *m) {
   if (strcmp(m, "HEAD") == 0) {
@@ -204,7 +195,7 @@ static struct curl_slist *request_headers(const polite__job *j) {
       goto fail;
     h = n;
   }
-  if (j->idem_sent && !has_header(r, "Idempotency-Key")) {
+  if (j->idem_sent && !polite_request_has_header(r, "Idempotency-Key")) {
     char line[200];
     snprintf(line, sizeof line, "Idempotency-Key: %s", j->idem_sent);
     if ((n = curl_slist_append(h, line)) == NULL)
@@ -253,7 +244,7 @@ static int transfer_setup(polite_batch *b, transfer *t, const polite__job *j,
     return -1;
   }
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->hdrs);
-  if (!has_header(r, "User-Agent"))
+  if (!polite_request_has_header(r, "User-Agent"))
     curl_easy_setopt(e, CURLOPT_USERAGENT,
                      b->o.user_agent ? b->o.user_agent
                                      : "polite/" POLITE_VERSION_STR);

@@ -1,7 +1,7 @@
 /* polite budget: opens a backend from its URI and forwards to its vtable. */
 #include "budget_backends.h"
 
-#include <polite/batch.h>
+#include <polite/redact.h>
 #include <polite/budget.h>
 
 #include <inttypes.h>
@@ -287,4 +287,24 @@ int polite__budget_uri_params(const char *q, const polite__budget_param *params,
     *p->ms = ms;
   }
   return 0;
+}
+
+/* The publish rule of polite/budget.h, one for every backend. */
+int polite_shared_rate_merge(polite_shared_rate *stored,
+                             const polite_shared_rate *in, int is_cut) {
+  if (stored == NULL || in == NULL || !(in->rate_per_s > 0))
+    return 0;
+  if (is_cut) {
+    if (stored->rate_per_s <= 0 || in->rate_per_s < stored->rate_per_s)
+      stored->rate_per_s = in->rate_per_s;
+    stored->limit_per_s = in->limit_per_s;
+    stored->generation++;
+    return 1;
+  }
+  /* Nothing learned yet (or cleared): any participant may set it. */
+  if (stored->rate_per_s > 0 && (in->generation != stored->generation ||
+                                 !(in->rate_per_s > stored->rate_per_s)))
+    return 0;
+  stored->rate_per_s = in->rate_per_s;
+  return 1;
 }

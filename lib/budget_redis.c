@@ -238,42 +238,42 @@ static int reply_rate(const redisReply *r, polite_shared_rate *sr) {
   return sr->rate_per_s >= 0 && sr->limit_per_s >= 0;
 }
 
-/* Runs the script once for sc->op on account key: one round trip (two when
- * the server forgot the script, NOSCRIPT: load, then retry). Fills sc's
- * outputs from the {status, value[, rate, limit, generation, ...]} reply.
- * Called with the mutex held. Returns 0 or POLITE_EBUDGET with errstr
- * naming the URI and the cause. */
-static int run_script(redis_budget *rb, const char *key, int64_t now_us,
-                      script_call *sc) {
-  int rc = ensure_conn(rb, now_us);
-  if (rc != 0)
-    return rc;
-  if (key == NULL)
-    key = "";
+/* The script's argument vector for one call: EVALSHA, the sha, the five
+ * keys, the op, the owner and twelve numbers. The numbers live here and the
+ * keys in one malloc'ed block, so that argv can point into them. */
+typedef struct {
+  const char *argv[22];
+  size_t lens[22];
+  char num[12][40];
+  char *keys;
+} script_args;
+
+/* Fills a for sc->op on account key. Returns 0 (the caller frees a->keys)
+ * or POLITE_ENOMEM with errstr set. */
+static int script_args_fill(redis_budget *rb, const char *key,
+                            const script_call *sc, script_args *a) {
   /* Keys: polite:{NAME}:KEY:x. The first {...} is the Cluster hash tag,
    * so every key of every account of this budget lives in one slot. */
   size_t need = strlen(rb->name) + strlen(key) + 24;
-  char *kbuf = malloc(5 * need);
-  if (kbuf == NULL) {
+  a->keys = malloc(5 * need);
+  if (a->keys == NULL) {
     snprintf(rb->base.errstr, sizeof rb->base.errstr, "out of memory");
     return POLITE_ENOMEM;
   }
   static const char *suffix[5] = {"tat", "pause", "leases", "units", "rate"};
-  const char *argv[22];
-  size_t lens[22];
-  char num[12][40];
-  argv[0] = "EVALSHA";
-  argv[1] = rb->sha;
-  argv[2] = "5";
+  a->argv[0] = "EVALSHA";
+  a->argv[1] = rb->sha;
+  a->argv[2] = "5";
   for (int i = 0; i < 5; i++) {
-    char *k = kbuf + i * need;
+    char *k = a->keys + i * need;
     snprintf(k, need, "polite:{%s}:%s:%s", rb->name, key, suffix[i]);
-    argv[3 + i] = k;
+    a->argv[3 + i] = k;
   }
-  argv[8] = sc->op;
-  argv[9] = rb->owner;
+  a->argv[8] = sc->op;
+  a->argv[9] = rb->owner;
   const polite_shared_rate none = {0, 0, 0};
   const polite_shared_rate *pub = sc->pub ? sc->pub : &none;
+  char(*num)[40] = a->num;
   snprintf(num[0], sizeof num[0], "%lld", (long long)rb->lease_us);
   snprintf(num[1], sizeof num[1], "%.6f", rb->interval_us);
   snprintf(num[2], sizeof num[2], "%.6f", rb->tau_us);
@@ -288,34 +288,36 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
            (unsigned long long)pub->generation);
   snprintf(num[11], sizeof num[11], "%d", sc->is_cut ? 1 : 0);
   for (int i = 0; i < 12; i++)
-    argv[10 + i] = num[i];
-  int argc = 22;
-  for (int i = 0; i < argc; i++)
-    lens[i] = strlen(argv[i]);
+    a->argv[10 + i] = num[i];
+  for (int i = 0; i < 22; i++)
+    a->lens[i] = strlen(a->argv[i]);
+  return 0;
+}
+
+/* Sends the call in a, three tries in all: a MOVED redirect (Cluster) is
+ * followed, and after NOSCRIPT (the server restarted or flushed its
+ * scripts) the script is loaded again. Returns the last reply, or NULL when
+ * the connection broke or (*lost set) a redirect could not be followed. */
+static redisReply *send_script(redis_budget *rb, script_args *a, int *lost) {
   redisReply *r = NULL;
+  *lost = 0;
   for (int attempt = 0; attempt < 3; attempt++) {
-    r = command(rb, argc, argv, lens);
+    r = command(rb, 22, a->argv, a->lens);
     if (r != NULL && r->type == REDIS_REPLY_ERROR &&
         strncmp(r->str, "MOVED ", 6) == 0 && attempt < 2) {
       int moved = follow_moved(rb, r->str);
       freeReplyObject(r);
       r = NULL;
       if (!moved) {
-        free(kbuf);
-        remember_cause(rb);
-        drop_conn(rb);
-        rb->backoff_us = BACKOFF_MIN_US;
-        rb->next_connect_us = now_us + rb->backoff_us;
-        rb->failed_at_us = now_us;
-        return POLITE_EBUDGET;
+        *lost = 1;
+        return NULL;
       }
-      argv[1] = rb->sha;
+      a->argv[1] = rb->sha;
       continue;
     }
     if (r == NULL || r->type != REDIS_REPLY_ERROR ||
         strncmp(r->str, "NOSCRIPT", 8) != 0 || attempt == 2)
       break;
-    /* The server restarted or flushed its scripts: load it again. */
     freeReplyObject(r);
     r = NULL;
     const char *lv[3] = {"SCRIPT", "LOAD", SCRIPT};
@@ -327,20 +329,50 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
     if (!ok)
       break;
   }
-  free(kbuf);
+  return r;
+}
+
+/* After a call the connection cannot carry on from: it is dropped, and the
+ * next connect waits the first backoff step. */
+static void call_broke(redis_budget *rb, int64_t now_us) {
+  remember_cause(rb);
+  drop_conn(rb);
+  rb->backoff_us = BACKOFF_MIN_US;
+  rb->next_connect_us = now_us + rb->backoff_us;
+  rb->failed_at_us = now_us;
+}
+
+/* Runs the script once for sc->op on account key: one round trip (two when
+ * the server forgot the script, NOSCRIPT: load, then retry). Fills sc's
+ * outputs from the {status, value[, rate, limit, generation, ...]} reply.
+ * Called with the mutex held. Returns 0 or POLITE_EBUDGET with errstr
+ * naming the URI and the cause. */
+static int run_script(redis_budget *rb, const char *key, int64_t now_us,
+                      script_call *sc) {
+  int rc = ensure_conn(rb, now_us);
+  if (rc != 0)
+    return rc;
+  script_args a;
+  if ((rc = script_args_fill(rb, key != NULL ? key : "", sc, &a)) != 0)
+    return rc;
+  int lost;
+  redisReply *r = send_script(rb, &a, &lost);
+  free(a.keys);
+  if (lost) {
+    call_broke(rb, now_us);
+    return POLITE_EBUDGET;
+  }
   if (r == NULL) {
     char t[80];
     polite__budget_errf(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
                         "lost the connection: %s",
                         io_cause(rb, rb->c, t, sizeof t));
-    rc = POLITE_EBUDGET;
   } else if (r->type == REDIS_REPLY_ERROR) {
     polite__budget_errf(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
                         "the server refused: %.60s", r->str);
-    rc = POLITE_EBUDGET;
     if (!fatal_reply(r)) {
       freeReplyObject(r);
-      return rc;
+      return POLITE_EBUDGET;
     }
   } else if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
              r->element[0]->type != REDIS_REPLY_INTEGER ||
@@ -360,13 +392,9 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
     return 0;
   }
   /* Broken connection: reconnect later, after the first backoff step. */
-  remember_cause(rb);
   freeReplyObject(r);
-  drop_conn(rb);
-  rb->backoff_us = BACKOFF_MIN_US;
-  rb->next_connect_us = now_us + rb->backoff_us;
-  rb->failed_at_us = now_us;
-  return rc;
+  call_broke(rb, now_us);
+  return POLITE_EBUDGET;
 }
 
 /* The memo of key, created when missing; NULL only when out of memory

@@ -80,7 +80,7 @@ polite_client *polite_client_new(const polite_client_options *o) {
   }
   polite_ratectl_config rcfg = {0, o->max_rate_per_s, 0,
                                 c->o.budget->cfg.concurrency};
-  polite_ratectl_init(&c->rc, &rcfg, polite_mono_us());
+  polite_ratectl_init(&c->rc, &rcfg, polite_env_mono_us(c->o.env));
   return c;
 }
 
@@ -105,7 +105,7 @@ double polite_client_rate_per_s(polite_client *c) {
     learned = sr.rate_per_s;
   if (!(learned > 0)) {
     pthread_mutex_lock(&c->mu);
-    learned = polite_ratectl_rate(&c->rc, polite_mono_us());
+    learned = polite_ratectl_rate(&c->rc, polite_env_mono_us(c->o.env));
     pthread_mutex_unlock(&c->mu);
   }
   return fixed > 0 && fixed < learned ? fixed : learned;
@@ -192,13 +192,15 @@ int polite_client_request(polite_client *c, const polite_request *req,
   bo.rate_mode = c->mode;
   bo.max_rate_per_s = c->o.max_rate_per_s;
   bo.budget_outage_ms = c->o.budget_outage_ms;
+  bo.env = c->o.env;
   bo.next = one_next;
   bo.on_result = one_result;
   bo.ud = &oc;
   polite_ratectl mine; /* this call's copy of the controller */
   if (c->mode == POLITE_RATE_AUTO) {
     pthread_mutex_lock(&c->mu);
-    polite__ratectl_resume(&c->rc, &c->idle_accounted_us, polite_mono_us());
+    polite__ratectl_resume(&c->rc, &c->idle_accounted_us,
+                           polite_env_mono_us(c->o.env));
     mine = c->rc;
     pthread_mutex_unlock(&c->mu);
     bo.ratectl = &mine;

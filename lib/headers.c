@@ -1,14 +1,15 @@
-/* Rate-limit response headers, Go-style durations and quota hints in bodies. */
+/* Rate-limit response headers: the reader that merges Retry-After, the
+ * RateLimit fields (parsed in sfv.c) and the vendors' x-ratelimit-* families
+ * into one wait. Go durations are in duration.c, body hints in body_hint.c. */
 #include <polite/core.h>
 
 #include "http_syntax.h"
+#include "sfv.h"
 
 #include <string.h>
 
 /* The shared HTTP syntax helpers (http_syntax.c) under this file's short
  * names. name_is compares with a lowercase literal, which ci_eq covers. */
-#define is_ows(c) polite__is_ows(c)
-#define lower(c) polite__lower(c)
 #define trim_ows(s, n) polite__trim_ows(s, n)
 #define name_is(s, n, lit) polite__ci_eq(s, n, lit)
 #define is_tchar(c) polite__is_tchar((unsigned char)(c))
@@ -16,13 +17,6 @@
 /* Every wait and reset this file produces is capped here (the cap
  * delay-seconds saturates at), so that callers can add to it safely. */
 #define CAP_MS (POLITE_RA_MAX_SECONDS * 1000)
-/* Numbers are parsed with saturation at this bound (far above any epoch in
- * milliseconds, far below overflow when scaled by 1000). */
-#define NUM_SAT (INT64_C(1) << 52)
-
-static int is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
 
 static int64_t min_known(int64_t cur, int64_t v) {
   return cur < 0 || v < cur ? v : cur;
@@ -31,63 +25,14 @@ static int64_t max_i64(int64_t a, int64_t b) {
   return a > b ? a : b;
 }
 
-/* Parses a non-negative decimal "123" or "12.345" (no sign, no exponent) and
- * returns ceil(value * mult) in *out, saturated at NUM_SAT * mult. Returns 1,
- * or 0 when the text is not such a number. mult is 1 or 1000. */
-static int parse_decimal_scaled(const char *s, size_t len, int64_t mult,
-                                int64_t *out) {
-  size_t i = 0;
-  int64_t ip = 0;
-  int sat = 0;
-  if (len == 0)
-    return 0;
-  while (i < len && is_digit(s[i])) {
-    if (!sat) {
-      ip = ip * 10 + (s[i] - '0');
-      if (ip > NUM_SAT) {
-        ip = NUM_SAT;
-        sat = 1;
-      }
-    }
-    i++;
-  }
-  if (i == 0)
-    return 0; /* ".5" or "-1": a digit must come first */
-  int64_t frac_num = 0, frac_den = 1;
-  int sticky = 0;
-  if (i < len && s[i] == '.') {
-    i++;
-    size_t start = i;
-    while (i < len && is_digit(s[i])) {
-      if (frac_den < INT64_C(1000000000000000000)) {
-        frac_num = frac_num * 10 + (s[i] - '0');
-        frac_den *= 10;
-      } else if (s[i] != '0') {
-        sticky = 1; /* a digit too deep to keep still rounds up */
-      }
-      i++;
-    }
-    if (i == start)
-      return 0; /* "1." */
-  }
-  if (i != len)
-    return 0;
-  __int128 scaled = (__int128)frac_num * mult;
-  int64_t frac_part = (int64_t)(scaled / frac_den);
-  if (scaled % frac_den != 0 || sticky)
-    frac_part++;
-  *out = ip * mult + frac_part;
-  return 1;
-}
-
-/* A plain non-negative integer (1*DIGIT), saturated at NUM_SAT. */
+/* A plain non-negative integer (1*DIGIT), saturated at POLITE__NUM_SAT. */
 static int parse_uint(const char *s, size_t len, int64_t *out) {
   if (len == 0)
     return 0;
   for (size_t i = 0; i < len; i++)
-    if (!is_digit(s[i]))
+    if (!polite__is_digit(s[i]))
       return 0;
-  return parse_decimal_scaled(s, len, 1, out);
+  return polite__decimal_scaled(s, len, 1, out);
 }
 
 static int64_t cap_ms(int64_t v) {
@@ -118,7 +63,7 @@ static int parse_reset_ms(const char *s, size_t len, int64_t now_ms,
                           int64_t *out, int *abs) {
   int64_t v;
   *abs = 0;
-  if (parse_decimal_scaled(s, len, 1000, &v)) {
+  if (polite__decimal_scaled(s, len, 1000, &v)) {
     *out = reset_to_delta_ms(v, now_ms, abs);
     return 1;
   }
@@ -130,7 +75,7 @@ static int digits_at(const char *s, size_t len, size_t at, int n, int *out) {
   if (at + (size_t)n > len)
     return 0;
   for (int i = 0; i < n; i++) {
-    if (!is_digit(s[at + i]))
+    if (!polite__is_digit(s[at + i]))
       return 0;
     v = v * 10 + (s[at + i] - '0');
   }
@@ -163,7 +108,7 @@ static int parse_rfc3339_delta_ms(const char *s, size_t len, int64_t now_ms,
     size_t start = ++i;
     int64_t scale = 100;
     int rest = 0;
-    while (i < len && is_digit(s[i])) {
+    while (i < len && polite__is_digit(s[i])) {
       if (scale > 0)
         frac_ms += (s[i] - '0') * scale;
       else if (s[i] != '0')
@@ -194,268 +139,6 @@ static int parse_rfc3339_delta_ms(const char *s, size_t len, int64_t now_ms,
   __int128 delta = (__int128)t * 1000 + frac_ms - now_ms;
   *out = delta <= 0 ? 0 : delta > CAP_MS ? CAP_MS : (int64_t)delta;
   return 1;
-}
-
-/* ---- Go durations ------------------------------------------------------ */
-
-int polite_go_duration_ms(const char *s, size_t len, int64_t *out_ms) {
-  if (s == NULL || out_ms == NULL)
-    return POLITE_EINVAL;
-  trim_ows(&s, &len);
-  if (len == 0)
-    return POLITE_EINVAL;
-  if (len == 1 && s[0] == '0') { /* Go's only unit-less duration */
-    *out_ms = 0;
-    return 0;
-  }
-  /* Sum in nanoseconds with 128-bit arithmetic, then round up to ms. */
-  const __int128 cap_ns = (__int128)CAP_MS * 1000000;
-  __int128 total = 0;
-  size_t i = 0;
-  while (i < len) {
-    __int128 ip = 0;
-    int64_t frac_num = 0, frac_den = 1;
-    int sticky = 0, digits = 0;
-    while (i < len && is_digit(s[i])) {
-      if (ip <= cap_ns)
-        ip = ip * 10 + (s[i] - '0');
-      i++;
-      digits++;
-    }
-    if (i < len && s[i] == '.') {
-      i++;
-      while (i < len && is_digit(s[i])) {
-        if (frac_den < INT64_C(1000000000000000000)) {
-          frac_num = frac_num * 10 + (s[i] - '0');
-          frac_den *= 10;
-        } else if (s[i] != '0') {
-          sticky = 1;
-        }
-        i++;
-        digits++;
-      }
-    }
-    if (digits == 0)
-      return POLITE_EINVAL;
-    /* The unit: ns, us, µs (U+00B5 or U+03BC in UTF-8), ms, s, m, h. */
-    int64_t unit;
-    size_t rest = len - i;
-    if (rest >= 2 && s[i] == 'n' && s[i + 1] == 's') {
-      unit = 1;
-      i += 2;
-    } else if (rest >= 2 && s[i] == 'u' && s[i + 1] == 's') {
-      unit = 1000;
-      i += 2;
-    } else if (rest >= 3 && (unsigned char)s[i] == 0xC2 &&
-               (unsigned char)s[i + 1] == 0xB5 && s[i + 2] == 's') {
-      unit = 1000;
-      i += 3;
-    } else if (rest >= 3 && (unsigned char)s[i] == 0xCE &&
-               (unsigned char)s[i + 1] == 0xBC && s[i + 2] == 's') {
-      unit = 1000;
-      i += 3;
-    } else if (rest >= 2 && s[i] == 'm' && s[i + 1] == 's') {
-      unit = 1000000;
-      i += 2;
-    } else if (rest >= 1 && s[i] == 's') {
-      unit = INT64_C(1000000000);
-      i += 1;
-    } else if (rest >= 1 && s[i] == 'm') {
-      unit = INT64_C(60000000000);
-      i += 1;
-    } else if (rest >= 1 && s[i] == 'h') {
-      unit = INT64_C(3600000000000);
-      i += 1;
-    } else {
-      return POLITE_EINVAL; /* missing or unknown unit */
-    }
-    __int128 fr = (__int128)frac_num * unit;
-    __int128 part = fr / frac_den + ((fr % frac_den != 0 || sticky) ? 1 : 0);
-    if (ip > cap_ns)
-      ip = cap_ns;
-    total += ip * unit + part;
-    if (total > cap_ns)
-      total = cap_ns; /* saturate: never wraps */
-  }
-  *out_ms = (int64_t)((total + 999999) / 1000000);
-  return 0;
-}
-
-/* ---- Structured fields (RFC 8941 subset) ------------------------------- */
-
-/* One list or dictionary member with the parameters polite cares about.
- * Values that are absent or not non-negative integers stay -1. */
-typedef struct {
-  const char *key; /* dictionary key ("limit=..."), or NULL */
-  size_t key_len;
-  int64_t int_item; /* the member's value when it is an integer */
-  int64_t q, w, r, t;
-  int qu_other; /* a qu parameter other than "requests" (bytes, ...) */
-} sf_member;
-
-static int is_key_char(char c) {
-  return (c >= 'a' && c <= 'z') || is_digit(c) || c == '_' || c == '-' ||
-         c == '.' || c == '*';
-}
-
-/* RFC 8941 token characters after the first: tchar plus ':' and '/'. */
-static int is_token_char(char c) {
-  return is_tchar(c) || c == ':' || c == '/';
-}
-
-/* Reads one bare item at *p; sets *iv when it is a non-negative integer
- * (decimals are accepted and rounded up, since a quota of "9.5" is still a
- * number). Returns 0 on a syntax error. */
-static int sf_item(const char **p, const char *end, int64_t *iv) {
-  const char *s = *p;
-  *iv = -1;
-  if (s >= end)
-    return 0;
-  if (*s == '"') {
-    s++;
-    while (s < end && *s != '"') {
-      if (*s == '\\') {
-        s++;
-        if (s >= end)
-          return 0;
-      }
-      s++;
-    }
-    if (s >= end)
-      return 0;
-    *p = s + 1;
-    return 1;
-  }
-  if (*s == '-' || is_digit(*s)) {
-    const char *b = s;
-    if (*s == '-')
-      s++;
-    while (s < end && (is_digit(*s) || *s == '.'))
-      s++;
-    int64_t v;
-    if (*b != '-' && parse_decimal_scaled(b, (size_t)(s - b), 1, &v))
-      *iv = v;
-    *p = s;
-    return s > b;
-  }
-  if (*s == ':') { /* byte sequence: base64 between colons */
-    s++;
-    while (s < end && *s != ':') {
-      if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-            is_digit(*s) || *s == '+' || *s == '/' || *s == '='))
-        return 0;
-      s++;
-    }
-    if (s >= end)
-      return 0;
-    *p = s + 1;
-    return 1;
-  }
-  if (*s == '?') { /* boolean */
-    if (s + 1 >= end || (s[1] != '0' && s[1] != '1'))
-      return 0;
-    *p = s + 2;
-    return 1;
-  }
-  if ((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '*') {
-    while (s < end && is_token_char(*s))
-      s++;
-    *p = s;
-    return 1;
-  }
-  return 0;
-}
-
-/* Reads one member ("item;params" or "key=item;params" or a bare "key")
- * and the comma after it. Returns 1 with *m filled, 0 at the end, -1 on a
- * syntax error (the rest of the field is then ignored). */
-static int sf_next(const char **p, const char *end, sf_member *m) {
-  const char *s = *p;
-  memset(m, 0, sizeof *m);
-  m->int_item = m->q = m->w = m->r = m->t = -1;
-  while (s < end && is_ows(*s))
-    s++;
-  if (s >= end)
-    return 0;
-  /* A dictionary key is a lowercase key followed by '=' or by ';', ',' or
-   * the end (a bare key means true). */
-  const char *k = s;
-  if ((*s >= 'a' && *s <= 'z') || *s == '*') {
-    while (s < end && is_key_char(*s))
-      s++;
-    if (s < end && *s == '=') {
-      m->key = k;
-      m->key_len = (size_t)(s - k);
-      s++;
-    } else {
-      s = k; /* a token item, not a key */
-    }
-  }
-  if (!sf_item(&s, end, &m->int_item))
-    return -1;
-  while (s < end && *s == ';') {
-    s++;
-    while (s < end && *s == ' ')
-      s++;
-    const char *pk = s;
-    while (s < end && is_key_char(*s))
-      s++;
-    size_t pk_len = (size_t)(s - pk);
-    if (pk_len == 0)
-      return -1;
-    int64_t pv = -1;
-    const char *pv_at = s;
-    if (s < end && *s == '=') {
-      s++;
-      pv_at = s;
-      if (!sf_item(&s, end, &pv))
-        return -1;
-    }
-    /* qu names the quota unit; only "requests" (the default; "request"
-     * in some examples) counts starts, not "content-bytes" and others. */
-    if (pk_len == 2 && pk[0] == 'q' && pk[1] == 'u') {
-      size_t n = (size_t)(s - pv_at);
-      m->qu_other = !((n == 10 && memcmp(pv_at, "\"requests\"", 10) == 0) ||
-                      (n == 9 && memcmp(pv_at, "\"request\"", 9) == 0));
-    }
-    if (pk_len == 1) {
-      switch (*pk) {
-      case 'q': m->q = pv; break;
-      case 'l': /* "l" in some draft revisions' examples */
-        if (m->q < 0)
-          m->q = pv;
-        break;
-      case 'w': m->w = pv; break;
-      case 'r': m->r = pv; break;
-      case 't': m->t = pv; break;
-      default: break;
-      }
-    }
-  }
-  while (s < end && is_ows(*s))
-    s++;
-  if (s < end) {
-    if (*s != ',')
-      return -1;
-    s++;
-  }
-  *p = s;
-  return 1;
-}
-
-/* 1 when the whole field parses: the draft says malformed RateLimit fields
- * MUST be ignored, so nothing is taken from a field with a bad member. */
-static int sf_valid(const char *v, size_t len) {
-  const char *p = v, *end = v + len;
-  sf_member m;
-  int rc, n = 0;
-  while ((rc = sf_next(&p, end, &m)) == 1)
-    n++;
-  while (len > 0 && is_ows(v[len - 1]))
-    len--;
-  /* sf_next takes "a," as a member and then the end; a list may not end
-   * with a comma. */
-  return rc == 0 && n > 0 && v[len - 1] != ',';
 }
 
 /* ---- Merging ----------------------------------------------------------
@@ -521,11 +204,11 @@ static void merge_limit(polite_headers *h, int64_t limit, int64_t window_s) {
  * reset), or draft-07's dictionary (limit=100, remaining=50, reset=30). */
 static void feed_ratelimit(polite_headers *h, const char *v, size_t len) {
   const char *p = v, *end = v + len;
-  sf_member m;
+  polite__sf_member m;
   int64_t best_r = -1, best_t = -1;
-  if (!sf_valid(v, len))
+  if (!polite__sf_valid(v, len))
     return;
-  while (sf_next(&p, end, &m) == 1) {
+  while (polite__sf_next(&p, end, &m) == 1) {
     if (m.key != NULL) {
       if (m.int_item < 0)
         continue;
@@ -536,8 +219,9 @@ static void feed_ratelimit(polite_headers *h, const char *v, size_t len) {
         merge_pair(h, POLITE_RL_DICT, m.int_item, -1);
       } else if (m.key_len == 5 && memcmp(m.key, "reset", 5) == 0) {
         int abs;
-        int64_t ms = reset_to_delta_ms(m.int_item > NUM_SAT ? NUM_SAT * 1000
-                                                            : m.int_item * 1000,
+        int64_t ms = reset_to_delta_ms(m.int_item > POLITE__NUM_SAT
+                                           ? POLITE__NUM_SAT * 1000
+                                           : m.int_item * 1000,
                                        h->now_ms, &abs);
         merge_reset(h, ms);
         merge_pair(h, POLITE_RL_DICT, -1, ms);
@@ -573,10 +257,10 @@ static void feed_ratelimit(polite_headers *h, const char *v, size_t len) {
  * member with the smallest quota wins, ties to the longest window. */
 static void feed_policy(polite_headers *h, const char *v, size_t len) {
   const char *p = v, *end = v + len;
-  sf_member m;
-  if (!sf_valid(v, len))
+  polite__sf_member m;
+  if (!polite__sf_valid(v, len))
     return;
-  while (sf_next(&p, end, &m) == 1) {
+  while (polite__sf_next(&p, end, &m) == 1) {
     int64_t q = m.q >= 0 ? m.q : m.int_item;
     if (m.key != NULL || q < 0 || m.qu_other)
       continue;
@@ -587,11 +271,11 @@ static void feed_policy(polite_headers *h, const char *v, size_t len) {
 /* RateLimit-Limit of the older drafts: "100" or "100, 100;w=60". */
 static void feed_old_limit(polite_headers *h, const char *v, size_t len) {
   const char *p = v, *end = v + len;
-  sf_member m;
+  polite__sf_member m;
   int64_t w = -1, q = -1;
-  if (!sf_valid(v, len))
+  if (!polite__sf_valid(v, len))
     return;
-  while (sf_next(&p, end, &m) == 1) {
+  while (polite__sf_next(&p, end, &m) == 1) {
     if (m.key != NULL || m.int_item < 0)
       continue;
     if (q < 0)
@@ -756,10 +440,10 @@ static void feed_x_ratelimit(polite_headers *h, const char *n, size_t nl,
     else if (kind == XR_RESET)
       ok = parse_reset_ms(v, vl, h->now_ms, &x, &abs);
     else if (kind == XR_RESET_SECONDS)
-      ok = parse_decimal_scaled(v, vl, 1000, &x);
+      ok = polite__decimal_scaled(v, vl, 1000, &x);
     else
       ok = polite_go_duration_ms(v, vl, &x) == 0 ||
-           parse_decimal_scaled(v, vl, 1000, &x);
+           polite__decimal_scaled(v, vl, 1000, &x);
     if (ok)
       store_x(h, kind, k_x_ratelimit[i].tokens, k_x_ratelimit[i].src,
               k_x_ratelimit[i].window_s, kind >= XR_RESET ? cap_ms(x) : x);
@@ -843,7 +527,7 @@ int polite_headers_feed(polite_headers *h, const char *name, size_t name_len,
     merge_retry_after(h, &ra);
   } else if (name_is(name, name_len, "retry-after-ms") ||
              name_is(name, name_len, "x-ms-retry-after-ms")) {
-    if (parse_decimal_scaled(v, vl, 1, &x))
+    if (polite__decimal_scaled(v, vl, 1, &x))
       h->retry_after_ms = max_i64(h->retry_after_ms, cap_ms(x));
   } else if (name_is(name, name_len, "date")) {
     if (polite_http_date_parse(v, vl, now_unix_of(h), &x) == 0)
@@ -925,71 +609,4 @@ int64_t polite_headers_wait_ms(const polite_headers *h,
   if (source != NULL)
     *source = src;
   return ms;
-}
-
-/* ---- Quota hints in bodies ----------------------------------------------- */
-
-static int contains_ci(const char *s, size_t len, const char *needle) {
-  size_t n = strlen(needle);
-  if (n == 0 || n > len)
-    return 0;
-  for (size_t i = 0; i + n <= len; i++) {
-    size_t j = 0;
-    while (j < n && lower(s[i + j]) == needle[j])
-      j++;
-    if (j == n)
-      return 1;
-  }
-  return 0;
-}
-
-static int contains_any(const char *s, size_t len, const char *const *list) {
-  for (; *list != NULL; list++)
-    if (contains_ci(s, len, *list))
-      return 1;
-  return 0;
-}
-
-/* Decides in three tiers (all case-insensitive, first 64 KiB):
- *  1. strong markers only ever mean "the allowance is spent": 1;
- *  2. weak markers mean "a quota was exceeded", which Google, Gemini and the
- *     IETF draft's "#quota-exceeded" problem type also say for per-minute
- *     limits: 1 when a long window (per day/month, daily...) is named, 0 when
- *     a short window or a "try again in" is named, else 1;
- *  3. anything else (rate_limit_exceeded, "Rate limit reached"): 0. */
-int polite_body_quota_hint(const char *body, size_t len) {
-  if (body == NULL)
-    return 0;
-  if (len > 65536)
-    len = 65536;
-  static const char *const strong[] = {
-      "insufficient_quota", "credit balance is too low",
-      "spend limit",        "spending limit",
-      "billing_hard_limit", "billing hard limit",
-      "daily limit",        "daily quota",
-      "monthly quota",      "monthly limit",
-      "usage limit",        NULL};
-  static const char *const weak[] = {"exceeded your current quota",
-                                     "quota exceeded",
-                                     "quota_exceeded",
-                                     "quota-exceeded",
-                                     "quotaexceeded",
-                                     "exceeded quota",
-                                     "billing",
-                                     NULL};
-  static const char *const long_window[] = {
-      "per day",   "perday", "per_day", "per month", "permonth",
-      "per_month", "daily",  "monthly", NULL};
-  static const char *const short_window[] = {
-      "per minute", "perminute", "per_minute",   "per second", "persecond",
-      "per_second", "per hour",  "perhour",      "per_hour",   "rate limit",
-      "rate_limit", "ratelimit", "try again in", "retry in",   "retry after",
-      "seconds",    NULL};
-  if (contains_any(body, len, strong))
-    return 1;
-  if (!contains_any(body, len, weak))
-    return 0;
-  if (contains_any(body, len, long_window))
-    return 1;
-  return contains_any(body, len, short_window) ? 0 : 1;
 }

@@ -1,7 +1,7 @@
 /* The run journal: an append-only, crash-safe record of a batch run in
- * SQLite (WAL mode, synchronous=FULL), plus SHA-256 for input fingerprints. */
+ * SQLite (WAL mode, synchronous=FULL). SHA-256 lives in sha256.c. */
 #define _GNU_SOURCE
-#include <polite/batch.h>
+#include <polite/redact.h>
 #include <polite/clock.h>
 #include <polite/journal.h>
 
@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,9 +167,10 @@ static int exists_nonempty(const char *path) {
   return stat(path, &st) == 0 && st.st_size > 0;
 }
 
-int polite_journal_open(const char *path, int mode, polite_journal **out,
-                        char *err, size_t errlen) {
-  *out = NULL;
+/* Checks the arguments and, for mode, whether the journal may be there:
+ * CREATE refuses a journal that exists (it would be mixed with a new run),
+ * RESUME one that does not. Returns 0, or an error with err filled. */
+static int check_open(const char *path, int mode, char *err, size_t errlen) {
   if (path == NULL ||
       (mode != POLITE_JOURNAL_CREATE && mode != POLITE_JOURNAL_RESUME)) {
     snprintf(err, errlen, "journal: invalid arguments");
@@ -191,40 +193,39 @@ int polite_journal_open(const char *path, int mode, polite_journal **out,
              path);
     return POLITE_EINVAL;
   }
-  polite_journal *j = calloc(1, sizeof *j);
-  if (j == NULL || (j->path = strdup(path)) == NULL) {
-    free(j);
-    snprintf(err, errlen, "journal '%s': out of memory", path);
-    return POLITE_ENOMEM;
-  }
+  return 0;
+}
+
+/* Opens j->path in SQLite, locks it and sets it up: the pragmas, the
+ * tables, and for CREATE the header records, in one exclusive transaction.
+ * Returns 0 or an error with j->errstr filled. */
+static int open_db(polite_journal *j, int mode) {
   /* NOFOLLOW: check_path refused a link; this closes the window after. */
   int flags =
       SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW;
   if (mode == POLITE_JOURNAL_CREATE)
     flags |= SQLITE_OPEN_CREATE;
-  int rc = sqlite3_open_v2(path, &j->db, flags, NULL);
-  int erc = 0;
-  if (rc != SQLITE_OK) {
-    erc = fail(j, rc, "open");
-    goto bad;
-  }
+  int rc = sqlite3_open_v2(j->path, &j->db, flags, NULL);
+  if (rc != SQLITE_OK)
+    return fail(j, rc, "open");
   sqlite3_extended_result_codes(j->db, 1);
   /* EXCLUSIVE locking: the process holds the journal for its lifetime, so a
    * second run on the same journal fails at once instead of interleaving;
    * it also keeps the WAL index in memory (no -shm file). FULL sync: each
    * commit fsyncs the WAL, so a record that returned 0 survives a crash of
    * the process, the kernel or the power. */
+  int erc;
   if ((erc = exec(j, "PRAGMA locking_mode=EXCLUSIVE", "set the locking mode")))
-    goto bad;
+    return erc;
   if ((erc = exec(j, "PRAGMA journal_mode=WAL", "switch to WAL mode")))
-    goto bad;
+    return erc;
   if ((erc = exec(j, "PRAGMA synchronous=FULL", "set synchronous=FULL")))
-    goto bad;
+    return erc;
   if ((erc = exec(j, "BEGIN EXCLUSIVE", "lock it")))
-    goto bad;
+    return erc;
   if ((erc = exec(j, SCHEMA, "create the tables"))) {
     sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
-    goto bad;
+    return erc;
   }
   if (mode == POLITE_JOURNAL_CREATE) {
     char sql[256];
@@ -236,64 +237,85 @@ int polite_journal_open(const char *path, int mode, polite_journal **out,
              polite_version());
     if ((erc = exec(j, sql, "write the header"))) {
       sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
-      goto bad;
+      return erc;
     }
   }
-  if ((erc = exec(j, "COMMIT", "commit the header")))
-    goto bad;
-  {
-    /* A journal must say it is one, in a format this version reads. */
-    sqlite3_stmt *st = NULL;
-    int fmt = -1;
-    if ((erc = prepare(j, "SELECT value FROM meta WHERE key='format'", &st)))
-      goto bad;
-    if (sqlite3_step(st) == SQLITE_ROW)
-      fmt = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    if (fmt != POLITE_JOURNAL_FORMAT) {
-      snprintf(j->errstr, sizeof j->errstr,
-               fmt < 0 ? "journal '%s' is not a polite journal (no format "
-                         "record)"
-                       : "journal '%s' has format %d; this polite reads %d",
-               path, fmt, POLITE_JOURNAL_FORMAT);
-      erc = POLITE_EINVAL;
-      goto bad;
-    }
+  return exec(j, "COMMIT", "commit the header");
+}
+
+/* A journal must say it is one, in a format this version reads. Returns 0
+ * or an error with j->errstr filled. */
+static int check_format(polite_journal *j) {
+  sqlite3_stmt *st = NULL;
+  int fmt = -1;
+  int erc = prepare(j, "SELECT value FROM meta WHERE key='format'", &st);
+  if (erc)
+    return erc;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    fmt = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  if (fmt == POLITE_JOURNAL_FORMAT)
+    return 0;
+  snprintf(j->errstr, sizeof j->errstr,
+           fmt < 0 ? "journal '%s' is not a polite journal (no format "
+                     "record)"
+                   : "journal '%s' has format %d; this polite reads %d",
+           j->path, fmt, POLITE_JOURNAL_FORMAT);
+  return POLITE_EINVAL;
+}
+
+/* The statements a journal keeps prepared for its lifetime, one row each:
+ * where it is kept and its SQL. */
+static const struct {
+  size_t at; /* offsetof(polite_journal, the statement) */
+  const char *sql;
+} k_statements[] = {
+    {offsetof(polite_journal, ins_request),
+     "INSERT INTO request(id,session,line,method,url,"
+     "idempotency_key,created_ms) VALUES(?,?,?,?,?,?,?)"},
+    {offsetof(polite_journal, sel_key),
+     "SELECT idempotency_key FROM request WHERE id=? ORDER "
+     "BY (idempotency_key IS NOT NULL) DESC, seq DESC LIMIT 1"},
+    {offsetof(polite_journal, ins_attempt),
+     "INSERT INTO attempt(id,session,n,started_ms,ended_ms,"
+     "status) VALUES(?,?,?,?,?,?)"},
+    {offsetof(polite_journal, ins_attempt_start),
+     "INSERT INTO attempt_start(id,session,n,started_ms) "
+     "VALUES(?,?,?,?)"},
+    {offsetof(polite_journal, ins_result),
+     "INSERT INTO result(id,session,outcome,status,attempts,"
+     "backfilled,created_ms) VALUES(?,?,?,?,?,?,?)"},
+    {offsetof(polite_journal, ins_requeue),
+     "INSERT INTO requeue(id,session,outcome,created_ms) "
+     "VALUES(?,?,?,?)"},
+    {offsetof(polite_journal, sel_result),
+     "SELECT r.outcome FROM result r WHERE r.id=?1 AND NOT "
+     "EXISTS (SELECT 1 FROM requeue q WHERE q.id=r.id AND "
+     "q.session > r.session) ORDER BY r.seq DESC LIMIT 1"},
+    {offsetof(polite_journal, sel_handed),
+     "SELECT line FROM request WHERE id=? AND session=? "
+     "LIMIT 1"},
+};
+
+int polite_journal_open(const char *path, int mode, polite_journal **out,
+                        char *err, size_t errlen) {
+  *out = NULL;
+  int erc = check_open(path, mode, err, errlen);
+  if (erc != 0)
+    return erc;
+  polite_journal *j = calloc(1, sizeof *j);
+  if (j == NULL || (j->path = strdup(path)) == NULL) {
+    free(j);
+    snprintf(err, errlen, "journal '%s': out of memory", path);
+    return POLITE_ENOMEM;
   }
-  if ((erc = prepare(j,
-                     "INSERT INTO request(id,session,line,method,url,"
-                     "idempotency_key,created_ms) VALUES(?,?,?,?,?,?,?)",
-                     &j->ins_request)) ||
-      (erc = prepare(j,
-                     "SELECT idempotency_key FROM request WHERE id=? ORDER "
-                     "BY (idempotency_key IS NOT NULL) DESC, seq DESC LIMIT 1",
-                     &j->sel_key)) ||
-      (erc = prepare(j,
-                     "INSERT INTO attempt(id,session,n,started_ms,ended_ms,"
-                     "status) VALUES(?,?,?,?,?,?)",
-                     &j->ins_attempt)) ||
-      (erc = prepare(j,
-                     "INSERT INTO attempt_start(id,session,n,started_ms) "
-                     "VALUES(?,?,?,?)",
-                     &j->ins_attempt_start)) ||
-      (erc = prepare(j,
-                     "INSERT INTO result(id,session,outcome,status,attempts,"
-                     "backfilled,created_ms) VALUES(?,?,?,?,?,?,?)",
-                     &j->ins_result)) ||
-      (erc = prepare(j,
-                     "INSERT INTO requeue(id,session,outcome,created_ms) "
-                     "VALUES(?,?,?,?)",
-                     &j->ins_requeue)) ||
-      (erc = prepare(j,
-                     "SELECT r.outcome FROM result r WHERE r.id=?1 AND NOT "
-                     "EXISTS (SELECT 1 FROM requeue q WHERE q.id=r.id AND "
-                     "q.session > r.session) ORDER BY r.seq DESC LIMIT 1",
-                     &j->sel_result)) ||
-      (erc = prepare(j,
-                     "SELECT line FROM request WHERE id=? AND session=? "
-                     "LIMIT 1",
-                     &j->sel_handed)))
+  if ((erc = open_db(j, mode)) || (erc = check_format(j)))
     goto bad;
+  for (size_t i = 0; i < sizeof k_statements / sizeof k_statements[0]; i++) {
+    sqlite3_stmt **st = (sqlite3_stmt **)((char *)j + k_statements[i].at);
+    if ((erc = prepare(j, k_statements[i].sql, st)))
+      goto bad;
+  }
   *out = j;
   return 0;
 bad:
@@ -562,131 +584,5 @@ int polite_journal_count(polite_journal *j, polite_journal_counts *c) {
     if (rc != SQLITE_ROW)
       return fail(j, rc, "count the records");
   }
-  return 0;
-}
-
-/* ---- SHA-256 (FIPS 180-4) ---------------------------------------------- */
-
-typedef struct {
-  uint32_t h[8];
-  uint64_t len;
-  unsigned char buf[64];
-  size_t n;
-} sha256;
-
-static const uint32_t K[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
-    0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
-    0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
-    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
-    0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
-    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
-    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
-
-static void sha_block(sha256 *s, const unsigned char *p) {
-  uint32_t w[64];
-  for (int i = 0; i < 16; i++)
-    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-           (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-  for (int i = 16; i < 64; i++) {
-    uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  uint32_t a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4],
-           f = s->h[5], g = s->h[6], h = s->h[7];
-  for (int i = 0; i < 64; i++) {
-    uint32_t t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) +
-                  ((e & f) ^ (~e & g)) + K[i] + w[i];
-    uint32_t t2 =
-        (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  s->h[0] += a;
-  s->h[1] += b;
-  s->h[2] += c;
-  s->h[3] += d;
-  s->h[4] += e;
-  s->h[5] += f;
-  s->h[6] += g;
-  s->h[7] += h;
-}
-
-static void sha_init(sha256 *s) {
-  static const uint32_t H0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
-                                 0xa54ff53a, 0x510e527f, 0x9b05688c,
-                                 0x1f83d9ab, 0x5be0cd19};
-  memcpy(s->h, H0, sizeof H0);
-  s->len = 0;
-  s->n = 0;
-}
-
-static void sha_update(sha256 *s, const void *data, size_t len) {
-  const unsigned char *p = data;
-  s->len += len;
-  while (len > 0) {
-    size_t k = 64 - s->n < len ? 64 - s->n : len;
-    memcpy(s->buf + s->n, p, k);
-    s->n += k;
-    p += k;
-    len -= k;
-    if (s->n == 64) {
-      sha_block(s, s->buf);
-      s->n = 0;
-    }
-  }
-}
-
-static void sha_final_hex(sha256 *s, char hex[65]) {
-  uint64_t bits = s->len * 8;
-  unsigned char pad = 0x80, zero = 0, lenb[8];
-  sha_update(s, &pad, 1);
-  while (s->n != 56)
-    sha_update(s, &zero, 1);
-  for (int i = 0; i < 8; i++)
-    lenb[i] = (unsigned char)(bits >> (56 - 8 * i));
-  sha_update(s, lenb, 8);
-  for (int i = 0; i < 8; i++)
-    snprintf(hex + 8 * i, 9, "%08x", s->h[i]);
-}
-
-void polite_sha256_hex(const void *data, size_t len, char hex[65]) {
-  sha256 s;
-  sha_init(&s);
-  sha_update(&s, data, len);
-  sha_final_hex(&s, hex);
-}
-
-int polite_sha256_file(const char *path, char hex[65]) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return POLITE_EIO;
-  sha256 s;
-  sha_init(&s);
-  unsigned char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-    sha_update(&s, buf, n);
-  int err = ferror(f);
-  int saved = errno;
-  fclose(f);
-  if (err) {
-    errno = saved;
-    return POLITE_EIO;
-  }
-  sha_final_hex(&s, hex);
   return 0;
 }

@@ -120,22 +120,3 @@ int polite_rate_plan_after(const polite_headers *h, int64_t now_us,
   out->not_before_us = now_us + out->wait_us;
   return out->reason != POLITE_PLAN_NONE;
 }
-
-int polite_shared_rate_merge(polite_shared_rate *stored,
-                             const polite_shared_rate *in, int is_cut) {
-  if (stored == NULL || in == NULL || !(in->rate_per_s > 0))
-    return 0;
-  if (is_cut) {
-    if (stored->rate_per_s <= 0 || in->rate_per_s < stored->rate_per_s)
-      stored->rate_per_s = in->rate_per_s;
-    stored->limit_per_s = in->limit_per_s;
-    stored->generation++;
-    return 1;
-  }
-  /* Nothing learned yet (or cleared): any participant may set it. */
-  if (stored->rate_per_s > 0 && (in->generation != stored->generation ||
-                                 !(in->rate_per_s > stored->rate_per_s)))
-    return 0;
-  stored->rate_per_s = in->rate_per_s;
-  return 1;
-}

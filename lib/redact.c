@@ -2,7 +2,7 @@
  * summaries. What counts as a secret is one table (rules[] below, listed
  * row by row in docs/redaction.md); the functions here walk it. */
 #define _GNU_SOURCE
-#include <polite/batch.h>
+#include <polite/redact.h>
 
 #include "http_syntax.h"
 #include "redact.h"

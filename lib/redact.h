@@ -1,7 +1,7 @@
 /* polite redaction rules: the one table of what counts as a secret (lib-
  * private; docs/redaction.md lists the same rows). */
-#ifndef POLITE_REDACT_H
-#define POLITE_REDACT_H
+#ifndef POLITE_REDACT_RULES_H
+#define POLITE_REDACT_RULES_H
 
 #include <stddef.h>
 

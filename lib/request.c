@@ -1,7 +1,8 @@
 /* polite requests: the request object and the line-oriented input format of
  * `polite run` (bare URL or JSON object per line), read lazily. */
 #define _GNU_SOURCE
-#include <polite/batch.h>
+#include <polite/redact.h>
+#include <polite/request.h>
 
 #include "http_syntax.h"
 
@@ -105,6 +106,16 @@ static void drop_header(polite_request *r, const char *name, size_t n) {
       i--;
     }
   }
+}
+
+int polite_request_has_header(const polite_request *r, const char *name) {
+  size_t n = strlen(name);
+  for (size_t i = 0; i < r->nheaders; i++) {
+    const char *h = r->headers[i];
+    if (strlen(h) > n && h[n] == ':' && polite__ci_eqn(h, n, name, n))
+      return 1;
+  }
+  return 0;
 }
 
 int polite_request_add_header(polite_request *r, const char *name,
@@ -335,6 +346,148 @@ static const char *json_fault_kind(const char *text) {
   return "invalid JSON";
 }
 
+/* Each field reader takes the field's value v (and the whole object root,
+ * for fields that look at others) and either sets r's member or fails r
+ * with a message naming the field. Returns 0, or POLITE_ENOMEM. */
+typedef int (*field_fn)(polite_request *r, json_t *root, json_t *v);
+
+static int field_id(polite_request *r, json_t *root, json_t *v) {
+  (void)root;
+  if (json_is_string(v) && json_string_length(v) > 0 &&
+      strlen(json_string_value(v)) == json_string_length(v))
+    r->id = memdup0(json_string_value(v), json_string_length(v));
+  else if (json_is_integer(v)) {
+    if (asprintf(&r->id, "%lld", (long long)json_integer_value(v)) < 0)
+      r->id = NULL;
+  } else
+    fail(r, "field \"id\" must be a non-empty string (no NUL) or an "
+            "integer");
+  return 0;
+}
+
+static int field_method(polite_request *r, json_t *root, json_t *v) {
+  (void)root;
+  if (!json_is_string(v) ||
+      !polite__is_token(json_string_value(v), json_string_length(v)))
+    fail(r, "field \"method\" must be an HTTP method token (e.g. \"GET\")");
+  else
+    r->method = strdup(json_string_value(v));
+  return 0;
+}
+
+static int field_url(polite_request *r, json_t *root, json_t *v) {
+  (void)root;
+  if (!json_is_string(v))
+    fail(r, "field \"url\" must be a string");
+  else if (strlen(json_string_value(v)) != json_string_length(v))
+    fail(r, "field \"url\" contains a NUL character");
+  else if (check_url(r, "field \"url\"", json_string_value(v)) == 0)
+    r->url = strdup(json_string_value(v));
+  return 0;
+}
+
+/* One header of the "headers" object; a bad name is quoted only up to its
+ * first bad byte, since a name such as "Authorization: Bearer sk-..." holds
+ * its own secret. */
+static int one_header(polite_request *r, const char *hk, json_t *hv) {
+  int secret = polite_header_is_secret(hk, strlen(hk));
+  if (!polite__is_token(hk, strlen(hk))) {
+    size_t ok = 0;
+    while (hk[ok] && polite__is_tchar((unsigned char)hk[ok]))
+      ok++;
+    fail(r,
+         "header name \"%.*s%s\" is not a valid HTTP token (byte %zu "
+         "is 0x%02x)",
+         (int)(ok > 100 ? 100 : ok), hk, hk[ok] ? "..." : "", ok + 1,
+         (unsigned)(unsigned char)hk[ok]);
+  } else if (!json_is_string(hv)) {
+    fail(r, "header \"%.100s\" must have a string value", hk);
+  } else if (!value_ok(json_string_value(hv), json_string_length(hv))) {
+    fail(r, "header \"%.100s\" value%s contains CR, LF or NUL", hk,
+         secret ? " (REDACTED)" : "");
+  } else if (polite_request_add_header(r, hk, json_string_value(hv)) ==
+             POLITE_ENOMEM) {
+    return POLITE_ENOMEM;
+  }
+  return 0;
+}
+
+static int field_headers(polite_request *r, json_t *root, json_t *v) {
+  (void)root;
+  if (!json_is_object(v)) {
+    fail(r, "field \"headers\" must be an object of strings");
+    return 0;
+  }
+  const char *hk;
+  json_t *hv;
+  json_object_foreach(v, hk, hv) {
+    if (one_header(r, hk, hv) != 0)
+      return POLITE_ENOMEM;
+  }
+  return 0;
+}
+
+/* A string body is sent as it is; a structured one as compact JSON, with
+ * Content-Type: application/json unless the line's headers (read before or
+ * after this field) name one. */
+static int field_body(polite_request *r, json_t *root, json_t *v) {
+  if (json_is_string(v)) {
+    r->body = memdup0(json_string_value(v), json_string_length(v));
+    r->body_len = json_string_length(v);
+    r->has_body = 1;
+  } else if (json_is_object(v) || json_is_array(v)) {
+    r->body = json_dumps(v, JSON_COMPACT);
+    r->body_len = r->body ? strlen(r->body) : 0;
+    r->has_body = 1;
+    int has_ct = polite_request_has_header(r, "Content-Type");
+    json_t *hdrs = json_object_get(root, "headers");
+    if (hdrs && json_is_object(hdrs)) {
+      const char *hk;
+      json_t *hv;
+      json_object_foreach(hdrs, hk, hv) {
+        if (polite__ci_eq(hk, strlen(hk), "content-type"))
+          has_ct = 1;
+      }
+    }
+    if (!has_ct)
+      polite_request_add_header(r, "Content-Type", "application/json");
+  } else if (!json_is_null(v)) {
+    fail(r, "field \"body\" must be a string, an object or an array");
+  }
+  return 0;
+}
+
+static int field_idempotency_key(polite_request *r, json_t *root, json_t *v) {
+  (void)root;
+  if (!json_is_string(v) || json_string_length(v) == 0 ||
+      !value_ok(json_string_value(v), json_string_length(v)))
+    fail(r, "field \"idempotency_key\" must be a non-empty string without "
+            "CR, LF or NUL");
+  else
+    r->idempotency_key = strdup(json_string_value(v));
+  return 0;
+}
+
+static int field_cost(polite_request *r, json_t *root, json_t *v) {
+  (void)root;
+  parse_cost(r, v);
+  return 0;
+}
+
+/* The fields of a JSON line, one row each (docs/input-format.md). */
+static const struct {
+  const char *name;
+  field_fn read;
+} k_fields[] = {
+    {"id", field_id},     {"method", field_method},
+    {"url", field_url},   {"headers", field_headers},
+    {"body", field_body}, {"idempotency_key", field_idempotency_key},
+    {"cost", field_cost},
+};
+
+/* Reads one JSON line into r. Returns 0 (r->error set when the line is
+ * invalid) or POLITE_ENOMEM. The JSON text is never quoted in an error: it
+ * may hold a secret. */
 static int parse_json(polite_request *r, const char *line, size_t len) {
   json_error_t jerr;
   json_t *root =
@@ -354,102 +507,17 @@ static int parse_json(polite_request *r, const char *line, size_t len) {
   const char *k;
   json_t *v;
   json_object_foreach(root, k, v) {
-    if (strcmp(k, "id") == 0) {
-      if (json_is_string(v) && json_string_length(v) > 0 &&
-          strlen(json_string_value(v)) == json_string_length(v))
-        r->id = memdup0(json_string_value(v), json_string_length(v));
-      else if (json_is_integer(v)) {
-        if (asprintf(&r->id, "%lld", (long long)json_integer_value(v)) < 0)
-          r->id = NULL;
-      } else
-        fail(r, "field \"id\" must be a non-empty string (no NUL) or an "
-                "integer");
-    } else if (strcmp(k, "method") == 0) {
-      if (!json_is_string(v) ||
-          !polite__is_token(json_string_value(v), json_string_length(v)))
-        fail(r, "field \"method\" must be an HTTP method token (e.g. \"GET\")");
-      else
-        r->method = strdup(json_string_value(v));
-    } else if (strcmp(k, "url") == 0) {
-      if (!json_is_string(v))
-        fail(r, "field \"url\" must be a string");
-      else if (strlen(json_string_value(v)) != json_string_length(v))
-        fail(r, "field \"url\" contains a NUL character");
-      else if (check_url(r, "field \"url\"", json_string_value(v)) == 0)
-        r->url = strdup(json_string_value(v));
-    } else if (strcmp(k, "headers") == 0) {
-      if (!json_is_object(v)) {
-        fail(r, "field \"headers\" must be an object of strings");
-        continue;
-      }
-      const char *hk;
-      json_t *hv;
-      json_object_foreach(v, hk, hv) {
-        int secret = polite_header_is_secret(hk, strlen(hk));
-        if (!polite__is_token(hk, strlen(hk))) {
-          /* Quoted only up to the first bad byte: a name such as
-           * "Authorization: Bearer sk-..." holds its own secret. */
-          size_t ok = 0;
-          while (hk[ok] && polite__is_tchar((unsigned char)hk[ok]))
-            ok++;
-          fail(r,
-               "header name \"%.*s%s\" is not a valid HTTP token (byte %zu "
-               "is 0x%02x)",
-               (int)(ok > 100 ? 100 : ok), hk, hk[ok] ? "..." : "", ok + 1,
-               (unsigned)(unsigned char)hk[ok]);
-        } else if (!json_is_string(hv)) {
-          fail(r, "header \"%.100s\" must have a string value", hk);
-        } else if (!value_ok(json_string_value(hv), json_string_length(hv))) {
-          fail(r, "header \"%.100s\" value%s contains CR, LF or NUL", hk,
-               secret ? " (REDACTED)" : "");
-        } else if (polite_request_add_header(r, hk, json_string_value(hv)) ==
-                   POLITE_ENOMEM) {
-          json_decref(root);
-          return POLITE_ENOMEM;
-        }
-      }
-    } else if (strcmp(k, "body") == 0) {
-      if (json_is_string(v)) {
-        r->body = memdup0(json_string_value(v), json_string_length(v));
-        r->body_len = json_string_length(v);
-        r->has_body = 1;
-      } else if (json_is_object(v) || json_is_array(v)) {
-        /* A structured body is sent as compact JSON. */
-        r->body = json_dumps(v, JSON_COMPACT);
-        r->body_len = r->body ? strlen(r->body) : 0;
-        r->has_body = 1;
-        int has_ct = 0;
-        for (size_t i = 0; i < r->nheaders; i++)
-          if (polite__ci_prefix(r->headers[i], strlen(r->headers[i]),
-                                "content-type:"))
-            has_ct = 1;
-        json_t *hdrs = json_object_get(root, "headers");
-        if (hdrs && json_is_object(hdrs)) {
-          const char *hk;
-          json_t *hv;
-          json_object_foreach(
-              hdrs, hk, hv) if (polite__ci_eq(hk, strlen(hk), "content-type"))
-              has_ct = 1;
-        }
-        if (!has_ct)
-          polite_request_add_header(r, "Content-Type", "application/json");
-      } else if (!json_is_null(v)) {
-        fail(r, "field \"body\" must be a string, an object or an array");
-      }
-    } else if (strcmp(k, "idempotency_key") == 0) {
-      if (!json_is_string(v) || json_string_length(v) == 0 ||
-          !value_ok(json_string_value(v), json_string_length(v)))
-        fail(r, "field \"idempotency_key\" must be a non-empty string without "
-                "CR, LF or NUL");
-      else
-        r->idempotency_key = strdup(json_string_value(v));
-    } else if (strcmp(k, "cost") == 0) {
-      parse_cost(r, v);
-    } else {
+    size_t i = 0, n = sizeof k_fields / sizeof k_fields[0];
+    while (i < n && strcmp(k, k_fields[i].name) != 0)
+      i++;
+    if (i == n) {
       fail(r,
            "unknown field \"%.100s\" (expected id, method, url, headers, "
            "body, idempotency_key, cost)",
            k);
+    } else if (k_fields[i].read(r, root, v) != 0) {
+      json_decref(root);
+      return POLITE_ENOMEM;
     }
   }
   if (r->url == NULL && r->error == NULL)

@@ -2,7 +2,7 @@
  * content, so records kept across runs (the journal, the work queue) never
  * match an edited line to another request. */
 #define _GNU_SOURCE
-#include <polite/batch.h>
+#include <polite/request.h>
 #include <polite/journal.h>
 
 #include <stdio.h>

@@ -19,10 +19,6 @@ static const char *const k_months[12] = {"Jan", "Feb", "Mar", "Apr",
                                          "May", "Jun", "Jul", "Aug",
                                          "Sep", "Oct", "Nov", "Dec"};
 
-static int is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-
 static int is_leap(int64_t y) {
   return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
@@ -61,7 +57,7 @@ static int eat_digits(cur *c, int n, int *out) {
   if (c->end - c->p < n)
     return 0;
   for (int i = 0; i < n; i++) {
-    if (!is_digit(c->p[i]))
+    if (!polite__is_digit(c->p[i]))
       return 0;
     v = v * 10 + (c->p[i] - '0');
   }
@@ -244,13 +240,13 @@ void polite_retry_after_parse(const char *s, size_t len, int64_t now_unix,
   polite__trim_ows(&s, &len);
   if (len == 0)
     return;
-  if (is_digit(s[0])) {
+  if (polite__is_digit(s[0])) {
     /* delay-seconds = 1*DIGIT. Keep scanning after saturating so that
      * "99999999999999999999x" is still rejected as a whole. */
     int64_t v = 0;
     int sat = 0;
     for (size_t i = 0; i < len; i++) {
-      if (!is_digit(s[i])) {
+      if (!polite__is_digit(s[i])) {
         out->kind = POLITE_RA_INVALID;
         return;
       }

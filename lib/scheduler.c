@@ -5,11 +5,12 @@
 
 #include "sched_internal.h"
 
+#include "http_syntax.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* How often on_tick runs at least, and the longest sleep between turns (a
  * cancel from a signal handler is seen within it). */
@@ -22,6 +23,19 @@
 #define CATCHUP_MAX_US 1000
 
 /* ---- life cycle ---------------------------------------------------------- */
+
+/* The jitter seed: o->seed when given, else 64 bits from o->env's random
+ * source (clock.c supplies the real one when o->env has none). Should that
+ * source fail, the seed is made from where s lives (different per process
+ * under address randomization; not secret, and jitter needs no secret), so
+ * that the scheduler reads neither a clock nor a random source of its own. */
+static uint64_t jitter_seed(const polite_batch_options *o, const void *s) {
+  uint64_t seed = o->seed;
+  if (seed == 0 &&
+      polite_env_random_bytes(o->env, &seed, sizeof seed) != POLITE_OK)
+    seed = polite__fnv1a(&s, sizeof s);
+  return seed;
+}
 
 polite__sched *polite__sched_new(const polite_batch_options *o,
                                  const polite__sched_io *io, char *err,
@@ -57,11 +71,7 @@ polite__sched *polite__sched_new(const polite_batch_options *o,
     free(s);
     return NULL;
   }
-  s->rng = o->seed;
-  if (s->rng == 0 &&
-      (polite_env_random_bytes(o->env, &s->rng, sizeof s->rng) != 0 ||
-       s->rng == 0))
-    s->rng = polite_random_seed();
+  s->rng = jitter_seed(o, s);
   s->st.first_start_us = -1;
   s->st.last_start_us = -1;
   s->st.intervals_us = s->intervals;
@@ -282,14 +292,6 @@ static char *host_key(const char *url) {
   return k;
 }
 
-static int has_header(const polite_request *r, const char *name) {
-  size_t n = strlen(name);
-  for (size_t i = 0; i < r->nheaders; i++)
-    if (strncasecmp(r->headers[i], name, n) == 0 && r->headers[i][n] == ':')
-      return 1;
-  return 0;
-}
-
 /* ---- starting an attempt ---------------------------------------------------
  */
 
@@ -422,11 +424,12 @@ job *polite__sched_job_begin(polite__sched *s, job *j, int64_t now) {
   if (r->idempotency_key) {
     j->idem_sent = r->idempotency_key;
   } else if (s->o.idempotency_auto && !polite_method_idempotent(j->method) &&
-             !has_header(r, "Idempotency-Key")) {
+             !polite_request_has_header(r, "Idempotency-Key")) {
     if (polite_idempotency_key(s->o.env, j->idem) == 0)
       j->idem_sent = j->idem;
   }
-  j->has_key = j->idem_sent != NULL || has_header(r, "Idempotency-Key");
+  j->has_key =
+      j->idem_sent != NULL || polite_request_has_header(r, "Idempotency-Key");
   return j;
 }
 

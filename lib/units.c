@@ -1,30 +1,11 @@
-/* Parsing of rates ("90/min") and durations ("1h30m", "250ms") for the
- * command line and configuration files (pure, locale independent). */
+/* Parsing of rates ("90/min") for the command line and configuration files
+ * (pure, locale independent); durations are in duration.c. */
 #include <polite/core.h>
+
+#include "http_syntax.h"
 
 #include <math.h>
 #include <string.h>
-
-static int is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-static int is_alpha(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-/* ASCII case-insensitive comparison of s[0..n) with the NUL-terminated w. */
-static int word_is(const char *s, size_t n, const char *w) {
-  if (strlen(w) != n)
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (c >= 'A' && c <= 'Z')
-      c = (char)(c - 'A' + 'a');
-    if (c != w[i])
-      return 0;
-  }
-  return 1;
-}
 
 /* Scans "DIGITS[.DIGITS]" (at least one digit, no sign, no exponent) at *p.
  * Returns the number of characters used, or 0 when there is no number (any
@@ -34,7 +15,7 @@ static size_t scan_number(const char *p, const char **ip, size_t *il,
                           const char **fp, size_t *fl) {
   size_t n = 0;
   *ip = p;
-  while (is_digit(p[n]))
+  while (polite__is_digit(p[n]))
     n++;
   *il = n;
   *fp = p + n;
@@ -42,7 +23,7 @@ static size_t scan_number(const char *p, const char **ip, size_t *il,
   if (p[n] == '.') {
     size_t m = 0;
     *fp = p + n + 1;
-    while (is_digit(p[n + 1 + m]))
+    while (polite__is_digit(p[n + 1 + m]))
       m++;
     *fl = m;
     n += 1 + m;
@@ -65,6 +46,18 @@ static double digits_value(const char *ip, size_t il, const char *fp,
   return v;
 }
 
+/* The spellings of a rate's unit (compared ignoring case) in seconds. */
+static const struct {
+  const char *name;
+  double secs;
+} k_rate_units[] = {
+    {"s", 1},        {"sec", 1},      {"secs", 1},  {"second", 1},
+    {"seconds", 1},  {"m", 60},       {"min", 60},  {"mins", 60},
+    {"minute", 60},  {"minutes", 60}, {"h", 3600},  {"hr", 3600},
+    {"hour", 3600},  {"hours", 3600}, {"d", 86400}, {"day", 86400},
+    {"days", 86400}, {NULL, 0},
+};
+
 /* "N/UNIT": N is a positive decimal ("90", "1.5", ".5"); UNIT is one of
  * s sec secs second seconds, m min mins minute minutes, h hr hour hours,
  * d day days (case-insensitive). No spaces, no signs, no exponents, no
@@ -82,122 +75,15 @@ int polite_rate_parse(const char *s, double *per_s) {
     return POLITE_EINVAL;
   const char *u = s + n + 1;
   size_t ul = strlen(u);
-  double secs;
-  if (word_is(u, ul, "s") || word_is(u, ul, "sec") || word_is(u, ul, "secs") ||
-      word_is(u, ul, "second") || word_is(u, ul, "seconds"))
-    secs = 1;
-  else if (word_is(u, ul, "m") || word_is(u, ul, "min") ||
-           word_is(u, ul, "mins") || word_is(u, ul, "minute") ||
-           word_is(u, ul, "minutes"))
-    secs = 60;
-  else if (word_is(u, ul, "h") || word_is(u, ul, "hr") ||
-           word_is(u, ul, "hour") || word_is(u, ul, "hours"))
-    secs = 3600;
-  else if (word_is(u, ul, "d") || word_is(u, ul, "day") ||
-           word_is(u, ul, "days"))
-    secs = 86400;
-  else
+  double secs = 0;
+  for (size_t i = 0; k_rate_units[i].name != NULL && secs == 0; i++)
+    if (polite__ci_eq(u, ul, k_rate_units[i].name))
+      secs = k_rate_units[i].secs;
+  if (secs == 0)
     return POLITE_EINVAL;
   double v = digits_value(ip, il, fp, fl) / secs;
   if (!isfinite(v) || v < 1e-9 || v > 1e9)
     return POLITE_EINVAL;
   *per_s = v;
-  return POLITE_OK;
-}
-
-/* Nanoseconds per unit for durations; 0 for an unknown unit. */
-static int64_t unit_ns(const char *u, size_t n) {
-  if (word_is(u, n, "ms"))
-    return INT64_C(1000000);
-  if (word_is(u, n, "s"))
-    return INT64_C(1000000000);
-  if (word_is(u, n, "m") || word_is(u, n, "min"))
-    return INT64_C(60000000000);
-  if (word_is(u, n, "h"))
-    return INT64_C(3600000000000);
-  if (word_is(u, n, "d"))
-    return INT64_C(86400000000000);
-  return 0;
-}
-
-/* A duration is either a bare decimal number of seconds ("500", "1.5") or a
- * sequence of NUMBER UNIT parts ("1h30m", "2s", "250ms", "1.5s", "2d") with
- * units ms, s, m/min, h, d (case-insensitive); the parts are added. The
- * result is rounded up to whole milliseconds ("1.0001s" is 1001 ms): a wait
- * is never made shorter than asked. Empty strings, signs, spaces, unknown
- * units and garbage are POLITE_EINVAL (checked first, so "1e999x" is
- * EINVAL); a syntactically valid duration longer than INT64_MAX ms is
- * POLITE_ERANGE. *ms is only set on success. */
-int polite_duration_parse(const char *s, int64_t *ms) {
-  if (s == NULL || ms == NULL || s[0] == '\0')
-    return POLITE_EINVAL;
-  /* Sum in nanoseconds with 128-bit integers; once the sum passes the
-   * limit we only keep parsing to tell garbage (EINVAL) from overflow. */
-  const __int128 limit = (__int128)INT64_MAX * 1000000;
-  __int128 total_ns = 0;
-  int overflow = 0;
-  const char *p = s;
-  int parts = 0;
-  while (*p != '\0') {
-    const char *ip, *fp;
-    size_t il, fl;
-    size_t n = scan_number(p, &ip, &il, &fp, &fl);
-    if (n == 0)
-      return POLITE_EINVAL;
-    p += n;
-    size_t ul = 0;
-    while (is_alpha(p[ul]))
-      ul++;
-    int64_t per;
-    if (ul == 0) {
-      /* A bare number is seconds, and only as the whole string. */
-      if (parts != 0 || *p != '\0')
-        return POLITE_EINVAL;
-      per = INT64_C(1000000000);
-    } else {
-      per = unit_ns(p, ul);
-      if (per == 0)
-        return POLITE_EINVAL;
-      p += ul;
-    }
-    parts++;
-    if (overflow)
-      continue;
-    /* value = int part * per + ceil(fraction * per); per <= 8.64e13 and
-     * fraction digits beyond what per can resolve only round up. */
-    __int128 v = 0;
-    for (size_t i = 0; i < il && !overflow; i++) {
-      v = v * 10 + (ip[i] - '0');
-      if (v > limit / per)
-        overflow = 1;
-    }
-    if (overflow)
-      continue;
-    v *= per;
-    __int128 num = 0, den = 1;
-    for (size_t i = 0; i < fl && i < 18; i++) {
-      num = num * 10 + (fp[i] - '0');
-      den *= 10;
-    }
-    __int128 frac = (num * per + den - 1) / den;
-    /* Digits past the 18th are below a nanosecond; a non-zero one still
-     * makes the value longer, which matters only when the rounding up
-     * above was exact. */
-    for (size_t i = 18; i < fl; i++)
-      if (fp[i] != '0') {
-        if (frac * den == num * per)
-          frac += 1;
-        break;
-      }
-    total_ns += v + frac;
-    if (total_ns > limit)
-      overflow = 1;
-  }
-  if (overflow)
-    return POLITE_ERANGE;
-  __int128 r = (total_ns + 999999) / 1000000;
-  if (r > INT64_MAX)
-    return POLITE_ERANGE;
-  *ms = (int64_t)r;
   return POLITE_OK;
 }

@@ -10,7 +10,9 @@
 #include "report_tap.h"
 #include "run_output.h"
 #include "run_queue.h"
+#include "http_syntax.h"
 #include "run_report.h"
+#include "run_wire.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -288,44 +290,14 @@ const cli_command cli_cmd_run = {
  * usage error naming it, not a run that fills memory. */
 static int read_data_file(const char *path, size_t max, char **out,
                           size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return cli_usage("run", "-d: cannot read '%s': %s", path, strerror(errno));
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  int rc = 0;
-  int nomem = buf == NULL;
-  while (!nomem) {
-    if (n == cap) {
-      char *nb = cap > max ? NULL : realloc(buf, cap * 2);
-      if (nb == NULL) {
-        nomem = cap <= max; /* past max: stop reading, not out of memory */
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    size_t r = fread(buf + n, 1, cap - n, f);
-    n += r;
-    if (r == 0 || n > max)
-      break;
-  }
-  if (nomem || ferror(f))
-    rc = cli_usage("run", "-d: cannot read '%s': %s", path,
-                   nomem ? "out of memory" : strerror(errno));
-  else if (n > max)
-    rc = cli_usage("run",
-                   "-d: '%s' is larger than --max-data (%zu bytes); raise "
-                   "--max-data to send it",
-                   path, max);
-  fclose(f);
-  if (rc != 0) {
-    free(buf);
-    return rc;
-  }
-  *out = buf;
-  *len = n;
-  return 0;
+  if (polite__read_file(path, max, out, len) == 0)
+    return 0;
+  if (errno == EFBIG)
+    return cli_usage("run",
+                     "-d: '%s' is larger than --max-data (%zu bytes); raise "
+                     "--max-data to send it",
+                     path, max);
+  return cli_usage("run", "-d: cannot read '%s': %s", path, strerror(errno));
 }
 
 /* One file the run reads or writes, for the same-file check. */
@@ -621,14 +593,12 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
   bo->ud = c;
   c->outage.quiet = o->quiet;
   c->outage.limit_ms = bo->budget_outage_ms;
-  if (jr && run_journal_wrap(jr, bo) != 0)
+  run_layers layers = {
+      jr,       c->queue,       &c->out,     c->def, o->concurrency,
+      c->log.f, o->report_path, &budget->cfg};
+  report_tap *tap;
+  if (run_wire(bo, &layers, &tap) != 0)
     return CLI_EXIT_FAILED;
-  if (c->queue &&
-      run_queue_wrap(c->queue, bo, &c->out, c->def, o->concurrency) != 0)
-    return CLI_EXIT_FAILED;
-  /* Last, so that it sees what the journal wrapper passes on. */
-  report_tap *tap =
-      report_tap_attach(bo, c->log.f, o->report_path, &budget->cfg);
   char err[256];
   polite_batch *batch = polite_batch_new(bo, err, sizeof err);
   if (batch == NULL) {

@@ -453,10 +453,10 @@ static void canon(const char *path, char *buf, size_t len) {
   free(r);
 }
 
-int run_journal_open(const run_journal_config *c, run_journal **out,
-                     FILE **results) {
-  *out = NULL;
-  *results = NULL;
+/* What --journal needs before anything is opened: --out, and the input as
+ * a regular file, whose SHA-256 goes into fp. Returns 0 or an exit code
+ * (the message printed). */
+static int check_inputs(const run_journal_config *c, char fp[65]) {
   struct stat st;
   if (c->out_path == NULL)
     return cli_usage("run", "--journal needs --out FILE (the results file "
@@ -468,58 +468,42 @@ int run_journal_open(const run_journal_config *c, run_journal **out,
                      "stdin or a pipe ('%s'), so --resume can check that it "
                      "has not changed",
                      c->input_path ? c->input_path : "-");
-  char fp[65];
   if (polite_sha256_file(c->input_path, fp) != 0)
     return cli_usage("run", "cannot read input '%s': %s", c->input_path,
                      strerror(errno));
-  run_journal *rj = calloc(1, sizeof *rj);
-  if (rj == NULL)
-    return CLI_EXIT_FAILED;
-  rj->c = *c;
-  char err[600];
-  int rc = polite_journal_open(
-      c->path, c->resume ? POLITE_JOURNAL_RESUME : POLITE_JOURNAL_CREATE,
-      &rj->j, err, sizeof err);
-  if (rc != 0) {
-    free(rj);
-    if (rc == POLITE_EINVAL)
-      return cli_usage("run", "--journal: %s", err);
-    fprintf(stderr, "polite run: --journal: %s\n", err);
-    return CLI_EXIT_FAILED;
-  }
-  char outc[PATH_MAX], inc[PATH_MAX], prev[PATH_MAX];
-  canon(c->input_path, inc, sizeof inc);
-  if (c->resume) {
-    int f = polite_journal_last_fingerprint(rj->j, prev, sizeof prev);
-    if (f > 0 && strcmp(prev, fp) != 0 && !c->force) {
-      rc = cli_usage("run",
+  return 0;
+}
+
+/* --resume continues the same run: the input must have the journal's last
+ * fingerprint fp and --out must be the journal's results file, unless
+ * --force. Returns 0 or an exit code (the message printed). */
+static int check_same_run(const run_journal *rj, const char *fp) {
+  const run_journal_config *c = &rj->c;
+  char outc[PATH_MAX], prev[PATH_MAX];
+  int f = polite_journal_last_fingerprint(rj->j, prev, sizeof prev);
+  if (f > 0 && strcmp(prev, fp) != 0 && !c->force)
+    return cli_usage("run",
                      "--resume: the input '%s' changed since the journal "
                      "'%s' was made (SHA-256 %.12s..., now %.12s...); "
                      "resume with --force to match requests by id anyway, "
                      "or start a new journal",
                      c->input_path, c->path, prev, fp);
-      goto fail;
-    }
-    canon(c->out_path, outc, sizeof outc);
-    f = polite_journal_last_out(rj->j, prev, sizeof prev);
-    if (f > 0 && strcmp(prev, outc) != 0 && !c->force) {
-      rc = cli_usage("run",
+  canon(c->out_path, outc, sizeof outc);
+  f = polite_journal_last_out(rj->j, prev, sizeof prev);
+  if (f > 0 && strcmp(prev, outc) != 0 && !c->force)
+    return cli_usage("run",
                      "--resume: --out '%s' is not the results file of the "
                      "journal's run ('%s'); give the same --out, or --force",
                      c->out_path, prev);
-      goto fail;
-    }
-  }
-  /* The session is recorded first: requeue and backfilled records made
-   * while preparing --out belong to it. */
-  if (!c->resume) {
-    if ((*results = fopen(c->out_path, "w")) == NULL) {
-      rc = cli_usage("run", "--out: cannot open '%s': %s", c->out_path,
-                     strerror(errno));
-      goto fail;
-    }
-    sync_dir(c->out_path); /* the new file's name survives a power cut */
-  }
+  return 0;
+}
+
+/* Records this session (input fingerprint fp, the canonical paths, the
+ * outcomes to requeue) in the journal. Returns 0 or an exit code. */
+static int begin_session(run_journal *rj, const char *fp) {
+  const run_journal_config *c = &rj->c;
+  char outc[PATH_MAX], inc[PATH_MAX];
+  canon(c->input_path, inc, sizeof inc);
   canon(c->out_path, outc, sizeof outc);
   char rq[256] = "";
   for (int o = 0; o < POLITE_OUT_COUNT; o++)
@@ -532,26 +516,70 @@ int run_journal_open(const run_journal_config *c, run_journal **out,
       c->resume ? "resume" : "run", fp, inc, outc, rq, c->force};
   if (polite_journal_begin(rj->j, &s) < 0) {
     fprintf(stderr, "polite run: %s\n", polite_journal_errstr(rj->j));
-    rc = CLI_EXIT_FAILED;
-    goto fail;
+    return CLI_EXIT_FAILED;
   }
+  return 0;
+}
+
+/* One line even with -q: it says what --resume repaired. */
+static void announce_resume(const run_journal *rj) {
+  fprintf(stderr,
+          "polite run: resuming from '%s': %zu already done, %llu run "
+          "again (cancelled or never started), %llu requeued%s\n",
+          rj->c.path, rj->done.n, (unsigned long long)rj->rerun,
+          (unsigned long long)(rj->requeued - rj->rerun),
+          rj->torn_bytes ? ", a torn last result line removed" : "");
+  if (rj->lost)
+    fprintf(stderr,
+            "polite run: %llu result(s) in the journal have no line in '%s'; "
+            "they run again (their recorded idempotency keys are reused)\n",
+            (unsigned long long)rj->lost, rj->c.out_path);
+}
+
+int run_journal_open(const run_journal_config *c, run_journal **out,
+                     FILE **results) {
+  *out = NULL;
+  *results = NULL;
+  char fp[65];
+  int rc = check_inputs(c, fp);
+  if (rc != 0)
+    return rc;
+  run_journal *rj = calloc(1, sizeof *rj);
+  if (rj == NULL)
+    return CLI_EXIT_FAILED;
+  rj->c = *c;
+  char err[600];
+  rc = polite_journal_open(
+      c->path, c->resume ? POLITE_JOURNAL_RESUME : POLITE_JOURNAL_CREATE,
+      &rj->j, err, sizeof err);
+  if (rc != 0) {
+    free(rj);
+    if (rc == POLITE_EINVAL)
+      return cli_usage("run", "--journal: %s", err);
+    fprintf(stderr, "polite run: --journal: %s\n", err);
+    return CLI_EXIT_FAILED;
+  }
+  if (c->resume && (rc = check_same_run(rj, fp)) != 0)
+    goto fail;
+  /* The session is recorded first: requeue and backfilled records made
+   * while preparing --out belong to it. */
+  if (!c->resume) {
+    if ((*results = fopen(c->out_path, "w")) == NULL) {
+      rc = cli_usage("run", "--out: cannot open '%s': %s", c->out_path,
+                     strerror(errno));
+      goto fail;
+    }
+    sync_dir(c->out_path); /* the new file's name survives a power cut */
+  }
+  if ((rc = begin_session(rj, fp)) != 0)
+    goto fail;
   if (c->resume && (rc = resume_results(rj, results)) != 0)
     goto fail;
   /* A file-size limit (ulimit -f) must give EFBIG and a clear message, not
    * kill the process in the middle of a line. */
   signal(SIGXFSZ, SIG_IGN);
-  if (c->resume) /* one line even with -q: it says what was repaired */
-    fprintf(stderr,
-            "polite run: resuming from '%s': %zu already done, %llu run "
-            "again (cancelled or never started), %llu requeued%s\n",
-            c->path, rj->done.n, (unsigned long long)rj->rerun,
-            (unsigned long long)(rj->requeued - rj->rerun),
-            rj->torn_bytes ? ", a torn last result line removed" : "");
-  if (c->resume && rj->lost)
-    fprintf(stderr,
-            "polite run: %llu result(s) in the journal have no line in '%s'; "
-            "they run again (their recorded idempotency keys are reused)\n",
-            (unsigned long long)rj->lost, c->out_path);
+  if (c->resume)
+    announce_resume(rj);
   rj->out = *results;
   if (stat(c->path, &rj->jst) != 0 || fstat(fileno(rj->out), &rj->ost) != 0) {
     fprintf(stderr, "polite run: --journal: cannot stat '%s': %s\n", c->path,

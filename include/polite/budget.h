@@ -5,11 +5,32 @@
 #define POLITE_BUDGET_H
 
 #include <polite/core.h>
-#include <polite/ratectl.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- The shared rate (what a budget stores) --------------------------- */
+
+/* The learned rate of an account as every participant sees it. It lives
+ * here, with the budget that stores it, so that the budget needs nothing
+ * from the controller (polite/ratectl.h) that computes it. */
+
+typedef struct {
+  double rate_per_s;   /* the account's learned rate; 0: none learned */
+  double limit_per_s;  /* the rate that got through at the last cut */
+  uint64_t generation; /* counts cuts in the account */
+} polite_shared_rate;
+
+/* The budget's publish rule, one function for every backend: a cut
+ * (is_cut) lowers *stored to min(stored, in) (or sets it when none was
+ * learned), takes in's limit and bumps the generation; a raise is applied
+ * only when in->generation equals the stored one and in's rate is higher
+ * (or when nothing is stored).
+ * Returns 1 when *stored changed, else 0. */
+POLITE_EXTERN int polite_shared_rate_merge(polite_shared_rate *stored,
+                                           const polite_shared_rate *in,
+                                           int is_cut);
 
 /* What one account allows. A budget holds any number of accounts, named by
  * a key (NULL or "" is the default account); `--budget-scope host` uses the

@@ -54,6 +54,9 @@ typedef struct {
                                  deadline_ms); then the call returns
                                  POLITE_EBUDGET. Default 60 s; 0: fail at
                                  the first error */
+  const polite_env *env;      /* the clocks and the random source every
+                                 call reads (polite/clock.h), not owned;
+                                 NULL: the real ones (default) */
 } polite_client_options;
 
 /* The defaults above. */

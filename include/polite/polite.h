@@ -6,6 +6,8 @@
 #include <polite/core.h>
 #include <polite/diagnose.h>
 #include <polite/budget.h>
+#include <polite/request.h>
+#include <polite/redact.h>
 #include <polite/batch.h>
 #include <polite/client.h>
 #include <polite/journal.h>

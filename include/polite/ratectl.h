@@ -55,6 +55,7 @@
 #ifndef POLITE_RATECTL_H
 #define POLITE_RATECTL_H
 
+#include <polite/budget.h>
 #include <polite/core.h>
 
 #ifdef __cplusplus
@@ -131,24 +132,6 @@ POLITE_EXTERN int polite_rate_plan_after(const polite_headers *h,
 /* Short token for a plan reason ("none", "spread", "average", "reset",
  * "server"). */
 POLITE_EXTERN const char *polite_plan_reason_name(polite_plan_reason r);
-
-/* ---- The shared rate (what a budget stores) --------------------------- */
-
-typedef struct {
-  double rate_per_s;   /* the account's learned rate; 0: none learned */
-  double limit_per_s;  /* the rate that got through at the last cut */
-  uint64_t generation; /* counts cuts in the account */
-} polite_shared_rate;
-
-/* The budget's publish rule, one function for every backend: a cut
- * (is_cut) lowers *stored to min(stored, in) (or sets it when none was
- * learned), takes in's limit and bumps the generation; a raise is applied
- * only when in->generation equals the stored one and in's rate is higher
- * (or when nothing is stored).
- * Returns 1 when *stored changed, else 0. */
-POLITE_EXTERN int polite_shared_rate_merge(polite_shared_rate *stored,
-                                           const polite_shared_rate *in,
-                                           int is_cut);
 
 /* ---- The controller ---------------------------------------------------- */
 

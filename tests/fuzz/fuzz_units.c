@@ -1,5 +1,6 @@
-/* libFuzzer target for polite_rate_parse and polite_duration_parse: no
- * crash, no undefined behaviour, and the results keep their promises. */
+/* libFuzzer target for polite_rate_parse, polite_duration_parse and
+ * polite_go_duration_ms (one reader, lib/duration.c): no crash, no undefined
+ * behaviour, and the results keep their promises. */
 #include <polite/core.h>
 
 #include <math.h>
@@ -34,6 +35,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ms < 0)
       abort();
   } else if ((rc != POLITE_EINVAL && rc != POLITE_ERANGE) || ms != -7) {
+    abort();
+  }
+
+  /* Go's dialect takes the counted bytes (NULs included) and saturates at
+   * the header cap instead of failing. */
+  ms = -7;
+  rc = polite_go_duration_ms((const char *)data, size, &ms);
+  if (rc == POLITE_OK) {
+    if (ms < 0 || ms > POLITE_RA_MAX_SECONDS * 1000)
+      abort();
+  } else if (rc != POLITE_EINVAL || ms != -7) {
     abort();
   }
 

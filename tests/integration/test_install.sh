@@ -29,6 +29,14 @@ int main(void) {
 }
 C
 
+# Every public header is installed and stands alone (request.h and redact.h
+# were split out of batch.h; a consumer may include any one of them first).
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+for h in "$SRC"/include/polite/*.h; do
+  n=$(basename "$h")
+  check "installed $n compiles alone" bash -c "printf '#include <polite/$n>\\n' | cc -xc -fsyntax-only -Wall -Werror -I'$TMP/prefix/include' -"
+done
+
 export PKG_CONFIG_PATH="$TMP/prefix/lib/pkgconfig"
 check_quiet "pkg-config knows libpolite" pkg-config --exists libpolite
 check_quiet "pkg-config version matches the header" \

@@ -398,6 +398,23 @@ static void add_header_rules(void **state) {
   polite_request_free(r);
 }
 
+/* has_header matches the whole name, in any case, and nothing shorter or
+ * longer: "X-A" is not "X-AB", and "X-" is not "X-A". */
+static void has_header_rules(void **state) {
+  (void)state;
+  static const struct {
+    const char *name;
+    int want;
+  } rows[] = {
+      {"X-AB", 1}, {"x-ab", 1}, {"X-A", 0}, {"X-ABC", 0}, {"", 0}, {"Y", 0},
+  };
+  polite_request *r = polite_request_new();
+  assert_int_equal(polite_request_add_header(r, "X-AB", "1"), 0);
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    assert_int_equal(polite_request_has_header(r, rows[i].name), rows[i].want);
+  polite_request_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(skipped_lines),
@@ -412,6 +429,7 @@ int main(void) {
       cmocka_unit_test(request_cost),
       cmocka_unit_test(streaming_reader),
       cmocka_unit_test(add_header_rules),
+      cmocka_unit_test(has_header_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
