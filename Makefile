@@ -46,20 +46,14 @@ fuzz-build: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPOLITE_FUZZ=ON -DPOLITE_TESTS=OFF >/dev/null
 	cmake --build $(FUZZ_BUILD) -j$(JOBS)
 
-# A bounded run of every fuzz target (FUZZ_SECONDS each), seeded from
-# tests/fuzz/corpus/NAME and the directories listed in tests/fuzz/NAME.seeds
-# (e.g. the diagnose fixtures, used as they are rather than copied).
+# A bounded run of every fuzz target (FUZZ_SECONDS each, JOBS at a time:
+# scripts/fuzz_one.sh), seeded from tests/fuzz/corpus/NAME and the
+# directories listed in tests/fuzz/NAME.seeds (e.g. the diagnose fixtures,
+# used as they are rather than copied).
 fuzz: fuzz-build
-	@set -e; for f in $(FUZZ_BUILD)/fuzz_*; do \
-	  [ -x "$$f" ] || continue; n=$$(basename $$f); \
-	  mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
-	  seeds=; [ -d tests/fuzz/corpus/$$n ] && seeds=tests/fuzz/corpus/$$n; \
-	  [ -f tests/fuzz/$$n.seeds ] && seeds="$$seeds $$(cat tests/fuzz/$$n.seeds)"; \
-	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=0 \
-	     $(FUZZ_BUILD)/corpus/$$n $$seeds >$(FUZZ_BUILD)/$$n.log 2>&1 \
-	     || { tail -40 $(FUZZ_BUILD)/$$n.log; exit 1; }; \
-	done; echo "fuzz: all targets ran clean"
+	@cd $(FUZZ_BUILD) && for n in fuzz_*; do if [ -f "$$n" ] && [ -x "$$n" ]; then echo "$$n"; fi; done >.targets
+	@xargs -P $(JOBS) -n 1 scripts/fuzz_one.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) <$(FUZZ_BUILD)/.targets \
+	  && echo "fuzz: all targets ran clean"
 
 # Static analysis; both tools must report nothing. cppcheck's false positives
 # are silenced inline (// cppcheck-suppress id, with the reason); clang-tidy's
