@@ -20,11 +20,14 @@ recs = [json.loads(l) for l in open(sys.argv[1]) if '"/once429' in l]
 t429 = recs[0]["t"]
 early = [round(r["t"] - t429, 3) for r in recs[1:] if 0.15 < r["t"] - t429 < 0.99]
 print("arrivals in the paused window:", early)
-# Starts are spaced by the shared rate (20/s -> 50 ms) across threads.
+# Starts are spaced by the shared rate (20/s -> 50 ms) across threads. The
+# bound is half of that: arrivals at the server jitter on a loaded machine
+# (a 50 ms start spacing arrived 34.9 ms apart under make test's -j2), while
+# three threads each pacing 20/s on their own would start within a few ms.
 ts = sorted(r["t"] for r in recs)
 gaps = [b - a for a, b in zip(ts, ts[1:])]
 print("min gap %.3f s" % min(gaps))
-sys.exit(1 if early or min(gaps) < 0.035 else 0)
+sys.exit(1 if early or min(gaps) < 0.025 else 0)
 PY
 check "threads share the pause and the rate" [ $? -eq 0 ]
 
