@@ -31,18 +31,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       abort();
     /* The password as written sits between the userinfo's first ':' and
      * its '@': the masked copy keeps what comes before it (the scheme and
-     * the user name, which may hold the same text) and must not hold it
-     * after that (a long one, so that it is not found by chance in the
-     * host or the NAME). */
+     * the user name) and puts exactly REDACTED where it was. What follows
+     * the '@' (host, NAME) is not secret and is kept even when it holds
+     * the same text: the fuzzer found a NAME that repeats the password. */
     const char *at = strrchr(uri, '@'), *colon = strchr(uri + 8, ':');
-    if (u.pass && strlen(u.pass) >= 12 && at && colon && colon < at) {
-      size_t n = (size_t)(at - colon - 1), head = (size_t)(colon + 1 - uri);
-      char *raw = strndup(colon + 1, n);
+    if (u.pass && at && colon && colon < at) {
+      size_t head = (size_t)(colon + 1 - uri);
       if (strncmp(u.safe, uri, head) != 0)
         abort();
-      if (raw && n >= 12 && strstr(u.safe + head, raw) != NULL)
+      if (strncmp(u.safe + head, "REDACTED@", 9) != 0)
         abort();
-      free(raw);
     }
     if (u.key && !u.cert)
       abort();
