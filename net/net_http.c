@@ -4,7 +4,6 @@
 
 #include "http_syntax.h"
 
-#include <event2/keyvalq_struct.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -573,53 +572,6 @@ int polite__net_req_parse(net_req_head *h, const char *data, size_t len,
   if (first)
     return req_fail(h, 400, "empty request");
   return req_framing(h, &f);
-}
-
-/* ---- Header lists ---------------------------------------------------- */
-
-int polite__net_field_add(struct evkeyvalq *h, const char *name, size_t nlen,
-                          const char *value, size_t vlen) {
-  struct evkeyval *kv = malloc(sizeof *kv + nlen + vlen + 2);
-  if (kv == NULL)
-    return -1;
-  kv->key = (char *)(kv + 1);
-  kv->value = kv->key + nlen + 1;
-  memcpy(kv->key, name, nlen);
-  kv->key[nlen] = '\0';
-  memcpy(kv->value, value, vlen);
-  kv->value[vlen] = '\0';
-  kv->next.tqe_next = NULL;
-  kv->next.tqe_prev = h->tqh_last;
-  *h->tqh_last = kv;
-  h->tqh_last = &kv->next.tqe_next;
-  return 0;
-}
-
-void polite__net_field_remove(struct evkeyvalq *h, const char *name) {
-  struct evkeyval *kv = h->tqh_first;
-  while (kv) {
-    struct evkeyval *next = kv->next.tqe_next;
-    if (polite__ci_eq(kv->key, strlen(kv->key), name)) {
-      if (next)
-        next->next.tqe_prev = kv->next.tqe_prev;
-      else
-        h->tqh_last = kv->next.tqe_prev;
-      *kv->next.tqe_prev = next;
-      free(kv);
-    }
-    kv = next;
-  }
-}
-
-void polite__net_fields_clear(struct evkeyvalq *h) {
-  struct evkeyval *kv = h->tqh_first;
-  while (kv) {
-    struct evkeyval *next = kv->next.tqe_next;
-    free(kv);
-    kv = next;
-  }
-  h->tqh_first = NULL;
-  h->tqh_last = &h->tqh_first;
 }
 
 /* Hop-by-hop fields (RFC 9110 7.6.1) are for one connection only; so is

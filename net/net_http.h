@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <event2/keyvalq_struct.h> /* a struct only: no libevent call */
+
 /* Like hiredis' reader, the parser owns no buffer: the caller keeps the
  * bytes not yet consumed (an incomplete line) and feeds them again with
  * more. Body bytes are handed out as they come, de-chunked. */
@@ -131,6 +133,37 @@ int polite__net_field_add(struct evkeyvalq *h, const char *name, size_t nlen,
 /* Removes every field called name (any case). */
 void polite__net_field_remove(struct evkeyvalq *h, const char *name);
 void polite__net_fields_clear(struct evkeyvalq *h);
+
+/* The fields of one parsed message (a request's head, an upstream's
+ * answer) in one block: the list is an evkeyvalq like the one above, so
+ * evhttp_find_header and the loops over it read it unchanged, but its
+ * fields (and whatever else the message keeps, its request target) are
+ * carved from an inline block instead of one allocation each, and freed
+ * at once. Hand &f->list to evhttp_find_header and the header writers. A message whose fields do not fit (a head over
+ * NET_FIELDS_BLOCK bytes of names and values) has the rest allocated one
+ * by one, as before: the block is a fast path, not a limit (the limits
+ * are the parsers' head_max and headers_max). */
+#define NET_FIELDS_BLOCK 1024
+typedef struct net_fields {
+  struct evkeyvalq list;
+  size_t used;
+  _Alignas(void *) char block[NET_FIELDS_BLOCK];
+} net_fields;
+/* Makes f empty. */
+void polite__net_fields_init(net_fields *f);
+/* Appends name[0..nlen): value[0..vlen). 0, or -1 out of memory. */
+int polite__net_fields_add(net_fields *f, const char *name, size_t nlen,
+                           const char *value, size_t vlen);
+/* A NUL-terminated copy of s[0..n) carved from f's block (else
+ * allocated): free it with polite__net_fields_free_str. NULL when out of
+ * memory. */
+char *polite__net_fields_str(net_fields *f, const char *s, size_t n);
+void polite__net_fields_free_str(net_fields *f, char *s);
+/* Removes every field called name (any case). */
+void polite__net_fields_remove(net_fields *f, const char *name);
+/* Frees what was allocated beside the block and makes f empty (strings
+ * carved from it are gone too). */
+void polite__net_fields_reset(net_fields *f);
 
 /* 1 when a field called name is hop-by-hop (RFC 9110 7.6.1: Connection,
  * Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, any Proxy-* field),

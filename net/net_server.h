@@ -47,6 +47,7 @@ typedef struct net_req {
   net_conn *conn; /* NULL once detached (answer ended, or client gone) */
   int handed;     /* given to the owner */
   struct net_pending *pending; /* a CONNECT being set up by net/ */
+  net_fields fields; /* `in` and `target` live here (net_fields.c) */
 } net_req;
 
 /* What the server calls. Each is called from the event loop, never from

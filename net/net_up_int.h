@@ -20,10 +20,10 @@ typedef struct net_up_exch {
   int retried;
   int got_bytes;
   net_http_parser p;
-  struct evkeyvalq headers;
   struct evbuffer *tmp;
   struct evbuffer *held;     /* the request, while the host is being resolved */
   struct net_up_exch *qnext; /* exchanges waiting for the address */
+  net_fields headers; /* the answer's, one block (net_fields.c); last */
 } exch;
 
 typedef struct upconn {

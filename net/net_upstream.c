@@ -179,7 +179,7 @@ void polite__net_up_exch_free(exch *x) {
     evbuffer_free(x->copy);
   if (x->tmp)
     evbuffer_free(x->tmp);
-  polite__net_fields_clear(&x->headers);
+  polite__net_fields_reset(&x->headers);
   free(x);
 }
 
@@ -454,18 +454,19 @@ int polite__net_up_start(net_upstream *u, exch *x, struct evbuffer *req) {
 net_up_exch *polite__net_up_send(net_upstream *u, struct evbuffer *req,
                                  int is_head, int retryable,
                                  const net_up_handler *h, void *arg) {
-  exch *x = calloc(1, sizeof *x);
+  exch *x = malloc(sizeof *x);
   if (x == NULL) {
     polite__net_up_set_error(u, "out of memory");
     return NULL;
   }
+  /* All but the field block, whose bytes are written before read. */
+  memset(x, 0, offsetof(exch, headers));
   x->h = h;
   x->arg = arg;
   x->u = u;
   polite__net_http_init(&x->p, is_head);
   x->retried = !retryable; /* not retryable: as if the retry were used */
-  x->headers.tqh_first = NULL;
-  x->headers.tqh_last = &x->headers.tqh_first;
+  polite__net_fields_init(&x->headers);
   x->tmp = evbuffer_new();
   u->active++;
   if (x->tmp == NULL || polite__net_up_start(u, x, req) != 0) {
@@ -527,7 +528,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg) {
 static int cb_header(void *arg, const char *name, size_t nlen,
                      const char *value, size_t vlen) {
   exch *x = arg;
-  return polite__net_field_add(&x->headers, name, nlen, value, vlen);
+  return polite__net_fields_add(&x->headers, name, nlen, value, vlen);
 }
 
 static int cb_head(void *arg, int status, const char *reason, size_t rlen,
@@ -537,8 +538,8 @@ static int cb_head(void *arg, int status, const char *reason, size_t rlen,
   /* A chunked body is re-framed for the client: its Content-Length (if the
    * upstream sent both) would be wrong. */
   if (x->p.has_te)
-    polite__net_field_remove(&x->headers, "Content-Length");
-  x->h->on_head(x->arg, status, reason, minor, &x->headers);
+    polite__net_fields_remove(&x->headers, "Content-Length");
+  x->h->on_head(x->arg, status, reason, minor, &x->headers.list);
   return 0;
 }
 

@@ -4,8 +4,10 @@
  * hidden copy of partial input). From 0x80 it fuzzes the request side: the
  * head's end found whole or piece by piece agrees, a head the parser accepts
  * has one framing only (never Content-Length and chunked), and the body that
- * follows decodes the same whole or in pieces. */
+ * follows decodes the same whole or in pieces; its fields kept in one block
+ * (net_fields.c) are the same as kept one allocation each. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +141,55 @@ static int run_body(const uint8_t *data, size_t size, size_t step, int chunked,
   return rc;
 }
 
+/* The parsed fields go into two lists: one block per message (net_fields,
+ * spilling past its block) and one allocation per field. Both must hold
+ * the same fields in the same order, before and after removing one name;
+ * ASan watches the block's bounds. */
+static int to_block(void *arg, const char *n, size_t nl, const char *v,
+                    size_t vl) {
+  no_header(NULL, n, nl, v, vl);
+  return polite__net_fields_add(arg, n, nl, v, vl);
+}
+
+static int to_list(void *arg, const char *n, size_t nl, const char *v,
+                   size_t vl) {
+  return polite__net_field_add(arg, n, nl, v, vl);
+}
+
+static void same_fields(const struct evkeyvalq *a, const struct evkeyvalq *b) {
+  const struct evkeyval *x = a->tqh_first, *y = b->tqh_first;
+  for (; x && y; x = x->next.tqe_next, y = y->next.tqe_next)
+    if (strcmp(x->key, y->key) != 0 || strcmp(x->value, y->value) != 0)
+      abort();
+  if (x || y)
+    abort();
+}
+
+static void fields_agree(const char *text, size_t len, const net_limits *lim) {
+  static net_fields f; /* static: the 1 KB block is not the stack's */
+  struct evkeyvalq list = {NULL, &list.tqh_first};
+  net_req_head h;
+  polite__net_fields_init(&f);
+  int ra = polite__net_req_parse(&h, text, len, lim, to_block, &f);
+  int rb = polite__net_req_parse(&h, text, len, lim, to_list, &list);
+  if (ra != rb)
+    abort();
+  char *t = polite__net_fields_str(&f, text, len < 40 ? len : 40);
+  if (t == NULL || memcmp(t, text, strlen(t)) != 0)
+    abort();
+  same_fields(&f.list, &list);
+  if (f.list.tqh_first) {
+    char name[64];
+    snprintf(name, sizeof name, "%s", f.list.tqh_first->key);
+    polite__net_fields_remove(&f, name);
+    polite__net_field_remove(&list, name);
+    same_fields(&f.list, &list);
+  }
+  polite__net_fields_free_str(&f, t);
+  polite__net_fields_reset(&f);
+  polite__net_fields_clear(&list);
+}
+
 static void request_side(const uint8_t *data, size_t size, uint8_t mode) {
   net_limits lim = {256 + (size_t)(mode & 0x3f) * 64, 4 + (mode & 7)};
   const char *text = (const char *)data;
@@ -161,6 +212,7 @@ static void request_side(const uint8_t *data, size_t size, uint8_t mode) {
   if (whole <= 0)
     return;
   net_req_head h;
+  fields_agree(text, (size_t)whole, &lim);
   if (polite__net_req_parse(&h, text, (size_t)whole, &lim, no_header, NULL) <
       0) {
     if (h.error == NULL ||

@@ -475,6 +475,71 @@ static void request_bodies(void **state) {
   assert_int_equal(p.state, NET_HTTP_DONE);
 }
 
+/* "name=value|" for each field of h, in order. */
+static void fields_text(const struct evkeyvalq *h, char *out, size_t size) {
+  out[0] = '\0';
+  for (const struct evkeyval *kv = h->tqh_first; kv; kv = kv->next.tqe_next)
+    snprintf(out + strlen(out), size - strlen(out), "%s=%.8s|", kv->key,
+             kv->value);
+}
+
+static int in_block(const net_fields *f, const void *p) {
+  return (const char *)p >= f->block &&
+         (const char *)p < f->block + sizeof f->block;
+}
+
+/* One block per message: fields are carved from it until it is full, then
+ * allocated one by one (ASan's leak check sees a reset that forgets
+ * them); removal unlinks every field of a name in any case and leaves the
+ * list appendable; the target string is carved too. */
+static void fields_in_one_block(void **state) {
+  (void)state;
+  static net_fields f;
+  char text[512], big[2000];
+  polite__net_fields_init(&f);
+  memset(big, 'v', sizeof big);
+  assert_int_equal(polite__net_fields_add(&f, "Host", 4, "a", 1), 0);
+  char *target = polite__net_fields_str(&f, "/path?q=1", 5);
+  assert_string_equal(target, "/path");
+  assert_true(in_block(&f, target));
+  assert_int_equal(polite__net_fields_add(&f, "X-Big", 5, big, sizeof big), 0);
+  assert_int_equal(polite__net_fields_add(&f, "Content-Length", 14, "5", 1), 0);
+  assert_int_equal(polite__net_fields_add(&f, "content-length", 14, "6", 1), 0);
+  fields_text(&f.list, text, sizeof text);
+  assert_string_equal(
+      text, "Host=a|X-Big=vvvvvvvv|Content-Length=5|content-length=6|");
+  assert_true(in_block(&f, f.list.tqh_first));
+  assert_false(in_block(&f, f.list.tqh_first->next.tqe_next)); /* spilled */
+  polite__net_fields_remove(&f, "CONTENT-LENGTH");
+  assert_int_equal(polite__net_fields_add(&f, "Via", 3, "1.1 p", 5), 0);
+  fields_text(&f.list, text, sizeof text);
+  assert_string_equal(text, "Host=a|X-Big=vvvvvvvv|Via=1.1 p|");
+  polite__net_fields_remove(&f, "X-Big");
+  polite__net_fields_remove(&f, "Via"); /* the last one: tqh_last moves */
+  assert_int_equal(polite__net_fields_add(&f, "Z", 1, "z", 1), 0);
+  fields_text(&f.list, text, sizeof text);
+  assert_string_equal(text, "Host=a|Z=z|");
+  /* Fill the block: the fields that do not fit are allocated. */
+  int n = 0;
+  while (in_block(&f, f.list.tqh_last) || n < 3) {
+    char name[16];
+    snprintf(name, sizeof name, "F%d", n++);
+    assert_int_equal(polite__net_fields_add(&f, name, strlen(name), big, 40),
+                     0);
+  }
+  char *late = polite__net_fields_str(&f, big, 600);
+  assert_false(in_block(&f, late));
+  polite__net_fields_free_str(&f, late);
+  polite__net_fields_free_str(&f, target); /* carved: a no-op */
+  size_t count = 0;
+  for (struct evkeyval *kv = f.list.tqh_first; kv; kv = kv->next.tqe_next)
+    count++;
+  assert_int_equal(count, 2 + (size_t)n);
+  polite__net_fields_reset(&f);
+  assert_null(f.list.tqh_first);
+  assert_int_equal(f.used, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fixed_length),
@@ -490,6 +555,7 @@ int main(void) {
       cmocka_unit_test(request_head_end_is_incremental),
       cmocka_unit_test(request_header_count_is_bounded),
       cmocka_unit_test(request_bodies),
+      cmocka_unit_test(fields_in_one_block),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
