@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include "gw_net.h"
 
-#include "http_syntax.h"
+#include "net_head.h"
 
 #include <event2/http.h>
 #include <stdio.h>
@@ -31,25 +31,6 @@ static int body_method(const char *m) {
   return !strcmp(m, "POST") || !strcmp(m, "PUT") || !strcmp(m, "PATCH");
 }
 
-/* The client's fields that are not passed on: hop-by-hop ones, and those
- * the gateway writes itself (Host, the body's framing, Via). Expect:
- * 100-continue was answered by the gateway's server side: the body is
- * here already. */
-static int not_sent(const char *name, const char *connection) {
-  size_t n = strlen(name);
-  return polite__net_hop_by_hop(name, connection) ||
-         polite__ci_eq(name, n, "Host") ||
-         polite__ci_eq(name, n, "Content-Length") ||
-         polite__ci_eq(name, n, "Expect") || polite__ci_eq(name, n, "Via");
-}
-
-static void add_field(struct evbuffer *out, const char *k, const char *v) {
-  evbuffer_add(out, k, strlen(k));
-  evbuffer_add(out, ": ", 2);
-  evbuffer_add(out, v, strlen(v));
-  evbuffer_add(out, "\r\n", 2);
-}
-
 /* g's request as bytes: request line, the client's fields, the key the
  * engine adds (NULL: none), Via, the body's length, the body (copied when
  * kept for a retry, else moved: it is sent once). NULL out of memory. */
@@ -57,22 +38,18 @@ static struct evbuffer *request_bytes(gw_req *g, const char *add_key) {
   struct evbuffer *out = evbuffer_new();
   if (out == NULL)
     return NULL;
-  const struct evkeyvalq *in = g->nr->in;
-  evbuffer_add_printf(out, "%s %s HTTP/1.1\r\nHost: %s\r\n", g->method,
-                      g->target, g->dest.authority);
-  const char *conn = evhttp_find_header(in, "Connection");
-  for (const struct evkeyval *h = in->tqh_first; h; h = h->next.tqe_next)
-    if (!not_sent(h->key, conn))
-      add_field(out, h->key, h->value);
-  if (add_key)
-    add_field(out, "Idempotency-Key", add_key);
-  const char *via = evhttp_find_header(in, "Via");
-  evbuffer_add_printf(out, "Via: %s%s1.%d polite\r\n", via ? via : "",
-                      via ? ", " : "", g->nr->minor);
   size_t blen = g->body ? evbuffer_get_length(g->body) : 0;
-  if (blen > 0 || body_method(g->method))
-    evbuffer_add_printf(out, "Content-Length: %zu\r\n", blen);
-  evbuffer_add(out, "\r\n", 2);
+  net_req_line rl = {
+      .method = g->method,
+      .path = g->target,
+      .authority = g->dest.authority,
+      .in = g->nr->in,
+      .extra_name = add_key ? "Idempotency-Key" : NULL,
+      .extra_value = add_key,
+      .minor = g->nr->minor,
+      .length = blen > 0 || body_method(g->method) ? (int64_t)blen : -1,
+  };
+  polite__net_request_head(out, &rl);
   if (blen > 0 && g->keep_body &&
       evbuffer_add(out, evbuffer_pullup(g->body, -1), blen) != 0) {
     evbuffer_free(out);
@@ -208,28 +185,20 @@ void polite__gw_io_abort(void *ud, polite_engine_attempt *a) {
 
 /* ---- The answer ---------------------------------------------------------- */
 
-/* The upstream's fields the client does not get: hop-by-hop ones (arg is
- * the upstream's Connection field), and Via, which is written anew. */
-static int not_forwarded(const char *name, void *arg) {
-  return polite__net_hop_by_hop(name, arg) ||
-         polite__ci_eq(name, strlen(name), "Via");
-}
-
 /* Sends the answer's head to g's client as the upstream sent it. A 429 or
  * 503 relayed is remembered, to know the client's retry of it. */
 static void relay_head(gw_req *g, int status, const char *reason, int minor,
                        const struct evkeyvalq *h) {
-  const char *old_via = evhttp_find_header(h, "Via");
-  char via[1100];
-  snprintf(via, sizeof via, "Via: %.1000s%s1.%d polite\r\n",
-           old_via ? old_via : "", old_via ? ", " : "", minor);
+  char via[NET_VIA_LINE_MAX];
+  polite__net_via_line(via, evhttp_find_header(h, "Via"), minor);
   /* net/'s parser checked Content-Length and dropped it from a chunked
    * answer: it is the body's length here. */
   const char *cl = evhttp_find_header(h, "Content-Length");
   int64_t length = cl ? strtoll(cl, NULL, 10) : -1;
   int no_body = strcmp(g->method, "HEAD") == 0 || status < 200 ||
                 status == 204 || status == 304;
-  polite__net_req_head_fwd(g->nr, status, reason, NULL, h, not_forwarded,
+  polite__net_req_head_fwd(g->nr, status, reason, NULL, h,
+                           polite__net_answer_skip,
                            (void *)evhttp_find_header(h, "Connection"), via,
                            length, no_body, 0);
   g->head_sent = 1;

@@ -12,16 +12,23 @@
 
 /* ---- One block per message ---------------------------------------------- */
 
-void polite__net_fields_init(net_fields *f) {
+void polite__net_fields_init(net_fields *f, char *block, size_t cap) {
   f->list.tqh_first = NULL;
   f->list.tqh_last = &f->list.tqh_first;
   f->used = 0;
+  f->cap = cap;
+  f->block = block;
+}
+
+/* Empty again, on the same block. */
+static void fields_empty(net_fields *f) {
+  polite__net_fields_init(f, f->block, f->cap);
 }
 
 /* 1 when p was carved from f's block (else it was allocated). */
 static int in_block(const net_fields *f, const void *p) {
   uintptr_t a = (uintptr_t)p, lo = (uintptr_t)f->block;
-  return a >= lo && a < lo + sizeof f->block;
+  return a >= lo && a < lo + f->cap;
 }
 
 /* n bytes of f's block, aligned for a struct evkeyval; NULL when the rest
@@ -29,7 +36,7 @@ static int in_block(const net_fields *f, const void *p) {
 static void *carve(net_fields *f, size_t n) {
   size_t at = (f->used + (_Alignof(struct evkeyval) - 1)) &
               ~(size_t)(_Alignof(struct evkeyval) - 1);
-  if (at > sizeof f->block || sizeof f->block - at < n)
+  if (at > f->cap || f->cap - at < n)
     return NULL;
   f->used = at + n;
   return f->block + at;
@@ -111,7 +118,7 @@ void polite__net_fields_reset(net_fields *f) {
       free(kv);
     kv = next;
   }
-  polite__net_fields_init(f);
+  fields_empty(f);
 }
 
 /* ---- One allocation per field -------------------------------------------- */

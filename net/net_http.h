@@ -143,14 +143,14 @@ void polite__net_fields_clear(struct evkeyvalq *h);
  * NET_FIELDS_BLOCK bytes of names and values) has the rest allocated one
  * by one, as before: the block is a fast path, not a limit (the limits
  * are the parsers' head_max and headers_max). */
-#define NET_FIELDS_BLOCK 1024
 typedef struct net_fields {
   struct evkeyvalq list;
-  size_t used;
-  _Alignas(void *) char block[NET_FIELDS_BLOCK];
+  size_t used, cap;
+  char *block; /* cap bytes, the owner's (inside the message's struct) */
 } net_fields;
-/* Makes f empty. */
-void polite__net_fields_init(net_fields *f);
+/* Makes f empty, carving from block[0..cap) (the owner's, aligned for a
+ * pointer). */
+void polite__net_fields_init(net_fields *f, char *block, size_t cap);
 /* Appends name[0..nlen): value[0..vlen). 0, or -1 out of memory. */
 int polite__net_fields_add(net_fields *f, const char *name, size_t nlen,
                            const char *value, size_t vlen);

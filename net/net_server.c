@@ -8,6 +8,7 @@
 #include "http_syntax.h"
 
 #include "net_conn.h"
+#include "net_head.h"
 
 #include <arpa/inet.h>
 #include <event2/bufferevent.h>
@@ -185,7 +186,7 @@ static net_req *req_alloc(net_conn *c) {
   /* Every member but the field block (its bytes are written before they
    * are read): a 1 KB memset per request saved. */
   memset(r, 0, offsetof(net_req, fields));
-  polite__net_fields_init(&r->fields);
+  polite__net_fields_init(&r->fields, r->block, sizeof r->block);
   r->in = &r->fields.list;
   r->conn = c;
   return r;
@@ -638,39 +639,18 @@ uint64_t polite__net_shed(const net_server *s) {
 
 /* Fields the framing below writes itself. */
 static int framing_header(const char *name) {
-  return polite__ci_eq(name, strlen(name), "Content-Length") ||
-         polite__ci_eq(name, strlen(name), "Transfer-Encoding") ||
-         polite__ci_eq(name, strlen(name), "Connection");
+  size_t n = strlen(name);
+  return polite__ci_eq(name, n, "Content-Length") ||
+         polite__ci_eq(name, n, "Transfer-Encoding") ||
+         polite__ci_eq(name, n, "Connection");
 }
 
-/* Writes v in decimal (at most 20 digits) at out; returns the length.
- * Not printf: twice per answer. */
-static size_t put_uint(char *out, uint64_t v) {
-  char tmp[20];
-  size_t n = 0;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  for (size_t i = 0; i < n; i++)
-    out[i] = tmp[n - 1 - i];
-  return n;
-}
-
-/* One "Name: value" line, without printf (a proxied answer writes a dozen
- * per request). */
-static void add_field(struct evbuffer *out, const char *k, const char *v) {
-  evbuffer_add(out, k, strlen(k));
-  evbuffer_add(out, ": ", 2);
-  evbuffer_add(out, v, strlen(v));
-  evbuffer_add(out, "\r\n", 2);
-}
-
-static void add_fields(struct evbuffer *out, const struct evkeyvalq *h,
+/* The fields of h but the framing ones and those skip refuses. */
+static void add_fields(net_wbuf *w, const struct evkeyvalq *h,
                        int (*skip)(const char *name, void *arg), void *arg) {
   for (struct evkeyval *f = h ? h->tqh_first : NULL; f; f = f->next.tqe_next)
     if (!framing_header(f->key) && !(skip && skip(f->key, arg)))
-      add_field(out, f->key, f->value);
+      polite__net_wbuf_field(w, f->key, f->value);
 }
 
 void polite__net_req_head_fwd(net_req *r, int status, const char *reason,
@@ -682,40 +662,41 @@ void polite__net_req_head_fwd(net_req *r, int status, const char *reason,
   net_conn *c = r->conn;
   if (c == NULL)
     return;
-  /* Staged, and sent with the first body bytes or the end: one write (one
-   * TLS record on an intercepted connection) for a small answer. */
-  struct evbuffer *out = c->stage;
   c->resp_nobody = no_body;
   c->resp_chunked = !no_body && length < 0 && r->minor >= 1;
   c->resp_close = !r->keepalive || c->eof || c->s->quiesced ||
                   (!no_body && length < 0 && r->minor == 0);
-  char line[64];
-  const char *why = reason && reason[0] ? reason : polite__net_reason(status);
-  memcpy(line, "HTTP/1.1 ", 9);
-  size_t n = 9 + put_uint(line + 9, (uint64_t)(status > 0 ? status : 0));
-  line[n++] = ' ';
-  evbuffer_add(out, line, n);
-  evbuffer_add(out, why, strlen(why));
-  evbuffer_add(out, "\r\n", 2);
+  /* Staged, and sent with the first body bytes or the end: one write (one
+   * TLS record on an intercepted connection) for a small answer. Gathered
+   * on the stack first, without printf: a dozen fields per answer. */
+  net_wbuf w;
+  w.out = c->stage;
+  w.n = 0;
+  polite__net_wbuf_put(&w, "HTTP/1.1 ", 9);
+  polite__net_wbuf_uint(&w, (uint64_t)(status > 0 ? status : 0));
+  polite__net_wbuf_put(&w, " ", 1);
+  polite__net_wbuf_str(&w, reason && reason[0] ? reason
+                                               : polite__net_reason(status));
+  polite__net_wbuf_put(&w, "\r\n", 2);
   if (flags & NET_HEAD_DATE)
-    add_field(out, "Date", http_date(c->s));
-  add_fields(out, own, NULL, NULL);
-  add_fields(out, fwd, skip, arg);
+    polite__net_wbuf_field(&w, "Date", http_date(c->s));
+  add_fields(&w, own, NULL, NULL);
+  add_fields(&w, fwd, skip, arg);
   if (extra)
-    evbuffer_add(out, extra, strlen(extra));
+    polite__net_wbuf_str(&w, extra);
   if (length >= 0 && status >= 200 && status != 204) {
-    memcpy(line, "Content-Length: ", 16);
-    n = 16 + put_uint(line + 16, (uint64_t)length);
-    memcpy(line + n, "\r\n", 2);
-    evbuffer_add(out, line, n + 2);
+    polite__net_wbuf_put(&w, "Content-Length: ", 16);
+    polite__net_wbuf_uint(&w, (uint64_t)length);
+    polite__net_wbuf_put(&w, "\r\n", 2);
   }
   if (c->resp_chunked)
-    evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+    polite__net_wbuf_put(&w, "Transfer-Encoding: chunked\r\n", 28);
   if (c->resp_close)
-    evbuffer_add(out, "Connection: close\r\n", 19);
+    polite__net_wbuf_put(&w, "Connection: close\r\n", 19);
   else if (r->minor == 0)
-    evbuffer_add(out, "Connection: keep-alive\r\n", 24);
-  evbuffer_add(out, "\r\n", 2);
+    polite__net_wbuf_put(&w, "Connection: keep-alive\r\n", 24);
+  polite__net_wbuf_put(&w, "\r\n", 2);
+  polite__net_wbuf_flush(&w);
 }
 
 void polite__net_req_head(net_req *r, int status, const char *reason,

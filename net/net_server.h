@@ -27,6 +27,10 @@ typedef struct {
   size_t conns_max;      /* client connections at once */
 } net_bounds;
 
+/* The bytes of a request's own field block: a net_req stays within
+ * malloc's per-thread cache (net_http.h, net_fields). */
+#define NET_REQ_BLOCK 480
+
 /* One client request. The server fills the public part; from on_request on
  * the owner owns it and frees it with polite__net_req_free, once, whatever
  * happened to the client. */
@@ -47,7 +51,8 @@ typedef struct net_req {
   net_conn *conn; /* NULL once detached (answer ended, or client gone) */
   int handed;     /* given to the owner */
   struct net_pending *pending; /* a CONNECT being set up by net/ */
-  net_fields fields; /* `in` and `target` live here (net_fields.c) */
+  net_fields fields; /* `in` and `target` live in block */
+  _Alignas(void *) char block[NET_REQ_BLOCK];
 } net_req;
 
 /* What the server calls. Each is called from the event loop, never from

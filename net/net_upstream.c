@@ -466,7 +466,7 @@ net_up_exch *polite__net_up_send(net_upstream *u, struct evbuffer *req,
   x->u = u;
   polite__net_http_init(&x->p, is_head);
   x->retried = !retryable; /* not retryable: as if the retry were used */
-  polite__net_fields_init(&x->headers);
+  polite__net_fields_init(&x->headers, x->block, sizeof x->block);
   x->tmp = evbuffer_new();
   u->active++;
   if (x->tmp == NULL || polite__net_up_start(u, x, req) != 0) {

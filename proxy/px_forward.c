@@ -3,51 +3,19 @@
 #define _GNU_SOURCE
 #include "px_engine.h"
 
-#include "http_syntax.h"
+#include "net_head.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <event2/bufferevent.h>
 #include <event2/http_struct.h>
 
-/* The upstream's fields the client does not get: hop-by-hop ones (arg is
- * the upstream's Connection field), and Via, which is written anew. */
-static int not_forwarded(const char *name, void *arg) {
-  return polite__net_hop_by_hop(name, arg) ||
-         polite__ci_eq(name, strlen(name), "Via");
-}
-
-/* Appends n bytes of p to buf at *o (buf has room: see via_line). */
-static void put(char *buf, size_t *o, const char *p, size_t n) {
-  memcpy(buf + *o, p, n);
-  *o += n;
-}
-
-/* "Via: OLD, 1.MINOR polite\r\n" (OLD, the Via received, kept to its
- * first 1,000 bytes; none: "Via: 1.MINOR polite\r\n") in buf (at least
- * 1,100 bytes), without printf: twice per proxied request. Returns its
- * length. */
-static size_t via_line(char *buf, const char *old, int minor) {
-  size_t o = 0;
-  put(buf, &o, "Via: ", 5);
-  if (old) {
-    size_t n = strlen(old);
-    put(buf, &o, old, n > 1000 ? 1000 : n);
-    put(buf, &o, ", ", 2);
-  }
-  put(buf, &o, "1.", 2);
-  buf[o++] = (char)('0' + (minor >= 0 && minor <= 9 ? minor : 1));
-  put(buf, &o, " polite\r\n", 9);
-  buf[o] = '\0';
-  return o;
-}
-
 static void up_head(void *arg, int code, const char *reason, int minor,
                     struct evkeyvalq *in) {
   px_req *r = arg;
   r->now = polite__px_now(r->s);
-  char via[1100];
-  via_line(via, evhttp_find_header(in, "Via"), minor);
+  char via[NET_VIA_LINE_MAX];
+  polite__net_via_line(via, evhttp_find_header(in, "Via"), minor);
   /* pxlimits hooks: the upstream's Retry-After and latency, then the wait
    * counts from now, as the head leaves. */
   polite__px_upstream_answer(r, code, in);
@@ -62,7 +30,8 @@ static void up_head(void *arg, int code, const char *reason, int minor,
                 code == 304;
   /* The upstream's fields go to the client as they are (no copy), after
    * the proxy's own (the limits' headers on a passed request). */
-  polite__net_req_head_fwd(r->nr, code, reason, r->out, in, not_forwarded,
+  polite__net_req_head_fwd(r->nr, code, reason, r->out, in,
+                           polite__net_answer_skip,
                            (void *)evhttp_find_header(in, "Connection"), via,
                            length, no_body, 0);
 }
@@ -139,42 +108,18 @@ void polite__px_forward(px_req *r) {
     polite__px_send_own(r);
     return;
   }
-  /* Pieces, not printf: the request line and a dozen fields per
-   * request. */
-  evbuffer_add(out, r->method, strlen(r->method));
-  evbuffer_add(out, " ", 1);
-  if (r->prefix)
-    evbuffer_add(out, r->prefix, strlen(r->prefix));
-  evbuffer_add(out, r->path, strlen(r->path));
-  evbuffer_add(out, " HTTP/1.1\r\nHost: ", 17);
-  evbuffer_add(out, r->authority, strlen(r->authority));
-  evbuffer_add(out, "\r\n", 2);
-  const char *conn = evhttp_find_header(r->in, "Connection");
-  const char *via = NULL;
-  for (struct evkeyval *h = r->in->tqh_first; h; h = h->next.tqe_next) {
-    /* Expect: 100-continue was answered by our server side; the body is
-     * already here, so the upstream is not asked to wait for it. */
-    if (polite__net_hop_by_hop(h->key, conn) ||
-        polite__ci_eq(h->key, strlen(h->key), "Host") ||
-        polite__ci_eq(h->key, strlen(h->key), "Content-Length") ||
-        polite__ci_eq(h->key, strlen(h->key), "Expect"))
-      continue;
-    if (polite__ci_eq(h->key, strlen(h->key), "Via")) {
-      via = h->value;
-      continue;
-    }
-    evbuffer_add(out, h->key, strlen(h->key));
-    evbuffer_add(out, ": ", 2);
-    evbuffer_add(out, h->value, strlen(h->value));
-    evbuffer_add(out, "\r\n", 2);
-  }
-  char line[1100];
-  evbuffer_add(out, line, via_line(line, via, r->nr->minor));
   /* The body as received (de-chunked by the server side), always with its
    * length: one framing only reaches the upstream. */
-  if (blen > 0 || body_method(r->method))
-    evbuffer_add_printf(out, "Content-Length: %zu\r\n", blen);
-  evbuffer_add(out, "\r\n", 2);
+  net_req_line rl = {
+      .method = r->method,
+      .prefix = r->prefix,
+      .path = r->path,
+      .authority = r->authority,
+      .in = r->in,
+      .minor = r->nr->minor,
+      .length = blen > 0 || body_method(r->method) ? (int64_t)blen : -1,
+  };
+  polite__net_request_head(out, &rl);
   if (blen)
     evbuffer_add_buffer(out, reqbody);
   r->status = 0;

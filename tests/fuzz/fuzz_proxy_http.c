@@ -166,10 +166,11 @@ static void same_fields(const struct evkeyvalq *a, const struct evkeyvalq *b) {
 }
 
 static void fields_agree(const char *text, size_t len, const net_limits *lim) {
-  static net_fields f; /* static: the 1 KB block is not the stack's */
+  static net_fields f;
+  static _Alignas(void *) char block[512];
   struct evkeyvalq list = {NULL, &list.tqh_first};
   net_req_head h;
-  polite__net_fields_init(&f);
+  polite__net_fields_init(&f, block, sizeof block);
   int ra = polite__net_req_parse(&h, text, len, lim, to_block, &f);
   int rb = polite__net_req_parse(&h, text, len, lim, to_list, &list);
   if (ra != rb)
