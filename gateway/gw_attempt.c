@@ -9,7 +9,6 @@
 
 #include "net_head.h"
 
-#include <event2/http.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,20 +189,20 @@ void polite__gw_io_abort(void *ud, polite_engine_attempt *a) {
 static void relay_head(gw_req *g, int status, const char *reason, int minor,
                        const struct evkeyvalq *h) {
   char via[NET_VIA_LINE_MAX];
-  polite__net_via_line(via, evhttp_find_header(h, "Via"), minor);
+  polite__net_via_line(via, polite__net_find(h, "Via"), minor);
   /* net/'s parser checked Content-Length and dropped it from a chunked
    * answer: it is the body's length here. */
-  const char *cl = evhttp_find_header(h, "Content-Length");
+  const char *cl = polite__net_find(h, "Content-Length");
   int64_t length = cl ? strtoll(cl, NULL, 10) : -1;
   int no_body = strcmp(g->method, "HEAD") == 0 || status < 200 ||
                 status == 204 || status == 304;
   polite__net_req_head_fwd(g->nr, status, reason, NULL, h,
                            polite__net_answer_skip,
-                           (void *)evhttp_find_header(h, "Connection"), via,
+                           (void *)polite__net_find(h, "Connection"), via,
                            length, no_body, 0);
   g->head_sent = 1;
   if (status == 429 || status == 503) {
-    const char *ra = evhttp_find_header(h, "Retry-After");
+    const char *ra = polite__net_find(h, "Retry-After");
     polite_retry_after p;
     polite_engine_now now = polite__gw_now(g->s);
     polite_retry_after_parse(ra ? ra : "", ra ? strlen(ra) : 0,

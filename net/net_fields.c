@@ -146,3 +146,12 @@ void polite__net_fields_clear(struct evkeyvalq *h) {
   h->tqh_first = NULL;
   h->tqh_last = &h->tqh_first;
 }
+
+const char *polite__net_find(const struct evkeyvalq *h, const char *name) {
+  size_t n = strlen(name);
+  for (const struct evkeyval *kv = h ? h->tqh_first : NULL; kv;
+       kv = kv->next.tqe_next)
+    if (polite__ci_eqn(kv->key, strlen(kv->key), name, n))
+      return kv->value;
+  return NULL;
+}

@@ -7,7 +7,6 @@
 #include "http_syntax.h"
 
 #include <event2/buffer.h>
-#include <event2/http.h>
 #include <string.h>
 
 void polite__net_wbuf_put(net_wbuf *w, const char *p, size_t n) {
@@ -97,7 +96,7 @@ void polite__net_request_head(struct evbuffer *out, const net_req_line *rl) {
   polite__net_wbuf_put(&w, " HTTP/1.1\r\nHost: ", 17);
   polite__net_wbuf_str(&w, rl->authority);
   polite__net_wbuf_put(&w, "\r\n", 2);
-  const char *conn = evhttp_find_header(rl->in, "Connection");
+  const char *conn = polite__net_find(rl->in, "Connection");
   const char *via = NULL;
   for (const struct evkeyval *h = rl->in->tqh_first; h; h = h->next.tqe_next) {
     if (polite__net_hop_by_hop(h->key, conn) || own_field(h->key))

@@ -588,11 +588,17 @@ int polite__net_hop_by_hop(const char *name, const char *connection) {
                                     "Upgrade",
                                     NULL};
   size_t n = strlen(name);
-  for (int i = 0; hop[i]; i++)
-    if (polite__ci_eq(name, n, hop[i]))
+  /* Every name above starts with c, k, p, t or u: most fields are told
+   * apart by their first byte. */
+  char first = (char)(name[0] | 32);
+  if (first == 'c' || first == 'k' || first == 'p' || first == 't' ||
+      first == 'u') {
+    for (int i = 0; hop[i]; i++)
+      if (polite__ci_eq(name, n, hop[i]))
+        return 1;
+    if (polite__ci_prefix(name, n, "Proxy-"))
       return 1;
-  if (polite__ci_prefix(name, n, "Proxy-"))
-    return 1;
+  }
   for (const char *p = connection; p && *p;) {
     while (*p == ' ' || *p == ',' || *p == '\t')
       p++;

@@ -165,6 +165,11 @@ void polite__net_fields_remove(net_fields *f, const char *name);
  * carved from it are gone too). */
 void polite__net_fields_reset(net_fields *f);
 
+/* The value of the first field of h called name (any case), or NULL; h
+ * may be NULL. evhttp_find_header's answer, with the lengths compared
+ * before the bytes. */
+const char *polite__net_find(const struct evkeyvalq *h, const char *name);
+
 /* 1 when a field called name is hop-by-hop (RFC 9110 7.6.1: Connection,
  * Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, any Proxy-* field),
  * or is named by `connection` (the message's Connection field, may be

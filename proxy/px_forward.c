@@ -15,7 +15,7 @@ static void up_head(void *arg, int code, const char *reason, int minor,
   px_req *r = arg;
   r->now = polite__px_now(r->s);
   char via[NET_VIA_LINE_MAX];
-  polite__net_via_line(via, evhttp_find_header(in, "Via"), minor);
+  polite__net_via_line(via, polite__net_find(in, "Via"), minor);
   /* pxlimits hooks: the upstream's Retry-After and latency, then the wait
    * counts from now, as the head leaves. */
   polite__px_upstream_answer(r, code, in);
@@ -24,7 +24,7 @@ static void up_head(void *arg, int code, const char *reason, int minor,
   r->headers_sent = 1;
   /* The upstream's parser checked Content-Length (digits, one value) and
    * dropped it when the body is chunked: it is the body's length here. */
-  const char *cl = evhttp_find_header(in, "Content-Length");
+  const char *cl = polite__net_find(in, "Content-Length");
   int64_t length = cl ? strtoll(cl, NULL, 10) : -1;
   int no_body = strcmp(r->method, "HEAD") == 0 || code < 200 || code == 204 ||
                 code == 304;
@@ -32,7 +32,7 @@ static void up_head(void *arg, int code, const char *reason, int minor,
    * the proxy's own (the limits' headers on a passed request). */
   polite__net_req_head_fwd(r->nr, code, reason, r->out, in,
                            polite__net_answer_skip,
-                           (void *)evhttp_find_header(in, "Connection"), via,
+                           (void *)polite__net_find(in, "Connection"), via,
                            length, no_body, 0);
 }
 

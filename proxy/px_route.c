@@ -135,9 +135,9 @@ static px_ask ask_of(const px_req *r) {
       .client = r->client,
       .conn_id = r->conn_id,
       .conn_handle = r->nr ? polite__net_req_fd(r->nr) : -1,
-      .host = evhttp_find_header(r->in, "Host"),
-      .authorization = evhttp_find_header(r->in, "Authorization"),
-      .user_agent = evhttp_find_header(r->in, "User-Agent"),
+      .host = polite__net_find(r->in, "Host"),
+      .authorization = polite__net_find(r->in, "Authorization"),
+      .user_agent = polite__net_find(r->in, "User-Agent"),
   };
   return a;
 }
@@ -169,7 +169,7 @@ static int describe(px_server *s, px_req *r) {
     r->raw_url = strdup(uri);
   } else {
     r->path = uri;
-    const char *host = evhttp_find_header(r->in, "Host");
+    const char *host = polite__net_find(r->in, "Host");
     /* The upstream's scheme (https:// globs match), else http://Host. */
     const char *parts[4] = {"http://", host && host[0] ? host : s->listen_addr,
                             "", uri};
@@ -187,9 +187,11 @@ static int describe(px_server *s, px_req *r) {
   if (!c->forward_mode) {
     r->up = s->up;
     r->prefix = s->up_prefix;
-    snprintf(r->authority, sizeof r->authority, "%s", s->up_authority);
+    /* Not printf: per request. up_authority fits (the same size). */
+    _Static_assert(sizeof r->authority >= sizeof s->up_authority, "authority");
+    memcpy(r->authority, s->up_authority, sizeof s->up_authority);
   }
-  const char *auth = evhttp_find_header(r->in, "Authorization");
+  const char *auth = polite__net_find(r->in, "Authorization");
   if (auth) {
     char hex[17];
     polite__px_hash_hex(s->salt, auth, hex);
@@ -324,8 +326,8 @@ static int is_connect(const px_req *r) {
  * request); in mock mode they are answered here. */
 static int is_preflight(const px_req *r) {
   return strcmp(r->method, "OPTIONS") == 0 &&
-         evhttp_find_header(r->in, "Origin") &&
-         evhttp_find_header(r->in, "Access-Control-Request-Method");
+         polite__net_find(r->in, "Origin") &&
+         polite__net_find(r->in, "Access-Control-Request-Method");
 }
 
 static int always(const px_req *r) {
@@ -359,8 +361,8 @@ static void do_preflight(px_req *r) {
   if (mock_answer(r) || r->act != ACT_OWN)
     return; /* a mock answers it, or it is forwarded as it is */
   polite__px_own(r, 204, NULL, NULL, 0);
-  const char *m = evhttp_find_header(r->in, "Access-Control-Request-Method");
-  const char *h = evhttp_find_header(r->in, "Access-Control-Request-Headers");
+  const char *m = polite__net_find(r->in, "Access-Control-Request-Method");
+  const char *h = polite__net_find(r->in, "Access-Control-Request-Headers");
   /* Header values were checked for control bytes by the parser. */
   polite__px_set_header(r, "Access-Control-Allow-Methods", m);
   if (h)

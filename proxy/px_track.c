@@ -5,7 +5,6 @@
 
 #include "http_syntax.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,11 +174,29 @@ static void told_prune(track_ent *e, int64_t now_ms) {
       i++;
 }
 
+/* Copies src into dst (size bytes, > 0) as snprintf("%s") would, cut to
+ * fit and NUL-terminated; returns the length copied. */
+static size_t copy_cut(char *dst, size_t size, const char *src) {
+  size_t n = strnlen(src, size - 1);
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+  return n;
+}
+
 /* The identity key: who, then a hash of the User-Agent (any length, never
  * stored). */
 static void ident_key(char *out, size_t size, const char *who, const char *ua) {
   uint64_t h = ua ? polite__fnv1a(ua, strlen(ua)) : 0;
-  snprintf(out, size, "%s\n%016llx", who, (unsigned long long)h);
+  /* "WHO\nHASH" as snprintf would cut it, without printf: per request. */
+  char tail[18];
+  tail[0] = '\n';
+  for (int i = 16; i >= 1; i--) {
+    tail[i] = "0123456789abcdef"[h & 15];
+    h >>= 4;
+  }
+  tail[17] = '\0';
+  size_t n = copy_cut(out, size, who);
+  copy_cut(out + n, size - n, tail);
 }
 
 /* Forgets a closed connection; one that carried a single request shows
@@ -268,7 +285,7 @@ static void ident_arrive(px_state *s, ident_ent *id, const char *conn,
     moved = !conn_closed(s, id->last_conn); /* a reconnect is no move */
   id->arrivals++;
   id->moves = (id->moves << 1) | (uint32_t)moved;
-  snprintf(id->last_conn, sizeof id->last_conn, "%s", conn);
+  copy_cut(id->last_conn, sizeof id->last_conn, conn);
   if (!id->several && popcount_window(id->moves) >= SEVERAL_MOVES) {
     id->several = 1;
     s->shared_identities++;
@@ -377,7 +394,7 @@ void polite__px_judge(px_state *s, const char *key, const char *conn,
   conn_ent *c = conn_see(s, conn, handle, ident);
   int fresh = c == NULL || c->nreq++ == 0;
   if (id) {
-    snprintf(prev, sizeof prev, "%s", id->last_conn);
+    copy_cut(prev, sizeof prev, id->last_conn);
     ident_arrive(s, id, conn, fresh);
     id->keeps_alive |= c && c->nreq >= 2;
   }

@@ -73,9 +73,14 @@ void polite__px_early_record(px_state *s, int64_t wall_ms, const char *key,
 static char *pair_key(char *buf, size_t size, const char *a, uint64_t num,
                       const char *b, int *heap) {
   char n[24];
-  if (a == NULL) {
-    snprintf(n, sizeof n, "%llu", (unsigned long long)num);
-    a = n;
+  if (a == NULL) { /* the number in decimal, without printf */
+    size_t at = sizeof n - 1;
+    n[at] = '\0';
+    do {
+      n[--at] = (char)('0' + num % 10);
+      num /= 10;
+    } while (num);
+    a = n + at;
   }
   size_t la = strlen(a), lb = strlen(b), len = la + lb + 2;
   *heap = len > size;
