@@ -241,20 +241,11 @@ static int start_engine(gw_server *s) {
 static int start(gw_server *s) {
   const gw_config *c = s->cfg;
   char err[512];
-  for (size_t i = 0; i < c->connect_to.n; i++)
-    if (polite__net_connect_to_add(&s->cto, c->connect_to.v[i], err,
-                                   sizeof err) < 0) {
-      fprintf(stderr, "polite gateway: --connect-to: %s\n", err);
-      return -1;
-    }
-  struct event_config *ecfg = event_config_new();
-  if (ecfg) {
-    event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-    s->base = event_base_new_with_config(ecfg);
-    event_config_free(ecfg);
-  }
-  if (s->base == NULL)
-    s->base = event_base_new();
+  if (polite__net_connect_to_add_all(&s->cto,
+                                     (const char *const *)c->connect_to.v,
+                                     c->connect_to.n, "polite gateway") < 0)
+    return -1;
+  s->base = polite__net_base_new();
   net_bounds bounds;
   memset(&bounds, 0, sizeof bounds);
   set_bounds(&bounds, c);

@@ -130,3 +130,16 @@ void polite__net_connect_to_free(net_connect_to *list) {
   free(list->v);
   free(list);
 }
+
+int polite__net_connect_to_add_all(net_connect_to **list,
+                                   const char *const *specs, size_t n,
+                                   const char *who) {
+  for (size_t i = 0; i < n; i++) {
+    char err[512];
+    if (polite__net_connect_to_add(list, specs[i], err, sizeof err) < 0) {
+      fprintf(stderr, "%s: --connect-to: %s\n", who, err);
+      return -1;
+    }
+  }
+  return 0;
+}

@@ -1,5 +1,5 @@
-/* polite net: the listening socket of a server, and what it does when the
- * process runs out of descriptors. */
+/* polite net: the event base, the listening socket of a server, and what
+ * it does when the process runs out of descriptors. */
 #define _GNU_SOURCE
 #include "net_conn.h"
 
@@ -13,6 +13,17 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+struct event_base *polite__net_base_new(void) {
+  struct event_base *base = NULL;
+  struct event_config *cfg = event_config_new();
+  if (cfg) {
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+  }
+  return base ? base : event_base_new();
+}
 
 /* Out of descriptors (EMFILE/ENFILE): stop accepting for 100 ms instead of
  * spinning on a listener that stays readable, and say so once a second. */

@@ -75,6 +75,11 @@ typedef struct {
   void (*on_conn_opened)(void *ud, const char *conn_id);
 } net_server_cb;
 
+/* The event base both servers run on: epoll's changelist, which folds the
+ * add/remove pairs made within one loop turn into one epoll_ctl each (a
+ * plain base when the backend cannot). NULL when out of memory. */
+struct event_base *polite__net_base_new(void);
+
 /* A server on base with bounds b, calling cb with ud; env gives the clocks
  * (NULL: the real ones): Date headers and request arrival times. NULL when
  * out of memory. */

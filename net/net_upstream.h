@@ -131,6 +131,11 @@ typedef struct net_connect_to net_connect_to;
  * with a message naming the problem in err. */
 int polite__net_connect_to_add(net_connect_to **list, const char *spec,
                                char *err, size_t errlen);
+/* Appends the n rules of specs to *list; a bad one is named on stderr after
+ * `who` ("polite proxy: --connect-to: ..."). 0, or -1. */
+int polite__net_connect_to_add_all(net_connect_to **list,
+                                   const char *const *specs, size_t n,
+                                   const char *who);
 /* Where a connection to host:port goes: *dial_host (copied into a buffer
  * of dlen bytes) and *dial_port. Returns 1 when a rule matched, 0 when it
  * goes to host:port itself (copied too). host may be bracketed. */

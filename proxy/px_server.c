@@ -386,16 +386,7 @@ static int open_log(px_server *s) {
  * with a message. */
 static int start(px_server *s) {
   const px_config *c = s->cfg;
-  /* The changelist folds the add/remove pairs made within one loop turn
-   * into one epoll_ctl each. */
-  struct event_config *ecfg = event_config_new();
-  if (ecfg) {
-    event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-    s->base = event_base_new_with_config(ecfg);
-    event_config_free(ecfg);
-  }
-  if (s->base == NULL)
-    s->base = event_base_new();
+  s->base = polite__net_base_new();
   s->st = polite__px_state_new();
   if (s->st)
     polite__px_track_setup(s->st, &c->track); /* the judge's switch, bounds */
@@ -408,14 +399,10 @@ static int start(px_server *s) {
     fprintf(stderr, "polite proxy: cannot start the event loop\n");
     return -1;
   }
-  for (size_t i = 0; i < c->nconnect_to; i++) {
-    char err[512];
-    if (polite__net_connect_to_add(&s->cto, c->connect_to[i], err, sizeof err) <
-        0) {
-      fprintf(stderr, "polite proxy: --connect-to: %s\n", err);
-      return -1;
-    }
-  }
+  if (polite__net_connect_to_add_all(&s->cto,
+                                     (const char *const *)c->connect_to,
+                                     c->nconnect_to, "polite proxy") < 0)
+    return -1;
   if (c->forward_mode && start_forward(s) < 0)
     return -1;
   if (c->upstream && start_reverse(s) < 0)
