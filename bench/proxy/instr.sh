@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# bench/proxy/instr.sh: user-space instructions per proxied request, nginx proxy_pass against polite proxy
+# builds, counted by callgrind (valgrind). Unlike task-clock (bench/proxy/cpu.sh) the count does not move with
+# the load of a shared machine, so a change of a few percent in the proxy's own work shows in one run. It
+# counts user space only: the system calls (the same count per request as nginx's, see cpu.sh) and the
+# kernel's TCP work are not in it.
+#
+# Usage: bench/proxy/instr.sh [N] [POLITE_BINARY...]
+#   N               requests per client (default 500); 4 keep-alive clients (Python http.client, each with
+#                   User-Agent, Accept and an Authorization header, as an SDK sends)
+#   POLITE_BINARY   one or more polite builds side by side (default build/polite), e.g. before and after
+#
+# Each proxy runs under callgrind in front of the same nginx upstream (a small fixed body), twice: 4 x N
+# requests and 4 x N/5, after 10 of warm-up; the difference per request is shown. Prints one table.
+set -euo pipefail
+N=${1:-500}
+shift || true
+BINS=("$@")
+[ ${#BINS[@]} -gt 0 ] || BINS=(build/polite)
+for t in valgrind callgrind_control callgrind_annotate nginx python3; do
+  command -v "$t" >/dev/null || { echo "$t is not installed (apt-get install valgrind nginx)" >&2; exit 2; }
+done
+for b in "${BINS[@]}"; do [ -x "$b" ] || { echo "no polite binary at $b" >&2; exit 2; }; done
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+cat >"$tmp/client.py" <<'PY'
+import http.client, sys, threading
+host, port = sys.argv[1].rsplit(":", 1)
+n, t = int(sys.argv[2]), int(sys.argv[3])
+hdrs = {"User-Agent": "bench/1", "Accept": "application/json", "Authorization": "Bearer sk-bench"}
+failed = []
+def run():
+    try:
+        c = http.client.HTTPConnection(host, int(port))
+        for _ in range(n):
+            c.request("GET", "/v1/items?limit=10", headers=hdrs)
+            r = c.getresponse()
+            r.read()
+            if r.status != 200:
+                failed.append("status %d" % r.status)
+                return
+    except OSError as e:  # not listening yet: the caller tries again
+        failed.append(str(e))
+ts = [threading.Thread(target=run) for _ in range(t)]
+for x in ts: x.start()
+for x in ts: x.join()
+sys.exit(1 if failed else 0)
+PY
+
+# nginx_conf DIR SERVERS: a one-process nginx configuration.
+nginx_conf() {
+  mkdir -p "$1"
+  cat >"$1/nginx.conf" <<CONF
+daemon off; master_process off; worker_processes 1; pid $1/nginx.pid; error_log $1/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off; keepalive_requests 1000000;
+  client_body_temp_path $1/b; proxy_temp_path $1/p; fastcgi_temp_path $1/f; uwsgi_temp_path $1/u; scgi_temp_path $1/s;
+$2
+}
+CONF
+}
+UP=$(free_port)
+nginx_conf "$tmp/up" "  server { listen 127.0.0.1:$UP;
+    location / { default_type application/json; return 200 '{\"ok\":true,\"data\":\"0123456789abcdef0123456789abcdef\"}'; } }"
+nginx -c "$tmp/up/nginx.conf" -p "$tmp/up" &
+pids+=($!)
+
+# start_nginx OUT / start_polite BIN OUT: a proxy under callgrind; sets ADDR and PID.
+NG=$(free_port)
+nginx_conf "$tmp/ng" "  upstream backend { server 127.0.0.1:$UP; keepalive 128; keepalive_requests 1000000; }
+  server { listen 127.0.0.1:$NG;
+    location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+start_nginx() {
+  valgrind --tool=callgrind --callgrind-out-file="$1" nginx -c "$tmp/ng/nginx.conf" -p "$tmp/ng" 2>>"$tmp/err" &
+  PID=$!
+  ADDR=127.0.0.1:$NG
+}
+start_polite() {
+  rm -f "$tmp/ready"
+  valgrind --tool=callgrind --callgrind-out-file="$2" "$1" proxy --listen 127.0.0.1:0 --ready-file "$tmp/ready" \
+    --log none --upstream "http://127.0.0.1:$UP" 2>>"$tmp/err" &
+  PID=$!
+  for _ in $(seq 200); do [ -s "$tmp/ready" ] && break; sleep 0.1; done
+  ADDR=$(cat "$tmp/ready")
+}
+
+# total START... N: the instructions of a whole run (start, 10 requests of warm-up, 4 x N, SIGTERM). Zeroing
+# the counters with callgrind_control is not used: a process asleep in epoll_wait takes the command late.
+total() {
+  local n=${*: -1} out=$tmp/cg.$RANDOM
+  "${@:1:$#-1}" "$out"
+  for _ in $(seq 100); do python3 "$tmp/client.py" "$ADDR" 10 1 && break; sleep 0.2; done
+  [ "$n" -gt 0 ] && { python3 "$tmp/client.py" "$ADDR" "$n" 4 || echo "bench: requests failed" >&2; }
+  kill -TERM "$PID"
+  wait "$PID" 2>/dev/null || true
+  callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
+}
+# per_request START...: the difference of a run of 4 x N requests and one of 4 x N/5, per request: what
+# starting, warming up and stopping cost cancels out.
+per_request() {
+  local a b small=$((N / 5))
+  a=$(total "$@" "$small")
+  b=$(total "$@" "$N")
+  echo $(((b - a) / (4 * (N - small))))
+}
+
+declare -A IR
+IR[nginx]=$(per_request start_nginx)
+i=0
+for b in "${BINS[@]}"; do
+  i=$((i + 1))
+  IR[p$i]=$(per_request start_polite "$b")
+done
+
+printf '\n%-40s %14s %10s\n' "proxy" "instr / req" "/ nginx"
+printf '%-40s %14s %9.2fx\n' "nginx proxy_pass" "${IR[nginx]}" 1
+i=0
+for b in "${BINS[@]}"; do
+  i=$((i + 1))
+  printf '%-40s %14s %9.2fx\n' "polite proxy $(tail -c 27 <<<"$b")" "${IR[p$i]}" \
+    "$(awk -v a="${IR[p$i]}" -v b="${IR[nginx]}" 'BEGIN {print a / b}')"
+done
+echo
+echo "user-space instructions (callgrind Ir) per request, 4 clients x $N keep-alive GETs (less a run of"
+echo "4 x $((N / 5))); the kernel's share (system calls, TCP) is not counted: bench/proxy/cpu.sh measures the"
+echo "whole CPU."
