@@ -149,9 +149,12 @@ void polite__net_fields_clear(struct evkeyvalq *h) {
 
 const char *polite__net_find(const struct evkeyvalq *h, const char *name) {
   size_t n = strlen(name);
+  unsigned first = (unsigned char)name[0] | 32u;
+  /* Folded first bytes that differ tell most names apart before strlen. */
   for (const struct evkeyval *kv = h ? h->tqh_first : NULL; kv;
        kv = kv->next.tqe_next)
-    if (polite__ci_eqn(kv->key, strlen(kv->key), name, n))
+    if (((unsigned char)kv->key[0] | 32u) == first &&
+        polite__ci_eqn(kv->key, strlen(kv->key), name, n))
       return kv->value;
   return NULL;
 }
