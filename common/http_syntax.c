@@ -76,7 +76,7 @@ int polite__ci_eq(const char *s, size_t n, const char *lit) {
   for (size_t i = 0; i < n; i++) {
     unsigned char x = (unsigned char)s[i], y = (unsigned char)lit[i];
     if (y == '\0' || (x != y && ((x | 32u) != (y | 32u) ||
-                                  (unsigned)((x | 32u) - 'a') > 25u)))
+                                 (unsigned)((x | 32u) - 'a') > 25u)))
       return 0;
   }
   return lit[n] == '\0';

@@ -196,10 +196,9 @@ static void relay_head(gw_req *g, int status, const char *reason, int minor,
   int64_t length = cl ? strtoll(cl, NULL, 10) : -1;
   int no_body = strcmp(g->method, "HEAD") == 0 || status < 200 ||
                 status == 204 || status == 304;
-  polite__net_req_head_fwd(g->nr, status, reason, NULL, h,
-                           polite__net_answer_skip,
-                           (void *)polite__net_find(h, "Connection"), via,
-                           length, no_body, 0);
+  polite__net_req_head_fwd(
+      g->nr, status, reason, NULL, h, polite__net_answer_skip,
+      (void *)polite__net_find(h, "Connection"), via, length, no_body, 0);
   g->head_sent = 1;
   if (status == 429 || status == 503) {
     const char *ra = polite__net_find(h, "Retry-After");

@@ -50,8 +50,8 @@ static void append(struct evkeyvalq *h, struct evkeyval *kv) {
 }
 
 /* kv (with room for name and value after it) filled in. */
-static struct evkeyval *fill(struct evkeyval *kv, const char *name,
-                             size_t nlen, const char *value, size_t vlen) {
+static struct evkeyval *fill(struct evkeyval *kv, const char *name, size_t nlen,
+                             const char *value, size_t vlen) {
   kv->key = (char *)(kv + 1);
   kv->value = kv->key + nlen + 1;
   memcpy(kv->key, name, nlen);

@@ -49,11 +49,11 @@ typedef struct {
   const char *prefix; /* the upstream's path prefix, or NULL */
   const char *path;   /* origin-form, from '/' */
   const char *authority;
-  const struct evkeyvalq *in;    /* the client's fields */
-  const char *extra_name;        /* one more field (NULL: none), */
-  const char *extra_value;       /* e.g. an Idempotency-Key added */
-  int minor;                     /* the client's HTTP/1.minor, for Via */
-  int64_t length;                /* Content-Length to send, -1: none */
+  const struct evkeyvalq *in; /* the client's fields */
+  const char *extra_name;     /* one more field (NULL: none), */
+  const char *extra_value;    /* e.g. an Idempotency-Key added */
+  int minor;                  /* the client's HTTP/1.minor, for Via */
+  int64_t length;             /* Content-Length to send, -1: none */
 } net_req_line;
 /* Writes rl's head to out: "METHOD PREFIXPATH HTTP/1.1", Host: authority,
  * the client's fields but the hop-by-hop ones (those its Connection names

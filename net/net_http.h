@@ -139,10 +139,10 @@ void polite__net_fields_clear(struct evkeyvalq *h);
  * evhttp_find_header and the loops over it read it unchanged, but its
  * fields (and whatever else the message keeps, its request target) are
  * carved from an inline block instead of one allocation each, and freed
- * at once. Hand &f->list to evhttp_find_header and the header writers. A message whose fields do not fit (a head over
- * NET_FIELDS_BLOCK bytes of names and values) has the rest allocated one
- * by one, as before: the block is a fast path, not a limit (the limits
- * are the parsers' head_max and headers_max). */
+ * at once. Hand &f->list to evhttp_find_header and the header writers. A
+ * message whose fields do not fit (a head over NET_FIELDS_BLOCK bytes of names
+ * and values) has the rest allocated one by one, as before: the block is a fast
+ * path, not a limit (the limits are the parsers' head_max and headers_max). */
 typedef struct net_fields {
   struct evkeyvalq list;
   size_t used, cap;

@@ -51,7 +51,7 @@ typedef struct net_req {
   net_conn *conn; /* NULL once detached (answer ended, or client gone) */
   int handed;     /* given to the owner */
   struct net_pending *pending; /* a CONNECT being set up by net/ */
-  net_fields fields; /* `in` and `target` live in block */
+  net_fields fields;           /* `in` and `target` live in block */
   _Alignas(void *) char block[NET_REQ_BLOCK];
 } net_req;
 

@@ -23,7 +23,7 @@ typedef struct net_up_exch {
   struct evbuffer *tmp;
   struct evbuffer *held;     /* the request, while the host is being resolved */
   struct net_up_exch *qnext; /* exchanges waiting for the address */
-  net_fields headers; /* the answer's, in block (net_fields.c) */
+  net_fields headers;        /* the answer's, in block (net_fields.c) */
   _Alignas(void *) char block[768]; /* an exch stays within malloc's cache */
 } exch;
 

@@ -30,10 +30,9 @@ static void up_head(void *arg, int code, const char *reason, int minor,
                 code == 304;
   /* The upstream's fields go to the client as they are (no copy), after
    * the proxy's own (the limits' headers on a passed request). */
-  polite__net_req_head_fwd(r->nr, code, reason, r->out, in,
-                           polite__net_answer_skip,
-                           (void *)polite__net_find(in, "Connection"), via,
-                           length, no_body, 0);
+  polite__net_req_head_fwd(
+      r->nr, code, reason, r->out, in, polite__net_answer_skip,
+      (void *)polite__net_find(in, "Connection"), via, length, no_body, 0);
 }
 
 static void up_body(void *arg, struct evbuffer *data) {
