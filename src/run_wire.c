@@ -26,7 +26,7 @@
  *     every attempt and result, whatever the inner layers do with them. */
 int run_wire(polite_batch_options *bo, const run_layers *l, report_tap **tap) {
   *tap = NULL;
-  if (l->journal && run_journal_wrap(l->journal, bo) != 0)
+  if (l->journal && run_resume_wrap(l->journal, bo) != 0)
     return CLI_EXIT_FAILED;
   if (l->queue &&
       run_queue_wrap(l->queue, bo, l->out, l->def, l->concurrency) != 0)

@@ -1,4 +1,4 @@
-/* Unit tests of the resume policy (lib/journal_run.c) over a real SQLite
+/* Unit tests of the resume policy (lib/resume.c) over a real SQLite
  * journal: the wrapped callbacks are called as the engine calls them, over
  * two sessions, to check that finished ids are skipped, keys are made once
  * and reused, repeated ids end the input, and an attempt whose start cannot
