@@ -17,7 +17,7 @@
 #   wait_port PORT [SECONDS]  waits until 127.0.0.1:PORT accepts
 #   bg CMD...                 starts CMD in the background; stopped on exit
 #   on_exit CMD               runs CMD (a string) at exit, before TMP goes
-#   start_pyserver            tests/integration/run/server.py: PY_PORT, PY_REC
+#   start_pyserver            tests/integration/upstream.py: PY_PORT, PY_REC
 #   start_nginx RATE [UP [MORE]]  nginx limit_req at RATE (429 + Retry-After: 1)
 #   make_cert DIR NAME        a CA and a 127.0.0.1 server certificate signed
 #                             by it (DIR/ca.pem, DIR/NAME.pem, DIR/NAME.key)
@@ -104,13 +104,13 @@ bg() {
   PIDS+=($!)
 }
 
-# Starts tests/integration/run/server.py on a free port; sets PY_PORT and
+# Starts tests/integration/upstream.py on a free port; sets PY_PORT and
 # PY_REC (its record of requests, one JSON line each).
 start_pyserver() {
   PY_REC=$TMP/rec.jsonl
   : >"$PY_REC"
   rm -f "$TMP/pyport"
-  bg python3 "$IT/run/server.py" "$TMP/pyport" "$PY_REC"
+  bg python3 "$IT/upstream.py" "$TMP/pyport" "$PY_REC"
   for _ in $(seq 100); do
     [ -s "$TMP/pyport" ] && break
     sleep 0.05

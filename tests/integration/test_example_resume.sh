@@ -12,7 +12,7 @@ HERE=$IT/resume
 # 200 after 50 ms; records method, path and Idempotency-Key.
 REC=$TMP/rec.jsonl
 : >"$REC"
-python3 "$HERE/server.py" "$TMP/port" "$REC" 50 &
+python3 "$IT/upstream.py" "$TMP/port" "$REC" --delay-ms 50 &
 PIDS+=($!)
 for _ in $(seq 100); do
   [ -s "$TMP/port" ] && break

@@ -7,11 +7,10 @@
 # twice the heartbeat, not equal to it, so a late wake-up on a busy machine
 # cannot let a renewal come after the expiry.)
 . "$(dirname "$0")/lib.sh"
-HERE=$IT/run
 
 REC=$TMP/rec.jsonl
 : >"$REC"
-python3 "$HERE/server.py" "$TMP/port" "$REC" &
+python3 "$IT/upstream.py" "$TMP/port" "$REC" &
 PIDS+=($!)
 for _ in $(seq 100); do
   [ -s "$TMP/port" ] && break

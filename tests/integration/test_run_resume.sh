@@ -25,7 +25,7 @@ verify() {
 # The test server: 200 after 50 ms, records method, path and key.
 REC=$TMP/rec.jsonl
 : >"$REC"
-python3 "$HERE/server.py" "$TMP/port" "$REC" 50 &
+python3 "$IT/upstream.py" "$TMP/port" "$REC" --delay-ms 50 &
 PIDS+=($!)
 for _ in $(seq 100); do
   [ -s "$TMP/port" ] && break
@@ -178,7 +178,7 @@ check "... and names it" grep -q "bogus" "$TMP/err"
 # the deadline has recovered; the requeued writes go out with the keys
 # recorded the first time.
 for i in 1 2 3 4 5; do
-  printf '{"id":"y-op%d","method":"POST","url":"%s/y/flaky/op%d","body":"v"}\n' "$i" "$B" "$i"
+  printf '{"id":"y-op%d","method":"POST","url":"%s/y/heals/op%d","body":"v"}\n' "$i" "$B" "$i"
 done >"$TMP/y.in"
 J=$TMP/y.journal
 O=$TMP/y.out
@@ -194,7 +194,7 @@ import json
 k = {}
 for l in open('$REC'):
     r = json.loads(l)
-    if '/y/flaky/' in r['path']:
+    if '/y/heals/' in r['path']:
         k.setdefault(r['path'], set()).add(r['key'])
 assert len(k) == 5 and all(len(v) == 1 and None not in v for v in k.values()), k"
 
@@ -295,7 +295,7 @@ check "... before sending everything" [ "$(grep -c '"/r2/' "$REC")" -lt $N ]
 
 # --- 7b. attempt starts: a write in flight at a SIGKILL has its start -------
 # recorded (before it was sent, fsync'd), and no end record.
-python3 "$HERE/../run/server.py" "$TMP/port2" "$TMP/rec2.jsonl" &
+python3 "$IT/upstream.py" "$TMP/port2" "$TMP/rec2.jsonl" &
 PIDS+=($!)
 for _ in $(seq 100); do
   [ -s "$TMP/port2" ] && break

@@ -4,13 +4,12 @@
 # once with a message naming the file, the operation and the cause, keeps
 # the complete lines already written, and exits 1.
 . "$(dirname "$0")/lib.sh"
-HERE=$IT/run
 SRV=""
 on_exit '[ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null'
 
 REC=$TMP/rec.jsonl
 : >"$REC"
-python3 "$HERE/server.py" "$TMP/port" "$REC" &
+python3 "$IT/upstream.py" "$TMP/port" "$REC" &
 SRV=$!
 for _ in $(seq 100); do
   [ -s "$TMP/port" ] && break
