@@ -36,10 +36,10 @@ Paths (one behaviour each; N, S, K, R are numbers):
                          {"tag","count","key"}
   /fail503x2             per Idempotency-Key (or path): 503 + Retry-After: 0
                          twice, then 200
-  /always503             503 with Retry-After: 0
-  /wait429               429 with Retry-After: 30
+  /always503[...]        503 with Retry-After: 0
+  /wait429[...]          429 with Retry-After: 30
   /429?ra=R, /503?ra=R   429 (a JSON body) or 503 with Retry-After: R (2, 1)
-  /quota                 429 insufficient_quota, no Retry-After
+  /quota[...]            429 insufficient_quota, no Retry-After
   .../heals/...          503 with Retry-After: 30 until the file
                          PORTFILE.healed exists (a server that recovers)
   /slow?ms=N             sleeps N ms (default 100), then 200 "slow ok"
@@ -330,9 +330,13 @@ class H(BaseHTTPRequestHandler):
             if bump("fail503x2", self.headers.get("Idempotency-Key") or p) <= 2:
                 return self.reply(503, b"busy", extra=[("Retry-After", "0")])
             return self.reply(200, b"created")
+        if p.startswith("/always503"):
+            return self.reply(503, b"busy", extra=[("Retry-After", "0")])
+        if p.startswith("/wait429"):
+            return self.reply(429, b"later", extra=[("Retry-After", "30")])
+        if p.startswith("/quota"):
+            return self.quota()
         simple = {
-            "/always503": (503, b"busy", "text/plain", [("Retry-After", "0")]),
-            "/wait429": (429, b"later", "text/plain", [("Retry-After", "30")]),
             "/429": (429, b'{"error":"slow down"}', "application/json",
                      [("Retry-After", q.get("ra", ["2"])[0])]),
             "/503": (503, b"busy", "text/plain",
@@ -352,7 +356,7 @@ class H(BaseHTTPRequestHandler):
         if p.startswith("/echo/"):
             return self.reply(200, body)
         handlers = {
-            "/quota": self.quota, "/echo": lambda: self.echo(body),
+            "/echo": lambda: self.echo(body),
             "/bin": lambda: self.reply(200, blob(int(q.get("n", ["100000"])[0])),
                                        "application/octet-stream"),
             "/big": lambda: self.big(q), "/chunked": lambda: self.chunked(q),
