@@ -17,23 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char dir[64];
-static char path[128];
-
-static int setup(void **state) {
-  (void)state;
-  snprintf(dir, sizeof dir, "/tmp/polite-journal-run.XXXXXX");
-  assert_non_null(mkdtemp(dir));
-  snprintf(path, sizeof path, "%s/j.db", dir);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
-}
+#include "journal_tmp.h"
 
 /* The inner side: an input of lines, and what reached on_result. */
 typedef struct {
