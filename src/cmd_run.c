@@ -92,7 +92,7 @@ static int set_requeue(void *opts, const cli_opt *o, const char *v, char *err,
                        size_t errlen) {
   char bad[64];
   if (run_resume_parse_requeue(v, &((run_opts *)opts)->jc.requeue, bad,
-                                sizeof bad) != 0) {
+                               sizeof bad) != 0) {
     snprintf(err, errlen,
              "'%s' is not an outcome that can be requeued (e.g. "
              "deadline,cancelled)",

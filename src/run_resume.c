@@ -415,7 +415,7 @@ static int resume_results(run_resume *rj, FILE **results) {
 /* ---- Public glue ----------------------------------------------------- */
 
 int run_resume_parse_requeue(const char *list, unsigned *mask, char *bad,
-                              size_t badlen) {
+                             size_t badlen) {
   *mask = 0;
   const char *p = list;
   for (;;) {
@@ -537,7 +537,7 @@ static void announce_resume(const run_resume *rj) {
 }
 
 int run_resume_open(const run_resume_config *c, run_resume **out,
-                     FILE **results) {
+                    FILE **results) {
   *out = NULL;
   *results = NULL;
   char fp[65];
@@ -616,7 +616,7 @@ int run_resume_wrap(run_resume *rj, polite_batch_options *bo) {
 }
 
 uint64_t run_resume_kept_failures(const run_resume *rj, char *names,
-                                   size_t len) {
+                                  size_t len) {
   uint64_t n = 0, by[POLITE_OUT_COUNT] = {0};
   if (rj == NULL)
     return 0;

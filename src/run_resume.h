@@ -25,7 +25,7 @@ typedef struct {
 /* Parses --requeue "deadline,cancelled" (any outcome name but ok) into a
  * mask. Returns 0, or -1 with the offending name copied into bad. */
 int run_resume_parse_requeue(const char *list, unsigned *mask, char *bad,
-                              size_t badlen);
+                             size_t badlen);
 
 /* Opens or creates the journal, checks the input's fingerprint and the
  * --out path against the journal (on --resume), repairs the results file
@@ -35,7 +35,7 @@ int run_resume_parse_requeue(const char *list, unsigned *mask, char *bad,
  * 2 for usage errors (missing --out, stdin input, journal exists/missing,
  * changed input), 1 when the file system failed. */
 int run_resume_open(const run_resume_config *c, run_resume **out,
-                     FILE **results);
+                    FILE **results);
 
 /* Attaches the journal to the batch (polite_journal_attach: the resume
  * policy lives in libpolite), with the results file as what decides
@@ -53,7 +53,7 @@ long long run_resume_done(const run_resume *rj);
  * status counts the whole batch. names gets "http_error 2, deadline 1".
  * 0 for NULL. */
 uint64_t run_resume_kept_failures(const run_resume *rj, char *names,
-                                   size_t len);
+                                  size_t len);
 
 /* Says so on stderr, and returns 1, when run_resume_kept_failures is not
  * 0: the exit status of a resume counts the whole batch. 0 for NULL. */

@@ -16,8 +16,8 @@
  * Everything is borrowed. */
 typedef struct {
   run_resume *journal; /* --journal */
-  run_queue *queue;     /* --queue (never with --journal) */
-  run_output *out;      /* where the queue writes recorded results */
+  run_queue *queue;    /* --queue (never with --journal) */
+  run_output *out;     /* where the queue writes recorded results */
   const polite_input_defaults *def;   /* -X, -H, -d for queued lines */
   unsigned concurrency;               /* bounds the queue's window */
   FILE *log;                          /* --log, for the tap */
