@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import requests  # noqa: E402
 
 import pxtest  # noqa: E402
-from pxtest import (POLITE, abort_all, check, connect, done, leave, path, read_some, run,  # noqa: E402
+from pxtest import (POLITE, abort_all, check, connect, done, leave, path, read_all, read_some, run,  # noqa: E402
                     tunnel_to, upstream)
 from pxtest import tls as tls_to  # noqa: E402
 
@@ -126,13 +126,7 @@ for reset in (False, True):  # gone while the CONNECT is being set up
 def https_get():
     s = tls(tunnel_to(gw, "127.0.0.1", TLS_PORT))
     s.sendall(b"GET /bin?n=1000 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-    body = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        body += b
-    head, _, rest = body.partition(b"\r\n\r\n")
+    head, _, rest = read_all(s).partition(b"\r\n\r\n")
     return (200 if head.startswith(b"HTTP/1.1 200") else 0), len(rest)
 
 

@@ -12,7 +12,7 @@ import time
 
 import requests
 
-from pxtest import (Proxy, abort_all, check, connect, done, leave, path, run, tls, tunnel_to,
+from pxtest import (Proxy, abort_all, check, connect, done, leave, path, read_all, run, tls, tunnel_to,
                     upstream)
 
 CA_DIR = path("ca")
@@ -64,12 +64,7 @@ n = abort_all(lambda: tls(tunnel_to(px, UP_HOST, TLS_PORT), ca), lambda u: u, ro
 alive(px, "intercepted https (%d cut)" % n)
 s = tls(tunnel_to(px, UP_HOST, TLS_PORT), ca)
 s.sendall(b"GET /bin?n=5000 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-body = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    body += b
+body = read_all(s)
 check(body.startswith(b"HTTP/1.1 200") and len(body) > 5000, "intercepted: a whole answer after the aborts")
 stopped_clean(px, "intercepted https")
 

@@ -223,6 +223,16 @@ def tunnel_to(server, host, port):
     return s
 
 
+def read_all(sock):
+    """Everything sock receives until the peer closes."""
+    data = b""
+    while True:
+        b = sock.recv(65536)
+        if not b:
+            return data
+        data += b
+
+
 def tls(sock, cafile):
     """sock wrapped in TLS to 127.0.0.1, trusting cafile."""
     return ssl.create_default_context(cafile=cafile).wrap_socket(sock, server_hostname="127.0.0.1")
