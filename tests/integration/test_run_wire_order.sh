@@ -10,17 +10,17 @@
 . "$(dirname "$0")/lib.sh"
 start_pyserver
 B=http://127.0.0.1:$PY_PORT
-for i in $(seq 1 8); do echo "$B/slow?ms=1500&i=$i"; done >"$TMP/in.txt"
+for i in $(seq 1 8); do echo "$B/slow?ms=2500&i=$i"; done >"$TMP/in.txt"
 
-"$POLITE" run --no-progress -q --concurrency 4 --journal "$TMP/j.db" \
+"$POLITE" run --no-progress -q --rate none --concurrency 4 --journal "$TMP/j.db" \
   --out "$TMP/out.jsonl" --log "$TMP/log.jsonl" "$TMP/in.txt" 2>"$TMP/err" &
 RUN=$!
 # Four requests in flight (the server has them), none answered yet.
 for _ in $(seq 200); do
-  [ "$(grep -c '/slow?ms=1500' "$PY_REC")" -ge 4 ] && break
+  [ "$(grep -c '/slow?ms=2500' "$PY_REC")" -ge 4 ] && break
   sleep 0.05
 done
-check_eq "four requests in flight" "$(grep -c '/slow?ms=1500' "$PY_REC")" 4
+check_eq "four requests in flight" "$(grep -c '/slow?ms=2500' "$PY_REC")" 4
 rm -f "$TMP/out.jsonl"
 wait "$RUN"
 st=$?
