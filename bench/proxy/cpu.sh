@@ -22,12 +22,8 @@ ROUNDS=${ROUNDS:-3}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)" >&2; exit 2; }
 command -v nginx >/dev/null || { echo "nginx is not installed" >&2; exit 2; }
 command -v perf >/dev/null || { echo "perf is not installed (linux-perf)" >&2; exit 2; }
-for b in "${BINS[@]}"; do [ -x "$b" ] || { echo "no polite binary at $b" >&2; exit 2; }; done
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/proxy/procs.sh
+. "$(dirname "$0")/procs.sh"
 
 # nginx_run NAME SERVERS: one nginx process of its own (own prefix, pid, config), started in the background.
 nginx_run() {

@@ -20,12 +20,8 @@ BINS=("$@")
 for t in valgrind callgrind_control callgrind_annotate nginx python3; do
   command -v "$t" >/dev/null || { echo "$t is not installed (apt-get install valgrind nginx)" >&2; exit 2; }
 done
-for b in "${BINS[@]}"; do [ -x "$b" ] || { echo "no polite binary at $b" >&2; exit 2; }; done
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/proxy/procs.sh
+. "$(dirname "$0")/procs.sh"
 
 cat >"$tmp/client.py" <<'PY'
 import http.client, sys, threading
