@@ -77,6 +77,7 @@ static void conn_free(net_conn *c) {
     s->cb.on_conn_closed(s->ud, c->id);
   if (c->timer)
     event_free(c->timer);
+  polite__net_sniff_cancel(c);
   polite__net_conn_raw_stop(c);
   if (c->dest)
     bufferevent_free(c->dest);
@@ -212,6 +213,7 @@ static net_req *req_new(net_conn *c, const net_req_head *h,
   memcpy(r->conn_id, c->id, sizeof r->conn_id);
   memcpy(r->origin_host, c->origin_host, sizeof r->origin_host);
   r->origin_port = c->origin_port;
+  r->origin_plain = c->origin_plain;
   return r;
 }
 

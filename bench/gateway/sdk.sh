@@ -4,7 +4,8 @@
 # (429 + Retry-After: 1) in front of a chat-completions API that answers at
 # once (tests/integration/gateway/upstream.py): direct, then through one
 # polite gateway as its base URL (not told the limit), then the same with
-# --retry-writes (the gateway itself retries a 429'd POST). The columns are
+# --retry-writes (the gateway itself retries a 429'd POST), and told the
+# limit (--rate: what the learned rate costs). The columns are
 # net.sh's; the floor is SDK_N / SDK_RATE. Early: requests that reached
 # nginx within the Retry-After of a 429 (bench/run/analyse.py).
 # Needs $POLITE, $src, $tmp; SDK_N (200), SDK_RATE (20); SDK=0 skips it.
@@ -97,5 +98,7 @@ sdk_bench() {
   sdk_gateway "OpenAI SDK through polite gateway (base URL)" sdkgw
   sleep 1.1
   sdk_gateway "the same, gateway --retry-writes" sdkgwrw --retry-writes
+  sleep 1.1
+  sdk_gateway "the same, gateway told the limit (--rate ${SDK_RATE}/s)" sdkgwrate --rate "${SDK_RATE}/s"
 }
 [ "${SDK:-1}" = 0 ] || { sdk_bench; sdk_cleanup; }
