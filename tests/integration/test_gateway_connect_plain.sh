@@ -10,7 +10,7 @@
 #    arrive back to back), Via added, logged as http://; an unwatched host
 #    is still tunnelled untouched; curl --proxytunnel likewise; an https://
 #    URL of a watched host is still intercepted with the local CA;
-#  - proxy: the judge sees them (--rate-limit 1/s: a second GET right after
+#  - proxy: the judge sees them (--rate-limit 1/min: a second GET after
 #    the first gets the proxy's 429) and its log names http://, not https://.
 . "$(dirname "$0")/lib.sh"
 . "$IT/gateway/gw.sh"
@@ -69,11 +69,46 @@ code=$(curl -s -o "$TMP/curl.out" -w '%{http_code}' --proxytunnel -x "http://$GW
 check_eq "curl --proxytunnel, http:// to a watched host: 200" "$code" 200
 check_eq "through the gateway (Via)" "$(via_of '^/ok/curl$')" "1.1 polite"
 check_grep "logged as http://" "\"url\":\"http://$UP/ok/curl\"" "$TMP/g.log"
+# A raw client: the plain request in the same write as its CONNECT (read
+# before the 200 went out), then one that leaves right after the 200, one
+# that sends a TLS record header and leaves, and one that stays silent.
+python3 - "$GW" "$UP" >"$TMP/raw.out" 2>&1 <<'PY'
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+up = sys.argv[2]
+def conn():
+    return socket.create_connection((host, int(port)), timeout=10)
+s = conn()
+s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\nGET /ok/pipe HTTP/1.1\r\nHost: %s\r\n"
+           "Connection: close\r\n\r\n" % (up, up, up)).encode())
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+print("pipelined:", data.split(b"\r\n")[0].decode(), "|", b"HTTP/1.1 200 OK" in data, b"ok /ok/pipe" in data)
+for first in (b"", b"\x16\x03\x01"):
+    s = conn()
+    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (up, up)).encode())
+    s.recv(200)
+    s.sendall(first)
+    s.close()
+quiet = conn()
+quiet.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (up, up)).encode())
+quiet.recv(200)
+time.sleep(0.2)
+print("done")
+PY
+check_grep "a plain request sent with its CONNECT is answered" \
+  "pipelined: HTTP/1.1 200 Connection Established | True True" "$TMP/raw.out"
+code=$(curl -s -o /dev/null -w '%{http_code}' --proxytunnel -x "http://$GW" "http://$UP/ok/after")
+check_eq "clients that left during the first byte's wait leave the gateway serving" "$code" 200
 stop_gateway
 check_eq "the gateway stops cleanly" "$GW_RC" 0
 
 # ---- The proxy ---------------------------------------------------------------
-start_proxy --mode forward --watch "http://$UP/*" --rate-limit 1/s --burst 1 \
+start_proxy --mode forward --watch "http://$UP/*" --rate-limit 1/min --burst 1 \
   --log "$TMP/pxreq.log"
 c1=$(curl -s -o /dev/null -w '%{http_code}' --proxytunnel -x "http://$PX" "http://$UP/ok/px1")
 c2=$(curl -s -o /dev/null -w '%{http_code}' --proxytunnel -x "http://$PX" "http://$UP/ok/px2")
