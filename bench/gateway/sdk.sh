@@ -6,7 +6,8 @@
 # polite gateway as its base URL (not told the limit), then the same with
 # --retry-writes (the gateway itself retries a 429'd POST), and told the
 # limit (--rate: what the learned rate costs). The columns are
-# net.sh's; the floor is SDK_N / SDK_RATE. Early: requests that reached
+# net.sh's, with the gateway's perf task-clock beside its utime+stime (10 ms
+# ticks); the floor is SDK_N / SDK_RATE. Early: requests that reached
 # nginx within the Retry-After of a 429 (bench/run/analyse.py).
 # Needs $POLITE, $src, $tmp; SDK_N (200), SDK_RATE (20); SDK=0 skips it.
 SDK_N=${SDK_N:-200}
@@ -16,20 +17,21 @@ SDK_T=$tmp/sdk
 SDK_PIDS=()
 sdk_cleanup() { for p in "${SDK_PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
 
-# sdk_row NAME TAG CPU_MS OUT: one row from openai_chat.mjs's JSON line.
+# sdk_row NAME TAG CPU_MS TASK_CLOCK_MS OUT: one row from openai_chat.mjs's
+# JSON line.
 sdk_row() {
   local seen n429 early
   read -r seen n429 early < <(python3 "$src/bench/run/analyse.py" "$SDK_T/ng/logs/access.log" "$2")
-  python3 - "$1" "$seen" "$n429" "$early" "$3" "$SDK_N" "$SDK_RATE" "$4" <<'PY'
+  python3 - "$1" "$seen" "$n429" "$early" "$3" "$4" "$SDK_N" "$SDK_RATE" "$5" <<'PY'
 import json, sys
-name, seen, n429, early, cpu, n, rate, out = sys.argv[1:9]
+name, seen, n429, early, cpu, tc, n, rate, out = sys.argv[1:10]
 o = json.loads(out)
 floor = int(n) / float(rate)
 pct = 100.0 * int(n429) / max(1, int(seen))
-cpu_s = "-" if cpu == "-" else "%.0f" % (float(cpu) * 1000 / int(n))
+per = lambda ms: "-" if ms == "-" else "%.0f" % (float(ms) * 1000 / int(n))
 errs = "" if not o["errors"] else " (failed: %s)" % ", ".join("%s x %d" % kv for kv in o["errors"].items())
-print("| %s | %d / %s%s | %.1f s | %.2f x | %s (%.1f%%) | %s | %s | %s |" % (
-    name, o["ok"], n, errs, o["wall_s"], o["wall_s"] / floor, n429, pct, early, seen, cpu_s))
+print("| %s | %d / %s%s | %.1f s | %.2f x | %s (%.1f%%) | %s | %s | %s | %s |" % (
+    name, o["ok"], n, errs, o["wall_s"], o["wall_s"] / floor, n429, pct, early, seen, per(cpu), per(tc)))
 PY
 }
 
@@ -45,9 +47,19 @@ sdk_gateway() {
   for _ in $(seq 100); do [ -s "$SDK_T/$tag.addr" ] && break; sleep 0.05; done
   gwa=$(cat "$SDK_T/$tag.addr")
   c0=$(awk '{print $14 + $15}' "/proc/$gwp/stat")
-  o=$(POLITE_QUERY="tool=$tag" node "$SDK_NODE/openai_chat.mjs" "http://$gwa" "$SDK_N" 8)
+  # perf counts the gateway for as long as its command runs: a tail that
+  # ends with the SDK's process (a background perf would need a SIGINT,
+  # which a non-interactive shell's background jobs ignore).
+  local nodep tc
+  POLITE_QUERY="tool=$tag" node "$SDK_NODE/openai_chat.mjs" "http://$gwa" "$SDK_N" 8 >"$SDK_T/$tag.out" &
+  nodep=$!
+  perf stat -x, -e task-clock -p "$gwp" -o "$SDK_T/$tag.perf" -- tail --pid="$nodep" -f /dev/null 2>/dev/null ||
+    wait "$nodep"
+  wait "$nodep"
+  o=$(cat "$SDK_T/$tag.out")
   c1=$(awk '{print $14 + $15}' "/proc/$gwp/stat")
-  sdk_row "$name" "$tag" "$(((c1 - c0) * 1000 / $(getconf CLK_TCK)))" "$o"
+  tc=$(awk -F, '/task-clock/ && $1 ~ /^[0-9.]+$/ {print $1; f=1} END {if (!f) print "-"}' "$SDK_T/$tag.perf" 2>/dev/null || echo -)
+  sdk_row "$name" "$tag" "$(((c1 - c0) * 1000 / $(getconf CLK_TCK)))" "$tc" "$o"
   kill -TERM "$gwp"
   wait "$gwp" 2>/dev/null
 }
@@ -89,11 +101,11 @@ sdk_bench() {
   echo "N/rate = $((SDK_N / SDK_RATE)) s. Targets: through the gateway $SDK_N / $SDK_N succeed, <= 2% 429s at"
   echo "nginx, wall <= 1.2 x the floor."
   echo
-  echo "| client | 200 at the client | wall | / floor | 429s at nginx | early | requests nginx saw | gateway CPU us / request |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| client | 200 at the client | wall | / floor | 429s at nginx | early | requests nginx saw | gateway CPU us / request (utime+stime) | (perf task-clock) |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
   local o
   o=$(POLITE_QUERY=tool=sdkdirect node "$SDK_NODE/openai_chat.mjs" "http://$SDK_NG/v1" "$SDK_N" 8)
-  sdk_row "OpenAI SDK, direct" sdkdirect - "$o"
+  sdk_row "OpenAI SDK, direct" sdkdirect - - "$o"
   sleep 1.1
   sdk_gateway "OpenAI SDK through polite gateway (base URL)" sdkgw
   sleep 1.1
