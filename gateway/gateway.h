@@ -127,9 +127,8 @@ typedef struct {
  * absolute-form request to it is its own). Returns 0 with *d filled, or -1
  * with d->kind BAD or NONE and d->why. */
 int polite__gw_dest(const char *method, const char *target,
-                    const char *origin_host, int origin_port,
-                    int origin_plain, const gw_base *base, const char *self,
-                    gw_dest *d);
+                    const char *origin_host, int origin_port, int origin_plain,
+                    const gw_base *base, const char *self, gw_dest *d);
 
 /* ---- The honest answer (gw_answer.c) ----------------------------------- */
 

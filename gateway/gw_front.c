@@ -371,8 +371,8 @@ void polite__gw_on_request(void *ud, net_req *nr) {
   gw_server *s = ud;
   gw_dest d;
   polite__gw_dest(nr->method, nr->target, nr->origin_host, nr->origin_port,
-                  nr->origin_plain,
-                  s->has_base ? &s->ubase : NULL, s->self, &d);
+                  nr->origin_plain, s->has_base ? &s->ubase : NULL, s->self,
+                  &d);
   switch (d.kind) {
   case GW_DEST_OWN: own_endpoint(s, nr, d.path); return;
   case GW_DEST_CONNECT:

@@ -73,9 +73,8 @@ static int origin_form(gw_dest *d, const char *target, const gw_base *base) {
 }
 
 int polite__gw_dest(const char *method, const char *target,
-                    const char *origin_host, int origin_port,
-                    int origin_plain, const gw_base *base, const char *self,
-                    gw_dest *d) {
+                    const char *origin_host, int origin_port, int origin_plain,
+                    const gw_base *base, const char *self, gw_dest *d) {
   memset(d, 0, sizeof *d);
   d->kind = GW_DEST_BAD;
   if (strcmp(method, "CONNECT") == 0) {

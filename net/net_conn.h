@@ -64,9 +64,9 @@ struct net_conn {
   int tunnel_closing;       /* C_TUNNEL: one side ended, flushing */
   char origin_host[256];    /* this intercepted CONNECT's host */
   int origin_port;
-  int origin_plain;         /* ... which sent plain HTTP, not TLS */
-  struct net_sniff *sniff;  /* C_SNIFF: waiting for the first byte */
-  net_conn *prev, *next; /* s->conns, least recently active first */
+  int origin_plain;        /* ... which sent plain HTTP, not TLS */
+  struct net_sniff *sniff; /* C_SNIFF: waiting for the first byte */
+  net_conn *prev, *next;   /* s->conns, least recently active first */
 };
 
 /* Puts c's bufferevent callbacks, watermark and timeouts in place (after

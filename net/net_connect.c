@@ -356,8 +356,8 @@ int polite__net_intercept(net_req *rq, SSL_CTX *ctx, const char *host,
   if (sn == NULL)
     return -1;
   sn->ssl = SSL_new(ctx);
-  sn->ev = event_new(c->s->base, bufferevent_getfd(c->bev), EV_READ, sniffed,
-                     c);
+  sn->ev =
+      event_new(c->s->base, bufferevent_getfd(c->bev), EV_READ, sniffed, c);
   if (sn->ssl == NULL || sn->ev == NULL) {
     c->sniff = sn;
     polite__net_sniff_cancel(c);

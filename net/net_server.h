@@ -42,8 +42,8 @@ typedef struct net_req {
   char origin_host[256]; /* inside an intercepted CONNECT: its host, else "" */
   int origin_port;
   int origin_plain; /* that CONNECT carries plain HTTP, not TLS */
-  int64_t t0_us; /* arrival, on the server's monotonic clock */
-  void *data;    /* the owner's */
+  int64_t t0_us;    /* arrival, on the server's monotonic clock */
+  void *data;       /* the owner's */
   /* Private to net/. */
   net_conn *conn; /* NULL once detached (answer ended, or client gone) */
   int handed;     /* given to the owner */

@@ -51,9 +51,9 @@ static void tunnel(px_req *r) {
 
 void polite__px_connect(px_req *r) {
   px_server *s = r->s;
-  if (!(s->ca &&
-        polite__url_watch_connect((const char *const *)s->cfg->watch,
-                                  s->cfg->nwatch, r->dest_host, r->dest_port))) {
+  if (!(s->ca && polite__url_watch_connect((const char *const *)s->cfg->watch,
+                                           s->cfg->nwatch, r->dest_host,
+                                           r->dest_port))) {
     tunnel(r);
     return;
   }

@@ -17,11 +17,9 @@
 
 static void watch_connect(void **state) {
   (void)state;
-  static const char *const w[] = {"!https://skip.test/*",
-                                  "https://api.openai.com/*",
-                                  "http://plain.test/*",
-                                  "http://127.0.0.1:8080/*",
-                                  "https://[::1]:8443/*"};
+  static const char *const w[] = {
+      "!https://skip.test/*", "https://api.openai.com/*", "http://plain.test/*",
+      "http://127.0.0.1:8080/*", "https://[::1]:8443/*"};
   static const struct {
     const char *host;
     int port, want;
