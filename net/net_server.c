@@ -206,6 +206,7 @@ static net_req *req_new(net_conn *c, const net_req_head *h,
   r->minor = h->minor;
   r->keepalive = h->keepalive;
   r->t0_us = polite_env_mono_us(c->s->env);
+  r->origin_plain = c->origin_plain; /* with origin_host, below */
   _Static_assert(sizeof r->peer == sizeof c->peer, "peer");
   _Static_assert(sizeof r->conn_id == sizeof c->id, "conn_id");
   _Static_assert(sizeof r->origin_host == sizeof c->origin_host, "origin");
@@ -213,7 +214,6 @@ static net_req *req_new(net_conn *c, const net_req_head *h,
   memcpy(r->conn_id, c->id, sizeof r->conn_id);
   memcpy(r->origin_host, c->origin_host, sizeof r->origin_host);
   r->origin_port = c->origin_port;
-  r->origin_plain = c->origin_plain;
   return r;
 }
 
