@@ -2,13 +2,13 @@
 # `openai`, tests/node's lock) with its own retries left on (2), SDK_N chat
 # completions 8 at a time against nginx limit_req SDK_RATE r/s burst 1
 # (429 + Retry-After: 1) in front of a chat-completions API that answers at
-# once (tests/integration/gateway/upstream.py): direct, then through one
-# polite gateway as its base URL (not told the limit), then the same with
-# --retry-writes (the gateway itself retries a 429'd POST), and told the
-# limit (--rate: what the learned rate costs). The columns are
-# net.sh's, with the gateway's perf task-clock beside its utime+stime (10 ms
-# ticks); the floor is SDK_N / SDK_RATE. Early: requests that reached
-# nginx within the Retry-After of a 429 (bench/run/analyse.py).
+# once (the tests' scripted API, tests/integration/upstream.py): direct,
+# then through one polite gateway as its base URL (not told the limit),
+# then the same with --retry-writes (the gateway itself retries a 429'd
+# POST), and told the limit (--rate: what the learned rate costs). The
+# columns are net.sh's, with the gateway's perf task-clock beside its
+# utime+stime (10 ms ticks); the floor is SDK_N / SDK_RATE. Early: requests
+# that reached nginx within the Retry-After of a 429 (bench/run/analyse.py).
 # Needs $POLITE, $src, $tmp; SDK_N (200), SDK_RATE (20); SDK=0 skips it.
 SDK_N=${SDK_N:-200}
 SDK_RATE=${SDK_RATE:-20}
@@ -72,7 +72,10 @@ sdk_bench() {
   fi
   mkdir -p "$SDK_T/ng/logs" "$SDK_T/ng/tmp"
   rm -f "$SDK_T/up.port"
-  python3 "$src/tests/integration/gateway/upstream.py" "$SDK_T/up.port" "$SDK_T/up.rec" &
+  # The tests' scripted API (its chat completions); it may live one folder up.
+  local api=$src/tests/integration/upstream.py
+  [ -f "$api" ] || api=$src/tests/integration/gateway/upstream.py
+  python3 "$api" "$SDK_T/up.port" "$SDK_T/up.rec" &
   SDK_PIDS+=($!)
   for _ in $(seq 100); do [ -s "$SDK_T/up.port" ] && break; sleep 0.05; done
   local up started="" T=$SDK_T PORT PIDS=()

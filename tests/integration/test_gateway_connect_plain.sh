@@ -14,12 +14,7 @@
 #    the first gets the proxy's 429) and its log names http://, not https://.
 . "$(dirname "$0")/lib.sh"
 . "$IT/gateway/gw.sh"
-NODE_DIR=$POLITE_SRC/tests/node
-if ! command -v node >/dev/null || ! "$NODE_DIR/install.sh"; then
-  bad "node and the npm packages of tests/node are needed"
-  finish
-  exit 1
-fi
+need_node
 start_upstream
 UP2_PORT=$(free_port)
 bg python3 -m http.server "$UP2_PORT" --bind 127.0.0.1 --directory "$TMP" >/dev/null 2>&1

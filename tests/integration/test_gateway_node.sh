@@ -14,12 +14,7 @@
 #    and the proxy's side: test_gateway_connect_plain.sh).
 . "$(dirname "$0")/lib.sh"
 . "$IT/gateway/gw.sh"
-NODE_DIR=$POLITE_SRC/tests/node
-if ! command -v node >/dev/null || ! "$NODE_DIR/install.sh"; then
-  bad "node and the npm packages of tests/node are needed"
-  finish
-  exit 1
-fi
+need_node
 field() {
   python3 -c 'import json, sys; o = json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"
 }
