@@ -15,7 +15,11 @@ SDK_RATE=${SDK_RATE:-20}
 SDK_NODE=$src/tests/node
 SDK_T=$tmp/sdk
 SDK_PIDS=()
-sdk_cleanup() { for p in "${SDK_PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+# Stops what the table started (some already stopped: a kill that finds
+# nothing is no error under set -e).
+sdk_cleanup() { for p in "${SDK_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+# On any exit, net.sh's servers (when it ran) go too, then the temporary files.
+trap 'sdk_cleanup; if declare -F net_cleanup >/dev/null; then net_cleanup; fi; rm -rf "$tmp"' EXIT
 
 # sdk_row NAME TAG CPU_MS TASK_CLOCK_MS OUT: one row from openai_chat.mjs's
 # JSON line.
@@ -61,7 +65,7 @@ sdk_gateway() {
   tc=$(awk -F, '/task-clock/ && $1 ~ /^[0-9.]+$/ {print $1; f=1} END {if (!f) print "-"}' "$SDK_T/$tag.perf" 2>/dev/null || echo -)
   sdk_row "$name" "$tag" "$(((c1 - c0) * 1000 / $(getconf CLK_TCK)))" "$tc" "$o"
   kill -TERM "$gwp"
-  wait "$gwp" 2>/dev/null
+  wait "$gwp" 2>/dev/null || true
 }
 
 sdk_bench() {
