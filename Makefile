@@ -16,7 +16,8 @@ SIM_SEEDS  ?= 2 3 4 5
 DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
   libcurl4-openssl-dev libjansson-dev libevent-dev libhiredis-dev libsqlite3-dev \
   libcmocka-dev curl jq redis-server nginx-light python3 python3-requests \
-  cppcheck clang-tidy libssl-dev openssl chromium nodejs npm man-db prometheus libyaml-dev
+  cppcheck clang-tidy libssl-dev openssl chromium nodejs npm man-db prometheus libyaml-dev \
+  golang-go
 
 .PHONY: all deps build asan fuzz fuzz-build demo lint sim test test-unit test-asan clean install
 

@@ -73,3 +73,17 @@ int polite__url_watch_host(const char *const *patterns, size_t n,
   }
   return 0;
 }
+
+int polite__url_watch_connect(const char *const *patterns, size_t n,
+                              const char *host, int port) {
+  int v6 = strchr(host, ':') != NULL;
+  char bare[300], full[320];
+  snprintf(bare, sizeof bare, v6 ? "[%s]" : "%s", host);
+  snprintf(full, sizeof full, "%s:%d", bare, port);
+  for (int https = 1; https >= 0; https--)
+    if (polite__url_watch_host(patterns, n, full, https) ||
+        (port == (https ? 443 : 80) &&
+         polite__url_watch_host(patterns, n, bare, https)))
+      return 1;
+  return 0;
+}

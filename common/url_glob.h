@@ -25,4 +25,12 @@ int polite__url_watch(const char *const *patterns, size_t n, const char *url,
 int polite__url_watch_host(const char *const *patterns, size_t n,
                            const char *authority, int https);
 
+/* 1 when a CONNECT to host:port (an IPv6 literal without brackets) is to
+ * be intercepted: some pattern could match an https:// URL of it, or an
+ * http:// one (a client may send plain HTTP through a CONNECT, as undici's
+ * ProxyAgent does for http:// URLs). Both the authority with its port and
+ * the one without a scheme's default port are tried. */
+int polite__url_watch_connect(const char *const *patterns, size_t n,
+                              const char *host, int port);
+
 #endif

@@ -121,12 +121,13 @@ typedef struct {
 } gw_dest;
 
 /* Where a request with this method and target goes: origin_host (may be
- * NULL or "") is the host of the intercepted CONNECT it came in, base the
+ * NULL or "") is the host of the intercepted CONNECT it came in (over TLS,
+ * or in plain HTTP when origin_plain), base the
  * --upstream (NULL: none), self the gateway's own ADDR:PORT (an
  * absolute-form request to it is its own). Returns 0 with *d filled, or -1
  * with d->kind BAD or NONE and d->why. */
 int polite__gw_dest(const char *method, const char *target,
-                    const char *origin_host, int origin_port,
+                    const char *origin_host, int origin_port, int origin_plain,
                     const gw_base *base, const char *self, gw_dest *d);
 
 /* ---- The honest answer (gw_answer.c) ----------------------------------- */

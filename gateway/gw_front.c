@@ -285,16 +285,12 @@ static void tunnel_done(void *ud, net_req *nr, int ok, const char *err) {
 }
 
 /* A watched host is intercepted (its requests then come one by one, made
- * polite); any other is tunnelled untouched. */
+ * polite, over TLS or in plain HTTP as the client sends them); any other is
+ * tunnelled untouched. */
 static void do_connect(gw_server *s, net_req *nr, const gw_dest *d) {
   const gw_config *c = s->cfg;
-  char auth[GW_ACCOUNT_MAX + 8];
-  int v6 = strchr(d->host, ':') != NULL;
-  snprintf(auth, sizeof auth, "%s%s%s:%d", v6 ? "[" : "", d->host,
-           v6 ? "]" : "", d->port);
   if (s->ca &&
-      (polite__url_watch_host(c->watch.v, c->watch.n, auth, 1) ||
-       polite__url_watch_host(c->watch.v, c->watch.n, d->authority, 1))) {
+      polite__url_watch_connect(c->watch.v, c->watch.n, d->host, d->port)) {
     char err[256];
     SSL_CTX *ctx = polite__net_ca_ctx_for(s->ca, d->host, err, sizeof err);
     if (ctx == NULL) {
@@ -375,7 +371,8 @@ void polite__gw_on_request(void *ud, net_req *nr) {
   gw_server *s = ud;
   gw_dest d;
   polite__gw_dest(nr->method, nr->target, nr->origin_host, nr->origin_port,
-                  s->has_base ? &s->ubase : NULL, s->self, &d);
+                  nr->origin_plain, s->has_base ? &s->ubase : NULL, s->self,
+                  &d);
   switch (d.kind) {
   case GW_DEST_OWN: own_endpoint(s, nr, d.path); return;
   case GW_DEST_CONNECT:

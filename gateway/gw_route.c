@@ -73,7 +73,7 @@ static int origin_form(gw_dest *d, const char *target, const gw_base *base) {
 }
 
 int polite__gw_dest(const char *method, const char *target,
-                    const char *origin_host, int origin_port,
+                    const char *origin_host, int origin_port, int origin_plain,
                     const gw_base *base, const char *self, gw_dest *d) {
   memset(d, 0, sizeof *d);
   d->kind = GW_DEST_BAD;
@@ -94,12 +94,13 @@ int polite__gw_dest(const char *method, const char *target,
     return 0;
   }
   if (origin_host && origin_host[0]) {
-    /* Inside an intercepted CONNECT: https to that host, whatever form. */
+    /* Inside an intercepted CONNECT: to that host, whatever form; https
+     * unless the client spoke plain HTTP in it. */
     char a[GW_ACCOUNT_MAX + 8];
     int v6 = strchr(origin_host, ':') != NULL;
     snprintf(a, sizeof a, "%s%s%s:%d", v6 ? "[" : "", origin_host,
              v6 ? "]" : "", origin_port);
-    if (target[0] != '/' || set_dest(d, 1, a, strlen(a)) != 0) {
+    if (target[0] != '/' || set_dest(d, !origin_plain, a, strlen(a)) != 0) {
       if (d->why[0] == '\0')
         snprintf(d->why, sizeof d->why,
                  "inside CONNECT, send origin-form targets (/path)");

@@ -31,6 +31,7 @@ typedef enum {
   C_BODY,    /* reading the body of c->cur */
   C_WAIT,    /* c->cur is being answered by the owner */
   C_CLOSING, /* the last answer is being flushed, then close */
+  C_SNIFF,   /* CONNECT intercepted: TLS or plain HTTP? (net_connect.c) */
   C_TUNNEL,  /* CONNECT: bytes relayed to c->dest (net_connect.c) */
   C_DEAD     /* to be freed when the current callback returns */
 } cstate;
@@ -61,9 +62,11 @@ struct net_conn {
   struct evbuffer *stage;   /* an answer's head until its first body bytes */
   struct bufferevent *dest; /* C_TUNNEL: the destination */
   int tunnel_closing;       /* C_TUNNEL: one side ended, flushing */
-  char origin_host[256];    /* TLS terminated for this CONNECT host */
+  char origin_host[256];    /* this intercepted CONNECT's host */
   int origin_port;
-  net_conn *prev, *next; /* s->conns, least recently active first */
+  int origin_plain;        /* ... which sent plain HTTP, not TLS */
+  struct net_sniff *sniff; /* C_SNIFF: waiting for the first byte */
+  net_conn *prev, *next;   /* s->conns, least recently active first */
 };
 
 /* Puts c's bufferevent callbacks, watermark and timeouts in place (after
@@ -81,6 +84,8 @@ int polite__net_conn_accept(net_server *s, evutil_socket_t fd,
 void polite__net_req_detach(net_req *rq);
 /* net_connect.c: cancels a CONNECT that net/ is still setting up for rq. */
 void polite__net_pending_cancel(net_req *rq);
+/* net_connect.c: frees c's wait for an intercepted CONNECT's first byte. */
+void polite__net_sniff_cancel(net_conn *c);
 /* bufferevent callbacks of a client connection (net_server.c), also
  * called by the raw reads: bytes arrived; end of file, an error or a
  * timeout. Either may free c. */

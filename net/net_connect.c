@@ -1,7 +1,8 @@
-/* polite net: CONNECT: a byte-for-byte tunnel to the destination, or TLS
- * terminated with a certificate the owner chose, whose requests then come to
- * the owner like any other. Names are resolved with evdns, never blocking the
- * loop. */
+/* polite net: CONNECT: a byte-for-byte tunnel to the destination, or
+ * intercepted (TLS terminated with a certificate the owner chose, or plain
+ * HTTP read as it is: the first byte says which), whose requests then come
+ * to the owner like any other. Names are resolved with evdns, never
+ * blocking the loop. */
 #define _GNU_SOURCE
 #include "net_conn.h"
 #include "net_upstream.h" /* net_lookup */
@@ -268,29 +269,115 @@ int polite__net_tunnel(net_req *rq, struct evdns_base *dns, const char *host,
 
 /* ---- Interception -------------------------------------------------------- */
 
+/* The first byte of a TLS connection: a handshake record (RFC 8446 §5.1).
+ * No HTTP method starts with it. */
+#define TLS_HANDSHAKE 0x16
+
+/* An intercepted CONNECT answered 200, waiting for the client's first
+ * byte to say TLS or plain HTTP. The SSL is made up front so that a
+ * certificate the CA's cache drops meanwhile stays alive (SSL_new takes a
+ * reference to its context). */
+typedef struct net_sniff {
+  struct event *ev; /* the client's socket readable, once */
+  SSL *ssl;
+} net_sniff;
+
+void polite__net_sniff_cancel(net_conn *c) {
+  net_sniff *sn = c->sniff;
+  if (sn == NULL)
+    return;
+  c->sniff = NULL;
+  if (sn->ev)
+    event_free(sn->ev);
+  if (sn->ssl)
+    SSL_free(sn->ssl);
+  free(sn);
+}
+
+/* The first byte, peeked: what the server already read (a client that
+ * did not wait for the 200), else the socket's, left in the kernel for the
+ * TLS filter or the HTTP reader. 1 with *b set, 0 when none came yet, -1
+ * when the client closed or failed. */
+static int first_byte(net_conn *c, unsigned char *b) {
+  if (evbuffer_copyout(bufferevent_get_input(c->bev), b, 1) == 1)
+    return 1;
+  ssize_t n = recv((int)bufferevent_getfd(c->bev), b, 1, MSG_PEEK);
+  if (n == 1)
+    return 1;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return 0;
+  return -1;
+}
+
+/* The client's socket is readable: TLS goes through a filter with the
+ * certificate, anything else is read as HTTP as it is; then c reads
+ * requests again. */
+static void sniffed(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  net_conn *c = arg;
+  net_sniff *sn = c->sniff;
+  unsigned char b = 0;
+  int got = first_byte(c, &b);
+  if (got == 0) {
+    event_add(sn->ev, NULL);
+    return;
+  }
+  SSL *ssl = sn->ssl;
+  sn->ssl = NULL;
+  polite__net_sniff_cancel(c);
+  struct bufferevent *tls = NULL;
+  if (got == 1 && b == TLS_HANDSHAKE) {
+    tls = bufferevent_openssl_filter_new(c->s->base, c->bev, ssl,
+                                         BUFFEREVENT_SSL_ACCEPTING,
+                                         BEV_OPT_CLOSE_ON_FREE);
+    if (tls == NULL)
+      SSL_free(ssl);
+  } else {
+    SSL_free(ssl);
+    c->origin_plain = 1;
+  }
+  if (got < 0 || (b == TLS_HANDSHAKE && tls == NULL)) {
+    c->state = C_DEAD;
+    polite__net_conn_settle(c);
+    return;
+  }
+  if (tls)
+    c->bev = tls; /* from here c reads and writes through TLS */
+  polite__net_conn_setup(c);
+  polite__net_conn_idle(c);
+  polite__net_conn_settle(c);
+}
+
 int polite__net_intercept(net_req *rq, SSL_CTX *ctx, const char *host,
                           int port) {
   net_conn *c = rq->conn;
-  SSL *ssl = c ? SSL_new(ctx) : NULL;
-  if (ssl == NULL)
+  net_sniff *sn = c ? calloc(1, sizeof *sn) : NULL;
+  if (sn == NULL)
     return -1;
-  polite__net_conn_raw_stop(c); /* the filter reads the socket */
-  struct bufferevent *tls = bufferevent_openssl_filter_new(
-      c->s->base, c->bev, ssl, BUFFEREVENT_SSL_ACCEPTING,
-      BEV_OPT_CLOSE_ON_FREE);
-  if (tls == NULL) {
-    SSL_free(ssl);
+  sn->ssl = SSL_new(ctx);
+  sn->ev =
+      event_new(c->s->base, bufferevent_getfd(c->bev), EV_READ, sniffed, c);
+  if (sn->ssl == NULL || sn->ev == NULL) {
+    c->sniff = sn;
+    polite__net_sniff_cancel(c);
     return -1;
   }
-  /* The 200 goes out in the clear, before the filter takes the socket
-   * over; from here c reads and writes through TLS. */
+  /* net/ reads nothing more until the first byte is known: the raw reads
+   * stop and the bufferevent does not read (it still writes the 200). */
+  polite__net_conn_raw_stop(c);
+  bufferevent_disable(c->bev, EV_READ);
   evbuffer_add(bufferevent_get_output(c->bev), established,
                sizeof established - 1);
   polite__net_req_detach(rq);
-  c->bev = tls;
+  c->sniff = sn;
+  c->state = C_SNIFF;
   snprintf(c->origin_host, sizeof c->origin_host, "%s", host);
   c->origin_port = port;
-  polite__net_conn_setup(c);
-  polite__net_conn_idle(c);
+  polite__net_conn_arm(c, c->s->bounds.idle_timeout_ms);
+  if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+    event_active(sn->ev, EV_READ, 1); /* decided from the loop, not here */
+  else
+    event_add(sn->ev, NULL);
   return 0;
 }

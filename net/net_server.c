@@ -78,6 +78,7 @@ static void conn_free(net_conn *c) {
     s->cb.on_conn_closed(s->ud, c->id);
   if (c->timer)
     event_free(c->timer);
+  polite__net_sniff_cancel(c);
   polite__net_conn_raw_stop(c);
   if (c->dest)
     bufferevent_free(c->dest);
@@ -203,6 +204,7 @@ static int req_fill(net_conn *c, net_req *r, const net_req_head *h) {
   r->minor = h->minor;
   r->keepalive = h->keepalive;
   r->t0_us = polite_env_mono_us(c->s->env);
+  r->origin_plain = c->origin_plain; /* with origin_host, below */
   _Static_assert(sizeof r->peer == sizeof c->peer, "peer");
   _Static_assert(sizeof r->conn_id == sizeof c->id, "conn_id");
   _Static_assert(sizeof r->origin_host == sizeof c->origin_host, "origin");

@@ -45,8 +45,9 @@ typedef struct net_req {
   char conn_id[80];      /* its connection, "ADDR:PORT" */
   char origin_host[256]; /* inside an intercepted CONNECT: its host, else "" */
   int origin_port;
-  int64_t t0_us; /* arrival, on the server's monotonic clock */
-  void *data;    /* the owner's */
+  int origin_plain; /* that CONNECT carries plain HTTP, not TLS */
+  int64_t t0_us;    /* arrival, on the server's monotonic clock */
+  void *data;       /* the owner's */
   /* Private to net/. */
   net_conn *conn; /* NULL once detached (answer ended, or client gone) */
   int handed;     /* given to the owner */
@@ -169,10 +170,12 @@ struct evdns_base;
 int polite__net_tunnel(net_req *rq, struct evdns_base *dns, const char *host,
                        int port, net_tunnel_cb done, void *ud, char *err,
                        size_t errlen);
-/* Answers 200 and terminates TLS on rq's connection with ctx (a
- * certificate for rq's host); later requests on it come through
- * on_request with origin_host/origin_port set. Returns 0 (rq detached), or
- * -1 (rq still attached: answer it). */
+/* Answers 200 to rq's CONNECT and looks at the first byte the client then
+ * sends: a TLS handshake record is terminated with ctx (a certificate for
+ * rq's host), anything else is read as plain HTTP/1.1 (undici's ProxyAgent
+ * tunnels http:// URLs so). Either way later requests on it come through
+ * on_request with origin_host/origin_port set, and origin_plain says which
+ * it was. Returns 0 (rq detached), or -1 (rq still attached: answer it). */
 int polite__net_intercept(net_req *rq, SSL_CTX *ctx, const char *host,
                           int port);
 

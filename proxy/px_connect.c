@@ -1,8 +1,10 @@
 /* polite proxy: CONNECT in forward mode: a watched host is intercepted with
- * a leaf certificate of the local CA (its requests then come through the
- * usual route), any other host is tunnelled byte for byte (net/ does both). */
+ * a leaf certificate of the local CA, or read as plain HTTP when the client
+ * sends that (its requests then come through the usual route), any other
+ * host is tunnelled byte for byte (net/ does all three). */
 #define _GNU_SOURCE
 #include "px_engine.h"
+#include "url_glob.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -49,8 +51,9 @@ static void tunnel(px_req *r) {
 
 void polite__px_connect(px_req *r) {
   px_server *s = r->s;
-  if (!(s->ca && polite__px_watch_host(s->cfg->watch, s->cfg->nwatch,
-                                       r->authority, 1))) {
+  if (!(s->ca && polite__url_watch_connect((const char *const *)s->cfg->watch,
+                                           s->cfg->nwatch, r->dest_host,
+                                           r->dest_port))) {
     tunnel(r);
     return;
   }

@@ -50,7 +50,8 @@ static void authority_of(char *out, size_t size, const char *host, int port,
 }
 
 /* Forward mode: where the request really goes. CONNECT names host:port; a
- * request inside an intercepted CONNECT goes to that host over https; an
+ * request inside an intercepted CONNECT goes to that host, over https
+ * unless the client sent plain HTTP inside it (undici's ProxyAgent); an
  * absolute-form target names its own. An origin-form request outside
  * CONNECT has no destination (dest_host stays empty). Builds raw_url. */
 static int forward_dest(px_server *s, px_req *r) {
@@ -65,7 +66,7 @@ static int forward_dest(px_server *s, px_req *r) {
   } else if (origin && t[0] == '/') {
     snprintf(r->dest_host, sizeof r->dest_host, "%s", origin);
     r->dest_port = r->nr->origin_port;
-    r->dest_https = 1;
+    r->dest_https = !r->nr->origin_plain;
     r->path = t;
   } else if (t[0] != '/' && t[0] != '*') {
     struct evhttp_uri *u = evhttp_uri_parse(t);

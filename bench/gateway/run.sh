@@ -14,6 +14,9 @@
 # Release build made here; N requests per row, default 200000). NET=0 skips
 # the network tables; POLITE (default BUILD_DIR/polite) is the binary they
 # run, NET_N and NET_RATE their size (600 GETs at 40 r/s).
+# Last, the official OpenAI Node SDK direct and through the gateway
+# (bench/gateway/sdk.sh; SDK=0 skips it, SDK_N and SDK_RATE its size: 200
+# chat completions at 20 r/s).
 set -euo pipefail
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$src/build-bench}"
@@ -24,7 +27,7 @@ if [ ! -f "$build/libpolite.a" ]; then
   cmake --build "$build" -j2 --target polite_static >/dev/null
 fi
 POLITE=${POLITE:-$build/polite}
-if [ "${NET:-1}" != 0 ] && [ ! -x "$POLITE" ]; then
+if { [ "${NET:-1}" != 0 ] || [ "${SDK:-1}" != 0 ]; } && [ ! -x "$POLITE" ]; then
   cmake --build "$build" -j2 --target polite_cli >/dev/null
 fi
 tmp="$(mktemp -d /tmp/polite-bench-gateway.XXXXXX)"
@@ -70,3 +73,4 @@ echo "engine's memory only: the network half adds its connection buffers);"
 echo "sweep: the CPU of the one answer whose pause re-judges the 20,000 waiting"
 echo "(the perf column times the whole process, the queue's building included)."
 [ "${NET:-1}" = 0 ] || . "$src/bench/gateway/net.sh"
+[ "${SDK:-1}" = 0 ] || . "$src/bench/gateway/sdk.sh"

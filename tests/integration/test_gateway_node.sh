@@ -9,16 +9,12 @@
 #    a streamed completion arrives whole; the API key is in no log;
 #  - Node's fetch through undici's ProxyAgent: an https:// --watch URL
 #    intercepted with the local CA (NODE_EXTRA_CA_CERTS) and made polite;
-#    an http:// URL, which undici 6 sends through a CONNECT tunnel too
-#    (docs/gateway.md, "Node fetch"), reaches its server untouched.
+#    a --watch http:// URL, which undici 6 sends through a CONNECT tunnel
+#    too (docs/gateway.md, "Node fetch"), is made polite as well (its pacing
+#    and the proxy's side: test_gateway_connect_plain.sh).
 . "$(dirname "$0")/lib.sh"
 . "$IT/gateway/gw.sh"
-NODE_DIR=$POLITE_SRC/tests/node
-if ! command -v node >/dev/null || ! "$NODE_DIR/install.sh"; then
-  bad "node and the npm packages of tests/node are needed"
-  finish
-  exit 1
-fi
+need_node
 field() {
   python3 -c 'import json, sys; o = json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"
 }
@@ -52,9 +48,11 @@ start_gateway b --watch "http://$UP/*" --watch "https://localhost:$TLS_PORT/*" \
   --upstream-cacert "$TMP/tls/ca.pem" --log "$TMP/b.log"
 NODE_EXTRA_CA_CERTS=$POLITE_CA_DIR/ca.pem node "$NODE_DIR/fetch_via_proxy.mjs" "http://$GW" \
   "http://$UP/ok/node" "https://localhost:$TLS_PORT/ok" >"$TMP/fetch.out" 2>&1
-check_grep "undici ProxyAgent: an http:// GET is tunnelled to its server" '"status":200,.*"via":null,"body":"ok /ok/node' "$TMP/fetch.out"
+check_grep "undici ProxyAgent: an http:// GET inside its CONNECT goes through the gateway" \
+  '"status":200,.*"via":"1.1 polite","body":"ok /ok/node' "$TMP/fetch.out"
 check_grep "undici ProxyAgent: an https:// GET intercepted with the local CA" \
   '"url":"https://localhost:[0-9]+/ok","status":200,.*"via":"1.1 polite"' "$TMP/fetch.out"
 stop_gateway
 check_eq "the https:// one went through the engine" "$(grep -c '"url":"https://localhost:[0-9]*/ok"' "$TMP/b.log")" 1
+check_eq "the http:// one too, logged as http://" "$(grep -c "\"url\":\"http://$UP/ok/node\"" "$TMP/b.log")" 1
 finish

@@ -1,13 +1,19 @@
 // The official OpenAI Node SDK, as an application uses it: N chat
 // completions, C at a time, with the SDK's own retries (default 2) left on.
 // Usage: node openai_chat.mjs BASE_URL N C [stream]
+// POLITE_QUERY=K=V adds ?K=V to every request (the SDK's defaultQuery), so
+// that a server's access log can tell one run's requests from another's.
 // Prints one JSON line: {"ok", "failed", "errors": {message: count},
 // "wall_s", "content"} (content: the first answer's text, to show it was
 // read whole; with "stream" each call streams and the chunks are joined).
 import OpenAI from "openai";
 
 const [baseURL, n, c, mode] = process.argv.slice(2);
-const client = new OpenAI({ baseURL, apiKey: "sk-test-node-secret-0f3a", timeout: 120000 });
+const [qk, qv] = (process.env.POLITE_QUERY || "").split("=");
+const client = new OpenAI({
+  baseURL, apiKey: "sk-test-node-secret-0f3a", timeout: 120000,
+  defaultQuery: qk ? { [qk]: qv } : undefined,
+});
 const todo = [...Array(Number(n)).keys()];
 const out = { ok: 0, failed: 0, errors: {}, wall_s: 0, content: null };
 

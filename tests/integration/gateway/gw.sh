@@ -9,6 +9,9 @@
 #   judge_verdict PID          stops polite proxy PID (started with --report
 #                              $TMP/px.json) and sets EARLY and LIMITED: the
 #                              early requests its judge saw and its 429s
+#   need_node                  node and tests/node's packages (npm ci from
+#                              the committed lock): NODE_DIR; without them
+#                              the test fails (CI installs them)
 GWT=$IT/gateway
 export POLITE_CA_DIR=$TMP/ca
 
@@ -59,4 +62,12 @@ judge_verdict() {
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(r["early_retries"], r["rate_limited"])' "$TMP/px.json")
+}
+
+need_node() {
+  NODE_DIR=$POLITE_SRC/tests/node
+  command -v node >/dev/null && "$NODE_DIR/install.sh" && return 0
+  bad "node and the npm packages of tests/node are needed"
+  finish
+  exit 1
 }
