@@ -318,6 +318,17 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
    * TCP's multiplicative decrease. */
   if (!clean && hi > 0)
     lo = dmax(lo, LO_FLOOR * hi);
+  /* The first relapse after slow start's cut lands no lower than that cut
+   * did: what raised the rate since (a refine from the answers in flight,
+   * which a burst or a caller sending less than the rate allowed
+   * inflates) was wrong, not the landing, which held (when the rate did
+   * not rise since, the landing itself tripped: the usual relapse). Taken back
+   * to half the upper estimate instead, a gateway against nginx's 40/s fell
+   * from 44 to 18/s and held 24/s (1.87 x the floor, bench/gateway); a 429 of
+   * arrival jitter at 0.92 x the limit did the same (--net loaded). */
+  if (c->relapse && c->ss_landed > 0 && !refine &&
+      polite__rc_rate_at_start(c, c->cut_from_us) > PUBLISH_STEP * c->ss_landed)
+    lo = dmax(lo, c->ss_landed);
   lo = dmax(lo, c->cfg.min_per_s);
   if (clean || !(hi > lo))
     hi = lo;
@@ -338,6 +349,8 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
                          leaky bucket, and a relapse corrects the rest */
   cut_to = dmax(c->cfg.min_per_s, dmin(cut_to, plateau));
   c->upper = hi;
+  if (!refine)
+    c->ss_landed = c->cut_in_ss ? cut_to : 0;
   /* Each confirmation of the limit doubles the hold: a probe that finds
    * it again costs a server pause, so the hold is at least HOLD_PAUSES of
    * them, however long they are. */

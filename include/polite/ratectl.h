@@ -203,6 +203,8 @@ typedef struct {
   int64_t cut_from_us;   /* the throttled request's start at the last cut */
   double prev_limit;     /* the limit before the last cut (0: none) */
   double upper;          /* the last cut's upper estimate of the limit */
+  double ss_landed;      /* where the last cut landed when it ended slow
+                            start (0: it did not) */
   int64_t prev_cut_us;   /* the cut before the last one (0: none) */
   int64_t chain_from_us; /* the throttled start of the first cut of the
                             last series of relapses */

@@ -269,6 +269,64 @@ static void account_count_learns_a_shared_cap(void **state) {
   }
 }
 
+/* Slow start against a 40/s limit: starts at the controller's rate, each
+ * answered 100 ms later, until the first 429 (1 s pause); the answers in
+ * flight refine the cut upward (all admitted: a burst, or a caller that
+ * sent less than the rate allowed). After the pause the raised rate trips
+ * the limit at once: the first relapse lands near slow start's cut, which
+ * held, not at half the upper estimate (a gateway fell from 44 to 18/s
+ * and held 24/s against nginx's 40/s). */
+static void relapse_after_slow_start_keeps_its_landing(void **state) {
+  (void)state;
+  polite_ratectl c;
+  polite_ratectl_init(&c, NULL, 0);
+  int64_t t = 0, pending[64];
+  unsigned np = 0;
+  while (polite_ratectl_rate(&c, t) < 60) {
+    for (unsigned i = 0; i < np;) /* answers due by now */
+      if (pending[i] + 100 * MS <= t) {
+        polite_ratectl_response ok = answer(pending[i], t, 200, -1);
+        polite_ratectl_on_response(&c, &ok);
+        pending[i] = pending[--np];
+      } else {
+        i++;
+      }
+    polite_ratectl_on_start(&c, t);
+    if (np < 64)
+      pending[np++] = t;
+    t += (int64_t)(1e6 / polite_ratectl_rate(&c, t));
+  }
+  polite_ratectl_on_start(&c, t);
+  polite_ratectl_response no = answer(t, t + MS, 429, SEC);
+  assert_int_equal(polite_ratectl_on_response(&c, &no), POLITE_CUT_THROTTLE);
+  int64_t resume = t + MS + SEC;
+  double landed = polite_ratectl_rate(&c, resume);
+  for (unsigned i = 0; i < np; i++) { /* the refine: all got through */
+    polite_ratectl_response ok =
+        answer(pending[i], pending[i] + 100 * MS, 200, -1);
+    if (ok.now_us < t + MS)
+      ok.now_us = t + MS;
+    polite_ratectl_on_response(&c, &ok);
+  }
+  double refined = polite_ratectl_rate(&c, resume);
+  /* The raised rate trips the limit at once after the pause. */
+  t = resume;
+  for (int i = 0; i < 4; i++, t += (int64_t)(1e6 / refined)) {
+    polite_ratectl_on_start(&c, t);
+    polite_ratectl_response ok = answer(t, t + 100 * MS, 200, -1);
+    polite_ratectl_on_response(&c, &ok);
+  }
+  polite_ratectl_on_start(&c, t);
+  no = answer(t, t + MS, 429, SEC);
+  assert_int_equal(polite_ratectl_on_response(&c, &no), POLITE_CUT_THROTTLE);
+  double relapsed = polite_ratectl_rate(&c, t + MS + SEC);
+  printf("# slow start's cut %.1f/s, refined to %.1f/s, relapse to %.1f/s\n",
+         landed, refined, relapsed);
+  assert_true(refined > landed);
+  assert_true(relapsed >= 0.9 * landed);
+  assert_true(relapsed < refined);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(concurrency_limit_is_a_cap),
@@ -278,6 +336,7 @@ int main(void) {
       cmocka_unit_test(estimate_counts_the_pause),
       cmocka_unit_test(second_429_under_headers),
       cmocka_unit_test(account_count_learns_a_shared_cap),
+      cmocka_unit_test(relapse_after_slow_start_keeps_its_landing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
