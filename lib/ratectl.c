@@ -77,6 +77,10 @@
 #define CAP_WINDOW_US 2000000
 #define CAP_HOLD_US 20000000
 #define CAP_HEADROOM 1.25
+/* The jitter margin under a stated rate (see header_cap). */
+#define JITTER_FIRST 0.03
+#define JITTER_MAX 0.15
+#define JITTER_HALF_US 60000000.0
 #define LATENCY_ALPHA 0.2
 #define PUBLISH_STEP 1.02
 #define PUBLISH_MIN_US 100000
@@ -133,6 +137,21 @@ static double probe_curve(const polite_ratectl *c, double y) {
   return c->plateau * (1 + PROBE_LINEAR * x + PROBE_CUBIC * x * x * x);
 }
 
+/* The rate the server's headers state, less the jitter margin. A limiter
+ * with no tolerance (polite proxy --burst 1, nginx burst=1) refuses a
+ * start that reaches it a few ms early, and a loaded client's starts do:
+ * at the planned 9.8 of 10/s, two starts sent 102 ms apart arrive 97 ms
+ * apart after a connect or a scheduler stall. Each 429 under a fresh plan
+ * is such a start (the server said its rate, and the rate was below it),
+ * so each one widens the margin, from 3% doubling up to 15%; the margin
+ * halves every minute, so a burst of load costs a few minutes at most. */
+static double header_cap(const polite_ratectl *c, int64_t now_us) {
+  double m = c->jitter;
+  if (m > 0 && now_us > c->jitter_us)
+    m *= exp2(-(double)(now_us - c->jitter_us) / JITTER_HALF_US);
+  return c->header_rate * (1 - m);
+}
+
 /* The rate before the caps. */
 static double raw_rate(const polite_ratectl *c, int64_t now_us) {
   double r;
@@ -146,14 +165,14 @@ static double raw_rate(const polite_ratectl *c, int64_t now_us) {
     double y = (double)(now_us - c->header_until_us) / 1e6;
     r = c->header_rate * (1 + CUBIC_C * y * y * y);
   } else if (c->phase == POLITE_RC_HEADERS) {
-    r = c->header_rate;
+    r = header_cap(c, now_us);
   } else {
     /* Before the server's wait is over the curve stands still. */
     int64_t t = imax(now_us, c->pause_end_us);
     r = probe_curve(c, (double)(t - c->epoch_us) / 1e6);
   }
   if (fresh)
-    r = dmin(r, c->header_rate);
+    r = dmin(r, header_cap(c, now_us));
   return r;
 }
 
@@ -377,6 +396,13 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
    * the rate): taken for a relapse, the second such 429 cut two processes
    * against polite proxy 10/s to 5.7/s (1.5 x the floor). */
   c->cut_in_headers = c->header_rate > 0 && now_us < c->header_until_us;
+  if (c->cut_in_headers) {
+    double m = 1 - header_cap(c, now_us) / c->header_rate; /* decayed */
+    c->jitter = dmin(JITTER_MAX, m > 0 ? 2 * m : JITTER_FIRST);
+    if (c->jitter < JITTER_FIRST)
+      c->jitter = JITTER_FIRST;
+    c->jitter_us = now_us;
+  }
   c->steady_base = c->steady;
   /* A cut on the climb to the previous one's plateau, or soon after
    * reaching it: that one landed (or aimed) above the limit. */

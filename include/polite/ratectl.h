@@ -189,6 +189,10 @@ typedef struct {
   /* headers */
   double header_rate;
   int64_t header_until_us;
+  /* the jitter margin under the headers' rate (a share, widened by each
+   * 429 under a fresh plan, halving every minute from jitter_us) */
+  double jitter;
+  int64_t jitter_us;
   /* the server's window as its answers place it (ratectl.c, "The
    * server's window"): its end (0: none), the start of its first answered
    * request, and the last remaining seen */
