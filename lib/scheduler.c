@@ -511,32 +511,9 @@ static int end_too_long(polite__sched *s, job *j, const char *what,
   return ADM_ENDED;
 }
 
-/* What ask found, and how often admit asks again when a wait asked for
- * before now ends by now. */
-enum { ASK_BUDGET, ASK_LEARNED, ASK_FULL };
+/* How often admit asks again when a wait asked for before now ends by
+ * now. */
 #define ASK_TRIES 8
-
-/* Asks the learned rate (it charges nothing until committed), then the
- * budget, to start j at `at`. Returns ASK_FULL when the learned in-flight
- * cap is reached (it holds like a budget slot: an answer wakes the turn
- * that admits the next one); ASK_LEARNED when the learned rate says wait
- * *w (> 0), with *rc POLITE_BUDGET_WAIT_RATE; else ASK_BUDGET with the
- * budget's code in *rc and its wait in *w. */
-static int ask(polite__sched *s, job *j, int64_t at, unsigned cost,
-               polite_gcra *next, const polite__now *now, int64_t *w, int *rc) {
-  *w = polite__sched_rate_check(s, j, at, cost, next, now);
-  *rc = POLITE_BUDGET_WAIT_RATE;
-  if (j->acct && j->rate)
-    j->acct->rate = j->rate; /* the queue's estimate paces by it */
-  if (*w == 0 && polite__sched_rate_full(s, j, now->mono_us))
-    return ASK_FULL;
-  if (*w != 0)
-    return ASK_LEARNED;
-  *rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, w);
-  if (*rc >= 0)
-    polite__sched_rate_admitted(s, j, now);
-  return ASK_BUDGET;
-}
 
 /* Tries to start j (taken out of the waiting set) at now. BLOCKED: j is
  * not admitted yet and *wake is lowered to when to ask again (NO_TIME: a
@@ -565,7 +542,7 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   unsigned cost = j->req->cost ? j->req->cost : 1;
   polite_gcra next;
   int64_t at = admission_time(s, j, t), w;
-  int rc, got = ask(s, j, at, cost, &next, now, &w, &rc);
+  int rc, got = polite__sched_ask(s, j, at, cost, &next, now, &w, &rc);
   /* Asked for a moment before now (admission_time's slack), a wait may end
    * by now: then ask again at its end, so that no wait ends at or before
    * now (the wake would be now: a busy loop). Each try moves `at` forward
@@ -577,13 +554,13 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
        w > 0 && at + w <= t;
        k++) {
     at += w;
-    got = ask(s, j, at, cost, &next, now, &w, &rc);
+    got = polite__sched_ask(s, j, at, cost, &next, now, &w, &rc);
   }
-  if (got == ASK_FULL)
+  if (got == POLITE__ASK_FULL)
     return ADM_BLOCKED;
   /* The learned rate holds for what the server's headers asked (r = 0
    * until a reset): max-wait bounds that wait too. */
-  if (got == ASK_LEARNED && beyond_max_wait(s, w))
+  if (got == POLITE__ASK_LEARNED && beyond_max_wait(s, w))
     return end_too_long(s, j, "the server's rate-limit headers ask to wait", w,
                         t);
   if (rc < 0) { /* an outage: j waits for the next try (or the stop) */
