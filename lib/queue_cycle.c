@@ -282,7 +282,8 @@ size_t polite__queue_take_reply(polite_queue_run *r, const redisReply *rep,
   if (cursor && strlen(cursor) < sizeof r->cursor)
     snprintf(r->cursor, sizeof r->cursor, "%s", cursor);
   r->st.dead_lettered += (uint64_t)polite__reply_int(rep->element[2]);
-  if (stored > 0 && stored * 1000 < r->lease_us) {
+  /* Compared in ms: a hostile or damaged stored value must not overflow. */
+  if (stored > 0 && stored < r->lease_us / 1000) {
     /* An earlier worker stored a shorter lease: others claim after the
      * longer of theirs and it, so renew in time for the shorter. */
     r->renew_us = stored * 1000 / 3;
