@@ -194,6 +194,16 @@ static void estimate_counts_the_pause(void **state) {
   assert_true(r > 20);
 }
 
+/* Headers that state 10 requests per 1 s window, all 10 remaining: the
+ * planner makes 9.8/s of them. */
+static void stated_10_per_s(polite_headers *h) {
+  polite_headers_init(h, INT64_C(1700000000000));
+  const char *lines[] = {"RateLimit-Policy: \"p\";q=10;w=1",
+                         "RateLimit: \"p\";r=10;t=1"};
+  for (int i = 0; i < 2; i++)
+    polite_headers_feed_line(h, lines[i], strlen(lines[i]));
+}
+
 /* Fresh headers plan 9.8/s; a 429 (a start that reached a limiter with no
  * tolerance a little early) holds 5% below the plan, and so does a second
  * one soon after: it is not a relapse of an estimate, the server stated
@@ -202,11 +212,7 @@ static void estimate_counts_the_pause(void **state) {
 static void second_429_under_headers(void **state) {
   (void)state;
   polite_headers h;
-  polite_headers_init(&h, INT64_C(1700000000000));
-  const char *lines[] = {"RateLimit-Policy: \"p\";q=10;w=1",
-                         "RateLimit: \"p\";r=10;t=1"};
-  for (int i = 0; i < 2; i++)
-    polite_headers_feed_line(&h, lines[i], strlen(lines[i]));
+  stated_10_per_s(&h);
   polite_ratectl c;
   polite_ratectl_init(&c, NULL, 0);
   int64_t t = SEC;
@@ -237,11 +243,7 @@ static void second_429_under_headers(void **state) {
 static void jitter_under_headers_widens_the_margin(void **state) {
   (void)state;
   polite_headers h;
-  polite_headers_init(&h, INT64_C(1700000000000));
-  const char *lines[] = {"RateLimit-Policy: \"p\";q=10;w=1",
-                         "RateLimit: \"p\";r=10;t=1"};
-  for (int i = 0; i < 2; i++)
-    polite_headers_feed_line(&h, lines[i], strlen(lines[i]));
+  stated_10_per_s(&h);
   polite_ratectl c;
   polite_ratectl_init(&c, NULL, 0);
   int64_t t = SEC;
