@@ -5,7 +5,8 @@
 # one Markdown table: per row (nginx limit_req 40 r/s burst 1 with 1 and 2
 # processes, polite proxy 10/s with RateLimit headers with 1 and 2), each
 # run's wall / floor and 429s, for A beside B, and the CPU each binary's
-# processes spent per request (perf task-clock, '-' without perf). Not a
+# `polite run` processes spent per request (perf task-clock, '-' without
+# perf). Not a
 # test: it never fails on a slow machine.
 #   bench/adaptive/ab.sh A_BINARY B_BINARY [ROUNDS]   (default 2)
 set -u
@@ -15,11 +16,13 @@ tmp=$(mktemp -d /tmp/polite-bench-ab.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 rows=("nginx, 1 process" "nginx, 2 processes" "headers, 1 process" "headers, 2 processes")
 
-# A wrapper per binary that appends each process's task-clock to a file.
+# A wrapper per binary that appends each `polite run`'s task-clock to a
+# file. Not `polite proxy` (the server of the headers rows): bench.sh stops
+# it with a signal, which perf stat would not pass on.
 wrap() { # name binary
   cat >"$tmp/$1.sh" <<EOF
 #!/usr/bin/env bash
-if perf stat -x, -e task-clock -o "$tmp/$1.perf.\$\$" true 2>/dev/null; then
+if [ "\$1" = run ] && perf stat -x, -e task-clock -o "$tmp/$1.perf.\$\$" true 2>/dev/null; then
   exec perf stat -x, -e task-clock -o "$tmp/$1.perf.\$\$" "$2" "\$@"
 fi
 exec "$2" "\$@"
@@ -54,4 +57,4 @@ for i in 0 1 2 3; do
   done
   echo "| ${rows[$i]} |$a |$b |"
 done
-echo "| CPU per request, every polite process | $(cpu A) | $(cpu B) |"
+echo "| CPU per request, every polite run process | $(cpu A) | $(cpu B) |"
