@@ -61,6 +61,16 @@ int polite__budget_uri_params(const char *q, const polite__budget_param *params,
 double polite__budget_rate(const polite_budget_config *cfg,
                            const polite_shared_rate *sr);
 
+/* The concurrency an account admits at: the configured limit, lowered by
+ * the account's learned in-flight cap (polite_budget_set_slot_cap) when that
+ * is set and smaller; 0 (unlimited) stays unlimited. */
+unsigned polite__budget_slot_limit(unsigned concurrency, unsigned slot_cap);
+
+/* Whether `slots` more cannot start beside `in_use` under `limit` (from
+ * polite__budget_slot_limit): 0 when limit or slots is 0, else 1 when they
+ * do not fit. One rule for every backend, so that they wait alike. */
+int polite__budget_slots_short(unsigned limit, uint64_t in_use, unsigned slots);
+
 /* Gives g the interval of rate_per_s (> 0) and burst, keeping its TAT, so a
  * learned rate takes over from the next admission without a burst. Returns
  * 0 or POLITE_EINVAL. */

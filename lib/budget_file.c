@@ -419,13 +419,13 @@ static int settling(file_budget *fb, const pf_acct *a, int64_t now_us) {
  * an entry for the slots). */
 static int take_slot(file_budget *fb, pf_acct *a, int64_t now_us,
                      unsigned slots, int64_t *wait_us) {
-  unsigned conc = fb->base.cfg.concurrency;
-  if (a->r.slot_cap > 0 && a->r.slot_cap < conc)
-    conc = a->r.slot_cap; /* a learned in-flight cap */
+  /* a learned in-flight cap may lower the configured limit */
+  unsigned conc =
+      polite__budget_slot_limit(fb->base.cfg.concurrency, a->r.slot_cap);
   int64_t next_expiry;
   uint64_t in_use = polite__pf_reclaim(&a->r, now_us, &next_expiry, &a->dirty);
   a->me = polite__pf_owner_find(&a->r, fb->id);
-  if (slots > conc || in_use + slots > conc) {
+  if (polite__budget_slots_short(conc, in_use, slots)) {
     int64_t w = POLITE__BUDGET_SLOT_POLL_US;
     if (next_expiry != INT64_MAX && next_expiry - now_us < w)
       w = next_expiry - now_us > 0 ? next_expiry - now_us : 1;

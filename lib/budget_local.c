@@ -73,16 +73,15 @@ static int local_acquire(polite_budget *b, const char *key, int64_t now_us,
   unsigned conc = b->cfg.concurrency;
   pthread_mutex_lock(&lb->mu);
   account *a = find_account(lb, key);
-  if (a != NULL && a->slot_cap > 0 && conc > 0 && a->slot_cap < conc)
-    conc = a->slot_cap;
+  if (a != NULL)
+    conc = polite__budget_slot_limit(conc, a->slot_cap);
   if (a == NULL) {
     snprintf(b->errstr, sizeof b->errstr, "out of memory");
     rc = POLITE_ENOMEM;
   } else if (now_us < a->paused_until_us) {
     *wait_us = a->paused_until_us - now_us;
     rc = POLITE_BUDGET_WAIT_PAUSE;
-  } else if (conc > 0 && slots > 0 &&
-             (slots > conc || a->in_flight > conc - slots)) {
+  } else if (polite__budget_slots_short(conc, a->in_flight, slots)) {
     *wait_us = -1;
     rc = POLITE_BUDGET_WAIT_SLOT;
   } else {

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include <polite/clock.h>
 
+#include "clock_wait.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -111,4 +113,10 @@ int polite_idempotency_key(const polite_env *env,
       r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
       r[12], r[13], r[14], r[15]);
   return POLITE_OK;
+}
+
+void polite__cond_wait_us(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t us) {
+  int64_t t = polite_mono_us() + (us > 0 ? us : 0);
+  struct timespec ts = {(time_t)(t / 1000000), (long)(t % 1000000) * 1000};
+  pthread_cond_timedwait(cv, mu, &ts);
 }

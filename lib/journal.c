@@ -24,6 +24,7 @@ struct polite_journal {
   int session;
   sqlite3_stmt *ins_request, *sel_key, *ins_attempt, *ins_attempt_start,
       *ins_result, *ins_requeue, *sel_result, *sel_handed;
+  const polite_env *env; /* the wall clock of every record; NULL: real */
   char errstr[512];
 };
 
@@ -233,7 +234,7 @@ static int open_db(polite_journal *j, int mode) {
              "INSERT OR IGNORE INTO meta VALUES('format','%d');"
              "INSERT OR IGNORE INTO meta VALUES('created_ms','%lld');"
              "INSERT OR IGNORE INTO meta VALUES('created_by','polite %s');",
-             POLITE_JOURNAL_FORMAT, (long long)polite_wall_ms(),
+             POLITE_JOURNAL_FORMAT, (long long)polite_env_wall_ms(j->env),
              polite_version());
     if ((erc = exec(j, sql, "write the header"))) {
       sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
@@ -340,6 +341,11 @@ void polite_journal_close(polite_journal *j) {
   free(j);
 }
 
+void polite_journal_set_env(polite_journal *j, const polite_env *env) {
+  if (j != NULL)
+    j->env = env;
+}
+
 const char *polite_journal_errstr(const polite_journal *j) {
   return j ? j->errstr : "";
 }
@@ -352,7 +358,7 @@ int polite_journal_begin(polite_journal *j, const polite_journal_session *s) {
                     &st);
   if (erc)
     return erc;
-  sqlite3_bind_int64(st, 1, polite_wall_ms());
+  sqlite3_bind_int64(st, 1, polite_env_wall_ms(j->env));
   bind_text(st, 2, s->kind);
   bind_text(st, 3, s->fingerprint);
   bind_text(st, 4, s->input);
@@ -415,7 +421,7 @@ int polite_journal_request(polite_journal *j, const char *id, long line,
   bind_text(st, 4, method);
   bind_text(st, 5, red);
   bind_text(st, 6, key);
-  sqlite3_bind_int64(st, 7, polite_wall_ms());
+  sqlite3_bind_int64(st, 7, polite_env_wall_ms(j->env));
   free(red);
   return step_done(j, st, "record a request and its idempotency key");
 }
@@ -527,7 +533,7 @@ int polite_journal_result(polite_journal *j, const char *id,
   sqlite3_bind_int(st, 4, status);
   sqlite3_bind_int64(st, 5, attempts);
   sqlite3_bind_int(st, 6, backfilled != 0);
-  sqlite3_bind_int64(st, 7, polite_wall_ms());
+  sqlite3_bind_int64(st, 7, polite_env_wall_ms(j->env));
   return step_done(j, st, "record a result");
 }
 
@@ -537,7 +543,7 @@ int polite_journal_requeue(polite_journal *j, const char *id,
   bind_text(st, 1, id);
   sqlite3_bind_int(st, 2, j->session);
   bind_text(st, 3, outcome);
-  sqlite3_bind_int64(st, 4, polite_wall_ms());
+  sqlite3_bind_int64(st, 4, polite_env_wall_ms(j->env));
   return step_done(j, st, "record a requeue");
 }
 

@@ -75,7 +75,7 @@ static void try_connect(polite_queue_run *r, int64_t now) {
   if (rc != 0) {
     snprintf(r->q->errstr, sizeof r->q->errstr, "queue %s",
              polite__rconn_errstr(r->q->c));
-    went_down(r, polite_mono_us());
+    went_down(r, polite_env_mono_us(r->inner.env));
     return;
   }
   r->connected = 1;
@@ -425,7 +425,7 @@ static int run_turn(polite_queue_run *r, int64_t now) {
   }
   if (how == 1) {
     polite__rconn_drop(r->q->c);
-    went_down(r, polite_mono_us());
+    went_down(r, polite_env_mono_us(r->inner.env));
   } else if (how == 2) {
     give_up(r);
   }
@@ -465,23 +465,21 @@ static void sleep_turn(polite_queue_run *r, int64_t now) {
     until = r->next_poll_us;
   if (until <= now)
     return;
-  struct timespec ts = {(time_t)(until / 1000000),
-                        (long)(until % 1000000) * 1000};
-  pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+  polite__cond_wait_us(&r->cv, &r->mu, until - now);
 }
 
 void *polite__queue_thread(void *arg) {
   polite_queue_run *r = arg;
   pthread_mutex_lock(&r->mu);
   while (!r->quit) {
-    int64_t now = polite_mono_us();
+    int64_t now = polite_env_mono_us(r->inner.env);
     if (!r->connected)
       try_connect(r, now);
     if (r->connected && run_turn(r, now))
       continue;
-    check_outage(r, polite_mono_us());
+    check_outage(r, polite_env_mono_us(r->inner.env));
     if (!r->quit)
-      sleep_turn(r, polite_mono_us());
+      sleep_turn(r, polite_env_mono_us(r->inner.env));
   }
   pthread_mutex_unlock(&r->mu);
   return NULL;

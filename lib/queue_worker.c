@@ -155,7 +155,7 @@ static int qw_attempt_start(void *ud, const polite_attempt_start *s) {
   if (r->inner.on_attempt_start &&
       r->inner.on_attempt_start(r->inner.ud, s) != 0)
     return 1;
-  int64_t now = polite_mono_us();
+  int64_t now = polite_env_mono_us(r->inner.env);
   pthread_mutex_lock(&r->mu);
   qentry *e = hash_get(r, s->req, 0);
   int veto = e && (e->lost || now - e->confirmed_us > r->safe_us);
@@ -230,10 +230,11 @@ static void qw_rate(void *ud, const polite_rate_change *c) {
 /* ---- attach, finish, free ------------------------------------------------ */
 
 /* HOST:PID:RANDOM, readable by operators and unique. */
-static void worker_name(char *buf, size_t len) {
+static void worker_name(char *buf, size_t len, const polite_env *env) {
   uint64_t rnd = 0;
-  if (polite_random_bytes(&rnd, sizeof rnd) != 0)
-    rnd = polite_random_seed();
+  /* Without randomness the PID and the time still tell workers apart. */
+  if (polite_env_random_bytes(env, &rnd, sizeof rnd) != 0)
+    rnd = (uint64_t)polite_env_mono_us(env) ^ (uint64_t)getpid();
   char hn[64] = "";
   gethostname(hn, sizeof hn - 1);
   snprintf(buf, len, "%.60s:%d:%08llx", hn[0] ? hn : "host", (int)getpid(),
@@ -278,7 +279,7 @@ int polite_queue_attach(polite_queue *q, polite_batch_options *bo,
   if (wo->worker)
     snprintf(r->worker, sizeof r->worker, "%s", wo->worker);
   else
-    worker_name(r->worker, sizeof r->worker);
+    worker_name(r->worker, sizeof r->worker, bo->env);
   r->lease_us = r->wo.lease_ms * 1000;
   r->renew_us = r->lease_us / 3;
   r->safe_us = 2 * r->renew_us;
@@ -325,12 +326,11 @@ void polite_queue_run_set_batch(polite_queue_run *r, polite_batch *b) {
 /* Waits (mu held) until the thread has sent the outbox, or until `until`. */
 static void drain(polite_queue_run *r, int64_t until) {
   while ((r->out_head || r->busy) && !r->quit && !r->st.gave_up) {
-    int64_t now = polite_mono_us();
+    int64_t now = polite_env_mono_us(r->inner.env);
     if (now >= until)
       break;
-    int64_t t = now + 100000 < until ? now + 100000 : until;
-    struct timespec ts = {(time_t)(t / 1000000), (long)(t % 1000000) * 1000};
-    pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    polite__cond_wait_us(&r->cv, &r->mu,
+                         until - now < 100000 ? until - now : 100000);
   }
 }
 
@@ -385,7 +385,7 @@ int polite_queue_run_finish(polite_queue_run *r) {
   if (r->batch && polite_batch_stats_get(r->batch)->cancelled &&
       wait > FINISH_WAIT_STOPPED_US)
     wait = FINISH_WAIT_STOPPED_US;
-  drain(r, polite_mono_us() + wait);
+  drain(r, polite_env_mono_us(r->inner.env) + wait);
   r->quit = 1;
   pthread_cond_broadcast(&r->cv);
   pthread_mutex_unlock(&r->mu);

@@ -4,6 +4,7 @@
 #ifndef POLITE_QUEUE_WORKER_H
 #define POLITE_QUEUE_WORKER_H
 
+#include "clock_wait.h"
 #include "queue_internal.h"
 
 #include <pthread.h>

@@ -6,7 +6,7 @@
 #include "cli_rows.h"
 #include "commands.h"
 #include "gateway.h"
-#include "run_report.h"
+#include "run_summary.h"
 
 #include <errno.h>
 #include <jansson.h>

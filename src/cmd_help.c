@@ -21,19 +21,19 @@ static const cli_opt help_table[] = {
     CLI_ROW_END};
 #undef H
 
+/* Designated fields: a command says only what it has (no hint, no foreign
+ * options, no subcommands here). */
 const cli_command cli_cmd_help = {
-    "help",
-    "[--markdown | --json] [COMMAND [SUBCOMMAND]]",
-    "describe a command: its help, its docs table or JSON",
-    "Prints the help of COMMAND (or of COMMAND SUBCOMMAND: 'polite help\n"
-    "proxy ca'), generated from its option table, as 'polite COMMAND\n"
-    "--help' does; without COMMAND, the list of commands.\n",
-    help_table,
-    "Exit status: 0, or 2 for a usage error (an unknown command).\n",
-    NULL,
-    2,
-    NULL,
-    NULL};
+    .name = "help",
+    .synopsis = "[--markdown | --json] [COMMAND [SUBCOMMAND]]",
+    .summary = "describe a command: its help, its docs table or JSON",
+    .description =
+        "Prints the help of COMMAND (or of COMMAND SUBCOMMAND: 'polite help\n"
+        "proxy ca'), generated from its option table, as 'polite COMMAND\n"
+        "--help' does; without COMMAND, the list of commands.\n",
+    .opts = help_table,
+    .footer = "Exit status: 0, or 2 for a usage error (an unknown command).\n",
+    .max_positional = 2};
 
 int cmd_help(int argc, char **argv) {
   help_opts o = {0, 0};

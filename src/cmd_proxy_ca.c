@@ -47,20 +47,21 @@ static const cli_opt ca_table[] = {
     CLI_ROW_END};
 #undef C
 
+/* Designated fields, as cmd_help.c: only what this command has. */
 const cli_command cli_cmd_proxy_ca = {
-    "proxy ca",
-    "[--dir DIR] [--renew] [--path] | [--dir DIR] --issue HOST --out PREFIX",
-    "show the local CA that signs intercepted hosts, and how to trust it",
-    "Shows the local root CA that 'polite proxy --mode forward' signs\n"
-    "intercepted hosts' certificates with (made on first use), and how to\n"
-    "trust it; renews it; issues a certificate for a test server.\n",
-    ca_table,
-    "Exit status: 0, 1 when the CA cannot be made or read, 2 for a usage\n"
-    "error. See docs/proxy-ca.md.\n",
-    NULL,
-    0,
-    NULL,
-    NULL};
+    .name = "proxy ca",
+    .synopsis = "[--dir DIR] [--renew] [--path] | [--dir DIR] --issue HOST "
+                "--out PREFIX",
+    .summary =
+        "show the local CA that signs intercepted hosts, and how to trust it",
+    .description =
+        "Shows the local root CA that 'polite proxy --mode forward' signs\n"
+        "intercepted hosts' certificates with (made on first use), and how "
+        "to\n"
+        "trust it; renews it; issues a certificate for a test server.\n",
+    .opts = ca_table,
+    .footer = "Exit status: 0, 1 when the CA cannot be made or read, 2 for a "
+              "usage\nerror. See docs/proxy-ca.md.\n"};
 
 static void show(const net_ca *ca) {
   const char *p = polite__net_ca_cert_path(ca);

@@ -1,17 +1,17 @@
 /* polite run: reads requests (one per line), runs them under one shared
  * budget with the batch engine, and writes one JSON result line each. The
  * options are the table below; the results file is run_output.c, the log,
- * summary and progress line run_report.c. */
+ * summary and progress line run_summary.c. */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "cli_curl.h"
 #include "cli_rows.h"
-#include "run_journal.h"
+#include "run_resume.h"
 #include "report_tap.h"
 #include "run_output.h"
 #include "run_queue.h"
 #include "http_syntax.h"
-#include "run_report.h"
+#include "run_summary.h"
 #include "run_wire.h"
 
 #include <errno.h>
@@ -39,7 +39,7 @@ typedef struct {
   int progress;    /* -1: when stderr is a terminal */
   int quiet;
   int http11, http2;
-  run_journal_config jc;
+  run_resume_config jc;
   run_queue_config qc;    /* --queue and its rows */
   const char *input_path; /* NULL: stdin */
   char *data_buf;         /* -d @FILE contents */
@@ -91,8 +91,8 @@ static int set_method(void *opts, const cli_opt *o, const char *v, char *err,
 static int set_requeue(void *opts, const cli_opt *o, const char *v, char *err,
                        size_t errlen) {
   char bad[64];
-  if (run_journal_parse_requeue(v, &((run_opts *)opts)->jc.requeue, bad,
-                                sizeof bad) != 0) {
+  if (run_resume_parse_requeue(v, &((run_opts *)opts)->jc.requeue, bad,
+                               sizeof bad) != 0) {
     snprintf(err, errlen,
              "'%s' is not an outcome that can be requeued (e.g. "
              "deadline,cancelled)",
@@ -398,7 +398,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
     return rc;
   o->bo.rate_mode = o->rate.mode;
   o->input_path = pos.n && strcmp(pos.v[0], "-") != 0 ? pos.v[0] : NULL;
-  run_journal_config *jc = &o->jc;
+  run_resume_config *jc = &o->jc;
   if (jc->path == NULL && (jc->resume || jc->force || jc->requeue))
     return cli_usage("run", "%s needs --journal FILE",
                      jc->resume  ? "--resume"
@@ -505,14 +505,14 @@ static long long count_requests(const char *path) {
 
 /* Opens the results, the log and the bodies directory (the input is open
  * already). Returns 0 or an exit status after a message. */
-static int open_outputs(run_opts *o, run_ctx *c, run_journal **jr) {
+static int open_outputs(run_opts *o, run_ctx *c, run_resume **jr) {
   c->out.out = stdout;
   if (o->jc.path) {
     o->jc.input_path = o->input_path;
     o->jc.out_path = o->out_path;
     o->jc.idempotency_auto = o->bo.idempotency_auto;
     o->jc.quiet = o->quiet;
-    int rc = run_journal_open(&o->jc, jr, &c->out.out);
+    int rc = run_resume_open(&o->jc, jr, &c->out.out);
     if (rc != 0) {
       c->out.out = NULL;
       return rc;
@@ -550,11 +550,11 @@ static int open_outputs(run_opts *o, run_ctx *c, run_journal **jr) {
 /* The progress total: request lines of a file, less what --resume skips,
  * at most --first. */
 static void progress_setup(const run_opts *o, run_ctx *c,
-                           const run_journal *jr) {
+                           const run_resume *jr) {
   run_progress *p = &c->progress;
   p->on = o->progress >= 0 ? o->progress : isatty(STDERR_FILENO);
   p->total = count_requests(o->input_path);
-  long long done = run_journal_done(jr);
+  long long done = run_resume_done(jr);
   if (jr && p->total >= 0) /* --resume skips finished ones */
     p->total = p->total > done ? p->total - done : 0;
   uint64_t first = o->bo.max_requests;
@@ -580,7 +580,7 @@ static void install_signals(polite_batch *batch) {
 }
 
 /* Runs the batch and reports; returns the exit status. */
-static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
+static int run_batch(run_opts *o, run_ctx *c, run_resume *jr,
                      polite_budget *budget) {
   polite_batch_options *bo = &o->bo;
   bo->budget = budget;
@@ -608,7 +608,7 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
   }
   c->out.batch = batch;
   if (jr)
-    run_journal_set_batch(jr, batch);
+    run_resume_set_batch(jr, batch);
   if (c->queue)
     run_queue_set_batch(c->queue, batch);
   install_signals(batch);
@@ -649,7 +649,7 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
     rc = CLI_EXIT_FAILED;
   else
     rc = CLI_EXIT_OK;
-  if (rc == CLI_EXIT_OK && run_journal_report_kept(jr))
+  if (rc == CLI_EXIT_OK && run_resume_report_kept(jr))
     rc = CLI_EXIT_FAILED; /* the whole batch's status, not this session's */
   if (c->queue)           /* a worker's results are what it recorded */
     rc = rc == CLI_EXIT_FAILED && (erc != 0 || c->out.out_error || berr[0])
@@ -657,7 +657,7 @@ static int run_batch(run_opts *o, run_ctx *c, run_journal *jr,
              : run_queue_exit(c->queue, st);
   if (c->out.out_failed || outputs_failed || c->out.body_errors)
     rc = CLI_EXIT_FAILED; /* an output could not be written */
-  if (run_journal_finish(jr))
+  if (run_resume_finish(jr))
     rc = CLI_EXIT_FAILED; /* recording failed: the run was stopped */
   g_batch = NULL;
   signal(SIGINT, SIG_DFL);
@@ -694,7 +694,7 @@ int cmd_run(int argc, char **argv) {
   }
   run_ctx c;
   memset(&c, 0, sizeof c);
-  run_journal *jr = NULL;
+  run_resume *jr = NULL;
   FILE *in = stdin;
   if (!o.qc.uri && o.input_path && (in = fopen(o.input_path, "r")) == NULL) {
     rc = cli_usage("run", "cannot open input '%s': %s", o.input_path,
@@ -729,7 +729,7 @@ int cmd_run(int argc, char **argv) {
   rc = close_outputs(&c, rc);
   if (in != stdin)
     fclose(in);
-  run_journal_close(jr);
+  run_resume_close(jr);
   cli_free(&cli_cmd_run, &o);
   free(o.data_buf);
   return rc;

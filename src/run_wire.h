@@ -5,7 +5,7 @@
 #define POLITE_RUN_WIRE_H
 
 #include "report_tap.h"
-#include "run_journal.h"
+#include "run_resume.h"
 #include "run_output.h"
 #include "run_queue.h"
 
@@ -15,9 +15,9 @@
 /* The layers of one run; a NULL member is a layer the run does not have.
  * Everything is borrowed. */
 typedef struct {
-  run_journal *journal; /* --journal */
-  run_queue *queue;     /* --queue (never with --journal) */
-  run_output *out;      /* where the queue writes recorded results */
+  run_resume *journal; /* --journal */
+  run_queue *queue;    /* --queue (never with --journal) */
+  run_output *out;     /* where the queue writes recorded results */
   const polite_input_defaults *def;   /* -X, -H, -d for queued lines */
   unsigned concurrency;               /* bounds the queue's window */
   FILE *log;                          /* --log, for the tap */

@@ -41,7 +41,7 @@ RP=$(free_port)
 (cd "$T" && exec redis-server --port "$RP" --bind 127.0.0.1 --save '' \
   --appendonly no --dir "$T" >"$T/redis.log" 2>&1) &
 PIDS+=($!)
-python3 "$Q/upstream.py" "$T/up.port" "$T/up.jsonl" >/dev/null 2>&1 &
+python3 "$Q/../upstream.py" "$T/up.port" "$T/up.jsonl" --record-out >/dev/null 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do
   [ -s "$T/up.port" ] && redis-cli -p "$RP" ping 2>/dev/null | grep -q PONG && break

@@ -19,23 +19,12 @@ PIDS+=($!)
 for _ in $(seq 100); do [ -s "$T/up.port" ] && break; sleep 0.05; done
 UP=$(cat "$T/up.port")
 
-mkdir -p "$T/ng/logs" "$T/ng/tmp"
 . "$HERE/nginx.sh"
 for _ in $(seq 20); do
   PORT=$((20000 + RANDOM % 30000))
-  cat >"$T/ng/nginx.conf" <<CONF
-worker_processes 1;
-error_log $T/ng/logs/error.log warn;
-pid $T/ng/nginx.pid;
-events { worker_connections 4096; }
-http {
+  bench_nginx_conf <<CONF
   log_format bench '\$msec \$request_time \$status \$request_uri';
   access_log $T/ng/logs/access.log bench;
-  client_body_temp_path $T/ng/tmp/cb;
-  proxy_temp_path $T/ng/tmp/p;
-  fastcgi_temp_path $T/ng/tmp/f;
-  uwsgi_temp_path $T/ng/tmp/u;
-  scgi_temp_path $T/ng/tmp/s;
   upstream up { server 127.0.0.1:$UP; keepalive 64; }
   limit_req_zone \$binary_remote_addr zone=z:1m rate=${RATE}r/s;
   server {
@@ -53,7 +42,6 @@ http {
       return 429 "limited\n";
     }
   }
-}
 CONF
   started=
   bench_nginx_start && { started=1; break; }

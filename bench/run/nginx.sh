@@ -20,3 +20,24 @@ bench_nginx_start() {
   wait "$pid" 2>/dev/null
   return 1
 }
+
+# bench_nginx_conf <<CONF ... CONF: writes $T/ng/nginx.conf: one worker,
+# logs and temporary files under $T/ng, and the http block's own lines read
+# from stdin (upstreams, zones, the server) inside http { }.
+bench_nginx_conf() {
+  mkdir -p "$T/ng/logs" "$T/ng/tmp"
+  cat >"$T/ng/nginx.conf" <<CONF
+worker_processes 1;
+error_log $T/ng/logs/error.log warn;
+pid $T/ng/nginx.pid;
+events { worker_connections 4096; }
+http {
+  client_body_temp_path $T/ng/tmp/cb;
+  proxy_temp_path $T/ng/tmp/p;
+  fastcgi_temp_path $T/ng/tmp/f;
+  uwsgi_temp_path $T/ng/tmp/u;
+  scgi_temp_path $T/ng/tmp/s;
+$(cat)
+}
+CONF
+}

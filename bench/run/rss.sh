@@ -10,43 +10,23 @@ POLITE=${1:-$HERE/../../build/polite}
 shift || true
 SIZES=${*:-10000 100000 1000000}
 T=$(mktemp -d /tmp/polite-bench-rss.XXXXXX)
-PID=
-trap '[ -n "$PID" ] && kill $PID 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
-mkdir -p "$T/ng/logs" "$T/ng/tmp" "$T/ng/www"
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
+mkdir -p "$T/ng/www"
 echo ok >"$T/ng/www/ok.txt"
+. "$HERE/nginx.sh"
 for _ in $(seq 20); do
   PORT=$((20000 + RANDOM % 30000))
-  cat >"$T/ng/nginx.conf" <<CONF
-worker_processes 1;
-error_log $T/ng/logs/error.log warn;
-pid $T/ng/nginx.pid;
-events { worker_connections 4096; }
-http {
+  bench_nginx_conf <<CONF
   access_log off;
-  client_body_temp_path $T/ng/tmp/cb;
-  proxy_temp_path $T/ng/tmp/p;
-  fastcgi_temp_path $T/ng/tmp/f;
-  uwsgi_temp_path $T/ng/tmp/u;
-  scgi_temp_path $T/ng/tmp/s;
   keepalive_requests 1000000;
   server {
     listen 127.0.0.1:$PORT;
     location / { root $T/ng/www; try_files /ok.txt =404; }
   }
-}
 CONF
-  nginx -p "$T/ng" -c "$T/ng/nginx.conf" -g 'daemon off; master_process off;' 2>"$T/ng/stderr" &
-  PID=$!
   started=
-  for _ in $(seq 50); do
-    curl -s -o /dev/null "http://127.0.0.1:$PORT/probe" && { started=1; break; }
-    kill -0 $PID 2>/dev/null || break
-    sleep 0.1
-  done
-  [ -n "$started" ] && break
-  kill $PID 2>/dev/null
-  wait $PID 2>/dev/null
-  PID=
+  bench_nginx_start && { started=1; break; }
 done
 [ -n "${started:-}" ] || { echo "rss: nginx did not start:" >&2; cat "$T/ng/stderr" >&2; exit 1; }
 echo "| input lines | wall time | requests/s | peak RSS |"

@@ -35,6 +35,14 @@ typedef struct polite_journal polite_journal;
 POLITE_EXTERN int polite_journal_open(const char *path, int mode,
                                       polite_journal **out, char *err,
                                       size_t errlen);
+/* The wall clock the journal stamps its records with (sessions, requests,
+ * attempts, results, requeues), as the engine takes its clocks: NULL (the
+ * default) is the real clock. polite_journal_attach sets the batch's env
+ * (polite_batch_options.env) when it has one, so a test on a fake clock gets
+ * fake times in the journal too. The header's created_ms is written by
+ * polite_journal_open, before any env can be set: the real clock's. */
+POLITE_EXTERN void polite_journal_set_env(polite_journal *j,
+                                          const polite_env *env);
 /* Closes (checkpoints the WAL into the main file). NULL is fine. */
 POLITE_EXTERN void polite_journal_close(polite_journal *j);
 /* The message of the last failed call ("" when none): names the file, the

@@ -17,7 +17,9 @@
 #   wait_port PORT [SECONDS]  waits until 127.0.0.1:PORT accepts
 #   bg CMD...                 starts CMD in the background; stopped on exit
 #   on_exit CMD               runs CMD (a string) at exit, before TMP goes
-#   start_pyserver            tests/integration/run/server.py: PY_PORT, PY_REC
+#   start_api NAME [ARGS...]  tests/integration/upstream.py: API, API_REC,
+#                             API_PORTFILE
+#   start_pyserver            start_api py, with PY_PORT and PY_REC
 #   start_nginx RATE [UP [MORE]]  nginx limit_req at RATE (429 + Retry-After: 1)
 #   make_cert DIR NAME        a CA and a 127.0.0.1 server certificate signed
 #                             by it (DIR/ca.pem, DIR/NAME.pem, DIR/NAME.key)
@@ -104,18 +106,31 @@ bg() {
   PIDS+=($!)
 }
 
-# Starts tests/integration/run/server.py on a free port; sets PY_PORT and
-# PY_REC (its record of requests, one JSON line each).
-start_pyserver() {
-  PY_REC=$TMP/rec.jsonl
-  : >"$PY_REC"
-  rm -f "$TMP/pyport"
-  bg python3 "$IT/run/server.py" "$TMP/pyport" "$PY_REC"
+# start_api NAME [ARGS...]: the scripted API (tests/integration/upstream.py,
+# its behaviours by path) on a free port with ARGS (--delay-ms N, ...); sets
+# API (http://127.0.0.1:PORT), API_REC ($TMP/NAME.rec.jsonl, one JSON line
+# per request) and API_PORTFILE (touch API_PORTFILE.healed to heal its
+# .../heals/ paths). Stopped by the exit trap.
+start_api() {
+  local name=$1
+  shift
+  API_REC=$TMP/$name.rec.jsonl
+  API_PORTFILE=$TMP/$name.port
+  : >"$API_REC"
+  rm -f "$API_PORTFILE"
+  bg python3 "$IT/upstream.py" "$API_PORTFILE" "$API_REC" "$@"
   for _ in $(seq 100); do
-    [ -s "$TMP/pyport" ] && break
+    [ -s "$API_PORTFILE" ] && break
     sleep 0.05
   done
-  PY_PORT=$(cat "$TMP/pyport")
+  API=http://127.0.0.1:$(cat "$API_PORTFILE")
+}
+
+# start_pyserver: start_api py; sets PY_PORT and PY_REC as well.
+start_pyserver() {
+  start_api py
+  PY_REC=$API_REC
+  PY_PORT=${API##*:}
 }
 
 # Writes an nginx config for one server block to $1/nginx.conf (the

@@ -3,7 +3,7 @@
 # model): each file names the server behaviour, the command, its input and
 # the expected exit status, stdout and stderr. Format (tests/cases/README.md):
 #   --- name            one line: what the case shows
-#   --- server          none (default), py (tests/integration/run/server.py),
+#   --- server          none (default), py (tests/integration/upstream.py),
 #                       or proxy ARGS... (py behind a polite proxy ARGS...,
 #                       started for the case and stopped after it)
 #   --- args            the polite arguments, shell-quoted, one line
@@ -17,6 +17,10 @@
 #   --- expect-file NAME     regular expressions, each must match a line of
 #                            the case directory's file NAME after the command
 #   --- expect-file-not NAME regular expressions no line of NAME may match
+#   --- before / --- after   shell lines run in the case's directory before
+#                       the command / after it while the servers still run
+#                       (curl, jq, a second polite); each must exit 0
+# A case with steps may leave out --- args: its steps are the case.
 # In every section %URL% is the server's http://127.0.0.1:PORT, %PX% the
 # proxy's ADDR:PORT, %PXLOG% its log file and %DIR% the case's own directory.
 . "$(dirname "$0")/lib.sh"
@@ -55,6 +59,24 @@ case_proxy_stop() {
   CASE_PX_PID= PX=
 }
 on_exit case_proxy_stop
+
+# run_steps FILE SECTION: runs each line of the section as a shell command in
+# the case's directory (a minute at most each); a line that exits non-zero is
+# a failed check that names it, with its stderr.
+run_steps() {
+  local line k=0
+  while IFS= read -r line; do
+    [ -z "$line" ] && continue
+    k=$((k + 1))
+    if (cd "$DIR" && POLITE=$POLITE timeout 60 bash -c "$line") \
+      >"$DIR/step.out" 2>"$DIR/step.err"; then
+      ok "$c: $2 step $k"
+    else
+      bad "$c: $2 step $k failed: $line"
+      cat "$DIR/step.out" "$DIR/step.err" | sed 's/^/#   /' | head -10
+    fi
+  done <<<"$(section "$1" "$2" | subst)"
+}
 
 # match_all DESC FILE PATTERNS: every pattern must match a line of FILE.
 match_all() {
@@ -100,10 +122,22 @@ for f in "$CASES"/*.case; do
   else
     : >"$DIR/stdin"
   fi
-  (cd "$DIR" && timeout 60 "$POLITE" "${argv[@]}" <"$DIR/stdin" >"$DIR/stdout" 2>"$DIR/stderr")
-  rc=$?
-  want=$(section "$f" exit | head -1)
-  check_eq "$c: $name: exit status" "$rc" "${want:-0}"
+  has_section "$f" before && run_steps "$f" before
+  if [ ${#argv[@]} -gt 0 ]; then
+    (cd "$DIR" && timeout 60 "$POLITE" "${argv[@]}" <"$DIR/stdin" >"$DIR/stdout" 2>"$DIR/stderr")
+    rc=$?
+    want=$(section "$f" exit | head -1)
+    check_eq "$c: $name: exit status" "$rc" "${want:-0}"
+  else
+    : >"$DIR/stdout"
+    : >"$DIR/stderr"
+    if has_section "$f" before || has_section "$f" after; then
+      ok "$c: $name: steps only"
+    else
+      bad "$c: $name: no --- args and no steps"
+    fi
+  fi
+  has_section "$f" after && run_steps "$f" after
   if has_section "$f" stdout; then
     section "$f" stdout | subst >"$DIR/want"
     if cmp -s "$DIR/want" "$DIR/stdout"; then ok "$c: stdout"; else

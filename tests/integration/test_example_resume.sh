@@ -10,15 +10,9 @@ EX=${EXAMPLE_RESUME:-$POLITE_BUILD/example_resume}
 HERE=$IT/resume
 
 # 200 after 50 ms; records method, path and Idempotency-Key.
-REC=$TMP/rec.jsonl
-: >"$REC"
-python3 "$HERE/server.py" "$TMP/port" "$REC" 50 &
-PIDS+=($!)
-for _ in $(seq 100); do
-  [ -s "$TMP/port" ] && break
-  sleep 0.05
-done
-B=http://127.0.0.1:$(cat "$TMP/port")
+start_api main --delay-ms 50
+REC=$API_REC
+B=$API
 N=60
 for i in $(seq 1 $N); do
   printf '{"id":"ex-op%d","method":"POST","url":"%s/ex/op%d?token=SECRET","body":"v%d"}\n' \

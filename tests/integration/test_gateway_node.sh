@@ -3,7 +3,7 @@
 # the committed lock):
 #  - the official OpenAI Node SDK with the gateway as its base URL and its
 #    own retries left on (default 2), to polite proxy --rate-limit 10/s in
-#    front of a chat-completions API (gateway/upstream.py): every call
+#    front of a chat-completions API (tests/integration/upstream.py): every call
 #    succeeds, the judge sees 0 early requests, few 429s at the server; the
 #    gateway's log counts the SDK's own retries (X-Stainless-Retry-Count);
 #    a streamed completion arrives whole; the API key is in no log;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # polite gateway's safety rules with curl as the client (which retries
-# nothing) and the scripted API (gateway/upstream.py) behind a base URL:
+# nothing) and the scripted API (tests/integration/upstream.py) behind a base URL:
 #  - a GET answered 429 + Retry-After: 1 twice is retried and the client
 #    gets the 200; the upstream saw 3 requests, none before its time;
 #  - a POST without an idempotency key is sent once and its 429 comes back

@@ -9,11 +9,11 @@ start_pyserver
 B=http://127.0.0.1:$PY_PORT
 IN=$TMP/in.jsonl
 for i in 1 2 3 4; do
-  printf '{"id":"n%d","method":"POST","url":"%s/echo","body":"a\\u0000b%d","idempotency_key":"k%d"}\n' \
+  printf '{"id":"n%d","method":"POST","url":"%s/echo/x","body":"a\\u0000b%d","idempotency_key":"k%d"}\n' \
     "$i" "$B" "$i" "$i"
 done >"$IN"
 run() { "$POLITE" run --no-progress -q --concurrency 2 "$@"; }
-sent() { grep -c '"/echo"' "$PY_REC"; }
+sent() { grep -c '"/echo/x"' "$PY_REC"; }
 # once_each OUT: every id n1..n4 has exactly one line, and it is ok.
 once_each() {
   jq -e -s '(map(.id) | sort) == ["n1","n2","n3","n4"] and all(.outcome == "ok")' "$1"  2>/dev/null

@@ -19,9 +19,9 @@ check "result fields" jq -e -s 'map(select(.id=="line-1"))[0] | .method=="GET" a
 check "ids from line numbers" jq -e -s 'map(select(.id=="line-4"))[0] | .line==4' "$TMP/out.jsonl"
 
 # --- stdin, global -X/-d/-H ---------------------------------------------------
-echo "$B/echo" | "$P" run --no-progress -q -d 'a=1' -H 'X-Test: yes' - >"$TMP/o2"
+echo "$B/echo/x" | "$P" run --no-progress -q -d 'a=1' -H 'X-Test: yes' - >"$TMP/o2"
 check "-d makes a POST with that body" jq -e '.method=="POST" and .body=="a=1" and .outcome=="ok"' "$TMP/o2"
-echo "{\"url\":\"$B/echo\",\"method\":\"PUT\",\"body\":{\"k\":[1,2]}}" | "$P" run --no-progress -q >"$TMP/o3"
+echo "{\"url\":\"$B/echo/x\",\"method\":\"PUT\",\"body\":{\"k\":[1,2]}}" | "$P" run --no-progress -q >"$TMP/o3"
 check "JSON line with object body" jq -e '.method=="PUT" and .body=="{\"k\":[1,2]}"' "$TMP/o3"
 
 # --- usage errors exit 2 and name the argument --------------------------------

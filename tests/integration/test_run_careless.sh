@@ -47,18 +47,18 @@ run --log /dev/null --summary-json /dev/null -o /dev/null "$TMP/jobs.txt" 2>/dev
 check "/dev/null may be several outputs (not a regular file)" [ $? -eq 0 ]
 
 # ---- -d @FILE is bounded (item 7) -----------------------------------------------
-echo "$B/echo" | timeout 10 "$P" run --no-progress -q -d @/dev/zero >/dev/null 2>"$TMP/err"
+echo "$B/echo/x" | timeout 10 "$P" run --no-progress -q -d @/dev/zero >/dev/null 2>"$TMP/err"
 rc=$?
 check "-d @/dev/zero exits 2 at once" [ $rc -eq 2 ]
 check_grep "... naming the file and the cap" "'/dev/zero' is larger than --max-data" "$TMP/err"
 head -c 5000 /dev/urandom | base64 -w0 >"$TMP/body.txt"
-echo "$B/echo" | run -d @"$TMP/body.txt" --max-data 8k >"$TMP/d.out"
+echo "$B/echo/x" | run -d @"$TMP/body.txt" --max-data 8k >"$TMP/d.out"
 check "a file under --max-data is sent whole" jq -e --rawfile b "$TMP/body.txt" '.body==$b' "$TMP/d.out"
-echo "$B/echo" | run -d @"$TMP/body.txt" --max-data 4k >/dev/null 2>&1
+echo "$B/echo/x" | run -d @"$TMP/body.txt" --max-data 4k >/dev/null 2>&1
 check "the same file over --max-data 4k is refused" [ $? -eq 2 ]
 
 # ---- --max-body is a flag ----------------------------------------------------------
-echo "{\"url\":\"$B/echo\",\"body\":\"$(printf 'x%.0s' $(seq 300))\"}" | run --max-body 100 >"$TMP/mb.out"
+echo "{\"url\":\"$B/echo/x\",\"body\":\"$(printf 'x%.0s' $(seq 300))\"}" | run --max-body 100 >"$TMP/mb.out"
 check "--max-body 100 keeps 100 bytes and says body_truncated" jq -e '(.body|length)==100 and .body_truncated' "$TMP/mb.out"
 run --max-body 0 - </dev/null 2>"$TMP/err"
 check_grep "--max-body 0 is refused with its range" "--max-body: expected a size from 1" "$TMP/err"

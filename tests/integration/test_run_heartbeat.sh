@@ -7,17 +7,10 @@
 # twice the heartbeat, not equal to it, so a late wake-up on a busy machine
 # cannot let a renewal come after the expiry.)
 . "$(dirname "$0")/lib.sh"
-HERE=$IT/run
 
-REC=$TMP/rec.jsonl
-: >"$REC"
-python3 "$HERE/server.py" "$TMP/port" "$REC" &
-PIDS+=($!)
-for _ in $(seq 100); do
-  [ -s "$TMP/port" ] && break
-  sleep 0.05
-done
-B=http://127.0.0.1:$(cat "$TMP/port")
+start_api main
+REC=$API_REC
+B=$API
 BUDGET="file:$TMP/hb.budget?lease=2s"
 ARGS=(--no-progress -q --concurrency 1 --budget "$BUDGET")
 

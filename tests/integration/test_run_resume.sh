@@ -23,15 +23,9 @@ verify() {
 }
 
 # The test server: 200 after 50 ms, records method, path and key.
-REC=$TMP/rec.jsonl
-: >"$REC"
-python3 "$HERE/server.py" "$TMP/port" "$REC" 50 &
-PIDS+=($!)
-for _ in $(seq 100); do
-  [ -s "$TMP/port" ] && break
-  sleep 0.05
-done
-B=http://127.0.0.1:$(cat "$TMP/port")
+start_api main --delay-ms 50
+REC=$API_REC
+B=$API
 N=60
 
 # mk_input CASE [N]: N POST lines with ids CASE-op1..N.
@@ -178,14 +172,14 @@ check "... and names it" grep -q "bogus" "$TMP/err"
 # the deadline has recovered; the requeued writes go out with the keys
 # recorded the first time.
 for i in 1 2 3 4 5; do
-  printf '{"id":"y-op%d","method":"POST","url":"%s/y/flaky/op%d","body":"v"}\n' "$i" "$B" "$i"
+  printf '{"id":"y-op%d","method":"POST","url":"%s/y/heals/op%d","body":"v"}\n' "$i" "$B" "$i"
 done >"$TMP/y.in"
 J=$TMP/y.journal
 O=$TMP/y.out
 run --journal "$J" --out "$O" --deadline 1s --run-deadline 2s "$TMP/y.in" 2>/dev/null
 check "a server pause beyond --deadline exits 1" [ $? -eq 1 ]
 check "... with 5 deadline results" [ "$(jq -r 'select(.outcome=="deadline") | .id' "$O" | sort -u | wc -l)" -eq 5 ]
-touch "$TMP/port.healed"
+touch "$API_PORTFILE.healed"
 run --journal "$J" --out "$O" --resume --requeue deadline,cancelled "$TMP/y.in" 2>"$TMP/err"
 check "resume --requeue deadline,cancelled exits 0" [ $? -eq 0 ]
 check "... 5 ok, one line each" [ "$(jq -r 'select(.outcome=="ok") | .id' "$O" | sort -u | wc -l)" -eq 5 -a "$(lines "$O")" -eq 5 ]
@@ -194,7 +188,7 @@ import json
 k = {}
 for l in open('$REC'):
     r = json.loads(l)
-    if '/y/flaky/' in r['path']:
+    if '/y/heals/' in r['path']:
         k.setdefault(r['path'], set()).add(r['key'])
 assert len(k) == 5 and all(len(v) == 1 and None not in v for v in k.values()), k"
 
@@ -295,19 +289,14 @@ check "... before sending everything" [ "$(grep -c '"/r2/' "$REC")" -lt $N ]
 
 # --- 7b. attempt starts: a write in flight at a SIGKILL has its start -------
 # recorded (before it was sent, fsync'd), and no end record.
-python3 "$HERE/../run/server.py" "$TMP/port2" "$TMP/rec2.jsonl" &
-PIDS+=($!)
-for _ in $(seq 100); do
-  [ -s "$TMP/port2" ] && break
-  sleep 0.05
-done
-B2=http://127.0.0.1:$(cat "$TMP/port2")
+start_api second
+B2=$API
 printf '{"id":"slow-w","method":"POST","url":"%s/slow?ms=8000","body":"x"}\n{"id":"fast-r","url":"%s/ok/r"}\n' \
   "$B2" "$B2" >"$TMP/a.in"
 "$POLITE" run "${COMMON[@]}" --journal "$TMP/a.journal" --out "$TMP/a.out" "$TMP/a.in" 2>/dev/null &
 pid=$!
 for _ in $(seq 400); do
-  [ "$(lines "$TMP/a.out")" -ge 1 ] && grep -q '"/slow' "$TMP/rec2.jsonl" 2>/dev/null && break
+  [ "$(lines "$TMP/a.out")" -ge 1 ] && grep -q '"/slow' "$TMP/second.rec.jsonl" 2>/dev/null && break
   sleep 0.01
 done
 kill -9 $pid 2>/dev/null

@@ -4,19 +4,9 @@
 # once with a message naming the file, the operation and the cause, keeps
 # the complete lines already written, and exits 1.
 . "$(dirname "$0")/lib.sh"
-HERE=$IT/run
-SRV=""
-on_exit '[ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null'
-
-REC=$TMP/rec.jsonl
-: >"$REC"
-python3 "$HERE/server.py" "$TMP/port" "$REC" &
-SRV=$!
-for _ in $(seq 100); do
-  [ -s "$TMP/port" ] && break
-  sleep 0.05
-done
-B=http://127.0.0.1:$(cat "$TMP/port")
+start_api main
+REC=$API_REC
+B=$API
 N=60
 for i in $(seq 1 $N); do echo "$B/ok/$i"; done >"$TMP/in.txt"
 # sent PREFIX: requests the server received whose path starts with PREFIX.

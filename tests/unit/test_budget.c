@@ -1,4 +1,5 @@
-/* Unit tests of the local budget (lib/budget_local.c, lib/budget.c) on a
+/* Unit tests of the local budget (lib/budget_local.c, lib/budget.c, the
+ * shared rules of lib/budget_base.c) on a
  * fake clock: rate spacing, concurrency slots, account pauses, scopes,
  * URIs, and several threads sharing one budget. */
 #include <setjmp.h>
@@ -12,6 +13,8 @@
 #include <string.h>
 
 #include <polite/budget.h>
+
+#include "budget_backends.h"
 
 #define SEC INT64_C(1000000)
 #define T0 (INT64_C(1000) * SEC)
@@ -300,6 +303,39 @@ static void slot_cap_lowers_the_concurrency(void **state) {
   polite_budget_close(b);
 }
 
+/* The slot rule every backend shares: a row is (configured concurrency,
+ * learned cap, in use, slots asked) and what the rule says. */
+static const struct {
+  unsigned conc, cap;
+  uint64_t in_use;
+  unsigned slots;
+  unsigned limit; /* polite__budget_slot_limit */
+  int is_short;   /* polite__budget_slots_short */
+} slot_rows[] = {
+    {0, 0, 0, 1, 0, 0}, /* unlimited */
+    {0, 3, 9, 1, 0, 0}, /* a cap does not limit an unlimited account */
+    {4, 0, 3, 1, 4, 0}, /* the last slot */
+    {4, 0, 4, 1, 4, 1}, /* none left */
+    {4, 2, 1, 1, 2, 0}, /* the cap lowers the limit */
+    {4, 2, 2, 1, 2, 1}, /* ... and holds */
+    {4, 6, 4, 1, 4, 1}, /* a cap above the limit does not raise it */
+    {4, 0, 0, 5, 4, 1}, /* more slots than the limit never fit */
+    {4, 0, 4, 0, 4, 0}, /* asking for no slot never waits */
+    {4, 0, 3, 2, 4, 1}, /* two do not fit beside three */
+};
+
+static void slot_rule_is_one_for_every_backend(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof slot_rows / sizeof slot_rows[0]; i++) {
+    unsigned limit =
+        polite__budget_slot_limit(slot_rows[i].conc, slot_rows[i].cap);
+    if (limit != slot_rows[i].limit ||
+        polite__budget_slots_short(limit, slot_rows[i].in_use,
+                                   slot_rows[i].slots) != slot_rows[i].is_short)
+      fail_msg("row %zu: limit %u", i, limit);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(rate_spaces_starts_evenly),
@@ -312,6 +348,7 @@ int main(void) {
       cmocka_unit_test(accounts_are_independent),
       cmocka_unit_test(open_by_uri),
       cmocka_unit_test(threads_share_slots_safely),
+      cmocka_unit_test(slot_rule_is_one_for_every_backend),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <polite/journal.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,25 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char dir[64];
-static char path[128];
-static char wal[140];
-
-static int setup(void **state) {
-  (void)state;
-  snprintf(dir, sizeof dir, "/tmp/polite-journal-test.XXXXXX");
-  assert_non_null(mkdtemp(dir));
-  snprintf(path, sizeof path, "%s/j.db", dir);
-  snprintf(wal, sizeof wal, "%s-wal", path);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
-}
+#include "journal_tmp.h"
 
 static polite_journal *open_mode(int mode) {
   polite_journal *j = NULL;
@@ -373,6 +356,50 @@ static void write_error_names_file_and_cause(void **state) {
   polite_journal_close(j);
 }
 
+/* A fake wall clock: every record of the journal takes its time from the
+ * env it was given, none from the real clock. */
+#define FAKE_WALL_MS INT64_C(1234567890123)
+static int64_t fake_wall(void *ud) {
+  (void)ud;
+  return FAKE_WALL_MS;
+}
+
+/* The number of rows of `sql` (a SELECT COUNT(*)) in the closed journal. */
+static long long count_rows(const char *sql) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  long long n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+static void records_take_the_env_clock(void **state) {
+  (void)state;
+  polite_env env = {NULL, fake_wall, NULL, NULL};
+  polite_journal *j = open_mode(POLITE_JOURNAL_CREATE);
+  polite_journal_set_env(j, &env);
+  begin(j, "run", "fp");
+  assert_int_equal(polite_journal_request(j, "a", 1, "POST", "http://x/a", "k"),
+                   0);
+  assert_int_equal(polite_journal_result(j, "a", "ok", 200, 1, 0), 0);
+  assert_int_equal(polite_journal_requeue(j, "a", "ok"), 0);
+  polite_journal_close(j);
+  static const char *const rows[] = {
+      "SELECT COUNT(*) FROM session WHERE started_ms = 1234567890123",
+      "SELECT COUNT(*) FROM request WHERE created_ms = 1234567890123",
+      "SELECT COUNT(*) FROM result WHERE created_ms = 1234567890123",
+      "SELECT COUNT(*) FROM requeue WHERE created_ms = 1234567890123",
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (count_rows(rows[i]) != 1)
+      fail_msg("not on the env's clock: %s", rows[i]);
+}
+
 static void sha256_vectors(void **state) {
   (void)state;
   char hex[65];
@@ -423,6 +450,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(write_error_names_file_and_cause, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(sha256_vectors, setup, teardown),
+      cmocka_unit_test_setup_teardown(records_take_the_env_clock, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 # Sourced by test_budget_file.sh and test_budget_redis.sh: two `polite run`
-# processes share one budget against tests/integration/run/server.py.
+# processes share one budget against tests/integration/upstream.py.
 # Needs: POLITE, tmp, ok, bad, pids. Usage: run_e2e URI_FOR_RATE URI_FOR_PAUSE
 # Until the lead wires file:/redis:// into polite_budget_open, `polite run`
 # refuses the URI and this prints "skip" (neither passed nor failed).
@@ -12,7 +12,7 @@ run_e2e() {
   fi
   local rec="$tmp/e2e.rec" pf="$tmp/e2e.port"
   : >"$rec"
-  python3 "$here_e2e/run/server.py" "$pf" "$rec" &
+  python3 "$here_e2e/upstream.py" "$pf" "$rec" &
   local spid=$!
   pids+=($spid)
   for _ in $(seq 100); do [ -s "$pf" ] && break; sleep 0.05; done

@@ -6,11 +6,8 @@ connection before the head, mid-body of a 50 MiB answer, mid-chunked, in a slow 
 its request waits in the account's queue. The gateway must stay alive, keep serving, cancel the upstream
 exchange and give back the request's slot (--concurrency 1: a leaked slot would block the next request),
 exit 0 at SIGTERM and, in the ASan+UBSan build (this case carries the ctest label asan), report nothing.
-The upstream is polite proxy's test upstream (tests/integration/proxy/upstream.py)."""
+The upstream is the tests' scripted API (tests/integration/upstream.py)."""
 import os
-import socket
-import ssl
-import struct
 import subprocess
 import sys
 import time
@@ -19,7 +16,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import requests  # noqa: E402
 
 import pxtest  # noqa: E402
-from pxtest import POLITE, check, done, path, run, upstream  # noqa: E402
+from pxtest import (POLITE, abort_all, check, connect, done, leave, path, read_all, read_some, run,  # noqa: E402
+                    tunnel_to, upstream)
+from pxtest import tls as tls_to  # noqa: E402
 
 CA_DIR = path("ca")
 os.environ["POLITE_CA_DIR"] = CA_DIR
@@ -30,8 +29,6 @@ HTTP = upstream()
 HTTPS = upstream(path("up.pem"), path("up.key"), name="tls-upstream")
 UP_PORT = int(HTTP.rsplit(":", 1)[1])
 TLS_PORT = int(HTTPS.rsplit(":", 1)[1])
-POINTS = [("/big?mb=50", 0), ("/big?mb=50", 1), ("/big?mb=50", 1 << 20),
-          ("/chunked-big?mb=20", 300000), ("/sse?ms=5&n=400", 200)]
 
 
 class Gateway:
@@ -63,57 +60,8 @@ class Gateway:
         return rc
 
 
-def leave(sock, reset):
-    if reset:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    sock.close()
-
-
-def read_some(sock, want):
-    got = 0
-    sock.settimeout(10)
-    while got < want:
-        b = sock.recv(65536)
-        if not b:
-            break
-        got += len(b)
-    return got
-
-
-def connect(gw):
-    return socket.create_connection((gw.host, gw.port), timeout=10)
-
-
-def tunnel_to(gw, port):
-    s = connect(gw)
-    s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (port, port))
-    head = b""
-    while b"\r\n\r\n" not in head:
-        b = s.recv(1)
-        if not b:
-            raise OSError("the gateway closed the CONNECT")
-        head += b
-    if not head.startswith(b"HTTP/1.1 200"):
-        raise OSError("CONNECT answered %r" % head[:40])
-    return s
-
-
 def tls(sock):
-    return ssl.create_default_context(cafile=CA).wrap_socket(sock, server_hostname="127.0.0.1")
-
-
-def abort_all(opener, target_of, rounds):
-    cut = 0
-    for _ in range(rounds):
-        for url, after in POINTS:
-            for reset in (False, True):
-                s = opener()
-                s.sendall(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % target_of(url).encode())
-                if after:
-                    read_some(s, after)
-                leave(s, reset)
-                cut += 1
-    return cut
+    return tls_to(sock, CA)
 
 
 def still_serves(get, what):
@@ -168,7 +116,7 @@ stopped_clean(gw, "forward http")
 
 # --- 3. CONNECT intercepted, and 4. CONNECT tunnelled, in one gateway ---
 gw = Gateway("--watch", "https://127.0.0.1:%d/*" % TLS_PORT, "--upstream-cacert", CA, name="connect")
-n = abort_all(lambda: tls(tunnel_to(gw, TLS_PORT)), lambda u: u, rounds=1)
+n = abort_all(lambda: tls(tunnel_to(gw, "127.0.0.1", TLS_PORT)), lambda u: u, rounds=1)
 for reset in (False, True):  # gone while the CONNECT is being set up
     s = connect(gw)
     s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n" % TLS_PORT)
@@ -176,22 +124,16 @@ for reset in (False, True):  # gone while the CONNECT is being set up
 
 
 def https_get():
-    s = tls(tunnel_to(gw, TLS_PORT))
+    s = tls(tunnel_to(gw, "127.0.0.1", TLS_PORT))
     s.sendall(b"GET /bin?n=1000 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-    body = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        body += b
-    head, _, rest = body.partition(b"\r\n\r\n")
+    head, _, rest = read_all(s).partition(b"\r\n\r\n")
     return (200 if head.startswith(b"HTTP/1.1 200") else 0), len(rest)
 
 
 still_serves(https_get, "intercepted https (%d cut)" % n)
 stopped_clean(gw, "intercepted https")
 gw = Gateway("--watch", "https://elsewhere.invalid/*", name="tunnel")  # 127.0.0.1 unwatched: tunnelled
-n = abort_all(lambda: tls(tunnel_to(gw, TLS_PORT)), lambda u: u, rounds=1)
+n = abort_all(lambda: tls(tunnel_to(gw, "127.0.0.1", TLS_PORT)), lambda u: u, rounds=1)
 still_serves(https_get, "tunnel (%d cut)" % n)
 stopped_clean(gw, "tunnel")
 done()

@@ -1,6 +1,6 @@
 # tests/integration/gateway/gw.sh: what the gateway's integration tests
 # share, sourced after lib.sh:
-#   start_upstream [CERT KEY]  the scripted API (upstream.py): UP (ADDR:PORT),
+#   start_upstream [CERT KEY]  the scripted API (../upstream.py): UP (ADDR:PORT),
 #                              its record of requests in $TMP/up.rec
 #   start_gateway NAME ARGS... polite gateway on a free port: GW (ADDR:PORT),
 #                              GW_PID, its stderr in $TMP/NAME.err
@@ -15,7 +15,7 @@ export POLITE_CA_DIR=$TMP/ca
 start_upstream() {
   rm -f "$TMP/up.port"
   : >"$TMP/up.rec"
-  bg python3 "$GWT/upstream.py" "$TMP/up.port" "$TMP/up.rec" "$@"
+  bg python3 "$GWT/../upstream.py" "$TMP/up.port" "$TMP/up.rec" "$@"
   for _ in $(seq 100); do
     [ -s "$TMP/up.port" ] && break
     sleep 0.05

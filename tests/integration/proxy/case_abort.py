@@ -8,14 +8,12 @@ the request held (a --concurrency-limit slot), log the abandoned request as 499 
 the ASan+UBSan build (this case carries the ctest label asan), report nothing. The release build used
 to exit 139 on the first aborted 50 MB download."""
 import os
-import socket
-import ssl
-import struct
 import time
 
 import requests
 
-from pxtest import Proxy, check, done, path, run, upstream
+from pxtest import (Proxy, abort_all, check, connect, done, leave, path, read_all, run, tls, tunnel_to,
+                    upstream)
 
 CA_DIR = path("ca")
 os.environ["POLITE_CA_DIR"] = CA_DIR  # the proxy's interception CA, made on first use
@@ -25,69 +23,6 @@ HTTP = upstream()
 HTTPS = upstream(path("up.pem"), path("up.key"), name="tls-upstream")
 UP_HOST, UP_PORT = "127.0.0.1", int(HTTP.rsplit(":", 1)[1])
 TLS_PORT = int(HTTPS.rsplit(":", 1)[1])
-
-# Where a download is cut: after sending the request (before any answer), after the first
-# body bytes, after a megabyte (a 50 MiB body in flight), in a chunked body, in a slow stream.
-POINTS = [("/big?mb=50", 0), ("/big?mb=50", 1), ("/big?mb=50", 1 << 20),
-          ("/chunked-big?mb=20", 300000), ("/sse?ms=5&n=400", 200)]
-
-
-def leave(sock, reset):
-    """Closes sock; with reset, as an RST (SO_LINGER 0), as a killed client does."""
-    if reset:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    sock.close()
-
-
-def read_some(sock, want):
-    got = 0
-    sock.settimeout(10)
-    while got < want:
-        b = sock.recv(65536)
-        if not b:
-            break
-        got += len(b)
-    return got
-
-
-def connect(px):
-    return socket.create_connection((px.host, px.port), timeout=10)
-
-
-def tunnel_to(px, host, port):
-    """A CONNECT through px; returns the socket once the proxy said 200."""
-    s = connect(px)
-    s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host.encode(), port, host.encode(), port))
-    head = b""
-    while b"\r\n\r\n" not in head:
-        b = s.recv(1)
-        if not b:
-            raise OSError("the proxy closed the CONNECT")
-        head += b
-    if not head.startswith(b"HTTP/1.1 200"):
-        raise OSError("CONNECT answered %r" % head[:40])
-    return s
-
-
-def tls(sock, cafile):
-    ctx = ssl.create_default_context(cafile=cafile)
-    return ctx.wrap_socket(sock, server_hostname="127.0.0.1")
-
-
-def abort_all(px, opener, target_of, rounds=3):
-    """Every point, closed and reset, `rounds` times; returns how many downloads were cut."""
-    cut = 0
-    for _ in range(rounds):
-        for url, after in POINTS:
-            for reset in (False, True):
-                s = opener()
-                s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target_of(url).encode(), b"up"))
-                if after:
-                    read_some(s, after)
-                leave(s, reset)
-                cut += 1
-    return cut
-
 
 def alive(px, what):
     try:
@@ -108,7 +43,7 @@ def stopped_clean(px, what):
 
 # --- 1. reverse mode ---
 px = Proxy("--upstream", HTTP, "--log", "-", name="reverse")
-n = abort_all(px, lambda: connect(px), lambda u: u)
+n = abort_all(lambda: connect(px), lambda u: u)
 alive(px, "reverse (%d downloads cut)" % n)
 r = requests.get(px.base + "/bin?n=1000", timeout=10)
 check(r.status_code == 200 and len(r.content) == 1000, "reverse: a normal request after the aborts is whole")
@@ -117,7 +52,7 @@ check(" 499 " in log and "client_gone" in log, "reverse: an abandoned request is
 
 # --- 2. forward mode, plain http (absolute-form targets) ---
 px = Proxy("--mode", "forward", "--log", "-", name="forward")
-n = abort_all(px, lambda: connect(px), lambda u: "http://%s:%d%s" % (UP_HOST, UP_PORT, u))
+n = abort_all(lambda: connect(px), lambda u: "http://%s:%d%s" % (UP_HOST, UP_PORT, u))
 alive(px, "forward http (%d cut)" % n)
 stopped_clean(px, "forward http")
 
@@ -125,22 +60,17 @@ stopped_clean(px, "forward http")
 px = Proxy("--mode", "forward", "--watch", "https://127.0.0.1:%d/*" % TLS_PORT,
            "--upstream-cacert", os.path.join(CA_DIR, "ca.pem"), "--log", "-", name="intercept")
 ca = os.path.join(CA_DIR, "ca.pem")
-n = abort_all(px, lambda: tls(tunnel_to(px, UP_HOST, TLS_PORT), ca), lambda u: u, rounds=2)
+n = abort_all(lambda: tls(tunnel_to(px, UP_HOST, TLS_PORT), ca), lambda u: u, rounds=2)
 alive(px, "intercepted https (%d cut)" % n)
 s = tls(tunnel_to(px, UP_HOST, TLS_PORT), ca)
 s.sendall(b"GET /bin?n=5000 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-body = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    body += b
+body = read_all(s)
 check(body.startswith(b"HTTP/1.1 200") and len(body) > 5000, "intercepted: a whole answer after the aborts")
 stopped_clean(px, "intercepted https")
 
 # --- 4. forward mode, CONNECT tunnel (an unwatched host: bytes relayed, TLS end to end) ---
 px = Proxy("--mode", "forward", "--log", "-", name="tunnel")
-n = abort_all(px, lambda: tls(tunnel_to(px, UP_HOST, TLS_PORT), ca), lambda u: u, rounds=2)
+n = abort_all(lambda: tls(tunnel_to(px, UP_HOST, TLS_PORT), ca), lambda u: u, rounds=2)
 for reset in (False, True):  # a client that leaves while its CONNECT is still being set up
     s = connect(px)
     s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n" % TLS_PORT)

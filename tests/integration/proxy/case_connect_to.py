@@ -38,12 +38,12 @@ px = Proxy("--mode", "forward", "--watch", "https://api.openai.com/*",
            "--connect-to", "other.test:443:127.0.0.1:%d" % port_of(OTHER),
            "--upstream-cacert", os.path.join(UP_CA, "ca.pem"), "--log", "-", name="fwd")
 code, body = curl(px, "https://api.openai.com/v1/models")
-check(code == 200 and body == "upstream /v1/models",
+check(code == 200 and body == "ok /v1/models",
       "https://api.openai.com/v1/models is served by the local server (%d %r)" % (code, body[:60]))
 # An unwatched host is tunnelled; --connect-to sends the tunnel to the local server too (curl checks
 # the certificate end to end: the local server's names other.test).
 code, body = curl(px, "https://other.test/x", "--cacert", os.path.join(UP_CA, "ca.pem"))
-check(code == 200 and body == "upstream /x", "a tunnel to other.test:443 goes to the local server (%d %r)"
+check(code == 200 and body == "ok /x", "a tunnel to other.test:443 goes to the local server (%d %r)"
       % (code, body[:60]))
 px.stop()  # the log line follows the answer: read it once the proxy is done
 log = px.logtext()
@@ -66,7 +66,7 @@ px.stop()
 px = Proxy("--upstream", "https://api.openai.com", "--connect-to", "api.openai.com:443:127.0.0.1:%d"
            % port_of(OPENAI), "--upstream-cacert", os.path.join(UP_CA, "ca.pem"), name="rev")
 p = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", px.base + "/v1/chat"], capture_output=True, text=True)
-check(p.stdout == "upstream /v1/chat\n200", "reverse: --upstream https://api.openai.com served locally (%r)"
+check(p.stdout == "ok /v1/chat\n200", "reverse: --upstream https://api.openai.com served locally (%r)"
       % p.stdout[:60])
 px.stop()
 

@@ -83,13 +83,13 @@ import socket
 sk = socket.create_connection((px.host, px.port), timeout=10)
 sk.sendall(b"".join(b"GET /p%d HTTP/1.1\r\nHost: x\r\n\r\n" % i for i in range(5)))
 data = b""
-while data.count(b"upstream /p") < 5:
+while data.count(b"ok /p") < 5:
     chunk = sk.recv(65536)
     if not chunk:
         break
     data += chunk
 sk.close()
-order = [int(x.split(b"/p")[1][:1]) for x in data.split(b"\r\n\r\n")[1:] if x.startswith(b"upstream /p")]
+order = [int(x.split(b"/p")[1][:1]) for x in data.split(b"\r\n\r\n")[1:] if x.startswith(b"ok /p")]
 check(order == [0, 1, 2, 3, 4], "pipelined requests answered in order (%s)" % order)
 
 r = s.head(px.base + "/bin?n=77", timeout=10)
@@ -158,7 +158,7 @@ times = []
 
 def one():
     t = time.time()
-    requests.get(px.base + "/slow", timeout=10)
+    requests.get(px.base + "/ok/latency", timeout=10)
     times.append(time.time() - t)
 
 

@@ -14,21 +14,9 @@ import time
 import urllib.error
 import urllib.request
 
-from pxtest import Proxy, check, done, path, run
+from pxtest import Proxy, check, done, free_port, path, run, sh
 
 NGINX = "/usr/sbin/nginx"
-
-
-def sh(*args):
-    subprocess.run(args, check=True, capture_output=True)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def have_ipv6():

@@ -95,7 +95,7 @@ px.stop()
 px = Proxy("--concurrency-limit", "2", "--concurrency-status", "503", "--latency", "400",
            name="conc")
 res = []
-ths = [threading.Thread(target=lambda: res.append(requests.get(px.base + "/slow", timeout=10)))
+ths = [threading.Thread(target=lambda: res.append(requests.get(px.base + "/ok/modes", timeout=10)))
        for _ in range(5)]
 for t in ths:
     t.start()

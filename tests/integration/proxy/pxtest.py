@@ -4,6 +4,9 @@ import json
 import os
 import shutil
 import signal
+import socket
+import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -133,10 +136,10 @@ class Proxy:
 
 
 def upstream(cert=None, key=None, name="upstream"):
-    """Starts tests/integration/proxy/upstream.py (HTTPS with cert and key); returns its base URL."""
+    """Starts tests/integration/upstream.py (HTTPS with cert and key); returns its base URL."""
     pf = path(name + ".port")
     tls = [cert, key] if cert else []
-    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "upstream.py"), pf] + tls,
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "..", "upstream.py"), pf, "-"] + tls,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _procs.append(proc)
     port = _wait_file(pf, proc)
@@ -170,3 +173,82 @@ def run(*args, input=None):
     """Runs polite with args; returns (exit status, stdout, stderr)."""
     p = subprocess.run([POLITE] + list(args), input=input, capture_output=True, text=True, timeout=30)
     return p.returncode, p.stdout, p.stderr
+
+
+# ---- Clients that leave mid-answer (the proxy's and the gateway's case_abort) ----
+
+# Where a download is cut: after sending the request (before any answer), after the first
+# body bytes, after a megabyte (a 50 MiB body in flight), in a chunked body, in a slow stream
+# (paths of tests/integration/upstream.py).
+ABORT_POINTS = [("/big?mb=50", 0), ("/big?mb=50", 1), ("/big?mb=50", 1 << 20),
+                ("/chunked-big?mb=20", 300000), ("/sse?ms=5&n=400", 200)]
+
+
+def leave(sock, reset):
+    """Closes sock; with reset, as an RST (SO_LINGER 0), as a killed client does."""
+    if reset:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def read_some(sock, want):
+    """Reads until `want` bytes came or the peer closed; returns how many came."""
+    got = 0
+    sock.settimeout(10)
+    while got < want:
+        b = sock.recv(65536)
+        if not b:
+            break
+        got += len(b)
+    return got
+
+
+def connect(server):
+    """A plain TCP connection to a server object with host and port (Proxy, a gateway)."""
+    return socket.create_connection((server.host, server.port), timeout=10)
+
+
+def tunnel_to(server, host, port):
+    """A CONNECT through server to host:port; returns the socket once it said 200."""
+    s = connect(server)
+    s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host.encode(), port, host.encode(), port))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        b = s.recv(1)
+        if not b:
+            raise OSError("the server closed the CONNECT")
+        head += b
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise OSError("CONNECT answered %r" % head[:40])
+    return s
+
+
+def read_all(sock):
+    """Everything sock receives until the peer closes."""
+    data = b""
+    while True:
+        b = sock.recv(65536)
+        if not b:
+            return data
+        data += b
+
+
+def tls(sock, cafile):
+    """sock wrapped in TLS to 127.0.0.1, trusting cafile."""
+    return ssl.create_default_context(cafile=cafile).wrap_socket(sock, server_hostname="127.0.0.1")
+
+
+def abort_all(opener, target_of, rounds=3, host=b"127.0.0.1"):
+    """Every ABORT_POINTS point, closed and reset, `rounds` times, each on a connection from
+    opener() asking for target_of(path); returns how many downloads were cut."""
+    cut = 0
+    for _ in range(rounds):
+        for url, after in ABORT_POINTS:
+            for reset in (False, True):
+                s = opener()
+                s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target_of(url).encode(), host))
+                if after:
+                    read_some(s, after)
+                leave(s, reset)
+                cut += 1
+    return cut

@@ -31,7 +31,12 @@ def lines(path):
 
 
 def records(path):
-    return lines(path)
+    """The upstream's record lines, each path without its query (a path ends
+    with its id)."""
+    recs = lines(path)
+    for r in recs:
+        r["path"] = r["path"].split("?", 1)[0]
+    return recs
 
 
 def main():

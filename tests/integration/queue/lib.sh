@@ -4,7 +4,7 @@
 #                          127.0.0.1, its data in $TMP/redis (RPORT, RPID);
 #                          ARGS are more redis-server options; again after
 #                          a kill it comes back on the same port and dir
-#   start_upstream         tests/integration/queue/upstream.py (UP_PORT, UP_REC)
+#   start_upstream         tests/integration/upstream.py --record-out (UP_PORT, UP_REC)
 #   push_ids N PATH [METHOD]  writes N JSON lines with ids q0..q{N-1} to
 #                          $TMP/in.txt, url http://127.0.0.1:UP_PORT/PATH/qI
 #   wait_for N PATTERN     waits until the upstream saw N requests whose
@@ -70,7 +70,7 @@ start_upstream() {
   UP_REC=$TMP/up.jsonl
   : >"$UP_REC"
   rm -f "$TMP/upport"
-  bg python3 "$QDIR/upstream.py" "$TMP/upport" "$UP_REC" >"$TMP/up.log" 2>&1
+  bg python3 "$QDIR/../upstream.py" "$TMP/upport" "$UP_REC" --record-out >"$TMP/up.log" 2>&1
   for _ in $(seq 100); do
     [ -s "$TMP/upport" ] && break
     sleep 0.05

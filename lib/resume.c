@@ -243,6 +243,8 @@ int polite_journal_attach(polite_journal *j, polite_batch_options *bo,
   if (ao)
     r->ao = *ao;
   r->inner = *bo;
+  if (bo->env != NULL)
+    polite_journal_set_env(j, bo->env); /* its records on the batch's clock */
   if (bo->idempotency_auto)
     r->ao.idempotency_auto = 1;
   bo->next = jn_next;

@@ -1,4 +1,4 @@
-/* Unit tests of what `polite run` shows (src/run_report.c, run_output.c):
+/* Unit tests of what `polite run` shows (src/run_summary.c, run_output.c):
  * the progress line and its ETA on fixed stats, the summary's refusal to
  * print meaningless rates, and the reversible --bodies-dir names. */
 #define _GNU_SOURCE
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "run_output.h"
-#include "run_report.h"
+#include "run_summary.h"
 
 static polite_batch_stats stats(uint64_t done, double run_s) {
   polite_batch_stats s;

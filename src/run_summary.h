@@ -1,6 +1,6 @@
 /* polite run: the end-of-run summary and the progress line (internal). */
-#ifndef POLITE_RUN_REPORT_H
-#define POLITE_RUN_REPORT_H
+#ifndef POLITE_RUN_SUMMARY_H
+#define POLITE_RUN_SUMMARY_H
 
 #include <polite/batch.h>
 #include <stdio.h>

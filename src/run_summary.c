@@ -1,5 +1,5 @@
 /* polite run: the end-of-run summary (text and JSON) and the progress line. */
-#include "run_report.h"
+#include "run_summary.h"
 
 #include "run_output.h"
 

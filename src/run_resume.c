@@ -3,7 +3,7 @@
  * lines, backfilled records), and attaches libpolite's resume policy
  * (polite_journal_attach) with the results file deciding "finished". */
 #define _GNU_SOURCE
-#include "run_journal.h"
+#include "run_resume.h"
 
 #include "cli.h"
 
@@ -93,8 +93,8 @@ static void set_free(strset *s) {
 
 /* ---- State --------------------------------------------------------- */
 
-struct run_journal {
-  run_journal_config c;
+struct run_resume {
+  run_resume_config c;
   polite_journal *j;
   polite_journal_run *run; /* the resume policy, attached to the batch */
   FILE *out;
@@ -114,7 +114,7 @@ struct run_journal {
  * unlinked file. So before each request, attempt and result the paths must
  * still name the files that were opened. Returns 1 when they do, else 0
  * with the reason in msg. */
-static int files_intact(run_journal *rj, char *msg, size_t len) {
+static int files_intact(run_resume *rj, char *msg, size_t len) {
   const struct {
     const char *what, *path;
     const struct stat *was;
@@ -139,12 +139,12 @@ static int files_intact(run_journal *rj, char *msg, size_t len) {
   return 1;
 }
 
-/* ---- Hooks of the journal's resume policy (lib/journal_run.c) ------- */
+/* ---- Hooks of the journal's resume policy (lib/resume.c) ------- */
 
 /* polite_journal_attach_options.is_finished: the results file decides
  * what is finished (a line there is what the user sees). */
 static int rj_is_finished(void *ud, const char *id) {
-  run_journal *rj = ud;
+  run_resume *rj = ud;
   return set_get(&rj->done, id) != NULL;
 }
 
@@ -160,7 +160,7 @@ static int rj_check(void *ud, char *msg, size_t len) {
  * found by --resume in the results file, which is what decides
  * "finished". */
 static int rj_commit(void *ud, const polite_result *r, char *msg, size_t len) {
-  run_journal *rj = ud;
+  run_resume *rj = ud;
   (void)r;
   int e = errno, bad = ferror(rj->out);
   if (fflush(rj->out) != 0) {
@@ -221,7 +221,7 @@ static int unfinished(int o, const char *line, size_t len) {
  * unfinished ones and the --requeue outcomes). */
 static int note_line(void *ud, const char *id, const char *outcome,
                      const char *line, size_t len) {
-  run_journal *rj = ud;
+  run_resume *rj = ud;
   int o = outcome_index(outcome);
   int chosen = o >= 0 && (rj->c.requeue & (1u << o));
   if (chosen || unfinished(o, line, len)) {
@@ -234,7 +234,7 @@ static int note_line(void *ud, const char *id, const char *outcome,
 
 /* Second pass (only when something is requeued): copy the kept lines. */
 typedef struct {
-  run_journal *rj;
+  run_resume *rj;
   FILE *tmp;
 } copy_ctx;
 
@@ -248,7 +248,7 @@ static int copy_line(void *ud, const char *id, const char *outcome,
 }
 
 static void note_journal_result(void *ud, const char *id, const char *outcome) {
-  run_journal *rj = ud;
+  run_resume *rj = ud;
   if (set_put(&rj->journal, id, outcome_index(outcome)) != 0)
     rj->failed = 1;
 }
@@ -271,7 +271,7 @@ static int sync_dir(const char *path) {
  * next to --out, which is fsync'ed and renamed over it (atomic), so the
  * file always has either all the old lines or exactly the kept ones.
  * Returns 0 or -1 with the failure recorded. */
-static int rewrite_without_requeued(run_journal *rj, FILE *f) {
+static int rewrite_without_requeued(run_resume *rj, FILE *f) {
   char *tmp = NULL;
   if (asprintf(&tmp, "%s.polite-tmp", rj->c.out_path) < 0)
     return -1;
@@ -303,7 +303,7 @@ static int rewrite_without_requeued(run_journal *rj, FILE *f) {
 /* Records requeue rows for the requeued ids (after the file no longer has
  * their lines: a crash in between leaves a journal result without a line,
  * which --resume treats as unfinished, the same as requeued). */
-static int journal_requeued(run_journal *rj) {
+static int journal_requeued(run_resume *rj) {
   for (size_t i = 0; i < rj->seen.cap; i++)
     if (rj->seen.keys[i] &&
         polite_journal_requeue(
@@ -315,7 +315,7 @@ static int journal_requeued(run_journal *rj) {
 
 /* Backfills a result record for each id with a line but no live result
  * record (a crash came between writing the line and recording it). */
-static int backfill(run_journal *rj) {
+static int backfill(run_resume *rj) {
   if (polite_journal_each_result(rj->j, note_journal_result, rj) != 0 ||
       rj->failed)
     return -1;
@@ -351,7 +351,7 @@ static int backfill(run_journal *rj) {
 
 /* Prepares --out for a resume: truncates a torn last line, requeues, and
  * backfills. Returns 0, or a CLI exit code after printing a message. */
-static int resume_results(run_journal *rj, FILE **results) {
+static int resume_results(run_resume *rj, FILE **results) {
   const char *path = rj->c.out_path;
   FILE *f = fopen(path, "r+");
   if (f == NULL && errno == ENOENT)
@@ -414,8 +414,8 @@ static int resume_results(run_journal *rj, FILE **results) {
 
 /* ---- Public glue ----------------------------------------------------- */
 
-int run_journal_parse_requeue(const char *list, unsigned *mask, char *bad,
-                              size_t badlen) {
+int run_resume_parse_requeue(const char *list, unsigned *mask, char *bad,
+                             size_t badlen) {
   *mask = 0;
   const char *p = list;
   for (;;) {
@@ -456,7 +456,7 @@ static void canon(const char *path, char *buf, size_t len) {
 /* What --journal needs before anything is opened: --out, and the input as
  * a regular file, whose SHA-256 goes into fp. Returns 0 or an exit code
  * (the message printed). */
-static int check_inputs(const run_journal_config *c, char fp[65]) {
+static int check_inputs(const run_resume_config *c, char fp[65]) {
   struct stat st;
   if (c->out_path == NULL)
     return cli_usage("run", "--journal needs --out FILE (the results file "
@@ -477,8 +477,8 @@ static int check_inputs(const run_journal_config *c, char fp[65]) {
 /* --resume continues the same run: the input must have the journal's last
  * fingerprint fp and --out must be the journal's results file, unless
  * --force. Returns 0 or an exit code (the message printed). */
-static int check_same_run(const run_journal *rj, const char *fp) {
-  const run_journal_config *c = &rj->c;
+static int check_same_run(const run_resume *rj, const char *fp) {
+  const run_resume_config *c = &rj->c;
   char outc[PATH_MAX], prev[PATH_MAX];
   int f = polite_journal_last_fingerprint(rj->j, prev, sizeof prev);
   if (f > 0 && strcmp(prev, fp) != 0 && !c->force)
@@ -500,8 +500,8 @@ static int check_same_run(const run_journal *rj, const char *fp) {
 
 /* Records this session (input fingerprint fp, the canonical paths, the
  * outcomes to requeue) in the journal. Returns 0 or an exit code. */
-static int begin_session(run_journal *rj, const char *fp) {
-  const run_journal_config *c = &rj->c;
+static int begin_session(run_resume *rj, const char *fp) {
+  const run_resume_config *c = &rj->c;
   char outc[PATH_MAX], inc[PATH_MAX];
   canon(c->input_path, inc, sizeof inc);
   canon(c->out_path, outc, sizeof outc);
@@ -522,7 +522,7 @@ static int begin_session(run_journal *rj, const char *fp) {
 }
 
 /* One line even with -q: it says what --resume repaired. */
-static void announce_resume(const run_journal *rj) {
+static void announce_resume(const run_resume *rj) {
   fprintf(stderr,
           "polite run: resuming from '%s': %zu already done, %llu run "
           "again (cancelled or never started), %llu requeued%s\n",
@@ -536,15 +536,15 @@ static void announce_resume(const run_journal *rj) {
             (unsigned long long)rj->lost, rj->c.out_path);
 }
 
-int run_journal_open(const run_journal_config *c, run_journal **out,
-                     FILE **results) {
+int run_resume_open(const run_resume_config *c, run_resume **out,
+                    FILE **results) {
   *out = NULL;
   *results = NULL;
   char fp[65];
   int rc = check_inputs(c, fp);
   if (rc != 0)
     return rc;
-  run_journal *rj = calloc(1, sizeof *rj);
+  run_resume *rj = calloc(1, sizeof *rj);
   if (rj == NULL)
     return CLI_EXIT_FAILED;
   rj->c = *c;
@@ -594,7 +594,7 @@ fail:
     fclose(*results);
     *results = NULL;
   }
-  run_journal_close(rj);
+  run_resume_close(rj);
   if (!c->resume) {
     /* Nothing ran: do not leave a journal that would block the next try. */
     char wal[PATH_MAX + 8];
@@ -605,7 +605,7 @@ fail:
   return rc;
 }
 
-int run_journal_wrap(run_journal *rj, polite_batch_options *bo) {
+int run_resume_wrap(run_resume *rj, polite_batch_options *bo) {
   polite_journal_attach_options ao = {rj->c.idempotency_auto, rj_is_finished,
                                       rj_check, rj_commit, rj};
   if (polite_journal_attach(rj->j, bo, &ao, &rj->run) != 0) {
@@ -615,8 +615,8 @@ int run_journal_wrap(run_journal *rj, polite_batch_options *bo) {
   return 0;
 }
 
-uint64_t run_journal_kept_failures(const run_journal *rj, char *names,
-                                   size_t len) {
+uint64_t run_resume_kept_failures(const run_resume *rj, char *names,
+                                  size_t len) {
   uint64_t n = 0, by[POLITE_OUT_COUNT] = {0};
   if (rj == NULL)
     return 0;
@@ -639,9 +639,9 @@ uint64_t run_journal_kept_failures(const run_journal *rj, char *names,
   return n;
 }
 
-int run_journal_report_kept(const run_journal *rj) {
+int run_resume_report_kept(const run_resume *rj) {
   char kept[200];
-  uint64_t n = run_journal_kept_failures(rj, kept, sizeof kept);
+  uint64_t n = run_resume_kept_failures(rj, kept, sizeof kept);
   if (n > 0)
     fprintf(stderr,
             "polite run: the batch is not all ok: %llu request(s) finished "
@@ -651,16 +651,16 @@ int run_journal_report_kept(const run_journal *rj) {
   return n > 0;
 }
 
-long long run_journal_done(const run_journal *rj) {
+long long run_resume_done(const run_resume *rj) {
   return rj ? (long long)rj->done.n : 0;
 }
 
-void run_journal_set_batch(run_journal *rj, polite_batch *b) {
+void run_resume_set_batch(run_resume *rj, polite_batch *b) {
   if (rj->run)
     polite_journal_run_set_batch(rj->run, b);
 }
 
-int run_journal_finish(run_journal *rj) {
+int run_resume_finish(run_resume *rj) {
   if (rj == NULL || rj->run == NULL)
     return 0;
   polite_journal_run_status st;
@@ -684,7 +684,7 @@ int run_journal_finish(run_journal *rj) {
   return 0;
 }
 
-void run_journal_close(run_journal *rj) {
+void run_resume_close(run_resume *rj) {
   if (rj == NULL)
     return;
   polite_journal_run_free(rj->run);

@@ -1,4 +1,4 @@
-/* Unit tests of the resume policy (lib/journal_run.c) over a real SQLite
+/* Unit tests of the resume policy (lib/resume.c) over a real SQLite
  * journal: the wrapped callbacks are called as the engine calls them, over
  * two sessions, to check that finished ids are skipped, keys are made once
  * and reused, repeated ids end the input, and an attempt whose start cannot
@@ -12,28 +12,13 @@
 #include <cmocka.h>
 
 #include <polite/journal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static char dir[64];
-static char path[128];
-
-static int setup(void **state) {
-  (void)state;
-  snprintf(dir, sizeof dir, "/tmp/polite-journal-run.XXXXXX");
-  assert_non_null(mkdtemp(dir));
-  snprintf(path, sizeof path, "%s/j.db", dir);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
-}
+#include "journal_tmp.h"
 
 /* The inner side: an input of lines, and what reached on_result. */
 typedef struct {
@@ -265,9 +250,63 @@ static void failed_check_vetoes_the_attempt(void **state) {
   polite_journal_close(j);
 }
 
+/* The batch's env reaches the journal through polite_journal_attach: the
+ * request record is stamped on its wall clock and the write's new key is
+ * made from its random bytes, neither from the real sources. */
+static int64_t env_wall(void *ud) {
+  (void)ud;
+  return INT64_C(1234567890123);
+}
+
+static int env_bytes(void *ud, void *buf, size_t n) {
+  (void)ud;
+  memset(buf, 0x11, n);
+  return 0;
+}
+
+static void the_batch_env_reaches_the_journal(void **state) {
+  (void)state;
+  polite_env env = {NULL, env_wall, env_bytes, NULL};
+  polite_journal *j = open_session(POLITE_JOURNAL_CREATE);
+  static const char *const w[] = {
+      "{\"id\":\"w\",\"method\":\"POST\",\"url\":\"http://api.test/w\"}"};
+  inner in = {w, 1, 0, 0, 0};
+  polite_batch_options bo;
+  polite_journal_run *run;
+  polite_batch_options_init(&bo);
+  bo.next = in_next;
+  bo.on_result = in_result;
+  bo.idempotency_auto = 1;
+  bo.ud = &in;
+  bo.env = &env;
+  assert_int_equal(polite_journal_attach(j, &bo, NULL, &run), 0);
+  polite_request *r = NULL;
+  assert_int_equal(bo.next(bo.ud, &r), 1);
+  assert_non_null(r->idempotency_key);
+  assert_int_equal(strncmp(r->idempotency_key, "11111111-", 9), 0);
+  polite_request_free(r);
+  polite_journal_run_free(run);
+  polite_journal_close(j);
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db,
+                                      "SELECT COUNT(*) FROM request WHERE "
+                                      "created_ms = 1234567890123",
+                                      -1, &st, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int64(st, 0), 1);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(skips_finished_and_reuses_keys, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(the_batch_env_reaches_the_journal, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(repeated_id_ends_the_input, setup,
                                       teardown),
