@@ -17,7 +17,14 @@ SDK_T=$tmp/sdk
 SDK_PIDS=()
 # Stops what the table started (some already stopped: a kill that finds
 # nothing is no error under set -e).
-sdk_cleanup() { for p in "${SDK_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+# Waits for its own processes only: a bare wait would also wait for the
+# network tables' servers (net.sh, sourced before), which run until the
+# EXIT trap, and the bench would never end.
+sdk_cleanup() {
+  local p
+  for p in "${SDK_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${SDK_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
 # On any exit, net.sh's servers (when it ran) go too, then the temporary files.
 trap 'sdk_cleanup; if declare -F net_cleanup >/dev/null; then net_cleanup; fi; rm -rf "$tmp"' EXIT
 
