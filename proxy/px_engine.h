@@ -54,6 +54,9 @@ typedef struct {
   net_req *nr;           /* the client's side (owned): head, body, answer */
   struct evkeyvalq *in;  /* request headers (nr's) */
   struct evkeyvalq *out; /* response headers being prepared (owned) */
+  const char *h_host;    /* Host, Authorization and User-Agent (values in */
+  const char *h_auth;    /* nr, NULL when absent), looked up once by */
+  const char *h_ua;      /* describe for the key and the decision */
   const char *target;    /* request-target as received (nr's) */
   px_now now;            /* the clocks at the event being handled */
   char method[16];

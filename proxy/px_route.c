@@ -125,7 +125,8 @@ static char *join4(const char *const parts[4]) {
   return out;
 }
 
-/* What the decision reads of r (px_decide.h), borrowed from r. */
+/* What the decision reads of r (px_decide.h), borrowed from r; the three
+ * header values are the ones describe looked up (once per request). */
 static px_ask ask_of(const px_req *r) {
   px_ask a = {
       .method = r->method,
@@ -136,9 +137,9 @@ static px_ask ask_of(const px_req *r) {
       .client = r->client,
       .conn_id = r->conn_id,
       .conn_handle = r->nr ? polite__net_req_fd(r->nr) : -1,
-      .host = polite__net_find(r->in, "Host"),
-      .authorization = polite__net_find(r->in, "Authorization"),
-      .user_agent = polite__net_find(r->in, "User-Agent"),
+      .host = r->h_host,
+      .authorization = r->h_auth,
+      .user_agent = r->h_ua,
   };
   return a;
 }
@@ -150,6 +151,9 @@ static px_ask ask_of(const px_req *r) {
 static int describe(px_server *s, px_req *r) {
   const px_config *c = s->cfg;
   const char *uri = r->target;
+  r->h_host = polite__net_find(r->in, "Host");
+  r->h_auth = polite__net_find(r->in, "Authorization");
+  r->h_ua = polite__net_find(r->in, "User-Agent");
   if (strcmp(r->method, "CONNECT") == 0) {
     /* The log and the report name the authority it was given
      * ("api.openai.com:443"), in every mode. */
@@ -170,7 +174,7 @@ static int describe(px_server *s, px_req *r) {
     r->raw_url = strdup(uri);
   } else {
     r->path = uri;
-    const char *host = polite__net_find(r->in, "Host");
+    const char *host = r->h_host;
     /* The upstream's scheme (https:// globs match), else http://Host. */
     const char *parts[4] = {"http://", host && host[0] ? host : s->listen_addr,
                             "", uri};
@@ -192,12 +196,17 @@ static int describe(px_server *s, px_req *r) {
     _Static_assert(sizeof r->authority >= sizeof s->up_authority, "authority");
     memcpy(r->authority, s->up_authority, sizeof s->up_authority);
   }
-  const char *auth = polite__net_find(r->in, "Authorization");
-  if (auth) {
+  if (r->h_auth) {
     char hex[17];
-    polite__px_hash_hex(s->salt, auth, hex);
-    size_t n = strlen(r->client);
-    snprintf(r->client + n, sizeof r->client - n, " auth:%.8s", hex);
+    polite__px_hash_hex(s->salt, r->h_auth, hex);
+    /* " auth:" and 8 digits, cut to fit as snprintf would; not printf:
+     * once per request. */
+    size_t n = strlen(r->client), room = sizeof r->client - 1 - n;
+    char add[15] = " auth:";
+    memcpy(add + 6, hex, 8);
+    size_t k = room < 14 ? room : 14;
+    memcpy(r->client + n, add, k);
+    r->client[n + k] = '\0';
   }
   px_ask a = ask_of(r);
   r->key = polite__px_scope_key(s->salt, &a, c->scope);
