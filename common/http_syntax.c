@@ -9,15 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int polite__is_tchar(unsigned char c) {
-  /* RFC 9110 tchar as a bit per ASCII byte (ALPHA, DIGIT and
-   * "!#$%&'*+-.^_`|~"): the parsers ask once per byte of every field
-   * name, so no strchr. */
-  static const uint64_t lo = 0x03ff6cfa00000000u; /* bytes 0-63 */
-  static const uint64_t hi = 0x57ffffffc7fffffeu; /* bytes 64-127 */
-  return c < 64 ? (int)(lo >> c & 1) : c < 128 ? (int)(hi >> (c - 64) & 1) : 0;
-}
-
 int polite__is_token(const char *s, size_t n) {
   if (s == NULL || n == 0)
     return 0;
@@ -69,17 +60,6 @@ int polite__ci_eqn(const char *a, size_t an, const char *b, size_t bn) {
       return 0;
   }
   return 1;
-}
-
-int polite__ci_eq(const char *s, size_t n, const char *lit) {
-  /* One walk, no strlen: most calls differ at the first byte. */
-  for (size_t i = 0; i < n; i++) {
-    unsigned char x = (unsigned char)s[i], y = (unsigned char)lit[i];
-    if (y == '\0' || (x != y && ((x | 32u) != (y | 32u) ||
-                                 (unsigned)((x | 32u) - 'a') > 25u)))
-      return 0;
-  }
-  return lit[n] == '\0';
 }
 
 int polite__ci_prefix(const char *s, size_t n, const char *lit) {

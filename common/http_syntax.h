@@ -11,8 +11,14 @@
 
 /* ---- Characters ------------------------------------------------------- */
 
-/* RFC 9110 tchar: what methods and field names are made of. */
-int polite__is_tchar(unsigned char c);
+/* RFC 9110 tchar: what methods and field names are made of. Inline, as a
+ * bit per ASCII byte (ALPHA, DIGIT and "!#$%&'*+-.^_`|~"): the parsers ask
+ * once per byte of every field name of every proxied message. */
+static inline int polite__is_tchar(unsigned char c) {
+  const uint64_t lo = 0x03ff6cfa00000000u; /* bytes 0-63 */
+  const uint64_t hi = 0x57ffffffc7fffffeu; /* bytes 64-127 */
+  return c < 64 ? (int)(lo >> c & 1) : c < 128 ? (int)(hi >> (c - 64) & 1) : 0;
+}
 /* 1 when s[0..n) is a non-empty RFC 9110 token. */
 int polite__is_token(const char *s, size_t n);
 /* SP or HTAB (RFC 9110 OWS). */
@@ -30,8 +36,18 @@ int polite__hexval(char c);
 
 /* 1 when a[0..an) equals b[0..bn) ignoring ASCII case. */
 int polite__ci_eqn(const char *a, size_t an, const char *b, size_t bn);
-/* 1 when s[0..n) equals the NUL-terminated lit ignoring case. */
-int polite__ci_eq(const char *s, size_t n, const char *lit);
+/* 1 when s[0..n) equals the NUL-terminated lit ignoring case. Inline, in
+ * one walk without strlen: every field name of every proxied message is
+ * compared with a dozen names, and most differ at the first byte. */
+static inline int polite__ci_eq(const char *s, size_t n, const char *lit) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char x = (unsigned char)s[i], y = (unsigned char)lit[i];
+    if (y == '\0' || (x != y && ((x | 32u) != (y | 32u) ||
+                                 (unsigned)((x | 32u) - 'a') > 25u)))
+      return 0;
+  }
+  return lit[n] == '\0';
+}
 /* 1 when s[0..n) starts with lit ignoring case. */
 int polite__ci_prefix(const char *s, size_t n, const char *lit);
 /* First occurrence of needle in hay[0..n) ignoring case, or NULL (an empty
