@@ -9,33 +9,20 @@
 #include <event2/buffer.h>
 #include <string.h>
 
-void polite__net_wbuf_put(net_wbuf *w, const char *p, size_t n) {
-  if (n > sizeof w->buf - w->n) {
-    polite__net_wbuf_flush(w);
-    if (n > sizeof w->buf) { /* a long value: as it is */
-      evbuffer_add(w->out, p, n);
-      return;
-    }
+void polite__net_wbuf_put_long(net_wbuf *w, const char *p, size_t n) {
+  polite__net_wbuf_flush(w);
+  if (n > sizeof w->buf) { /* a long value: as it is */
+    evbuffer_add(w->out, p, n);
+    return;
   }
-  memcpy(w->buf + w->n, p, n);
-  w->n += n;
+  memcpy(w->buf, p, n);
+  w->n = n;
 }
 
 void polite__net_wbuf_flush(net_wbuf *w) {
   if (w->n)
     evbuffer_add(w->out, w->buf, w->n);
   w->n = 0;
-}
-
-void polite__net_wbuf_str(net_wbuf *w, const char *s) {
-  polite__net_wbuf_put(w, s, strlen(s));
-}
-
-void polite__net_wbuf_field(net_wbuf *w, const char *k, const char *v) {
-  polite__net_wbuf_str(w, k);
-  polite__net_wbuf_put(w, ": ", 2);
-  polite__net_wbuf_str(w, v);
-  polite__net_wbuf_put(w, "\r\n", 2);
 }
 
 void polite__net_wbuf_uint(net_wbuf *w, uint64_t v) {
