@@ -40,6 +40,10 @@ typedef struct {
   net_up_pool *pool; /* forward mode: upstreams by scheme, host, port */
   net_ca *ca;        /* forward mode with --watch: the local CA */
   char listen_addr[128];
+  /* The head of a forwarded request is written here and moved to the
+   * upstream's output (empty between requests; NULL while in use or
+   * before the first): one evbuffer for the run, not one per request. */
+  struct evbuffer *fwd_out;
 } px_server;
 
 typedef enum { ACT_OWN = 0, ACT_FORWARD = 1 } px_action;

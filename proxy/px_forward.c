@@ -97,7 +97,11 @@ void polite__px_forward(px_req *r) {
     }
   }
   r->fwd_us = r->now.mono_us; /* pxlimits hook: upstream latency */
-  struct evbuffer *out = evbuffer_new();
+  /* The run's scratch buffer, taken while in use (a nested forward, were
+   * there one, makes its own). */
+  px_server *s = r->s; /* r may be freed below (an error answered) */
+  struct evbuffer *out = s->fwd_out ? s->fwd_out : evbuffer_new();
+  s->fwd_out = NULL;
   struct evbuffer *reqbody = r->nr->body;
   size_t blen = reqbody ? evbuffer_get_length(reqbody) : 0;
   if (out == NULL) {
@@ -132,5 +136,10 @@ void polite__px_forward(px_req *r) {
                                     : "polite proxy: no upstream");
     polite__px_send_own(r);
   }
-  evbuffer_free(out);
+  /* Kept empty for the next request: what a failed send left is dropped. */
+  evbuffer_drain(out, evbuffer_get_length(out));
+  if (s->fwd_out == NULL)
+    s->fwd_out = out;
+  else
+    evbuffer_free(out);
 }

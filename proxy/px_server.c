@@ -352,6 +352,8 @@ static void release(px_server *s) {
     polite__net_up_pool_free(s->pool);
   if (s->ca)
     polite__net_ca_free(s->ca);
+  if (s->fwd_out)
+    evbuffer_free(s->fwd_out);
   if (s->base)
     event_base_free(s->base);
   polite__net_connect_to_free(s->cto);

@@ -314,6 +314,20 @@ static const struct {
     {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n", 0},
     {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", 0},
     {"GET / HTTP/1.1\r\nHost: a\r\nX-Obs: caf\xc3\xa9\r\n\r\n", 0},
+    /* Values are checked eight bytes a step: a tab, obs-text, DEL or a
+     * control byte in every place of a word, and in the tail after it. */
+    {"GET / HTTP/1.1\r\nHost: a\r\nX-V: 0123456\t89abcdef\tx\r\n\r\n", 0},
+    {"GET / HTTP/1.1\r\nHost: a\r\nX-V: \xff\x80\xfe 4567 9abcdef\r\n\r\n", 0},
+    {"GET / HTTP/1.1\r\nHost: a\r\nX-V: 0123456\x7f"
+     "89abcdef\r\n\r\n",
+     400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nX-V: 01234567\x01"
+     "9abcdef\r\n\r\n",
+     400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nX-V: 0123456789abcdef\x1f"
+     "x\r\n\r\n",
+     400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nX-V: 0123456789ab\x7f\r\n\r\n", 400},
     /* smuggling shapes */
     {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: "
      "5\r\n\r\n",
