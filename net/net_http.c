@@ -26,24 +26,33 @@ static int value_byte_ok(unsigned char c) {
   return c == '\t' || (c >= 0x20 && c != 0x7f);
 }
 
-/* 1 when every byte of p[0..n) may stand in a field value. Eight bytes a
- * step where none is below 0x20 or is DEL (bit tricks exact as a yes/no:
- * a borrow starts only at a byte that is below), byte by byte in a word
- * that has one (a tab, or a refusal). */
-static int value_ok(const char *p, size_t n) {
+/* 1 when no byte of the word w is below 0x20 or is DEL (bit tricks exact
+ * as a yes/no: a borrow starts only at a byte that is below). */
+static int word_plain(uint64_t w) {
   const uint64_t ones = UINT64_C(0x0101010101010101);
-  const uint64_t high = UINT64_C(0x8080808080808080);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w, d;
-    memcpy(&w, p + i, 8);
-    d = w ^ (ones * 0x7f);
-    if ((((w - ones * 0x20) & ~w) | ((d - ones) & ~d)) & high)
-      for (size_t k = i; k < i + 8; k++)
-        if (!value_byte_ok((unsigned char)p[k]))
-          return 0;
+  const uint64_t d = w ^ (ones * 0x7f);
+  return ((((w - ones * 0x20) & ~w) | ((d - ones) & ~d)) &
+          UINT64_C(0x8080808080808080)) == 0;
+}
+
+/* 1 when every byte of p[0..n) may stand in a field value. Eight bytes a
+ * step (the last word overlapping the one before, a short value padded
+ * with spaces); a value with a tab, or one to refuse, is then walked byte
+ * by byte. */
+static int value_ok(const char *p, size_t n) {
+  uint64_t w = UINT64_C(0x2020202020202020);
+  int plain = 1;
+  if (n < 8) {
+    memcpy(&w, p, n);
+    plain = word_plain(w);
   }
-  for (; i < n; i++)
+  for (size_t i = 0; plain && n >= 8 && i < n; i += 8) {
+    memcpy(&w, p + (i + 8 <= n ? i : n - 8), 8);
+    plain = word_plain(w);
+  }
+  if (plain)
+    return 1;
+  for (size_t i = 0; i < n; i++)
     if (!value_byte_ok((unsigned char)p[i]))
       return 0;
   return 1;

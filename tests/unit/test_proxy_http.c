@@ -328,6 +328,10 @@ static const struct {
      "x\r\n\r\n",
      400},
     {"GET / HTTP/1.1\r\nHost: a\r\nX-V: 0123456789ab\x7f\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nX-V: a\tb\r\n\r\n", 0},
+    {"GET / HTTP/1.1\r\nHost: a\r\nX-V: a\x02"
+     "b\r\n\r\n",
+     400},
     /* smuggling shapes */
     {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: "
      "5\r\n\r\n",
