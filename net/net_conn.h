@@ -60,6 +60,8 @@ struct net_conn {
   int closing_left_ms; /* how long it may still wait for it */
   struct event *timer;
   struct evbuffer *stage;   /* an answer's head until its first body bytes */
+  struct evbuffer *spare;   /* an ended request's empty body buffer, for the
+                               next request's (NULL: none) */
   struct bufferevent *dest; /* C_TUNNEL: the destination */
   int tunnel_closing;       /* C_TUNNEL: one side ended, flushing */
   char origin_host[256];    /* this intercepted CONNECT's host */

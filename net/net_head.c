@@ -56,16 +56,15 @@ size_t polite__net_via_line(char *buf, const char *old, int minor) {
   return o;
 }
 
-int polite__net_answer_skip(const char *name, void *connection) {
-  return polite__net_hop_by_hop(name, connection) ||
-         polite__ci_eq(name, strlen(name), "Via");
+int polite__net_answer_skip(const char *name, size_t n, void *connection) {
+  return polite__net_hop_by_hop_n(name, n, connection) ||
+         polite__ci_eq(name, n, "Via");
 }
 
 /* The client's fields a proxy writes itself (Host, the body's framing) or
  * does not pass on: Expect: 100-continue was answered by the server side,
  * the body is here already. */
-static int own_field(const char *name) {
-  size_t n = strlen(name);
+static int own_field(const char *name, size_t n) {
   return polite__ci_eq(name, n, "Host") ||
          polite__ci_eq(name, n, "Content-Length") ||
          polite__ci_eq(name, n, "Expect");
@@ -86,12 +85,13 @@ void polite__net_request_head(struct evbuffer *out, const net_req_line *rl) {
   const char *conn = polite__net_find(rl->in, "Connection");
   const char *via = NULL;
   for (const struct evkeyval *h = rl->in->tqh_first; h; h = h->next.tqe_next) {
-    if (polite__net_hop_by_hop(h->key, conn) || own_field(h->key))
+    size_t n = strlen(h->key); /* once, for the four looks at it */
+    if (polite__net_hop_by_hop_n(h->key, n, conn) || own_field(h->key, n))
       continue;
-    if (polite__ci_eq(h->key, strlen(h->key), "Via"))
+    if (polite__ci_eq(h->key, n, "Via"))
       via = h->value; /* extended below */
     else
-      polite__net_wbuf_field(&w, h->key, h->value);
+      polite__net_wbuf_field_n(&w, h->key, n, h->value);
   }
   if (rl->extra_name)
     polite__net_wbuf_field(&w, rl->extra_name, rl->extra_value);

@@ -38,6 +38,14 @@ static inline void polite__net_wbuf_put(net_wbuf *w, const char *p, size_t n) {
 static inline void polite__net_wbuf_str(net_wbuf *w, const char *s) {
   polite__net_wbuf_put(w, s, strlen(s));
 }
+/* "k: v\r\n", k of kn bytes. */
+static inline void polite__net_wbuf_field_n(net_wbuf *w, const char *k,
+                                            size_t kn, const char *v) {
+  polite__net_wbuf_put(w, k, kn);
+  polite__net_wbuf_put(w, ": ", 2);
+  polite__net_wbuf_str(w, v);
+  polite__net_wbuf_put(w, "\r\n", 2);
+}
 /* "k: v\r\n". */
 static inline void polite__net_wbuf_field(net_wbuf *w, const char *k,
                                           const char *v) {
@@ -62,7 +70,7 @@ size_t polite__net_via_line(char *buf, const char *old, int minor);
  * the upstream's fields the client does not get, hop-by-hop ones
  * (connection: the answer's Connection field, may be NULL) and Via, which
  * is written anew. */
-int polite__net_answer_skip(const char *name, void *connection);
+int polite__net_answer_skip(const char *name, size_t n, void *connection);
 
 /* The request a proxy sends upstream for a client's request. */
 typedef struct {

@@ -609,6 +609,11 @@ int polite__net_req_parse(net_req_head *h, const char *data, size_t len,
 /* Hop-by-hop fields (RFC 9110 7.6.1) are for one connection only; so is
  * every field the Connection field names, and any Proxy-* field. */
 int polite__net_hop_by_hop(const char *name, const char *connection) {
+  return polite__net_hop_by_hop_n(name, strlen(name), connection);
+}
+
+int polite__net_hop_by_hop_n(const char *name, size_t n,
+                             const char *connection) {
   static const char *const hop[] = {"Connection",
                                     "Keep-Alive",
                                     "Proxy-Connection",
@@ -619,7 +624,6 @@ int polite__net_hop_by_hop(const char *name, const char *connection) {
                                     "Transfer-Encoding",
                                     "Upgrade",
                                     NULL};
-  size_t n = strlen(name);
   /* Every name above starts with c, k, p, t or u: most fields are told
    * apart by their first byte. */
   char first = (char)(name[0] | 32);

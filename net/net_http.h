@@ -175,6 +175,9 @@ const char *polite__net_find(const struct evkeyvalq *h, const char *name);
  * or is named by `connection` (the message's Connection field, may be
  * NULL): a proxy does not forward it. */
 int polite__net_hop_by_hop(const char *name, const char *connection);
+/* The same for a name of n bytes (the writers know its length). */
+int polite__net_hop_by_hop_n(const char *name, size_t n,
+                             const char *connection);
 
 /* The reason phrase of a status ("Too Many Requests"); a generic one for a
  * status the table does not know. Static text. */

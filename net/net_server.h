@@ -40,7 +40,8 @@ typedef struct net_req {
   int minor;     /* the client's HTTP/1.minor */
   int keepalive; /* another request may follow (the owner may clear it) */
   struct evkeyvalq *in;  /* request headers */
-  struct evbuffer *body; /* the whole request body, de-chunked */
+  struct evbuffer *body; /* the whole request body, de-chunked (NULL after
+                            polite__net_req_end when it was empty) */
   char peer[64];         /* the client's address */
   char conn_id[80];      /* its connection, "ADDR:PORT" */
   char origin_host[256]; /* inside an intercepted CONNECT: its host, else "" */
@@ -129,13 +130,14 @@ void polite__net_req_head(net_req *rq, int status, const char *reason,
                           const struct evkeyvalq *headers, int64_t length,
                           int no_body, int flags);
 /* The head of a forwarded answer without copying its fields: own (the
- * owner's, may be NULL), then the upstream's fwd but those skip(name, arg)
- * refuses (hop-by-hop fields), then extra, raw lines ("Via: 1.1
+ * owner's, may be NULL), then the upstream's fwd but those skip(name,
+ * strlen(name), arg) refuses (hop-by-hop fields), then extra, raw lines ("Via: 1.1
  * polite\r\n", may be NULL); framing as polite__net_req_head. */
 void polite__net_req_head_fwd(net_req *rq, int status, const char *reason,
                               const struct evkeyvalq *own,
                               const struct evkeyvalq *fwd,
-                              int (*skip)(const char *name, void *arg),
+                              int (*skip)(const char *name, size_t n,
+                                          void *arg),
                               void *arg, const char *extra, int64_t length,
                               int no_body, int flags);
 /* Body bytes (drained from data), framed as the head said. */
