@@ -305,6 +305,14 @@ static const char *own_target(const px_req *r) {
   return a + n;
 }
 
+/* 0 when r's target cannot name one of the proxy's own endpoints (an
+ * origin-form target outside "/__polite/", or one that is not http://):
+ * the three checks below are asked of every request. */
+static int maybe_own(const px_req *r) {
+  const char *t = r->target;
+  return t[0] == '/' ? strncmp(t, "/__polite/", 10) == 0 : (t[0] | 32) == 'h';
+}
+
 static int is_get(const px_req *r, const char *path) {
   size_t n = strlen(path);
   const char *t = own_target(r);
@@ -313,17 +321,19 @@ static int is_get(const px_req *r, const char *path) {
 }
 
 static int is_report(const px_req *r) {
-  return is_get(r, "/__polite/report");
+  return maybe_own(r) && is_get(r, "/__polite/report");
 }
 
 static int is_metrics(const px_req *r) {
-  return strcmp(r->method, "GET") == 0 &&
+  return maybe_own(r) && strcmp(r->method, "GET") == 0 &&
          strcmp(own_target(r), "/__polite/metrics") == 0;
 }
 
 static int is_clock(const px_req *r) {
+  if (!r->s->cfg->test_clock || !maybe_own(r))
+    return 0;
   const char *t = own_target(r);
-  return r->s->cfg->test_clock && strcmp(r->method, "POST") == 0 &&
+  return strcmp(r->method, "POST") == 0 &&
          strncmp(t, "/__polite/clock", 15) == 0 &&
          (t[15] == '\0' || t[15] == '?');
 }
