@@ -91,6 +91,25 @@ uint64_t polite__fnv1a_more(uint64_t h, const void *s, size_t n) {
   return h;
 }
 
+uint64_t polite__hash_words(uint64_t seed, const void *s, size_t n) {
+  const unsigned char *p = s;
+  uint64_t h = seed ^ UINT64_C(0x9e3779b97f4a7c15) ^ n, w;
+  for (; n >= 8; p += 8, n -= 8) {
+    memcpy(&w, p, 8);
+    h = (h ^ w) * UINT64_C(0xff51afd7ed558ccd);
+    h ^= h >> 29;
+  }
+  w = 0;
+  memcpy(&w, p, n);
+  h ^= w;
+  h ^= h >> 33;
+  h *= UINT64_C(0xff51afd7ed558ccd);
+  h ^= h >> 33;
+  h *= UINT64_C(0xc4ceb9fe1a85ec53);
+  h ^= h >> 33;
+  return h;
+}
+
 int64_t polite__days_from_civil(int64_t y, int m, int d) {
   y -= m <= 2;
   int64_t era = (y >= 0 ? y : y - 399) / 400;

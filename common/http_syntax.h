@@ -60,6 +60,10 @@ const char *polite__ci_find(const char *hay, size_t n, const char *needle);
  * collision-resistant (never hash attacker keys into a table without a
  * size bound). */
 uint64_t polite__fnv1a(const void *s, size_t n);
+/* A 64-bit hash of s[0..n) from seed, eight bytes a step, then murmur3's
+ * finalizer (every output bit depends on every byte): for per-request keys,
+ * where FNV-1a's byte a step shows. Same caveat as FNV-1a: bound tables. */
+uint64_t polite__hash_words(uint64_t seed, const void *s, size_t n);
 /* Goes on hashing s[0..n) from the state h that an earlier
  * polite__fnv1a(_more) returned: fnv1a(a + b) == fnv1a_more(fnv1a(a), b).
  * For salted keys without copying them. */

@@ -17,12 +17,6 @@ static void iso_time(char *buf, size_t size, int64_t ms) {
   snprintf(buf + n, size - n, ".%03dZ", (int)(ms % 1000));
 }
 
-static void headers_free(struct evkeyvalq *h) {
-  if (h) {
-    evhttp_clear_headers(h);
-    free(h);
-  }
-}
 
 void polite__px_req_free(px_req *r) {
   if (r->x) /* never left in flight: its callbacks would find r gone */
@@ -31,7 +25,7 @@ void polite__px_req_free(px_req *r) {
     event_free(r->timer);
   if (r->body)
     evbuffer_free(r->body);
-  headers_free(r->out);
+  evhttp_clear_headers(r->out);
   polite__net_req_free(r->nr);
   free(r->url);
   free(r->raw_url);

@@ -57,7 +57,8 @@ typedef struct {
   px_server *s;
   net_req *nr;           /* the client's side (owned): head, body, answer */
   struct evkeyvalq *in;  /* request headers (nr's) */
-  struct evkeyvalq *out; /* response headers being prepared (owned) */
+  struct evkeyvalq *out; /* response headers being prepared: out_fields */
+  struct evkeyvalq out_fields;
   const char *h_host;    /* Host, Authorization and User-Agent (values in */
   const char *h_auth;    /* nr, NULL when absent), looked up once by */
   const char *h_ua;      /* describe for the key and the decision */

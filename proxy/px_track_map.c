@@ -3,30 +3,16 @@
  * its bound lets go of the entry used longest ago (LRU). */
 #include "px_track_int.h"
 
+#include "http_syntax.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 /* The key's hash, eight bytes a step (FNV-1a's byte a step was a tenth of
- * the proxy's work on a request: five lookups of "METHOD URL"-long keys),
- * then murmur3's finalizer so that the low bits the buckets use depend on
- * every byte. Not collision-resistant: every table has a bound (LRU). */
+ * the proxy's work on a request: five lookups of "METHOD URL"-long keys).
+ * Not collision-resistant: every table has a bound (LRU). */
 static uint64_t hash_str(const char *s) {
-  size_t n = strlen(s);
-  uint64_t h = UINT64_C(0x9e3779b97f4a7c15) ^ n, w;
-  for (; n >= 8; s += 8, n -= 8) {
-    memcpy(&w, s, 8);
-    h = (h ^ w) * UINT64_C(0xff51afd7ed558ccd);
-    h ^= h >> 29;
-  }
-  w = 0;
-  memcpy(&w, s, n);
-  h ^= w;
-  h ^= h >> 33;
-  h *= UINT64_C(0xff51afd7ed558ccd);
-  h ^= h >> 33;
-  h *= UINT64_C(0xc4ceb9fe1a85ec53);
-  h ^= h >> 33;
-  return h;
+  return polite__hash_words(0, s, strlen(s));
 }
 
 static map_ent *find(const map *m, const char *key, uint64_t h) {

@@ -73,6 +73,30 @@ static void fnv(void **state) {
               UINT64_C(0x85944171f73967e8));
 }
 
+/* polite__hash_words: the same bytes and seed give the same hash; a byte
+ * anywhere (in a whole word, in the tail, past the tail), the length or the
+ * seed changes it; every low bit (what the tables' buckets use) moves. */
+static void hash_words(void **state) {
+  (void)state;
+  const char *key = "GET http://127.0.0.1:8080/v1/items?limit=10";
+  size_t n = strlen(key);
+  uint64_t h = polite__hash_words(0, key, n);
+  assert_true(h == polite__hash_words(0, key, n));
+  assert_true(h != polite__hash_words(1, key, n));
+  assert_true(h != polite__hash_words(0, key, n - 1));
+  assert_true(polite__hash_words(0, "", 0) != polite__hash_words(0, "a", 1));
+  char copy[64];
+  uint64_t low = 0;
+  for (size_t i = 0; i < n; i++) {
+    memcpy(copy, key, n + 1);
+    copy[i] ^= 1;
+    uint64_t g = polite__hash_words(0, copy, n);
+    assert_true(g != h);
+    low |= (g ^ h) & 0xff;
+  }
+  assert_true(low == 0xff);
+}
+
 static void civil_dates(void **state) {
   (void)state;
   assert_int_equal(polite__days_from_civil(1970, 1, 1), 0);
@@ -116,7 +140,8 @@ static void read_file(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(tokens),    cmocka_unit_test(ows_and_case),
-      cmocka_unit_test(fnv),       cmocka_unit_test(civil_dates),
+      cmocka_unit_test(fnv),       cmocka_unit_test(hash_words),
+      cmocka_unit_test(civil_dates),
       cmocka_unit_test(read_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
