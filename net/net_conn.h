@@ -45,6 +45,7 @@ struct net_conn {
    * still writes. */
   struct event *rev;
   int rev_full; /* rev paused: bev's input is at its high watermark */
+  int rev_big;  /* the last read was large: the next reads into the input */
   char peer[64];
   char id[80]; /* "ADDR:PORT" */
   cstate state;

@@ -96,7 +96,8 @@ void polite__net_request_head(struct evbuffer *out, const net_req_line *rl) {
   if (rl->extra_name)
     polite__net_wbuf_field(&w, rl->extra_name, rl->extra_value);
   char line[NET_VIA_LINE_MAX];
-  polite__net_wbuf_put(&w, line, polite__net_via_line(line, via, rl->minor));
+  size_t vl = polite__net_via_line(line, via, rl->minor); /* before the put */
+  polite__net_wbuf_put(&w, line, vl);
   if (rl->length >= 0) {
     polite__net_wbuf_put(&w, "Content-Length: ", 16);
     polite__net_wbuf_uint(&w, (uint64_t)rl->length);
