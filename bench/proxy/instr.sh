@@ -23,54 +23,13 @@ done
 # shellcheck source=bench/proxy/procs.sh
 . "$(dirname "$0")/procs.sh"
 
-cat >"$tmp/client.py" <<'PY'
-import http.client, sys, threading
-host, port = sys.argv[1].rsplit(":", 1)
-n, t = int(sys.argv[2]), int(sys.argv[3])
-hdrs = {"User-Agent": "bench/1", "Accept": "application/json", "Authorization": "Bearer sk-bench"}
-failed = []
-def run():
-    try:
-        c = http.client.HTTPConnection(host, int(port))
-        for _ in range(n):
-            c.request("GET", "/v1/items?limit=10", headers=hdrs)
-            r = c.getresponse()
-            r.read()
-            if r.status != 200:
-                failed.append("status %d" % r.status)
-                return
-    except OSError as e:  # not listening yet: the caller tries again
-        failed.append(str(e))
-ts = [threading.Thread(target=run) for _ in range(t)]
-for x in ts: x.start()
-for x in ts: x.join()
-sys.exit(1 if failed else 0)
-PY
+# The client (procs.sh): 4 keep-alive threads, each with User-Agent, Accept and Authorization.
+write_client "$tmp/client.py"
 
-# nginx_conf DIR SERVERS: a one-process nginx configuration.
-nginx_conf() {
-  mkdir -p "$1"
-  cat >"$1/nginx.conf" <<CONF
-daemon off; master_process off; worker_processes 1; pid $1/nginx.pid; error_log $1/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off; keepalive_requests 1000000;
-  client_body_temp_path $1/b; proxy_temp_path $1/p; fastcgi_temp_path $1/f; uwsgi_temp_path $1/u; scgi_temp_path $1/s;
-$2
-}
-CONF
-}
-UP=$(free_port)
-nginx_conf "$tmp/up" "  server { listen 127.0.0.1:$UP;
-    location / { default_type application/json; return 200 '{\"ok\":true,\"data\":\"0123456789abcdef0123456789abcdef\"}'; } }"
-nginx -c "$tmp/up/nginx.conf" -p "$tmp/up" &
-pids+=($!)
+# The upstream nginx (started) and nginx proxy_pass's configuration in $tmp/ng (procs.sh); sets UP and NG.
+nginx_upstream_and_proxy
 
 # start_nginx OUT / start_polite BIN OUT: a proxy under callgrind; sets ADDR and PID.
-NG=$(free_port)
-nginx_conf "$tmp/ng" "  upstream backend { server 127.0.0.1:$UP; keepalive 128; keepalive_requests 1000000; }
-  server { listen 127.0.0.1:$NG;
-    location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
 start_nginx() {
   valgrind --tool=callgrind --callgrind-out-file="$1" nginx -c "$tmp/ng/nginx.conf" -p "$tmp/ng" 2>>"$tmp/err" &
   PID=$!
