@@ -662,13 +662,11 @@ static void add_fields(net_wbuf *w, const struct evkeyvalq *h,
   }
 }
 
-void polite__net_req_head_fwd(net_req *r, int status, const char *reason,
-                              const struct evkeyvalq *own,
-                              const struct evkeyvalq *fwd,
-                              int (*skip)(const char *name, size_t n,
-                                          void *arg),
-                              void *arg, const char *extra, int64_t length,
-                              int no_body, int flags) {
+void polite__net_req_head_fwd(
+    net_req *r, int status, const char *reason, const struct evkeyvalq *own,
+    const struct evkeyvalq *fwd,
+    int (*skip)(const char *name, size_t n, void *arg), void *arg,
+    const char *extra, int64_t length, int no_body, int flags) {
   net_conn *c = r->conn;
   if (c == NULL)
     return;

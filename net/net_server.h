@@ -131,15 +131,13 @@ void polite__net_req_head(net_req *rq, int status, const char *reason,
                           int no_body, int flags);
 /* The head of a forwarded answer without copying its fields: own (the
  * owner's, may be NULL), then the upstream's fwd but those skip(name,
- * strlen(name), arg) refuses (hop-by-hop fields), then extra, raw lines ("Via: 1.1
- * polite\r\n", may be NULL); framing as polite__net_req_head. */
-void polite__net_req_head_fwd(net_req *rq, int status, const char *reason,
-                              const struct evkeyvalq *own,
-                              const struct evkeyvalq *fwd,
-                              int (*skip)(const char *name, size_t n,
-                                          void *arg),
-                              void *arg, const char *extra, int64_t length,
-                              int no_body, int flags);
+ * strlen(name), arg) refuses (hop-by-hop fields), then extra, raw lines
+ * ("Via: 1.1 polite\r\n", may be NULL); framing as polite__net_req_head. */
+void polite__net_req_head_fwd(
+    net_req *rq, int status, const char *reason, const struct evkeyvalq *own,
+    const struct evkeyvalq *fwd,
+    int (*skip)(const char *name, size_t n, void *arg), void *arg,
+    const char *extra, int64_t length, int no_body, int flags);
 /* Body bytes (drained from data), framed as the head said. */
 void polite__net_req_body(net_req *rq, struct evbuffer *data);
 /* The end of the answer. ok = 0: the body was cut short; the connection is

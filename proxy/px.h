@@ -121,8 +121,9 @@ void polite__px_file_error(char *err, size_t errlen, const char *path,
 /* 1 when the header name carries a secret (Authorization, Cookie, ...). */
 int polite__px_secret_header(const char *name);
 
-/* A 64-bit hash of s seeded with salt (polite__hash_words), as 16 hex digits into out (>= 17 bytes). Used to
- * tell clients apart by their Authorization without storing it. */
+/* A 64-bit hash of s seeded with salt (polite__hash_words), as 16 hex digits
+ * into out (>= 17 bytes). Used to tell clients apart by their Authorization
+ * without storing it. */
 void polite__px_hash_hex(uint64_t salt, const char *s, char *out);
 
 /* ---- Configuration ------------------------------------------------------- */

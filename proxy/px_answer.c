@@ -17,7 +17,6 @@ static void iso_time(char *buf, size_t size, int64_t ms) {
   snprintf(buf + n, size - n, ".%03dZ", (int)(ms % 1000));
 }
 
-
 void polite__px_req_free(px_req *r) {
   if (r->x) /* never left in flight: its callbacks would find r gone */
     polite__net_up_cancel(r->x);

@@ -58,12 +58,12 @@ typedef struct {
   net_req *nr;           /* the client's side (owned): head, body, answer */
   struct evkeyvalq *in;  /* request headers (nr's) */
   struct evkeyvalq *out; /* response headers being prepared: out_fields */
-  struct evkeyvalq out_fields;
-  const char *h_host;    /* Host, Authorization and User-Agent (values in */
-  const char *h_auth;    /* nr, NULL when absent), looked up once by */
-  const char *h_ua;      /* describe for the key and the decision */
-  const char *target;    /* request-target as received (nr's) */
-  px_now now;            /* the clocks at the event being handled */
+  struct evkeyvalq out_fields; /* inside r, not a malloc of its own */
+  /* Host, Authorization and User-Agent (values in nr, NULL when absent),
+   * looked up once by describe for the key and the decision. */
+  const char *h_host, *h_auth, *h_ua;
+  const char *target; /* request-target as received (nr's) */
+  px_now now;         /* the clocks at the event being handled */
   char method[16];
   char *url;           /* absolute URL, secrets redacted: logs, keys, report */
   char *raw_url;       /* absolute URL as requested: rule matching only */

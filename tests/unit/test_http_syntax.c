@@ -139,10 +139,9 @@ static void read_file(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(tokens),    cmocka_unit_test(ows_and_case),
-      cmocka_unit_test(fnv),       cmocka_unit_test(hash_words),
-      cmocka_unit_test(civil_dates),
-      cmocka_unit_test(read_file),
+      cmocka_unit_test(tokens),      cmocka_unit_test(ows_and_case),
+      cmocka_unit_test(fnv),         cmocka_unit_test(hash_words),
+      cmocka_unit_test(civil_dates), cmocka_unit_test(read_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
