@@ -412,3 +412,21 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
   follow(a, rate);
   publish(s, a, t);
 }
+
+/* See sched_internal.h. */
+int polite__sched_ask(polite__sched *s, job *j, int64_t at, unsigned cost,
+                      polite_gcra *next, const polite__now *now, int64_t *w,
+                      int *rc) {
+  *w = polite__sched_rate_check(s, j, at, cost, next, now);
+  *rc = POLITE_BUDGET_WAIT_RATE;
+  if (j->acct && j->rate)
+    j->acct->rate = j->rate; /* the queue's estimate paces by it */
+  if (*w == 0 && polite__sched_rate_full(s, j, now->mono_us))
+    return POLITE__ASK_FULL;
+  if (*w != 0)
+    return POLITE__ASK_LEARNED;
+  *rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, w);
+  if (*rc >= 0)
+    polite__sched_rate_admitted(s, j, now);
+  return POLITE__ASK_BUDGET;
+}
