@@ -294,9 +294,20 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
       *hi = dmax(dmin(*hi, own), OWN_CAP_MIN * *hi);
   } else {
     int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
-    *hi = polite__rc_admitted_sending(
-        c, imax(c->cut_from_us - short_w, c->pause_start_us), now_us,
-        MIN_SAMPLES);
+    int64_t since = imax(c->cut_from_us - short_w, c->pause_start_us);
+    *hi = polite__rc_admitted_sending(c, since, now_us, MIN_SAMPLES);
+    /* In slow start a participant of a shared budget that the others
+     * outran may have too few answers in the short window: it widens back
+     * to the latest MIN_SAMPLES of them (the rates they were started at
+     * are slow start's latest), never to the long window's average, which
+     * is the ramp from the first estimate (two processes against nginx's
+     * 20/s landed at 6.9/s and held it 20 s: 2.9-4.0 x the floor). */
+    if (*hi <= 0 && c->cut_in_ss) {
+      int64_t a =
+          polite__rc_nth_answer_start(c, c->cut_from_us, MIN_SAMPLES);
+      if (a >= c->pause_start_us && a < since)
+        *hi = polite__rc_admitted_sending(c, a, now_us, MIN_SAMPLES);
+    }
   }
   /* A relapse's window reaches back over the previous cut's landing, a
    * lower rate than the one that tripped: a lower bound, not the limit. */

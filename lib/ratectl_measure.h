@@ -47,6 +47,10 @@ double polite__rc_admitted(const polite_ratectl *c, int64_t from, int64_t to,
  * `need` answers tell. */
 double polite__rc_admitted_sending(const polite_ratectl *c, int64_t from,
                                    int64_t to, unsigned need);
+/* The start of the n-th latest answered request started at or before
+ * `at`; INT64_MIN when fewer than n were (at when n is 0). */
+int64_t polite__rc_nth_answer_start(const polite_ratectl *c, int64_t at,
+                                    unsigned n);
 /* The concurrency signature of the answers of the requests started in
  * [from, to]: with `need` admitted and `refused` refused, every refused one
  * started with more in flight than every admitted one, the least count a
