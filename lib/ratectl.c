@@ -353,9 +353,18 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
    * to half the upper estimate instead, a gateway against nginx's 40/s fell
    * from 44 to 18/s and held 24/s (1.87 x the floor, bench/gateway); a 429 of
    * arrival jitter at 0.92 x the limit did the same (--net loaded). */
-  if (c->relapse && c->ss_landed > 0 && !refine &&
-      polite__rc_rate_at_start(c, c->cut_from_us) > PUBLISH_STEP * c->ss_landed)
-    lo = dmax(lo, c->ss_landed);
+  if (!refine)
+    c->lo_floor = c->relapse && c->ss_landed > 0 &&
+                          polite__rc_rate_at_start(c, c->cut_from_us) >
+                              PUBLISH_STEP * c->ss_landed
+                      ? c->ss_landed
+                      : 0;
+  /* ... and so do the refines of that relapse, by the answers in flight
+   * at it: they see the same window (with a 100 ms handler, a gateway's
+   * relapse against nginx's 40/s landed at 35/s, its refine took it to
+   * half the upper estimate and the budget paced it at 25/s for 20 s:
+   * 1.77 x the floor). */
+  lo = dmax(lo, c->lo_floor);
   lo = dmax(lo, c->cfg.min_per_s);
   if (clean || !(hi > lo))
     hi = lo;

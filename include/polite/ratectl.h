@@ -209,6 +209,8 @@ typedef struct {
   double upper;          /* the last cut's upper estimate of the limit */
   double ss_landed;      /* where the last cut landed when it ended slow
                             start (0: it did not) */
+  double lo_floor;       /* the lower estimate the relapse floor gave the
+                            last cut (its refines keep it), or 0 */
   int64_t prev_cut_us;   /* the cut before the last one (0: none) */
   int64_t chain_from_us; /* the throttled start of the first cut of the
                             last series of relapses */

@@ -323,8 +323,10 @@ static void account_count_learns_a_shared_cap(void **state) {
  * the limit at once: the first relapse lands near slow start's cut, which
  * held, not at half the upper estimate (a gateway fell from 44 to 18/s
  * and held 24/s against nginx's 40/s). */
-static void relapse_after_slow_start_keeps_its_landing(void **state) {
-  (void)state;
+/* The flow of the two tests below: late, the answers of the requests in
+ * flight at the relapse come after its 429 (a 100 ms handler, a 429 at
+ * once), and refine it. */
+static void relapse_flow(int late) {
   polite_ratectl c;
   polite_ratectl_init(&c, NULL, 0);
   int64_t t = 0, pending[64];
@@ -358,20 +360,42 @@ static void relapse_after_slow_start_keeps_its_landing(void **state) {
   double refined = polite_ratectl_rate(&c, resume);
   /* The raised rate trips the limit at once after the pause. */
   t = resume;
+  int64_t flying[4];
   for (int i = 0; i < 4; i++, t += (int64_t)(1e6 / refined)) {
     polite_ratectl_on_start(&c, t);
+    flying[i] = t;
     polite_ratectl_response ok = answer(t, t + 100 * MS, 200, -1);
-    polite_ratectl_on_response(&c, &ok);
+    if (!late)
+      polite_ratectl_on_response(&c, &ok);
   }
   polite_ratectl_on_start(&c, t);
   no = answer(t, t + MS, 429, SEC);
   assert_int_equal(polite_ratectl_on_response(&c, &no), POLITE_CUT_THROTTLE);
+  for (int i = 0; late && i < 4; i++) {
+    polite_ratectl_response ok = answer(flying[i], t + 50 * MS, 200, -1);
+    polite_ratectl_on_response(&c, &ok);
+  }
   double relapsed = polite_ratectl_rate(&c, t + MS + SEC);
-  printf("# slow start's cut %.1f/s, refined to %.1f/s, relapse to %.1f/s\n",
-         landed, refined, relapsed);
+  printf("# slow start's cut %.1f/s, refined to %.1f/s, relapse to %.1f/s%s\n",
+         landed, refined, relapsed, late ? " (refined by late answers)" : "");
   assert_true(refined > landed);
   assert_true(relapsed >= 0.9 * landed);
   assert_true(relapsed < refined);
+}
+
+static void relapse_after_slow_start_keeps_its_landing(void **state) {
+  (void)state;
+  relapse_flow(0);
+}
+
+/* The same relapse refined by the answers in flight at it: the refine
+ * keeps the landing too. Without it a gateway against nginx's 40/s was
+ * refined from its landing at 35/s to half the upper estimate, the budget
+ * paced it at 25/s for 20 s, and only the report said 35/s (1.77 x the
+ * floor, bench/gateway). */
+static void relapse_refined_keeps_its_landing(void **state) {
+  (void)state;
+  relapse_flow(1);
 }
 
 /* One of two participants of a shared budget in slow start against nginx's
@@ -415,6 +439,7 @@ int main(void) {
       cmocka_unit_test(jitter_under_headers_widens_the_margin),
       cmocka_unit_test(account_count_learns_a_shared_cap),
       cmocka_unit_test(relapse_after_slow_start_keeps_its_landing),
+      cmocka_unit_test(relapse_refined_keeps_its_landing),
       cmocka_unit_test(sparse_slow_start_cut_is_not_the_ramp),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
