@@ -20,6 +20,7 @@
 /* A probe is reported once the rate grew this much since the last report
  * (so the log gets a few lines per doubling, not one per admission). */
 #define PROBE_REPORT_STEP 1.10
+#define REFINE_STEP 1.02 /* a refine lower by more than 2% is reported */
 /* The host reported for the hosts beyond max_host_rates. */
 #define OTHER_HOSTS "*"
 
@@ -408,6 +409,13 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
   } else if (has && plan.rate_per_s > 0 &&
              fabs(rate - a->reported_rate) > a->reported_rate * 0.02) {
     report(s, a, rate, POLITE_CUT_NONE, "headers", plan.why, now->wall_ms);
+  } else if (a->reported_rate > 0 && rate < a->reported_rate / REFINE_STEP) {
+    /* The last cut's estimate refined lower by the answers of requests in
+     * flight at it: reported, or the log says a rate the run does not
+     * keep (35/s said while the budget paced 25/s for 20 s). */
+    report(s, a, rate, POLITE_CUT_NONE, "refine",
+           "answers of requests in flight at the cut lowered the estimate",
+           now->wall_ms);
   }
   follow(a, rate);
   publish(s, a, t);
