@@ -303,8 +303,7 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
      * is the ramp from the first estimate (two processes against nginx's
      * 20/s landed at 6.9/s and held it 20 s: 2.9-4.0 x the floor). */
     if (*hi <= 0 && c->cut_in_ss) {
-      int64_t a =
-          polite__rc_nth_answer_start(c, c->cut_from_us, MIN_SAMPLES);
+      int64_t a = polite__rc_nth_answer_start(c, c->cut_from_us, MIN_SAMPLES);
       if (a >= c->pause_start_us && a < since)
         *hi = polite__rc_admitted_sending(c, a, now_us, MIN_SAMPLES);
     }
