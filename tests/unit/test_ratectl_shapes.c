@@ -204,6 +204,17 @@ static void stated_10_per_s(polite_headers *h) {
     polite_headers_feed_line(h, lines[i], strlen(lines[i]));
 }
 
+/* One start at t under the plan h states, answered 200 100 ms later with
+ * the plan the answer's headers make. */
+static void start_under_plan(polite_ratectl *c, const polite_headers *h,
+                             int64_t t) {
+  polite_rate_plan p;
+  polite_rate_plan_headers(h, t + 100 * MS, &p);
+  polite_ratectl_on_start(c, t);
+  polite_ratectl_response ok = {t + 100 * MS, t, 200, -1, &p};
+  polite_ratectl_on_response(c, &ok);
+}
+
 /* Fresh headers plan 9.8/s; a 429 (a start that reached a limiter with no
  * tolerance a little early) holds 5% below the plan, and so does a second
  * one soon after: it is not a relapse of an estimate, the server stated
@@ -217,13 +228,8 @@ static void second_429_under_headers(void **state) {
   polite_ratectl_init(&c, NULL, 0);
   int64_t t = SEC;
   for (int round = 0; round < 2; round++) {
-    for (int i = 0; i < 10; i++, t += 100 * MS) {
-      polite_rate_plan p;
-      polite_rate_plan_headers(&h, t + 100 * MS, &p);
-      polite_ratectl_on_start(&c, t);
-      polite_ratectl_response ok = {t + 100 * MS, t, 200, -1, &p};
-      polite_ratectl_on_response(&c, &ok);
-    }
+    for (int i = 0; i < 10; i++, t += 100 * MS)
+      start_under_plan(&c, &h, t);
     polite_ratectl_on_start(&c, t);
     polite_ratectl_response no = answer(t, t + MS, 429, SEC);
     assert_int_equal(polite_ratectl_on_response(&c, &no), POLITE_CUT_THROTTLE);
@@ -251,11 +257,7 @@ static void jitter_under_headers_widens_the_margin(void **state) {
   for (int round = 0; round < 6; round++) {
     int64_t end = round < 5 ? t + SEC : t + 300 * SEC; /* then 5 quiet min */
     while (t < end) {
-      polite_rate_plan p;
-      polite_rate_plan_headers(&h, t + 100 * MS, &p);
-      polite_ratectl_on_start(&c, t);
-      polite_ratectl_response ok = {t + 100 * MS, t, 200, -1, &p};
-      polite_ratectl_on_response(&c, &ok);
+      start_under_plan(&c, &h, t);
       t += (int64_t)(1e6 / polite_ratectl_rate(&c, t));
     }
     r[round] = polite_ratectl_rate(&c, t);
