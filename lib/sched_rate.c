@@ -409,7 +409,8 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
   } else if (has && plan.rate_per_s > 0 &&
              fabs(rate - a->reported_rate) > a->reported_rate * 0.02) {
     report(s, a, rate, POLITE_CUT_NONE, "headers", plan.why, now->wall_ms);
-  } else if (a->reported_rate > 0 && rate < a->reported_rate / REFINE_STEP) {
+  } else if (a->rc.phase == POLITE_RC_PROBE && a->rc.pending_cut &&
+             a->reported_rate > 0 && rate < a->reported_rate / REFINE_STEP) {
     /* The last cut's estimate refined lower by the answers of requests in
      * flight at it: reported, or the log says a rate the run does not
      * keep (35/s said while the budget paced 25/s for 20 s). */
