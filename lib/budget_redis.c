@@ -9,6 +9,7 @@
 #include <hiredis/hiredis.h>
 
 #include <ctype.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +30,12 @@ typedef struct pause_memo {
   char *key;
   int64_t until_us;
   polite_shared_rate sr; /* as the last admission returned it */
-  unsigned owed; /* slots released while the server could not be reached:
-                    given back at the next call that reaches it, so that
-                    a lease renewed by the heartbeat does not keep them */
+  unsigned owed;   /* slots released while the server could not be reached:
+                      given back at the next call that reaches it, so that
+                      a lease renewed by the heartbeat does not keep them */
+  unsigned in_use; /* the account's slots after the last admission with
+                      one (polite_budget_in_use) */
+  unsigned cap;    /* the in-flight cap this participant last stored */
 } pause_memo;
 
 typedef struct {
@@ -460,6 +464,11 @@ static int redis_acquire(polite_budget *b, const char *key, int64_t now_us,
   long long st = sc.st, val = sc.val;
   if (rc == 0) {
     memo_pause(rb, key, st == POLITE_BUDGET_WAIT_PAUSE ? now_us + val : 0, &sc);
+    pause_memo *m = st == POLITE_BUDGET_ADMITTED && slots > 0 && val > 0
+                        ? memo_of(rb, key)
+                        : NULL;
+    if (m != NULL)
+      m->in_use = val > UINT_MAX ? UINT_MAX : (unsigned)val;
     if (st == POLITE_BUDGET_WAIT_SLOT &&
         (val <= 0 || val > POLITE__BUDGET_SLOT_POLL_US))
       val = POLITE__BUDGET_SLOT_POLL_US;
@@ -626,19 +635,38 @@ static int redis_clear(polite_budget *b, const char *key, int64_t now_us) {
   return rc;
 }
 
+/* Stores the learned in-flight cap in the account's rate hash, where every
+ * participant's admission reads it (one round trip, only when this
+ * participant's cap changes: the scheduler gives it no more often). A
+ * failure is left for the next admission to report, as a missed cap at
+ * worst lets the account use its configured concurrency. */
+static void redis_set_slot_cap(polite_budget *b, const char *key,
+                               unsigned cap) {
+  redis_budget *rb = (redis_budget *)b;
+  script_call sc = {.op = "cap", .slots = cap};
+  pthread_mutex_lock(&rb->mu);
+  pause_memo *m = memo_of(rb, key);
+  if ((m == NULL || m->cap != cap) &&
+      run_script(rb, key, polite_mono_us(), &sc) == 0 && m != NULL)
+    m->cap = cap;
+  pthread_mutex_unlock(&rb->mu);
+}
+
+/* The account's slots in use after this participant's last admission with
+ * a slot, as that admission's reply counted them (no round trip). */
+static unsigned redis_in_use(polite_budget *b, const char *key) {
+  redis_budget *rb = (redis_budget *)b;
+  pthread_mutex_lock(&rb->mu);
+  pause_memo *m = memo_of(rb, key);
+  unsigned n = m != NULL ? m->in_use : 0;
+  pthread_mutex_unlock(&rb->mu);
+  return n;
+}
+
 static const polite_budget_vtable redis_vt = {
-    "redis",
-    redis_acquire,
-    redis_release,
-    redis_pause_until,
-    redis_paused_for,
-    redis_close,
-    redis_publish_rate,
-    redis_shared_rate,
-    redis_inspect,
-    redis_clear,
-    NULL /* set_slot_cap */,
-    NULL /* in_use: the learned in-flight cap is not shared over Redis */};
+    "redis",          redis_acquire, redis_release,      redis_pause_until,
+    redis_paused_for, redis_close,   redis_publish_rate, redis_shared_rate,
+    redis_inspect,    redis_clear,   redis_set_slot_cap, redis_in_use};
 
 /* Parses redis://[[USER]:PASSWORD@]HOST[:PORT]/NAME[?lease=D&timeout=D]
  * into rb. Messages name the URI with the password masked. */

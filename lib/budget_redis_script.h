@@ -7,14 +7,19 @@
 /* The one script. KEYS: tat, pause, leases (zset owner -> expiry), units
  * (hash owner -> slots held; the key keeps its name from before rate units
  * and slots were separate, so running fleets keep their slots), rate (hash:
- * r the learned rate, l its limit, g its generation). ARGV: op,
+ * r the learned rate, l its limit, g its generation, c the learned
+ * in-flight cap, absent when none). ARGV: op,
  * owner, lease_us, interval_us, tau_us, concurrency, units (rate units to
  * charge), slots (slots to take, or to give back for "rel"), pause_us,
  * burst, then for "rate": rate, limit, generation, is_cut. The admission
  * paces at the learned rate when one is stored (capped by interval_us when
  * that is > 0) and returns it: the learned rate costs no round trip.
- * "rate" publishes (polite_shared_rate_merge's rule), "clear" removes the
- * pause and the learned rate, "show" adds the holders.
+ * "rate" publishes (polite_shared_rate_merge's rule), "cap" stores the
+ * in-flight cap given as slots (0 removes it), "clear" removes the pause,
+ * the learned rate and the cap, "show" adds the holders. While a cap is
+ * stored every participant's admission holds the account's slots in use
+ * to min(concurrency, cap), and an admission with a slot returns the
+ * account's slots in use after it (polite_budget_in_use).
  * "acq" with units 0 and slots 0 takes nothing and only renews this
  * owner's lease (and reports the pause). Times are microseconds of Redis TIME
  * (doubles: exact up to 2^53 us, the TAT keeps a fraction for rates like
@@ -88,8 +93,15 @@ static const char SCRIPT[] =
     "  redis.call('PEXPIRE', KEYS[5], 86400000)\n"
     "  return ret(changed, 0)\n"
     "end\n"
+    "if op == 'cap' then\n"
+    "  if slots > 0 then redis.call('HSET', KEYS[5], 'c', slots)\n"
+    "  else redis.call('HDEL', KEYS[5], 'c') end\n"
+    "  redis.call('PEXPIRE', KEYS[5], 86400000)\n"
+    "  return {0, 0}\n"
+    "end\n"
     "if op == 'clear' then\n"
     "  redis.call('DEL', KEYS[2])\n"
+    "  redis.call('HDEL', KEYS[5], 'c')\n"
     "  local tat = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
     "  if tat > now then redis.call('SET', KEYS[1], fmt(now), 'PX', 1000) end\n"
     "  local g = tonumber(redis.call('HGET', KEYS[5], 'g') or '0')\n"
@@ -129,13 +141,15 @@ static const char SCRIPT[] =
     "  return {0, math.ceil(u - now)}\n"
     "end\n"
     "if now < p then return ret(2, math.ceil(p - now)) end\n"
+    "local used = 0\n"
     "if conc > 0 and slots > 0 then\n"
+    "  local cap = tonumber(redis.call('HGET', KEYS[5], 'c') or '0')\n"
+    "  if cap > 0 and cap < conc then conc = cap end\n"
     "  local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)\n"
     "  for _, o in ipairs(gone) do redis.call('HDEL', KEYS[4], o) end\n"
     "  if #gone > 0 then\n"
     "    redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)\n"
     "  end\n"
-    "  local used = 0\n"
     "  for _, v in ipairs(redis.call('HVALS', KEYS[4])) do\n"
     "    used = used + tonumber(v)\n"
     "  end\n"
@@ -162,6 +176,7 @@ static const char SCRIPT[] =
     "  redis.call('HINCRBY', KEYS[4], owner, slots)\n"
     "  redis.call('ZADD', KEYS[3], fmt(now + lease), owner)\n"
     "  keep_leases()\n"
+    "  return ret(0, used + slots)\n"
     "end\n"
     "return ret(0, 0)\n";
 

@@ -2,12 +2,10 @@
  * (pure: no clock, no I/O). The rules are in docs/decisions.md. */
 #include <polite/ratectl.h>
 
-#include <limits.h>
 #include <math.h>
 #include <string.h>
 
 #include "ratectl_measure.h"
-#include "rateplan.h"
 
 #define SS_DOUBLE_US 250000.0 /* slow start doubles every 250 ms */
 #define SS_MAX_US 30000000.0  /* ... for at most 30 s (no overflow) */
@@ -62,7 +60,6 @@
  * request's rate. With 2, two processes against nginx halved to 20/s held
  * 14/s for 25 s (0.7 x the limit; 1.44 x the floor on the fake clock). */
 #define MIN_SAMPLES 3
-#define HEADER_FRESH_US 5000000 /* a plan rules this long after its answer */
 /* The concurrency signature is read over this window of starts; the cap is
  * held this long before one more in flight is tried; and under a cap the
  * rate is at least this many times cap / latency. */
@@ -77,8 +74,12 @@
 #define CAP_WINDOW_US 2000000
 #define CAP_HOLD_US 20000000
 #define CAP_HEADROOM 1.25
+/* The jitter margin under a stated rate (see header_cap). */
+#define JITTER_FIRST 0.03
+#define JITTER_MAX 0.15
+#define JITTER_HALF_US 60000000.0
 #define LATENCY_ALPHA 0.2
-#define PUBLISH_STEP 1.02
+#define PUBLISH_STEP POLITE__RC_PUBLISH_STEP
 #define PUBLISH_MIN_US 100000
 
 static double dmin(double a, double b) {
@@ -133,6 +134,21 @@ static double probe_curve(const polite_ratectl *c, double y) {
   return c->plateau * (1 + PROBE_LINEAR * x + PROBE_CUBIC * x * x * x);
 }
 
+/* The rate the server's headers state, less the jitter margin. A limiter
+ * with no tolerance (polite proxy --burst 1, nginx burst=1) refuses a
+ * start that reaches it a few ms early, and a loaded client's starts do:
+ * at the planned 9.8 of 10/s, two starts sent 102 ms apart arrive 97 ms
+ * apart after a connect or a scheduler stall. Each 429 under a fresh plan
+ * is such a start (the server said its rate, and the rate was below it),
+ * so each one widens the margin, from 3% doubling up to 15%; the margin
+ * halves every minute, so a burst of load costs a few minutes at most. */
+static double header_cap(const polite_ratectl *c, int64_t now_us) {
+  double m = c->jitter;
+  if (m > 0 && now_us > c->jitter_us)
+    m *= exp2(-(double)(now_us - c->jitter_us) / JITTER_HALF_US);
+  return c->header_rate * (1 - m);
+}
+
 /* The rate before the caps. */
 static double raw_rate(const polite_ratectl *c, int64_t now_us) {
   double r;
@@ -146,14 +162,14 @@ static double raw_rate(const polite_ratectl *c, int64_t now_us) {
     double y = (double)(now_us - c->header_until_us) / 1e6;
     r = c->header_rate * (1 + CUBIC_C * y * y * y);
   } else if (c->phase == POLITE_RC_HEADERS) {
-    r = c->header_rate;
+    r = header_cap(c, now_us);
   } else {
     /* Before the server's wait is over the curve stands still. */
     int64_t t = imax(now_us, c->pause_end_us);
     r = probe_curve(c, (double)(t - c->epoch_us) / 1e6);
   }
   if (fresh)
-    r = dmin(r, c->header_rate);
+    r = dmin(r, header_cap(c, now_us));
   return r;
 }
 
@@ -228,8 +244,8 @@ static void aim(polite_ratectl *c, double limit, double plateau, double cut_to,
   c->phase = POLITE_RC_PROBE;
 }
 
-static void count_cut(polite_ratectl *c, polite_ratectl_cause why,
-                      int64_t now_us) {
+void polite__rc_count_cut(polite_ratectl *c, polite_ratectl_cause why,
+                          int64_t now_us) {
   c->cuts[why]++;
   c->last_cause = why;
   if (why != POLITE_CUT_HEADERS) /* headers never hide a throttle */
@@ -278,9 +294,19 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
       *hi = dmax(dmin(*hi, own), OWN_CAP_MIN * *hi);
   } else {
     int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
-    *hi = polite__rc_admitted_sending(
-        c, imax(c->cut_from_us - short_w, c->pause_start_us), now_us,
-        MIN_SAMPLES);
+    int64_t since = imax(c->cut_from_us - short_w, c->pause_start_us);
+    *hi = polite__rc_admitted_sending(c, since, now_us, MIN_SAMPLES);
+    /* In slow start a participant of a shared budget that the others
+     * outran may have too few answers in the short window: it widens back
+     * to the latest MIN_SAMPLES of them (the rates they were started at
+     * are slow start's latest), never to the long window's average, which
+     * is the ramp from the first estimate (two processes against nginx's
+     * 20/s landed at 6.9/s and held it 20 s: 2.9-4.0 x the floor). */
+    if (*hi <= 0 && c->cut_in_ss) {
+      int64_t a = polite__rc_nth_answer_start(c, c->cut_from_us, MIN_SAMPLES);
+      if (a >= c->pause_start_us && a < since)
+        *hi = polite__rc_admitted_sending(c, a, now_us, MIN_SAMPLES);
+    }
   }
   /* A relapse's window reaches back over the previous cut's landing, a
    * lower rate than the one that tripped: a lower bound, not the limit. */
@@ -318,6 +344,26 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
    * TCP's multiplicative decrease. */
   if (!clean && hi > 0)
     lo = dmax(lo, LO_FLOOR * hi);
+  /* The first relapse after slow start's cut lands no lower than that cut
+   * did: what raised the rate since (a refine from the answers in flight,
+   * which a burst or a caller sending less than the rate allowed
+   * inflates) was wrong, not the landing, which held (when the rate did
+   * not rise since, the landing itself tripped: the usual relapse). Taken back
+   * to half the upper estimate instead, a gateway against nginx's 40/s fell
+   * from 44 to 18/s and held 24/s (1.87 x the floor, bench/gateway); a 429 of
+   * arrival jitter at 0.92 x the limit did the same (--net loaded). */
+  if (!refine)
+    c->lo_floor = c->relapse && c->ss_landed > 0 &&
+                          polite__rc_rate_at_start(c, c->cut_from_us) >
+                              PUBLISH_STEP * c->ss_landed
+                      ? c->ss_landed
+                      : 0;
+  /* ... and so do the refines of that relapse, by the answers in flight
+   * at it: they see the same window (with a 100 ms handler, a gateway's
+   * relapse against nginx's 40/s landed at 35/s, its refine took it to
+   * half the upper estimate and the budget paced it at 25/s for 20 s:
+   * 1.77 x the floor). */
+  lo = dmax(lo, c->lo_floor);
   lo = dmax(lo, c->cfg.min_per_s);
   if (clean || !(hi > lo))
     hi = lo;
@@ -338,6 +384,8 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
                          leaky bucket, and a relapse corrects the rest */
   cut_to = dmax(c->cfg.min_per_s, dmin(cut_to, plateau));
   c->upper = hi;
+  if (!refine)
+    c->ss_landed = c->cut_in_ss ? cut_to : 0;
   /* Each confirmation of the limit doubles the hold: a probe that finds
    * it again costs a server pause, so the hold is at least HOLD_PAUSES of
    * them, however long they are. */
@@ -364,6 +412,13 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
    * the rate): taken for a relapse, the second such 429 cut two processes
    * against polite proxy 10/s to 5.7/s (1.5 x the floor). */
   c->cut_in_headers = c->header_rate > 0 && now_us < c->header_until_us;
+  if (c->cut_in_headers) {
+    double m = 1 - header_cap(c, now_us) / c->header_rate; /* decayed */
+    c->jitter = dmin(JITTER_MAX, m > 0 ? 2 * m : JITTER_FIRST);
+    if (c->jitter < JITTER_FIRST)
+      c->jitter = JITTER_FIRST;
+    c->jitter_us = now_us;
+  }
   c->steady_base = c->steady;
   /* A cut on the climb to the previous one's plateau, or soon after
    * reaching it: that one landed (or aimed) above the limit. */
@@ -378,137 +433,7 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
   c->last_cut_us = now_us; /* the pause since, for the hold */
   aim_measured(c, now_us, 0);
   c->pending_cut = 1;
-  count_cut(c, why, now_us);
-}
-
-/* ---- The server's window, as the answers place it
- *
- * Servers state the reset in whole seconds, rounded up (express-rate-limit,
- * X-RateLimit-Reset as an epoch second): one answer's reset t is up to a
- * second late, and spreading over it wastes up to 1 / w of every window
- * (measured against express-rate-limit at 20 per 2 s: 1.36 x the floor).
- * The limiter computed t when the request arrived, just after it started,
- * so each answer says the window ends about started + t (now + t for a
- * reset sent as a time, which the client made a delta); the earliest of
- * those in one window is the sharpest (the first answer of a window
- * anchored at its first request gives it to the millisecond).
- *
- * Which answers are of one window: what remains only falls within a window
- * and jumps up at a new one, so an answer with more remaining than the last
- * one opens a new window (a refill of a token bucket or a sliding window
- * does too, which only forgets the sharper end). An answer whose request
- * started before the current window's first is of an earlier window: its
- * remaining and reset are ignored.
- *
- * Why this is safe: spreading what remains over a shorter time than the
- * truth can only send those r sooner, never more of them (what remains is
- * what the server accepts now), and the policy's average still caps the
- * rate. When the sharp end has passed but an answer of the same window
- * says some remain (the end was placed a few ms early: the request that
- * placed it arrived a little after it started), pacing at the policy's
- * average cannot exhaust a window anchored at the client's first request,
- * and its answers, less the requests in flight, stop it at r = 0. */
-
-/* Places one answer's pair in the window: returns -1 for an answer of an
- * earlier window (ignore it), else the time left to the window's end
- * (<= 0: the sharp end has passed), or INT64_MAX when the answers say
- * nothing sharper than this answer's own reset. */
-static int64_t window_left(polite_ratectl *c, int64_t now_us,
-                           int64_t started_us, const polite_rate_plan *p) {
-  if (p->remaining < 0 || p->reset_us <= 0)
-    return INT64_MAX;
-  if (c->win_end_us > 0 && started_us < c->win_start_us)
-    return -1;
-  int64_t end = (p->reset_absolute ? now_us : started_us) + p->reset_us;
-  if (c->win_end_us == 0 || p->remaining > c->win_remaining) {
-    c->win_start_us = started_us;
-    c->win_end_us = end;
-  } else if (end < c->win_end_us) {
-    c->win_end_us = end;
-  }
-  c->win_remaining = p->remaining;
-  int64_t left = c->win_end_us - now_us;
-  return left < p->reset_us ? left : INT64_MAX;
-}
-
-/* The rate of a SPREAD plan: what remains over the time left to the
- * window's end, capped by the policy's average (see above). */
-static double spread_rate(int64_t left, const polite_rate_plan *p) {
-  if (left == INT64_MAX)
-    return p->rate_per_s;
-  if (left <= 0)
-    return p->average_per_s > 0 ? p->average_per_s : p->rate_per_s;
-  double r = 1e6 / (double)polite__plan_interval_us((double)left,
-                                                    (double)p->remaining);
-  if (p->average_per_s > 0 && r > p->average_per_s)
-    r = p->average_per_s;
-  return r > p->rate_per_s ? r : p->rate_per_s;
-}
-
-/* The hold of a WAIT_RESET plan: the window's sharp end with the
- * planner's margin when it is ahead; none when it has passed (the answer
- * was about the window that just ended: its "reset 1" may mean 3 ms, and
- * waiting it out would idle a whole second; if the window is in fact still
- * open a few ms longer, the server's 429 and Retry-After say so); the
- * plan's own when the answers place no end. */
-static int64_t reset_hold(int64_t now_us, int64_t left,
-                          const polite_rate_plan *p) {
-  if (left == INT64_MAX)
-    return p->not_before_us;
-  if (left <= 0)
-    return 0;
-  int64_t sharp = now_us + polite__plan_interval_us((double)left, 1.0);
-  return sharp < p->not_before_us ? sharp : p->not_before_us;
-}
-
-/* A plan with a rate rules while answers keep bringing one; a lower rate
- * than the current one is a cut the other participants must follow. */
-static polite_ratectl_cause take_plan(polite_ratectl *c, int64_t now_us,
-                                      int64_t started_us,
-                                      const polite_rate_plan *p) {
-  polite_ratectl_cause made = POLITE_CUT_NONE;
-  int64_t left = INT64_MAX;
-  if (p->reason == POLITE_PLAN_SPREAD || p->reason == POLITE_PLAN_WAIT_RESET)
-    left = window_left(c, now_us, started_us, p);
-  if (left == -1)
-    return made; /* an answer of an earlier window */
-  double planned = p->reason == POLITE_PLAN_SPREAD && p->remaining > 0
-                       ? spread_rate(left, p)
-                       : p->rate_per_s;
-  if (planned > 0) {
-    /* A cut is of what the account is paced at: with a shared budget that
-     * is the budget's rate, which may be below this participant's own,
-     * not yet published one (its slow start above the first estimate). A
-     * plan above the budget's rate is a raise; published as a cut, the
-     * budget's merge would keep the lower rate and start a generation
-     * every participant then holds at (4/s for 30 s against 5/s). */
-    double cur = polite_ratectl_rate(c, now_us);
-    if (c->shared_seen > 0 && c->shared_seen < cur)
-      cur = c->shared_seen;
-    c->header_rate = planned;
-    c->header_until_us = now_us + HEADER_FRESH_US;
-    if (c->phase != POLITE_RC_PROBE)
-      c->phase = POLITE_RC_HEADERS;
-    if (planned < cur / PUBLISH_STEP) {
-      c->pending_cut = 1;
-      c->limit = planned;
-      count_cut(c, POLITE_CUT_HEADERS, now_us);
-      made = POLITE_CUT_HEADERS;
-      /* No hold: pacing at the lower rate from the last start already
-       * spreads what remains (its r-th start comes t after the last one,
-       * before the reset). A hold of one interval from the answer would
-       * add the answer's latency to every gap (at 100 ms latency and
-       * 10/s: one start every ~210 ms). */
-    }
-  }
-  if (p->reason == POLITE_PLAN_WAIT_RESET) {
-    /* Nothing remains: wait for the window's end, as sharp as the answers
-     * place it (a reset of "1" may mean 18 ms). */
-    c->hold_until_us = imax(c->hold_until_us, reset_hold(now_us, left, p));
-  } else if (p->reason == POLITE_PLAN_WAIT_SERVER) {
-    c->hold_until_us = imax(c->hold_until_us, p->not_before_us);
-  }
-  return made;
+  polite__rc_count_cut(c, why, now_us);
 }
 
 /* Remembers one answer (its start time and whether it got through) for
@@ -663,7 +588,7 @@ polite_ratectl_on_response(polite_ratectl *c,
   }
   polite_ratectl_cause made = POLITE_CUT_NONE;
   if (r->plan != NULL && !throttled)
-    made = take_plan(c, now, r->started_us, r->plan);
+    made = polite__rc_take_plan(c, now, r->started_us, r->plan);
   if (throttled && r->server_wait_us < 0)
     hold_streak(c, now, r->started_us);
   else if (r->status > 0 && !throttled)
@@ -740,7 +665,7 @@ void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
     c->published_us = now_us;
     c->pending_cut = 0;
     if (s->rate_per_s < cur)
-      count_cut(c, POLITE_CUT_SHARED, now_us);
+      polite__rc_count_cut(c, POLITE_CUT_SHARED, now_us);
   } else if (s->rate_per_s > cur * PUBLISH_STEP &&
              c->phase != POLITE_RC_HEADERS) {
     if (fabs(s->rate_per_s - c->published) > 1e-6 * s->rate_per_s)

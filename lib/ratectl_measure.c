@@ -153,6 +153,35 @@ double polite__rc_admitted_sending(const polite_ratectl *c, int64_t from,
   return n >= need ? (double)ok / n * (sum / n) : -1;
 }
 
+/* The start of the n-th latest answered request started at or before
+ * `at` (answers arrive out of start order: the n-th greatest); INT64_MIN
+ * when fewer than n were. */
+int64_t polite__rc_nth_answer_start(const polite_ratectl *c, int64_t at,
+                                    unsigned n) {
+  unsigned got = 0;
+  int64_t below = at;
+  while (got < n) {
+    int64_t found = INT64_MIN;
+    unsigned same = 0;
+    for (unsigned i = 0; i < c->ok_n; i++) {
+      int64_t s = c->ok_us[i];
+      if (s <= below && s > found) {
+        found = s;
+        same = 1;
+      } else if (s == found) {
+        same++;
+      }
+    }
+    if (found == INT64_MIN)
+      return INT64_MIN;
+    got += same;
+    if (got >= n)
+      return found;
+    below = found - 1;
+  }
+  return below;
+}
+
 /* The cap the answers of the requests started in [from, to] show, or 0:
  * `need` admitted and `refused` or more refused, and every refused
  * one started with more in flight than every admitted one: the least

@@ -7,6 +7,21 @@
 
 #include <polite/ratectl.h>
 
+/* A rate is published when it grew this much (ratectl.c), and a plan
+ * below the rate by as much is a cut (ratectl_window.c). */
+#define POLITE__RC_PUBLISH_STEP 1.02
+
+/* Counts a cut by its cause and its time (ratectl.c). */
+void polite__rc_count_cut(polite_ratectl *c, polite_ratectl_cause why,
+                          int64_t now_us);
+/* Takes an answer's plan, started at started_us, at now_us: the server's
+ * window as the answers place it, the rate it plans while fresh, a lower
+ * one a cut the others follow, and the holds its waits ask for
+ * (ratectl_window.c). Returns the cut made, if any. */
+polite_ratectl_cause polite__rc_take_plan(polite_ratectl *c, int64_t now_us,
+                                          int64_t started_us,
+                                          const polite_rate_plan *p);
+
 /* The rate a request started at `at` was started at: the latest start at
  * or before it; the current rate when it is older than the ring. */
 double polite__rc_rate_at_start(const polite_ratectl *c, int64_t at);
@@ -32,6 +47,10 @@ double polite__rc_admitted(const polite_ratectl *c, int64_t from, int64_t to,
  * `need` answers tell. */
 double polite__rc_admitted_sending(const polite_ratectl *c, int64_t from,
                                    int64_t to, unsigned need);
+/* The start of the n-th latest answered request started at or before
+ * `at`; INT64_MIN when fewer than n were (at when n is 0). */
+int64_t polite__rc_nth_answer_start(const polite_ratectl *c, int64_t at,
+                                    unsigned n);
 /* The concurrency signature of the answers of the requests started in
  * [from, to]: with `need` admitted and `refused` refused, every refused one
  * started with more in flight than every admitted one, the least count a

@@ -199,6 +199,18 @@ const refusal *polite__sched_refused(const polite__sched *s, const char *key,
 void polite__sched_end_refused(polite__sched *s, job *j, const refusal *r,
                                int64_t now);
 
+/* What polite__sched_ask found. */
+enum { POLITE__ASK_BUDGET, POLITE__ASK_LEARNED, POLITE__ASK_FULL };
+/* Asks the learned rate (it charges nothing until committed), then the
+ * budget, to start j at `at`. Returns POLITE__ASK_FULL when the learned
+ * in-flight cap is reached (it holds like a budget slot: an answer wakes
+ * the turn that admits the next one); POLITE__ASK_LEARNED when the learned
+ * rate says wait *w (> 0), with *rc POLITE_BUDGET_WAIT_RATE; else
+ * POLITE__ASK_BUDGET with the budget's code in *rc and its wait in *w. */
+int polite__sched_ask(polite__sched *s, job *j, int64_t at, unsigned cost,
+                      polite_gcra *next, const polite__now *now, int64_t *w,
+                      int *rc);
+
 /* sched_rate.c: the seam for a rate controller. */
 /* Starts the learned rate at now (rate_mode AUTO; else nothing). */
 void polite__sched_rate_begin(polite__sched *s, const polite__now *now);

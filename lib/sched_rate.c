@@ -20,6 +20,7 @@
 /* A probe is reported once the rate grew this much since the last report
  * (so the log gets a few lines per doubling, not one per admission). */
 #define PROBE_REPORT_STEP 1.10
+#define REFINE_STEP 1.02 /* a refine lower by more than 2% is reported */
 /* The host reported for the hosts beyond max_host_rates. */
 #define OTHER_HOSTS "*"
 
@@ -408,7 +409,33 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
   } else if (has && plan.rate_per_s > 0 &&
              fabs(rate - a->reported_rate) > a->reported_rate * 0.02) {
     report(s, a, rate, POLITE_CUT_NONE, "headers", plan.why, now->wall_ms);
+  } else if (a->rc.phase == POLITE_RC_PROBE && a->rc.pending_cut &&
+             a->reported_rate > 0 && rate < a->reported_rate / REFINE_STEP) {
+    /* The last cut's estimate refined lower by the answers of requests in
+     * flight at it: reported, or the log says a rate the run does not
+     * keep (35/s said while the budget paced 25/s for 20 s). */
+    report(s, a, rate, POLITE_CUT_NONE, "refine",
+           "answers of requests in flight at the cut lowered the estimate",
+           now->wall_ms);
   }
   follow(a, rate);
   publish(s, a, t);
+}
+
+/* See sched_internal.h. */
+int polite__sched_ask(polite__sched *s, job *j, int64_t at, unsigned cost,
+                      polite_gcra *next, const polite__now *now, int64_t *w,
+                      int *rc) {
+  *w = polite__sched_rate_check(s, j, at, cost, next, now);
+  *rc = POLITE_BUDGET_WAIT_RATE;
+  if (j->acct && j->rate)
+    j->acct->rate = j->rate; /* the queue's estimate paces by it */
+  if (*w == 0 && polite__sched_rate_full(s, j, now->mono_us))
+    return POLITE__ASK_FULL;
+  if (*w != 0)
+    return POLITE__ASK_LEARNED;
+  *rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, w);
+  if (*rc >= 0)
+    polite__sched_rate_admitted(s, j, now);
+  return POLITE__ASK_BUDGET;
 }

@@ -511,6 +511,10 @@ static int end_too_long(polite__sched *s, job *j, const char *what,
   return ADM_ENDED;
 }
 
+/* How often admit asks again when a wait asked for before now ends by
+ * now. */
+#define ASK_TRIES 8
+
 /* Tries to start j (taken out of the waiting set) at now. BLOCKED: j is
  * not admitted yet and *wake is lowered to when to ask again (NO_TIME: a
  * release will tell); *due is set to that time when the wait is a rate or
@@ -536,28 +540,29 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
    * counts requests, also when the rate counts tokens. Every attempt,
    * retries included, pays its cost. */
   unsigned cost = j->req->cost ? j->req->cost : 1;
-  /* The learned rate first (it charges nothing until committed), then
-   * the budget. */
   polite_gcra next;
-  int64_t at = admission_time(s, j, t);
-  int64_t w = polite__sched_rate_check(s, j, at, cost, &next, now);
-  int rc = POLITE_BUDGET_WAIT_RATE;
-  if (j->acct && j->rate)
-    j->acct->rate = j->rate; /* the queue's estimate paces by it */
-  /* A concurrency limit's learned cap holds like a budget slot: an answer
-   * wakes the turn that admits the next one. */
-  if (w == 0 && polite__sched_rate_full(s, j, t))
+  int64_t at = admission_time(s, j, t), w;
+  int rc, got = polite__sched_ask(s, j, at, cost, &next, now, &w, &rc);
+  /* Asked for a moment before now (admission_time's slack), a wait may end
+   * by now: then ask again at its end, so that no wait ends at or before
+   * now (the wake would be now: a busy loop). Each try moves `at` forward
+   * and a limiter admits at the end of the wait it named, so this ends in
+   * a try or two (a hold, then a rate, then a pause, each at its end). */
+  for (int k = 0;
+       k < ASK_TRIES &&
+       (rc == POLITE_BUDGET_WAIT_RATE || rc == POLITE_BUDGET_WAIT_PAUSE) &&
+       w > 0 && at + w <= t;
+       k++) {
+    at += w;
+    got = polite__sched_ask(s, j, at, cost, &next, now, &w, &rc);
+  }
+  if (got == POLITE__ASK_FULL)
     return ADM_BLOCKED;
   /* The learned rate holds for what the server's headers asked (r = 0
    * until a reset): max-wait bounds that wait too. */
-  if (beyond_max_wait(s, w))
+  if (got == POLITE__ASK_LEARNED && beyond_max_wait(s, w))
     return end_too_long(s, j, "the server's rate-limit headers ask to wait", w,
                         t);
-  if (w == 0) {
-    rc = polite_budget_acquire(s->o.budget, j->key, at, cost, 1, &w);
-    if (rc >= 0)
-      polite__sched_rate_admitted(s, j, now);
-  }
   if (rc < 0) { /* an outage: j waits for the next try (or the stop) */
     polite__sched_outage_fail(s, rc, t, wake, due_out);
     return ADM_BLOCKED;
@@ -584,6 +589,8 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     return ADM_BLOCKED;
   }
   int64_t due = at + w;
+  if (due <= t) /* ASK_TRIES did not reach the end: never a wake at now */
+    due = t + 1;
   if (rc == POLITE_BUDGET_WAIT_PAUSE && beyond_max_wait(s, w))
     return end_too_long(s, j, "the budget is paused for another", w, t);
   if (rc == POLITE_BUDGET_WAIT_PAUSE) {

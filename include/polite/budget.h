@@ -141,12 +141,14 @@ typedef struct {
    * from now on this participant's acquires wait for a slot (WAIT_SLOT)
    * while the account has cap or more slots in use, everyone's counted,
    * as if the concurrency were min(cfg.concurrency, cap); 0 removes it.
-   * Kept by this participant, not in the store. NULL: not supported. */
+   * local keeps it in the account; file: and redis:// in the store, so
+   * every participant's acquire holds it (polite budget clear removes
+   * it). NULL: not supported. */
   void (*set_slot_cap)(polite_budget *b, const char *key, unsigned cap);
   /* The account's slots in use, everyone's and this admission's included,
    * right after this participant's last admission with a slot (no round
-   * trip); 0 when unknown or when slots are not counted (concurrency 0).
-   * NULL: not supported (redis). */
+   * trip: on redis:// the admission's reply carries it); 0 when unknown
+   * or when slots are not counted (concurrency 0). NULL: not supported. */
   unsigned (*in_use)(polite_budget *b, const char *key);
 } polite_budget_vtable;
 

@@ -189,6 +189,10 @@ typedef struct {
   /* headers */
   double header_rate;
   int64_t header_until_us;
+  /* the jitter margin under the headers' rate (a share, widened by each
+   * 429 under a fresh plan, halving every minute from jitter_us) */
+  double jitter;
+  int64_t jitter_us;
   /* the server's window as its answers place it (ratectl.c, "The
    * server's window"): its end (0: none), the start of its first answered
    * request, and the last remaining seen */
@@ -203,6 +207,10 @@ typedef struct {
   int64_t cut_from_us;   /* the throttled request's start at the last cut */
   double prev_limit;     /* the limit before the last cut (0: none) */
   double upper;          /* the last cut's upper estimate of the limit */
+  double ss_landed;      /* where the last cut landed when it ended slow
+                            start (0: it did not) */
+  double lo_floor;       /* the lower estimate the relapse floor gave the
+                            last cut (its refines keep it), or 0 */
   int64_t prev_cut_us;   /* the cut before the last one (0: none) */
   int64_t chain_from_us; /* the throttled start of the first cut of the
                             last series of relapses */

@@ -4,6 +4,8 @@
  * same account (two opens of a shared URI; one object for "local", which
  * lives in one process) and check, on the real clock:
  *   - admission, the concurrency limit and release;
+ *   - a learned in-flight cap given by one holds the other, and each
+ *     counts the account's slots in use;
  *   - a pause set by one blocks the other, and never outlives the writer's
  *     max-wait; a reader with a shorter max-wait is told at once;
  *   - the learned rate: a cut published by one is what the other reads at
@@ -192,6 +194,39 @@ static void test_throttle_spreads(polite_budget *a, polite_budget *b) {
         "a throttle seen by one participant slows the other", d);
 }
 
+/* A learned in-flight cap one participant gives the account holds every
+ * participant's admissions to it (the account's slots, everyone's), and
+ * each one's count of the account's slots in use is the account's. */
+static void test_slot_cap(polite_budget *a, polite_budget *b) {
+  int64_t w, now = polite_mono_us();
+  /* Given after an admission, as the scheduler does (it learns the cap
+   * from answers). */
+  int s1 = polite_budget_acquire(a, "cap", now, 0, 1, &w);
+  polite_budget_set_slot_cap(a, "cap", 1);
+  int s2 = polite_budget_acquire(b, "cap", now, 0, 1, &w);
+  char d[160];
+  snprintf(d, sizeof d, "statuses %d, %d; %u in use", s1, s2,
+           polite_budget_in_use(a, "cap"));
+  check(s1 == POLITE_BUDGET_ADMITTED && s2 == POLITE_BUDGET_WAIT_SLOT &&
+            polite_budget_in_use(a, "cap") == 1,
+        "a cap of 1 given by one participant holds the other (2 configured)",
+        d);
+  polite_budget_set_slot_cap(a, "cap", 0);
+  s2 = polite_budget_acquire(b, "cap", polite_mono_us(), 0, 1, &w);
+  snprintf(d, sizeof d, "status %d; %u in use", s2,
+           polite_budget_in_use(b, "cap"));
+  check(s2 == POLITE_BUDGET_ADMITTED && polite_budget_in_use(b, "cap") == 2,
+        "the cap removed, the other is admitted and counts both slots", d);
+  polite_budget_release(a, "cap", 1);
+  polite_budget_set_slot_cap(b, "cap", 1);
+  int rc = polite_budget_clear(a, "cap", polite_mono_us());
+  s1 = polite_budget_acquire(a, "cap", polite_mono_us(), 0, 1, &w);
+  check(rc == 0 && s1 == POLITE_BUDGET_ADMITTED,
+        "clear removes the cap: both slots can be used again", NULL);
+  polite_budget_release(a, "cap", 1);
+  polite_budget_release(b, "cap", 1);
+}
+
 static void test_round_trips(polite_budget *a) {
   uint64_t r0 = polite__budget_redis_round_trips(a);
   int64_t w;
@@ -224,6 +259,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   test_slots(a, b);
+  test_slot_cap(a, b);
   test_pause(a, b);
   test_learned_rate(a, b);
   test_throttle_spreads(a, b);

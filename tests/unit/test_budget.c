@@ -276,8 +276,9 @@ static void threads_share_slots_safely(void **state) {
 }
 
 /* The local backend holds a learned in-flight cap below the configured
- * concurrency and counts the account's slots for in_use; the redis
- * backend has neither (polite_budget_in_use is 0 for a NULL budget). */
+ * concurrency and counts the account's slots for in_use
+ * (polite_budget_in_use is 0 for a NULL budget; the shared backends are
+ * checked by tests/tools/budget_contract.c). */
 static void slot_cap_lowers_the_concurrency(void **state) {
   (void)state;
   polite_budget *b = mk(0, 1, 8);
