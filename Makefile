@@ -9,6 +9,10 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 LINT_BUILD ?= build-lint
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+# ctest's jobs for the whole suite: twice the cores, as most integration
+# tests wait rather than compute; tests/schedule.cmake keeps the ones that
+# compute or measure time from running beside each other.
+CTEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 FUZZ_SECONDS ?= 10
 SIM_SEEDS  ?= 2 3 4 5
 
@@ -102,7 +106,7 @@ test-asan: asan
 # Everything: the whole suite on the normal build, the unit suite under
 # ASan+UBSan, a short fuzz run of every parser, then the static analysis.
 test: build asan
-	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure -j$(CTEST_JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L 'unit|asan'
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 	$(MAKE) --no-print-directory lint
