@@ -22,6 +22,7 @@
 #include "budget_file_store.h"
 
 #include "budget_file_fixture.h"
+#include "fake_env.h"
 
 /* One request of `units` rate units and one slot (what polite run asks). */
 static int acq(polite_budget *b, int64_t now, unsigned units, int64_t *w) {
@@ -565,26 +566,14 @@ static void slot_cap_holds_before_any_acquire(void **state) {
   polite_budget_close(b);
 }
 
-/* A fake env: a wall clock that says FAKE_WALL_MS and random bytes that
- * are all 0xa5. */
-#define FAKE_WALL_MS INT64_C(1234567890123)
-static int64_t fake_wall_ms(void *ud) {
-  (void)ud;
-  return FAKE_WALL_MS;
-}
-static int fake_random(void *ud, void *buf, size_t n) {
-  (void)ud;
-  memset(buf, 0xa5, n);
-  return 0;
-}
-
 /* What no call passes a backend (the file's identity and creation time,
  * a participant's owner id) comes from polite_budget_open_env's env, so a
  * test on a fake clock and random source sees its own values in the
  * file. */
 static void ids_and_creation_time_come_from_the_env(void **state) {
   (void)state;
-  polite_env env = {NULL, fake_wall_ms, fake_random, NULL};
+  unsigned char fill = 0xa5;
+  polite_env env = {NULL, fake_env_wall, fake_env_bytes, &fill};
   polite_budget_config c = {10, 1, 2};
   polite_budget *b = NULL;
   char err[256];

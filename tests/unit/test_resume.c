@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fake_env.h"
 #include "journal_tmp.h"
 
 /* The inner side: an input of lines, and what reached on_result. */
@@ -261,20 +262,10 @@ static void failed_check_vetoes_the_attempt(void **state) {
 /* The batch's env reaches the journal through polite_journal_attach: the
  * request record is stamped on its wall clock and the write's new key is
  * made from its random bytes, neither from the real sources. */
-static int64_t env_wall(void *ud) {
-  (void)ud;
-  return INT64_C(1234567890123);
-}
-
-static int env_bytes(void *ud, void *buf, size_t n) {
-  (void)ud;
-  memset(buf, 0x11, n);
-  return 0;
-}
-
 static void the_batch_env_reaches_the_journal(void **state) {
   (void)state;
-  polite_env env = {NULL, env_wall, env_bytes, NULL};
+  unsigned char fill = 0x11;
+  polite_env env = {NULL, fake_env_wall, fake_env_bytes, &fill};
   polite_journal *j = open_session(POLITE_JOURNAL_CREATE);
   static const char *const w[] = {
       "{\"id\":\"w\",\"method\":\"POST\",\"url\":\"http://api.test/w\"}"};
