@@ -18,6 +18,10 @@
 #    are above every other (100 + seconds): ctest starts a test only when
 #    its slots are free, so a 3-slot test listed among the others would
 #    wait until the others ran out; first, they follow one another.
+#  - GROUP alone: a timing test that failed even beside one light test on
+#    a shared machine (test_run_learned_rate_shared's headers row: 11 x
+#    429 and 1.7 x its floor beside test_run_express_rate_limit, in a
+#    clean-clone make test): RUN_SERIAL, started first.
 #  - GROUP heavy: uses a core for much of its run (chromium, many short
 #    polite processes, python renderers). Takes 2 slots and never runs
 #    beside a timing or a paced test; its cost is raised (30 + seconds), so
@@ -30,7 +34,7 @@
 # listed ones). A row for a test that does not exist is an error, so that
 # the table follows renames.
 set(POLITE_TEST_SCHEDULE
-  integration/test_run_learned_rate_shared 136 timing
+  integration/test_run_learned_rate_shared 136 alone
   integration/test_budget_redis 132 timing
   integration/test_client_learned_rate 130 timing
   integration/test_proxy_modes 120 timing
@@ -103,11 +107,13 @@ function(polite_schedule_tests)
     elseif(group STREQUAL "timing")
       set_tests_properties(${name} PROPERTIES PROCESSORS 3
         RESOURCE_LOCK "lock:${name}")
+    elseif(group STREQUAL "alone")
+      set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
     elseif(group STREQUAL "paced")
       set_tests_properties(${name} PROPERTIES RESOURCE_LOCK "lock:${name}")
     elseif(NOT group STREQUAL "-")
       message(FATAL_ERROR "tests/schedule.cmake: ${name}: group '${group}' "
-        "is not heavy, timing, paced or -")
+        "is not alone, timing, heavy, paced or -")
     endif()
   endforeach()
 endfunction()
