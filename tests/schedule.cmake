@@ -23,10 +23,11 @@
 #    429 and 1.7 x its floor beside test_run_express_rate_limit, in a
 #    clean-clone make test): RUN_SERIAL, started first.
 #  - GROUP heavy: uses a core for much of its run (chromium, many short
-#    polite processes, python renderers). Takes 2 slots and never runs
-#    beside a timing or a paced test; its cost is raised (30 + seconds), so
-#    that the heavy ones start right after the timing ones rather than last.
-#    Two heavy tests may run together: that is the two cores busy.
+#    polite processes, python renderers). Never runs beside a timing or a
+#    paced test, nor beside another heavy one (they share those locks); its
+#    cost is raised (30 + seconds), so that the heavy ones start right after
+#    the timing ones. One slot: with two, lights refilling every freed slot
+#    left them all for the end, one after another (85 s of tail, quiet).
 #  - GROUP paced: asserts on real time with more margin: one slot, never
 #    beside a heavy test.
 #  - GROUP -: mostly waits.
@@ -102,8 +103,7 @@ function(polite_schedule_tests)
     endif()
     set_tests_properties(${name} PROPERTIES COST ${cost})
     if(group STREQUAL "heavy")
-      set_tests_properties(${name} PROPERTIES PROCESSORS 2
-        RESOURCE_LOCK "${locks}")
+      set_tests_properties(${name} PROPERTIES RESOURCE_LOCK "${locks}")
     elseif(group STREQUAL "timing")
       set_tests_properties(${name} PROPERTIES PROCESSORS 3
         RESOURCE_LOCK "lock:${name}")
