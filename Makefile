@@ -9,6 +9,10 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 LINT_BUILD ?= build-lint
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+# ctest's jobs for the whole suite: twice the cores, as most integration
+# tests wait rather than compute; tests/schedule.cmake keeps the ones that
+# compute or measure time from running beside each other.
+CTEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 FUZZ_SECONDS ?= 10
 SIM_SEEDS  ?= 2 3 4 5
 
@@ -101,11 +105,22 @@ test-asan: asan
 
 # Everything: the whole suite on the normal build, the unit suite under
 # ASan+UBSan, a short fuzz run of every parser, then the static analysis.
-test: build asan
-	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L 'unit|asan'
-	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
-	$(MAKE) --no-print-directory lint
+# Each stage is timed (scripts/stage.sh): the table at the end, also in
+# $(BUILD)/make-test-stages.md, says where the time went.
+STAGES = $(BUILD)/make-test-stages.md
+test: deps
+	@mkdir -p $(BUILD) && printf '| make test stage | wall s | CPU s |\n|---|---:|---:|\n' >$(STAGES)
+	@scripts/stage.sh $(STAGES) build $(MAKE) --no-print-directory build
+	@scripts/stage.sh $(STAGES) "build, ASan+UBSan" $(MAKE) --no-print-directory asan
+	@scripts/stage.sh $(STAGES) "ctest -j$(CTEST_JOBS)" \
+	  ctest --test-dir $(BUILD) --output-on-failure -j$(CTEST_JOBS)
+	@ASAN_OPTIONS=detect_leaks=1 scripts/stage.sh $(STAGES) "ctest ASan+UBSan, unit and asan" \
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L 'unit|asan'
+	@scripts/stage.sh $(STAGES) "build, fuzz" $(MAKE) --no-print-directory fuzz-build
+	@scripts/stage.sh $(STAGES) "fuzz, $(FUZZ_SECONDS) s a target" \
+	  $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+	@scripts/stage.sh $(STAGES) lint $(MAKE) --no-print-directory lint
+	@cat $(STAGES)
 
 install: build
 	cmake --install $(BUILD)

@@ -151,10 +151,13 @@ static const char *kind_name(cli_kind k) {
   return names[k];
 }
 
-/* Writes s as a JSON string, or null for NULL. */
-static void json_or_null(FILE *f, const char *s) {
-  if (s)
-    cli_json_string(f, s);
+/* Writes `,"key":` and value as a JSON string; a NULL value is null when
+ * null_ok, else "" (a field every reader expects as a string). */
+static void json_field(FILE *f, const char *key, const char *value,
+                       int null_ok) {
+  fprintf(f, ",\"%s\":", key);
+  if (value || !null_ok)
+    cli_json_string(f, value);
   else
     fputs("null", f);
 }
@@ -165,19 +168,14 @@ static void json_row(const cli_opt *o, FILE *f) {
   opt_title(o, t, sizeof t);
   fputs("{\"title\":", f);
   cli_json_string(f, t);
-  fputs(",\"name\":", f);
-  cli_json_string(f, o->name);
-  fputs(",\"short\":", f);
-  json_or_null(f, o->shrt ? shrt : NULL);
-  fprintf(f, ",\"kind\":\"%s\",\"takes_value\":%s,\"default\":",
-          kind_name(o->kind), cli__takes_value(o) ? "true" : "false");
-  json_or_null(f, def_text(o, db, sizeof db));
-  fputs(",\"env\":", f);
-  json_or_null(f, o->env);
-  fputs(",\"group\":", f);
-  json_or_null(f, o->group);
-  fputs(",\"help\":", f);
-  cli_json_string(f, o->help);
+  json_field(f, "name", o->name, 0);
+  json_field(f, "short", o->shrt ? shrt : NULL, 1);
+  fprintf(f, ",\"kind\":\"%s\",\"takes_value\":%s", kind_name(o->kind),
+          cli__takes_value(o) ? "true" : "false");
+  json_field(f, "default", def_text(o, db, sizeof db), 1);
+  json_field(f, "env", o->env, 1);
+  json_field(f, "group", o->group, 1);
+  json_field(f, "help", o->help, 0);
   fputc('}', f);
 }
 
@@ -185,10 +183,8 @@ static void json_row(const cli_opt *o, FILE *f) {
 static void json_command(const cli_command *cmd, FILE *f) {
   fputs("{\"name\":", f);
   cli_json_string(f, cmd->name);
-  fputs(",\"synopsis\":", f);
-  cli_json_string(f, cmd->synopsis);
-  fputs(",\"summary\":", f);
-  cli_json_string(f, cmd->summary);
+  json_field(f, "synopsis", cmd->synopsis, 0);
+  json_field(f, "summary", cmd->summary, 0);
   fputs(",\"options\":[", f);
   const char *sep = "";
   for (const cli_opt *o = cli__rows(cmd); o->name; o++)

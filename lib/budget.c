@@ -19,6 +19,12 @@ static void keep_uri(polite_budget *b, const char *uri) {
 
 int polite_budget_open(const char *uri, const polite_budget_config *cfg,
                        polite_budget **out, char *errbuf, size_t errlen) {
+  return polite_budget_open_env(uri, cfg, NULL, out, errbuf, errlen);
+}
+
+int polite_budget_open_env(const char *uri, const polite_budget_config *cfg,
+                           const polite_env *env, polite_budget **out,
+                           char *errbuf, size_t errlen) {
   if (errbuf && errlen)
     errbuf[0] = '\0';
   if (uri == NULL || cfg == NULL || out == NULL)
@@ -31,7 +37,7 @@ int polite_budget_open(const char *uri, const polite_budget_config *cfg,
       snprintf(errbuf, errlen, "cannot create the local budget: %s",
                polite_strerror(rc));
   } else if (strncmp(uri, "file:", 5) == 0) {
-    rc = polite__budget_file_new(uri, cfg, out, errbuf, errlen);
+    rc = polite__budget_file_open(uri, cfg, env, 0, out, errbuf, errlen);
   } else if (strncmp(uri, "redis://", 8) == 0) {
     rc = polite__budget_redis_new(uri, cfg, out, errbuf, errlen);
   } else {
@@ -55,7 +61,7 @@ int polite_budget_open_inspect(const char *uri, polite_budget **out,
   polite_budget_config cfg = {0, 1, 0};
   int rc;
   if (strncmp(uri, "file:", 5) == 0) {
-    rc = polite__budget_file_open(uri, &cfg, POLITE__BUDGET_INSPECT, out,
+    rc = polite__budget_file_open(uri, &cfg, NULL, POLITE__BUDGET_INSPECT, out,
                                   errbuf, errlen);
   } else if (strncmp(uri, "redis://", 8) == 0) {
     rc = polite__budget_redis_new(uri, &cfg, out, errbuf, errlen);

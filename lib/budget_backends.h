@@ -89,12 +89,13 @@ int polite__gcra_rerate(polite_gcra *g, double rate_per_s, unsigned burst);
 int polite__budget_file_new(const char *uri, const polite_budget_config *cfg,
                             polite_budget **out, char *errbuf, size_t errlen);
 
-/* polite__budget_file_new with flags: POLITE__BUDGET_INSPECT opens an
+/* polite__budget_file_new with an env (polite_budget_open_env; NULL: the
+ * real clocks and random source) and flags: POLITE__BUDGET_INSPECT opens an
  * existing file only and adopts its settings (polite budget show|clear). */
 #define POLITE__BUDGET_INSPECT 1u
 int polite__budget_file_open(const char *uri, const polite_budget_config *cfg,
-                             unsigned flags, polite_budget **out, char *errbuf,
-                             size_t errlen);
+                             const polite_env *env, unsigned flags,
+                             polite_budget **out, char *errbuf, size_t errlen);
 
 /* Test hook: takes the file's cross-process lock and returns without
  * releasing it (a child process calls this, then dies by SIGKILL, to show

@@ -177,6 +177,12 @@ static int locate(file_budget *fb, pf_acct *a, int64_t now_us, int create,
                 "did not write; the next participant to use it rebuilds it");
   if (!create)
     return 1;
+  /* Without a clock (set_slot_cap on an account nobody acquired yet) only
+   * a new, empty record is made: a rebuild settles until a time, which
+   * needs now. */
+  if (now_us == INT64_MIN &&
+      (damage != NULL || first_bad >= 0 || first_free < 0))
+    return 1;
   if (first_free < 0 && first_bad < 0)
     return errf(fb, "%s", "all 64 accounts of the file are in use");
   /* A damaged record may have been this account: its slots and pause are
@@ -359,15 +365,13 @@ static int enter(file_budget *fb, const char *key, int64_t now_us, int create,
   /* Accounts made in a file that replaced the old one settle like rebuilt
    * ones: the participants of the old file hold slots it does not know. */
   if (rc == 1 && damage == NULL && fb->switched_us != 0 &&
-      now_us - fb->switched_us < 10 * SETTLE_US)
+      (now_us == INT64_MIN || now_us - fb->switched_us < 10 * SETTLE_US))
     damage = "the file was removed or replaced while in use";
   /* A damaged account is rebuilt by any call that meets it and has a
    * clock (a release has none: it only counts, and the next call with a
    * clock rebuilds). */
   if (rc == 1)
-    rc = locate(fb, a, now_us,
-                (create || damage) && !fb->inspect && now_us != INT64_MIN,
-                damage);
+    rc = locate(fb, a, now_us, (create || damage) && !fb->inspect, damage);
   if (rc == 1 && fb->inspect && damage != NULL)
     rc = errf(fb, "the file is damaged: %s", damage);
   if (rc != 0)
@@ -716,36 +720,14 @@ static const polite_budget_vtable file_vt = {
     file_paused_for, file_close,   file_publish_rate, file_shared_rate,
     file_inspect,    file_clear,   file_set_slot_cap, file_in_use};
 
-/* Splits "file:PATH[?lease=DUR]" into a malloc'ed path and the lease.
- * Returns 0 or POLITE_EINVAL with errbuf set. */
-static int parse_uri(const char *uri, char **path, int64_t *lease_ms,
-                     char *errbuf, size_t errlen) {
-  const char *p = uri + 5;
-  const char *q = strchr(p, '?');
-  size_t plen = q ? (size_t)(q - p) : strlen(p);
-  *lease_ms = POLITE__BUDGET_LEASE_DEFAULT_MS;
-  if (plen == 0) {
-    polite__budget_errf(errbuf, errlen, uri,
-                        "expected file:PATH (the path is empty)");
-    return POLITE_EINVAL;
-  }
-  const polite__budget_param params[] = {
-      {"lease", lease_ms, PF_MAX_LEASE_US / 1000, "at most 7 days"}};
-  int rc = polite__budget_uri_params(q, params, 1, uri, errbuf, errlen);
-  if (rc != 0)
-    return rc;
-  *path = strndup(p, plen);
-  return *path ? 0 : POLITE_ENOMEM;
-}
-
 int polite__budget_file_new(const char *uri, const polite_budget_config *cfg,
                             polite_budget **out, char *errbuf, size_t errlen) {
-  return polite__budget_file_open(uri, cfg, 0, out, errbuf, errlen);
+  return polite__budget_file_open(uri, cfg, NULL, 0, out, errbuf, errlen);
 }
 
 int polite__budget_file_open(const char *uri, const polite_budget_config *cfg,
-                             unsigned flags, polite_budget **out, char *errbuf,
-                             size_t errlen) {
+                             const polite_env *env, unsigned flags,
+                             polite_budget **out, char *errbuf, size_t errlen) {
   if (errbuf && errlen)
     errbuf[0] = '\0';
   if (out == NULL)
@@ -764,7 +746,7 @@ int polite__budget_file_open(const char *uri, const polite_budget_config *cfg,
   fb->uri = strdup(uri);
   char *path = NULL;
   int64_t lease_ms = 0;
-  int rc = fb->uri ? parse_uri(uri, &path, &lease_ms, errbuf, errlen)
+  int rc = fb->uri ? polite__pf_parse_uri(uri, &path, &lease_ms, errbuf, errlen)
                    : POLITE_ENOMEM;
   if (rc == 0 && cfg->rate_per_s > 0 &&
       polite_gcra_init(&fb->proto, cfg->rate_per_s, fb->base.cfg.burst) != 0) {
@@ -774,13 +756,13 @@ int polite__budget_file_open(const char *uri, const polite_budget_config *cfg,
   }
   fb->proto_rate = rc == 0 && cfg->rate_per_s > 0 ? cfg->rate_per_s : 0;
   fb->lease_us = lease_ms * 1000;
-  if (rc == 0 && polite_random_bytes(&fb->id, sizeof fb->id) != 0)
-    fb->id = ((uint64_t)getpid() << 32) ^ (uint64_t)polite_mono_us();
+  if (rc == 0 && polite_env_random_bytes(env, &fb->id, sizeof fb->id) != 0)
+    fb->id = ((uint64_t)getpid() << 32) ^ (uint64_t)polite_env_mono_us(env);
   if (fb->id == 0)
     fb->id = 1;
   if (rc == 0) {
     char err[400];
-    rc = polite__pf_open(&fb->st, path, !fb->inspect, fb->inspect,
+    rc = polite__pf_open(&fb->st, path, !fb->inspect, fb->inspect, env,
                          &fb->base.cfg, err, sizeof err);
     if (rc != 0)
       polite__budget_errf(errbuf, errlen, uri, "%s", err);

@@ -1,8 +1,9 @@
 /* polite budget, file backend: the file's layout, its checksums, the
  * kernel lock, and what is done when the bytes are not what polite wrote
- * (see budget_file_store.h). */
+ * (see budget_file_store.h), and the file: URI's parse. */
 #define _GNU_SOURCE
 #include "budget_file_store.h"
+#include "budget_backends.h"
 #include "http_syntax.h"
 
 #include <polite/clock.h>
@@ -154,9 +155,9 @@ static int init_file(pf_store *s, const polite_budget_config *c,
   h.rate_per_s = c->rate_per_s > 0 ? c->rate_per_s : 0;
   h.file_id = keep_id;
   while (h.file_id == 0 &&
-         polite_random_bytes(&h.file_id, sizeof h.file_id) != 0)
+         polite_env_random_bytes(s->env, &h.file_id, sizeof h.file_id) != 0)
     h.file_id = polite_random_seed();
-  h.created_wall_ms = polite_wall_ms();
+  h.created_wall_ms = polite_env_wall_ms(s->env);
   read_boot_id(h.boot_id);
   h.sum = header_sum(&h);
   if (size_file(s->fd) != 0) {
@@ -294,9 +295,11 @@ static int check_settings(pf_store *s, int adopt, polite_budget_config *want,
 }
 
 int polite__pf_open(pf_store *s, const char *path, int create, int adopt,
-                    polite_budget_config *want, char *err, size_t errlen) {
+                    const polite_env *env, polite_budget_config *want,
+                    char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   s->fd = -1;
+  s->env = env;
   if ((s->path = strdup(path)) == NULL) {
     snprintf(err, errlen, "out of memory");
     return POLITE_ENOMEM;
@@ -337,6 +340,8 @@ int polite__pf_lock(pf_store *s, char *err, size_t errlen) {
       sched_yield();
       continue;
     }
+    /* The real clock, not the opener's env: this bounds a real sleep on
+     * a real lock, which a fake clock that stands still would never end. */
     int64_t now = polite_mono_us();
     if (t0 == 0)
       t0 = now;
@@ -438,7 +443,7 @@ int polite__pf_verify(pf_store *s, int repair, int *repaired, char *err,
 int polite__pf_reopen(pf_store *s, char *err, size_t errlen) {
   polite_budget_config want = {s->h.rate_per_s, s->h.burst, s->h.concurrency};
   pf_store t;
-  int rc = polite__pf_open(&t, s->path, 1, 0, &want, err, errlen);
+  int rc = polite__pf_open(&t, s->path, 1, 0, s->env, &want, err, errlen);
   if (rc != 0)
     return rc;
   polite__pf_close(s);
@@ -611,4 +616,26 @@ uint64_t polite__pf_reclaim(pf_record *r, int64_t now_us, int64_t *next_expiry,
     *changed = 1;
   }
   return in_use;
+}
+
+/* Splits "file:PATH[?lease=DUR]" into a malloc'ed path and the lease.
+ * Returns 0 or POLITE_EINVAL with errbuf set. */
+int polite__pf_parse_uri(const char *uri, char **path, int64_t *lease_ms,
+                         char *errbuf, size_t errlen) {
+  const char *p = uri + 5;
+  const char *q = strchr(p, '?');
+  size_t plen = q ? (size_t)(q - p) : strlen(p);
+  *lease_ms = POLITE__BUDGET_LEASE_DEFAULT_MS;
+  if (plen == 0) {
+    polite__budget_errf(errbuf, errlen, uri,
+                        "expected file:PATH (the path is empty)");
+    return POLITE_EINVAL;
+  }
+  const polite__budget_param params[] = {
+      {"lease", lease_ms, PF_MAX_LEASE_US / 1000, "at most 7 days"}};
+  int rc = polite__budget_uri_params(q, params, 1, uri, errbuf, errlen);
+  if (rc != 0)
+    return rc;
+  *path = strndup(p, plen);
+  return *path ? 0 : POLITE_ENOMEM;
 }

@@ -89,6 +89,7 @@ typedef struct {
   dev_t dev;
   ino_t ino;
   pf_header h; /* the header as it was when opened (the file's identity) */
+  const polite_env *env; /* the opener's (polite_budget_open_env) */
 } pf_store;
 
 /* What a record read from the file is. */
@@ -108,7 +109,8 @@ typedef enum {
  * link) or POLITE_EBUDGET with the reason in err (no "budget 'URI': "
  * prefix: the caller adds it). */
 int polite__pf_open(pf_store *s, const char *path, int create, int adopt,
-                    polite_budget_config *want, char *err, size_t errlen);
+                    const polite_env *env, polite_budget_config *want,
+                    char *err, size_t errlen);
 void polite__pf_close(pf_store *s);
 
 /* Takes the file's lock (flock: the kernel owns it, a holder that dies
@@ -180,5 +182,12 @@ uint64_t polite__pf_reclaim(pf_record *r, int64_t now_us, int64_t *next_expiry,
 /* Sets h->sum for the bytes before it (init, and tests that forge a
  * header). */
 void polite__pf_header_seal(pf_header *h);
+
+/* Splits "file:PATH[?lease=DUR]" into a malloc'ed path and the lease
+ * (default POLITE__BUDGET_LEASE_DEFAULT_MS, at most 7 days). Returns 0,
+ * POLITE_ENOMEM, or POLITE_EINVAL with errbuf naming the URI and the
+ * problem. */
+int polite__pf_parse_uri(const char *uri, char **path, int64_t *lease_ms,
+                         char *errbuf, size_t errlen);
 
 #endif

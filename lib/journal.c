@@ -523,28 +523,31 @@ int polite_journal_attempt_start(polite_journal *j, const char *id, unsigned n,
   return erc ? erc : erc2;
 }
 
+/* Writes an outcome row (a result or a requeue): the columns both start
+ * with (id, session, outcome) are bound here, created_ms (column `at`) on
+ * the env's wall clock, after the caller bound the ones in between. */
+static int outcome_row(polite_journal *j, sqlite3_stmt *st, const char *id,
+                       const char *outcome, int at, const char *what) {
+  bind_text(st, 1, id);
+  sqlite3_bind_int(st, 2, j->session);
+  bind_text(st, 3, outcome);
+  sqlite3_bind_int64(st, at, polite_env_wall_ms(j->env));
+  return step_done(j, st, what);
+}
+
 int polite_journal_result(polite_journal *j, const char *id,
                           const char *outcome, int status, unsigned attempts,
                           int backfilled) {
   sqlite3_stmt *st = j->ins_result;
-  bind_text(st, 1, id);
-  sqlite3_bind_int(st, 2, j->session);
-  bind_text(st, 3, outcome);
   sqlite3_bind_int(st, 4, status);
   sqlite3_bind_int64(st, 5, attempts);
   sqlite3_bind_int(st, 6, backfilled != 0);
-  sqlite3_bind_int64(st, 7, polite_env_wall_ms(j->env));
-  return step_done(j, st, "record a result");
+  return outcome_row(j, st, id, outcome, 7, "record a result");
 }
 
 int polite_journal_requeue(polite_journal *j, const char *id,
                            const char *outcome) {
-  sqlite3_stmt *st = j->ins_requeue;
-  bind_text(st, 1, id);
-  sqlite3_bind_int(st, 2, j->session);
-  bind_text(st, 3, outcome);
-  sqlite3_bind_int64(st, 4, polite_env_wall_ms(j->env));
-  return step_done(j, st, "record a requeue");
+  return outcome_row(j, j->ins_requeue, id, outcome, 4, "record a requeue");
 }
 
 int polite_journal_each_result(polite_journal *j,

@@ -26,14 +26,7 @@ for _ in $(seq 100); do [ -s "$T/up.port" ] && break; sleep 0.05; done
 UP=$(cat "$T/up.port")
 mkdir -p "$T/ng/logs" "$T/ng/tmp"
 . "$src/bench/run/nginx.sh"
-for _ in $(seq 20); do
-  PORT=$((20000 + RANDOM % 30000))
-  sed -e "s|@T@|$T|g" -e "s|@UP@|$UP|g" -e "s|@PORT@|$PORT|g" \
-    -e "s|@HTTP@|limit_req_zone \$binary_remote_addr zone=z:1m rate=${NET_RATE}r/s;|" \
-    -e "s|@LOCATION@|limit_req zone=z burst=1 nodelay; limit_req_status 429; error_page 429 = @limited;|" \
-    "$src/bench/gateway/nginx.conf.in" >"$T/ng/nginx.conf"
-  bench_nginx_start && { started=1; break; }
-done
+bench_nginx_limited "$UP" "$NET_RATE" && started=1
 [ -n "${started:-}" ] || { echo "bench: nginx did not start" >&2; cat "$T/ng/stderr" >&2; exit 1; }
 NG=127.0.0.1:$PORT
 LOG=$T/ng/logs/access.log

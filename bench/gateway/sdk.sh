@@ -92,14 +92,7 @@ sdk_bench() {
   local up started="" T=$SDK_T PORT PIDS=()
   up=$(cat "$SDK_T/up.port")
   . "$src/bench/run/nginx.sh"
-  for _ in $(seq 20); do
-    PORT=$((20000 + RANDOM % 30000))
-    sed -e "s|@T@|$T|g" -e "s|@UP@|$up|g" -e "s|@PORT@|$PORT|g" \
-      -e "s|@HTTP@|limit_req_zone \$binary_remote_addr zone=z:1m rate=${SDK_RATE}r/s;|" \
-      -e "s|@LOCATION@|limit_req zone=z burst=1 nodelay; limit_req_status 429; error_page 429 = @limited;|" \
-      "$src/bench/gateway/nginx.conf.in" >"$T/ng/nginx.conf"
-    bench_nginx_start && { started=1; break; }
-  done
+  bench_nginx_limited "$up" "$SDK_RATE" && started=1
   SDK_PIDS+=("${PIDS[@]}")
   if [ -z "$started" ]; then
     echo "bench: nginx did not start for the SDK table" >&2

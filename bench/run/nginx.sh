@@ -21,6 +21,23 @@ bench_nginx_start() {
   return 1
 }
 
+# bench_nginx_limited UP RATE: nginx from bench/gateway/nginx.conf.in in
+# front of 127.0.0.1:UP, limit_req at RATE r/s with burst 1 (429 for the
+# rest), on a free port (20 tries): sets PORT and returns 0, or 1 when it
+# never started. Needs T (with $T/ng) and src, as bench_nginx_start does.
+bench_nginx_limited() {
+  local up=$1 rate=$2 _
+  for _ in $(seq 20); do
+    PORT=$((20000 + RANDOM % 30000))
+    sed -e "s|@T@|$T|g" -e "s|@UP@|$up|g" -e "s|@PORT@|$PORT|g" \
+      -e "s|@HTTP@|limit_req_zone \$binary_remote_addr zone=z:1m rate=${rate}r/s;|" \
+      -e "s|@LOCATION@|limit_req zone=z burst=1 nodelay; limit_req_status 429; error_page 429 = @limited;|" \
+      "$src/bench/gateway/nginx.conf.in" >"$T/ng/nginx.conf"
+    bench_nginx_start && return 0
+  done
+  return 1
+}
+
 # bench_nginx_conf <<CONF ... CONF: writes $T/ng/nginx.conf: one worker,
 # logs and temporary files under $T/ng, and the http block's own lines read
 # from stdin (upstreams, zones, the server) inside http { }.

@@ -4,6 +4,7 @@
 #ifndef POLITE_BUDGET_H
 #define POLITE_BUDGET_H
 
+#include <polite/clock.h>
 #include <polite/core.h>
 
 #ifdef __cplusplus
@@ -170,6 +171,20 @@ POLITE_EXTERN int polite_budget_open(const char *uri,
                                      const polite_budget_config *cfg,
                                      polite_budget **out, char *errbuf,
                                      size_t errlen);
+
+/* polite_budget_open with the clocks and the random source a backend reads
+ * for what no call passes it (polite/clock.h): a participant's id, and a
+ * file's identity and creation time (file:). Every call's now_us still
+ * comes from the caller. env NULL is polite_budget_open; env is borrowed
+ * and must outlive the budget. The Redis backend does not read it yet (it
+ * takes the real ones). A function rather than a member of
+ * polite_budget_config, so that the positional initializers of that struct
+ * written so far stay complete. */
+POLITE_EXTERN int polite_budget_open_env(const char *uri,
+                                         const polite_budget_config *cfg,
+                                         const polite_env *env,
+                                         polite_budget **out, char *errbuf,
+                                         size_t errlen);
 
 /* Opens an existing shared budget for inspection (polite budget show|clear):
  * never creates the store, and takes a file budget's settings from the file

@@ -25,6 +25,21 @@
 #                             by it (DIR/ca.pem, DIR/NAME.pem, DIR/NAME.key)
 #   start_nginx_tls DIR       nginx over TLS with DIR's certificate: TLS_PORT
 #   start_proxy ARGS...       polite proxy ARGS on a free port: PX (ADDR:PORT)
+#   now                       prints the wall clock in seconds (bash's own
+#                             EPOCHREALTIME: no process started, so a
+#                             loaded machine does not shift it)
+#   calc EXPR                 prints EXPR (arithmetic on seconds) to 3 places
+#   sent_between FROM TO PRE  requests start_pyserver's server received in
+#                             [FROM, TO] (wall seconds) whose path starts
+#                             with PRE
+#   side_by_side NAME CMD...  runs CMD (a function of the script, say) in
+#                             a subshell beside the others, its output kept
+#                             in $TMP/NAME.side.log; ok/bad/check... inside
+#                             it count for the script once...
+#   side_by_side_wait         ...this waits for every one of them, prints
+#                             their output in the order they were started
+#                             and adds their counts (a case that ends
+#                             without its counts is a failure)
 #   finish                    prints "N passed, N failed"; the script's
 #                             status (exit "$(finish)" is not needed:
 #                             end the script with `finish`)
@@ -131,6 +146,20 @@ start_pyserver() {
   start_api py
   PY_REC=$API_REC
   PY_PORT=${API##*:}
+}
+
+now() {
+  local t=$EPOCHREALTIME
+  echo "${t/,/.}"
+}
+calc() { awk "BEGIN { printf \"%.3f\\n\", $1 }"; }
+sent_between() {
+  python3 - "$PY_REC" "$1" "$2" "$3" <<'EOF'
+import json, sys
+lo, hi, pre = float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+print(sum(1 for l in open(sys.argv[1])
+          if (lambda r: r["path"].startswith(pre) and lo <= r["t"] <= hi)(json.loads(l))))
+EOF
 }
 
 # Writes an nginx config for one server block to $1/nginx.conf (the
@@ -272,6 +301,40 @@ start_nginx_tls() {
     return 1
   fi
   PIDS+=($NGINX_PID)
+}
+
+# Cases that mostly wait (sleeps, rates, timeouts) run side by side, each
+# on its own files, ports and servers: the test then takes as long as its
+# longest case, not their sum. A subshell's counts reach the script through
+# a file, as its variables do not.
+SIDE=()
+side_by_side() {
+  local name=$1
+  shift
+  (
+    pass=0 fail=0
+    "$@"
+    echo "$pass $fail" >"$TMP/$name.side.counts"
+  ) >"$TMP/$name.side.log" 2>&1 &
+  SIDE+=("$name:$!")
+}
+side_by_side_wait() {
+  local e name p c
+  for e in "${SIDE[@]}"; do
+    wait "${e##*:}"
+  done
+  for e in "${SIDE[@]}"; do
+    name=${e%:*}
+    cat "$TMP/$name.side.log"
+    if c=$(cat "$TMP/$name.side.counts" 2>/dev/null); then
+      p=${c% *}
+      pass=$((pass + p))
+      fail=$((fail + ${c#* }))
+    else
+      bad "$name: the case ended without its counts (it died)"
+    fi
+  done
+  SIDE=()
 }
 
 finish() {

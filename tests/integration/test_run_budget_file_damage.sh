@@ -10,22 +10,14 @@
 . "$(dirname "$0")/lib.sh"
 start_pyserver
 B=http://127.0.0.1:$PY_PORT
-now() { python3 -c 'import time; print("%.3f" % time.time())'; }
-calc() { python3 -c "print(round($1, 3))"; } # arithmetic on seconds (no bc)
-sent_between() { # FROM TO PREFIX: requests received in [FROM, TO]
-  python3 - "$PY_REC" "$1" "$2" "$3" <<'EOF'
-import json, sys
-lo, hi, pre = float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-print(sum(1 for l in open(sys.argv[1])
-          if (lambda r: r["path"].startswith(pre) and lo <= r["t"] <= hi)(json.loads(l))))
-EOF
-}
 # random_bytes FILE OFFSET COUNT: COUNT random bytes at OFFSET, in place, in
-# one write.
+# one write. The bytes are drawn once, before: the damage runs under the
+# file's lock, which a participant waits for 250 ms at most, and starting
+# an interpreter there takes longer than that on a loaded machine.
+head -c 266240 /dev/urandom >"$TMP/random.bin"
 random_bytes() {
-  python3 -c 'import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY)
-os.pwrite(fd, os.urandom(int(sys.argv[3])), int(sys.argv[2]))' "$@"
+  dd if="$TMP/random.bin" of="$1" bs="$3" count=1 seek="$2" oflag=seek_bytes \
+    conv=notrunc status=none
 }
 
 # case NAME DAMAGE REPAIRED [STOP]: two runs of 400 requests each on one
@@ -35,7 +27,7 @@ os.pwrite(fd, os.urandom(int(sys.argv[3])), int(sys.argv[2]))' "$@"
 # no account in use (said once, not a stop of 1 s).
 case_() {
   local name=$1 damage=$2 repaired=$3 stop=${4:-1}
-  F=$TMP/$name.budget
+  F=$TMP/$name.budget # global: the damage command reads it (a subshell's own)
   local U="file:$F" pids=() i
   for i in 1 2; do
     for k in $(seq 1 400); do echo "$B/ok/$name-$i-$k"; done >"$TMP/$name.$i.in"
@@ -49,7 +41,7 @@ case_() {
   # Under the file's lock (flock(1)), as between two calls of polite's: a
   # write landing between a participant's read and its write back would
   # be overwritten by it (and the file then proved polite's again).
-  export F
+  export F TMP
   export -f random_bytes
   flock "$F" bash -c "$damage"
   t_dmg=$(now) # after it: the write itself may take a while under load
@@ -92,13 +84,17 @@ case_() {
   done
 }
 
-case_ truncated0 'truncate -s 0 "$F"' 1
-case_ truncated4096 'truncate -s 4096 "$F"' 1
-case_ zeroed 'dd if=/dev/zero of="$F" bs=266240 count=1 conv=notrunc status=none' 1
-case_ random_account 'random_bytes "$F" 4096 4096' 1
-case_ random_elsewhere 'random_bytes "$F" $((8192 + RANDOM % 150000)) 70000' 1 0
-case_ random_header 'random_bytes "$F" 0 512' 1 0
-case_ random_all 'random_bytes "$F" 0 266240' 0
+# The cases mostly wait (sleeps, the 40/s rate, the settling), each on its
+# own budget file and paths: they run side by side.
+each() { side_by_side "$1" case_ "$@"; }
+each truncated0 'truncate -s 0 "$F"' 1
+each truncated4096 'truncate -s 4096 "$F"' 1
+each zeroed 'dd if=/dev/zero of="$F" bs=266240 count=1 conv=notrunc status=none' 1
+each random_account 'random_bytes "$F" 4096 4096' 1
+each random_elsewhere 'random_bytes "$F" $((8192 + RANDOM % 150000)) 70000' 1 0
+each random_header 'random_bytes "$F" 0 512' 1 0
+each random_all 'random_bytes "$F" 0 266240' 0
+side_by_side_wait
 check_grep "random_all: the file is left alone and the message says to remove it" \
   "remove it and the participants make a new one" "$TMP/random_all.1.err"
 finish

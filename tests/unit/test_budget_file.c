@@ -22,6 +22,7 @@
 #include "budget_file_store.h"
 
 #include "budget_file_fixture.h"
+#include "fake_env.h"
 
 /* One request of `units` rate units and one slot (what polite run asks). */
 static int acq(polite_budget *b, int64_t now, unsigned units, int64_t *w) {
@@ -548,6 +549,55 @@ static void slot_cap_holds_every_participant(void **state) {
   polite_budget_close(b);
 }
 
+/* set_slot_cap on an account nobody has acquired yet (it takes no clock)
+ * makes the account with its cap, so the cap holds from the first acquire
+ * of any participant: it was dropped, the account not being there. */
+static void slot_cap_holds_before_any_acquire(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 0, 1, 8);
+  polite_budget *b = open_ok(uri, 0, 1, 8);
+  polite_budget_set_slot_cap(a, NULL, 2);
+  int64_t w;
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_WAIT_SLOT);
+  polite_budget_close(a);
+  polite_budget_close(b);
+}
+
+/* What no call passes a backend (the file's identity and creation time,
+ * a participant's owner id) comes from polite_budget_open_env's env, so a
+ * test on a fake clock and random source sees its own values in the
+ * file. */
+static void ids_and_creation_time_come_from_the_env(void **state) {
+  (void)state;
+  unsigned char fill = 0xa5;
+  polite_env env = {NULL, fake_env_wall, fake_env_bytes, &fill};
+  polite_budget_config c = {10, 1, 2};
+  polite_budget *b = NULL;
+  char err[256];
+  assert_int_equal(polite_budget_open_env(uri, &c, &env, &b, err, sizeof err),
+                   0);
+  int64_t w;
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  int fd = open(path, O_RDONLY);
+  assert_true(fd >= 0);
+  pf_header h;
+  assert_int_equal(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+  static pf_record r;
+  assert_int_equal(pread(fd, &r, sizeof r, PF_PAGE), (ssize_t)sizeof r);
+  close(fd);
+  uint64_t all_a5;
+  memset(&all_a5, 0xa5, sizeof all_a5);
+  assert_int_equal(h.created_wall_ms, FAKE_WALL_MS);
+  assert_int_equal(h.file_id, all_a5);
+  assert_int_equal(r.used, 1);
+  assert_int_equal(r.owners[0].slots, 1);
+  assert_int_equal(r.owners[0].id, all_a5);
+  polite_budget_close(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(rate_is_shared_between_participants,
@@ -575,6 +625,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(file_from_another_boot_starts_fresh,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(corrupted_file_fails_with_a_message,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(slot_cap_holds_before_any_acquire, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(ids_and_creation_time_come_from_the_env,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(slot_cap_holds_every_participant, setup,
                                       teardown),

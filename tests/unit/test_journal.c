@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fake_env.h"
 #include "journal_tmp.h"
 
 static polite_journal *open_mode(int mode) {
@@ -356,14 +357,6 @@ static void write_error_names_file_and_cause(void **state) {
   polite_journal_close(j);
 }
 
-/* A fake wall clock: every record of the journal takes its time from the
- * env it was given, none from the real clock. */
-#define FAKE_WALL_MS INT64_C(1234567890123)
-static int64_t fake_wall(void *ud) {
-  (void)ud;
-  return FAKE_WALL_MS;
-}
-
 /* The number of rows of `sql` (a SELECT COUNT(*)) in the closed journal. */
 static long long count_rows(const char *sql) {
   sqlite3 *db = NULL;
@@ -380,7 +373,7 @@ static long long count_rows(const char *sql) {
 
 static void records_take_the_env_clock(void **state) {
   (void)state;
-  polite_env env = {NULL, fake_wall, NULL, NULL};
+  polite_env env = {NULL, fake_env_wall, NULL, NULL};
   polite_journal *j = open_mode(POLITE_JOURNAL_CREATE);
   polite_journal_set_env(j, &env);
   begin(j, "run", "fp");

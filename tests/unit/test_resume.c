@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fake_env.h"
 #include "journal_tmp.h"
 
 /* The inner side: an input of lines, and what reached on_result. */
@@ -76,6 +77,22 @@ static void attach(polite_journal *j, inner *in, polite_batch_options *bo,
   assert_int_equal(bo->idempotency_auto, 0);
 }
 
+/* An input of lines and the run attached over it: what most cases start
+ * with. */
+typedef struct {
+  inner in;
+  polite_batch_options bo;
+  polite_journal_run *run;
+} attached;
+
+static void attach_lines(polite_journal *j, const char *const *lines, size_t n,
+                         attached *a) {
+  memset(a, 0, sizeof *a);
+  a->in.lines = lines;
+  a->in.n = n;
+  attach(j, &a->in, &a->bo, &a->run);
+}
+
 /* Pretends the engine ran r to the end with outcome ok. */
 static void finish_ok(polite_batch_options *bo, polite_request *r) {
   polite_attempt_start s = {r, polite_request_method(r), 1, 1000,
@@ -105,31 +122,29 @@ static void skips_finished_and_reuses_keys(void **state) {
   char key[64] = "";
   {
     polite_journal *j = open_session(POLITE_JOURNAL_CREATE);
-    inner in = {input, 3, 0, 0, 0};
-    polite_batch_options bo;
-    polite_journal_run *run;
-    attach(j, &in, &bo, &run);
+    attached a;
+    attach_lines(j, input, 3, &a);
     polite_request *r[3];
     for (int i = 0; i < 3; i++)
-      assert_int_equal(bo.next(bo.ud, &r[i]), 1);
+      assert_int_equal(a.bo.next(a.bo.ud, &r[i]), 1);
     polite_request *extra = NULL;
-    assert_int_equal(bo.next(bo.ud, &extra), 0);
+    assert_int_equal(a.bo.next(a.bo.ud, &extra), 0);
     assert_int_equal(strncmp(r[0]->id, "line-1-", 7), 0); /* a stable id */
     assert_int_equal(strlen(r[0]->id), strlen("line-1-") + 8);
     assert_null(r[0]->idempotency_key); /* a GET gets no key */
     assert_non_null(r[1]->idempotency_key);
     snprintf(key, sizeof key, "%s", r[1]->idempotency_key);
     assert_int_equal(strlen(key), 36);
-    finish_ok(&bo, r[0]);
-    finish_ok(&bo, r[1]);
-    assert_int_equal(in.results, 2);
+    finish_ok(&a.bo, r[0]);
+    finish_ok(&a.bo, r[1]);
+    assert_int_equal(a.in.results, 2);
     polite_journal_run_status st;
-    polite_journal_run_status_get(run, &st);
+    polite_journal_run_status_get(a.run, &st);
     assert_int_equal(st.handed, 3);
     assert_false(st.failed);
     for (int i = 0; i < 3; i++)
       polite_request_free(r[i]);
-    polite_journal_run_free(run);
+    polite_journal_run_free(a.run);
     polite_journal_close(j);
   }
   {
@@ -138,39 +153,35 @@ static void skips_finished_and_reuses_keys(void **state) {
     assert_int_equal(polite_journal_finished(j, "w", oc, sizeof oc), 1);
     assert_string_equal(oc, "ok");
     assert_int_equal(polite_journal_finished(j, "g", NULL, 0), 0);
-    inner in = {input, 3, 0, 0, 0};
-    polite_batch_options bo;
-    polite_journal_run *run;
-    attach(j, &in, &bo, &run);
+    attached a;
+    attach_lines(j, input, 3, &a);
     polite_request *r = NULL;
-    assert_int_equal(bo.next(bo.ud, &r), 1);
+    assert_int_equal(a.bo.next(a.bo.ud, &r), 1);
     assert_string_equal(r->id, "g");
     polite_request_free(r);
-    assert_int_equal(bo.next(bo.ud, &r), 0);
+    assert_int_equal(a.bo.next(a.bo.ud, &r), 0);
     polite_journal_run_status st;
-    polite_journal_run_status_get(run, &st);
+    polite_journal_run_status_get(a.run, &st);
     assert_int_equal(st.skipped, 2);
     assert_int_equal(st.handed, 1);
     char *k = NULL;
     assert_int_equal(polite_journal_key(j, "w", &k), 1);
     assert_string_equal(k, key);
     free(k);
-    polite_journal_run_free(run);
+    polite_journal_run_free(a.run);
     polite_journal_close(j);
   }
   /* A write handed over but never finished gets its recorded key again. */
   {
     polite_journal *j = open_session(POLITE_JOURNAL_RESUME);
     polite_journal_requeue(j, "w", "ok");
-    inner in = {input + 1, 1, 0, 0, 0};
-    polite_batch_options bo;
-    polite_journal_run *run;
-    attach(j, &in, &bo, &run);
+    attached a;
+    attach_lines(j, input + 1, 1, &a);
     polite_request *r = NULL;
-    assert_int_equal(bo.next(bo.ud, &r), 1);
+    assert_int_equal(a.bo.next(a.bo.ud, &r), 1);
     assert_string_equal(r->idempotency_key, key);
     polite_request_free(r);
-    polite_journal_run_free(run);
+    polite_journal_run_free(a.run);
     polite_journal_close(j);
   }
 }
@@ -184,22 +195,20 @@ static void repeated_id_ends_the_input(void **state) {
       "{\"id\":\"same\",\"url\":\"http://api.test/2\"}",
       "{\"id\":\"later\",\"url\":\"http://api.test/3\"}"};
   polite_journal *j = open_session(POLITE_JOURNAL_CREATE);
-  inner in = {twice, 3, 0, 0, 0};
-  polite_batch_options bo;
-  polite_journal_run *run;
-  attach(j, &in, &bo, &run);
+  attached a;
+  attach_lines(j, twice, 3, &a);
   polite_request *r = NULL;
-  assert_int_equal(bo.next(bo.ud, &r), 1);
+  assert_int_equal(a.bo.next(a.bo.ud, &r), 1);
   polite_request_free(r);
-  assert_int_equal(bo.next(bo.ud, &r), 0);
-  assert_int_equal(bo.next(bo.ud, &r), 0); /* and stays ended */
+  assert_int_equal(a.bo.next(a.bo.ud, &r), 0);
+  assert_int_equal(a.bo.next(a.bo.ud, &r), 0); /* and stays ended */
   polite_journal_run_status st;
-  polite_journal_run_status_get(run, &st);
+  polite_journal_run_status_get(a.run, &st);
   assert_true(st.input_failed);
   assert_false(st.failed);
   assert_non_null(strstr(st.error, "input line 2: id 'same' was already "
                                    "used on line 1"));
-  polite_journal_run_free(run);
+  polite_journal_run_free(a.run);
   polite_journal_close(j);
 }
 
@@ -253,20 +262,10 @@ static void failed_check_vetoes_the_attempt(void **state) {
 /* The batch's env reaches the journal through polite_journal_attach: the
  * request record is stamped on its wall clock and the write's new key is
  * made from its random bytes, neither from the real sources. */
-static int64_t env_wall(void *ud) {
-  (void)ud;
-  return INT64_C(1234567890123);
-}
-
-static int env_bytes(void *ud, void *buf, size_t n) {
-  (void)ud;
-  memset(buf, 0x11, n);
-  return 0;
-}
-
 static void the_batch_env_reaches_the_journal(void **state) {
   (void)state;
-  polite_env env = {NULL, env_wall, env_bytes, NULL};
+  unsigned char fill = 0x11;
+  polite_env env = {NULL, fake_env_wall, fake_env_bytes, &fill};
   polite_journal *j = open_session(POLITE_JOURNAL_CREATE);
   static const char *const w[] = {
       "{\"id\":\"w\",\"method\":\"POST\",\"url\":\"http://api.test/w\"}"};

@@ -70,6 +70,13 @@ static void on_result(void *ud, const polite_result *r) {
            r->idempotency_key ? r->idempotency_key : "");
 }
 
+/* What both cases set on their options (a polite_batch_options or a
+ * polite_client_options, which name these members alike): the env, one
+ * attempt of a POST with an automatic key, a bounded connect. */
+#define ONE_ATTEMPT_ON(o, e)                                                   \
+  ((o).env = (e), (o).max_attempts = 1, (o).idempotency_auto = 1,              \
+   (o).connect_timeout_ms = 2000)
+
 static void env_is_the_only_clock_and_random_source(void **state) {
   (void)state;
   fake f = {0, 0, 0};
@@ -78,10 +85,7 @@ static void env_is_the_only_clock_and_random_source(void **state) {
   memset(&s, 0, sizeof s);
   polite_batch_options o;
   polite_batch_options_init(&o);
-  o.env = &env;
-  o.max_attempts = 1;
-  o.idempotency_auto = 1;
-  o.connect_timeout_ms = 2000;
+  ONE_ATTEMPT_ON(o, &env);
   o.next = next;
   o.on_attempt = on_attempt;
   o.on_result = on_result;
@@ -109,10 +113,7 @@ static void client_takes_time_from_its_env(void **state) {
   polite_env env = {fake_mono, fake_wall, fake_random, &f};
   polite_client_options o;
   polite_client_options_init(&o);
-  o.env = &env;
-  o.max_attempts = 1;
-  o.idempotency_auto = 1;
-  o.connect_timeout_ms = 2000;
+  ONE_ATTEMPT_ON(o, &env);
   polite_client *c = polite_client_new(&o);
   assert_non_null(c);
   assert_true(f.mono_reads >= 1);

@@ -104,7 +104,11 @@ start_cluster() {
   for _ in 1 2 3; do
     CPORTS=()
     for i in 0 1 2; do
+      # A node also listens on its cluster bus, port + 10000, which must be
+      # a port too: free_port's ephemeral ports reach 60999, and a node on
+      # 55536 or above does not start (about one try in two failed so).
       p=$(free_port)
+      while [ "$p" -gt 55535 ]; do p=$(free_port); done
       CPORTS+=("$p")
       mkdir -p "$TMP/c$p"
       (cd "$TMP/c$p" && exec redis-server --port "$p" --bind 127.0.0.1 \
