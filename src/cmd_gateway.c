@@ -9,7 +9,6 @@
 #include "run_summary.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <limits.h>
 #include <polite/polite.h>
 #include <stdlib.h>
@@ -193,20 +192,20 @@ const cli_command cli_cmd_gateway = {
 /* The gateway's fields in an attempt's log line: the wait in the queue
  * before the request's first attempt, and the client's own retries (the
  * layer the attempt belongs to). */
-static void log_extra(void *ud, const polite_attempt *a, void *o) {
+static void log_extra(void *ud, const polite_attempt *a, run_jline *j) {
   (void)ud;
   gw_attempt_info in;
   if (polite__gw_attempt_info(a->req, &in) != 0)
     return;
-  json_object_set_new(o, "layer",
-                      json_string(a->attempt > 1 ? "gateway" : "client"));
-  json_object_set_new(o, "queued_ms",
-                      in.queued_ms >= 0 && a->attempt == 1
-                          ? json_integer(in.queued_ms)
-                          : json_null());
-  json_object_set_new(o, "client_retries",
-                      in.client_retries >= 0 ? json_integer(in.client_retries)
-                                             : json_null());
+  run_jline_cstr(j, "layer", a->attempt > 1 ? "gateway" : "client");
+  if (in.queued_ms >= 0 && a->attempt == 1)
+    run_jline_int(j, "queued_ms", in.queued_ms);
+  else
+    run_jline_null(j, "queued_ms");
+  if (in.client_retries >= 0)
+    run_jline_int(j, "client_retries", in.client_retries);
+  else
+    run_jline_null(j, "client_retries");
 }
 
 static void on_attempt(void *ud, const polite_attempt *a) {

@@ -2,6 +2,8 @@
 #ifndef POLITE_RUN_SUMMARY_H
 #define POLITE_RUN_SUMMARY_H
 
+#include "run_output.h"
+
 #include <polite/batch.h>
 #include <stdio.h>
 
@@ -76,11 +78,12 @@ typedef struct {
   const char *path; /* for messages */
   int failed;       /* a write failed: nothing more is written */
   int err;          /* its errno */
-  /* May be NULL: adds fields of the command's own to an attempt's line (o
-   * is its json_t object) before it is written (the gateway: the queue
-   * wait, the client's own retries). */
-  void (*extra)(void *ud, const polite_attempt *a, void *o);
+  /* May be NULL: adds fields of the command's own to an attempt's line
+   * (written into j after the log's own) before it is written (the
+   * gateway: the queue wait, the client's own retries). */
+  void (*extra)(void *ud, const polite_attempt *a, run_jline *j);
   void *extra_ud;
+  run_jline line; /* the line being written, its buffer reused */
 } run_log;
 
 /* Writes one attempt's line; the first failure stops the log (the run goes
