@@ -109,6 +109,8 @@ void polite__gw_req_free(gw_req *g) {
   if (g == NULL)
     return;
   polite__gw_attempt_stop(g);
+  if (g->expecting)
+    polite__net_up_expect(g->up, -1);
   if (g->timer)
     event_free(g->timer);
   if (g->body)
@@ -264,6 +266,14 @@ static void submit(gw_req *g) {
     return;
   }
   polite__gw_kick(s); /* its result may be in already; else a step */
+  /* Announced after the kick: the check for a warm connection runs after
+   * the engine's step, and finds nothing to do for a request it sent. */
+  char err[256];
+  net_upstream *u = polite__gw_upstream_of(g, err, sizeof err);
+  if (u != NULL) {
+    g->expecting = 1;
+    polite__net_up_expect(u, 1);
+  }
 }
 
 /* ---- CONNECT ------------------------------------------------------------- */

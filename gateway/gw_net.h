@@ -69,6 +69,7 @@ struct gw_req {
   polite_request *pr;       /* the engine's from submit to its result */
   polite_engine_attempt *a; /* the attempt in flight, or NULL */
   net_upstream *up;         /* where its attempts go */
+  int expecting;            /* announced to up (polite__net_up_expect) */
   net_up_exch *x;           /* the exchange in flight, or NULL */
   gw_xstate xs;
   struct event *timer;   /* the attempt's timeout; a deferred cancel */
