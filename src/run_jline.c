@@ -186,10 +186,19 @@ void run_jline_cstr(run_jline *j, const char *key, const char *s) {
 }
 
 void run_jline_int(run_jline *j, const char *key, long long v) {
+  /* By hand: snprintf's format machinery was the writer's largest cost. */
   char buf[24];
-  int n = snprintf(buf, sizeof buf, "%lld", v);
+  char *p = buf + sizeof buf;
+  unsigned long long u =
+      v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  do {
+    *--p = (char)('0' + u % 10);
+    u /= 10;
+  } while (u != 0);
+  if (v < 0)
+    *--p = '-';
   key_of(j, key);
-  put(j, buf, (size_t)n);
+  put(j, p, (size_t)(buf + sizeof buf - p));
 }
 
 /* jansson's form of a real (jsonp_dtostr): %.17g, then ".0" when neither a
