@@ -95,7 +95,10 @@ static gw_req *req_new(gw_server *s, net_req *nr) {
   g->first_start_us = -1;
   g->client_retries = -1;
   g->arrival_us = nr->t0_us;
-  snprintf(g->method, sizeof g->method, "%s", nr->method);
+  /* Cut to the field as snprintf did, without its format machinery. */
+  size_t ml = strnlen(nr->method, sizeof g->method - 1);
+  memcpy(g->method, nr->method, ml);
+  g->method[ml] = '\0';
   g->timer = evtimer_new(s->base, polite__gw_on_timer, g);
   if (g->timer == NULL) {
     free(g);
