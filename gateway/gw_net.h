@@ -41,6 +41,8 @@ typedef struct {
   struct event *turn; /* made active when there is work */
   struct event *wake; /* the engine's next wake */
   int turn_armed;
+  struct event *flush; /* the command's on_flush, after the loop's pass */
+  int flush_armed;
   gw_req *done, **done_tail; /* results not yet answered, in order */
   int draining, stopped, failed;
   int64_t flush_from_us; /* stopped: since when the last answers flush */

@@ -216,6 +216,10 @@ static void on_rate(void *ud, const polite_rate_change *c) {
   run_log_rate(&((gw_opts *)ud)->log, c);
 }
 
+static void on_flush(void *ud) {
+  run_log_flush(&((gw_opts *)ud)->log);
+}
+
 /* polite run's summary, then the layers' attempts. */
 static void on_end(void *ud, const polite_batch_stats *st, const gw_totals *t,
                    int64_t wall_ms) {
@@ -271,6 +275,7 @@ int cmd_gateway(int argc, char **argv) {
   }
   o.log.path = o.log_path;
   o.log.extra = log_extra;
+  o.log.deferred = 1; /* flushed after each pass of the loop (on_flush) */
   if (o.log_path && (o.log.f = fopen(o.log_path, "a")) == NULL) {
     rc = cli_usage("gateway", "--log: cannot open '%s': %s", o.log_path,
                    strerror(errno));
@@ -286,6 +291,7 @@ int cmd_gateway(int argc, char **argv) {
     o.c.bo.budget = budget;
     o.c.on_attempt = on_attempt;
     o.c.on_rate = on_rate;
+    o.c.on_flush = o.log.f ? on_flush : NULL;
     o.c.on_end = on_end;
     o.c.ud = &o;
     rc = polite__gw_run(&o.c) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;

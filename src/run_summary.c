@@ -618,9 +618,19 @@ static void log_line(run_log *l) {
   /* Checked line by line: a full disk (or /dev/full) is an error the run
    * reports, not a log silently cut short. */
   if (s == NULL || fwrite(s, 1, l->line.n, l->f) != l->line.n ||
-      fputc('\n', l->f) == EOF || fflush(l->f) != 0) {
+      fputc('\n', l->f) == EOF || (!l->deferred && fflush(l->f) != 0)) {
     l->failed = 1;
     l->err = s ? errno : ENOMEM;
+  }
+}
+
+void run_log_flush(run_log *l) {
+  if (l->f == NULL || l->failed)
+    return;
+  errno = 0;
+  if (fflush(l->f) != 0) {
+    l->failed = 1;
+    l->err = errno;
   }
 }
 

@@ -71,7 +71,7 @@ static void check_attempt(ref_src *src, FILE *f, char **buf, size_t *len) {
     a.diagnosis = &d;
   }
   size_t at = *len;
-  run_log l = {f, "fuzz", 0, 0, NULL, NULL, {0}};
+  run_log l = {.f = f, .path = "fuzz"};
   run_log_attempt(&l, &a);
   run_jline_free(&l.line);
   fflush(f);

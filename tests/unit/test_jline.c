@@ -148,7 +148,7 @@ static void attempt_lines_are_written_as_jansson_does(void **state) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   assert_non_null(f);
-  run_log l = {f, "memory", 0, 0, NULL, NULL, {0}};
+  run_log l = {.f = f, .path = "memory"};
   gw_fields g;
   size_t at = 0;
   char id[256], url[256], method[256], ra[256], rid[256], rh[256], err[256];
@@ -220,7 +220,7 @@ static void rate_lines_are_written_as_jansson_does(void **state) {
   size_t len = 0, at = 0;
   FILE *f = open_memstream(&buf, &len);
   assert_non_null(f);
-  run_log l = {f, "memory", 0, 0, NULL, NULL, {0}};
+  run_log l = {.f = f, .path = "memory"};
   for (int i = 0; i < 5000; i++) {
     polite_rate_change c = {(long long)ref_int(&src) % 10000000000000LL,
                             (double)ref_int(&src) / 1e15,
@@ -241,6 +241,41 @@ static void rate_lines_are_written_as_jansson_does(void **state) {
   free(buf);
 }
 
+/* The gateway's deferred log: lines wait in the stream's buffer until
+ * run_log_flush, and a write that fails there (a full disk) stops the log
+ * and is reported by run_log_close, as a failed line is without deferral. */
+static void deferred_lines_wait_for_the_flush(void **state) {
+  (void)state;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  run_log l = {.f = f, .path = "memory", .deferred = 1};
+  polite_rate_change c = {1, 4.5, -1, "start", "first", NULL};
+  run_log_rate(&l, &c);
+  run_log_rate(&l, &c);
+  assert_int_equal(len, 0); /* open_memstream's len moves at a flush */
+  run_log_flush(&l);
+  assert_true(len > 0);
+  assert_int_equal(strchr(buf, '\n') - buf + 1, len / 2);
+  assert_int_equal(run_log_close(&l), 0);
+  free(buf);
+
+  FILE *full = fopen("/dev/full", "w");
+  if (full == NULL)
+    return; /* no /dev/full here: the first half stands alone */
+  run_log d = {.f = full, .path = "/dev/full", .deferred = 1};
+  run_log_rate(&d, &c);
+  assert_int_equal(d.failed, 0); /* buffered: nothing written yet */
+  run_log_flush(&d);
+  assert_int_equal(d.failed, 1);
+  FILE *saved = stderr; /* run_log_close names the file on stderr */
+  stderr = fopen("/dev/null", "w");
+  assert_int_equal(run_log_close(&d), -1);
+  fclose(stderr);
+  stderr = saved;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_short_string_is_written_as_jansson_does),
@@ -248,6 +283,7 @@ int main(void) {
       cmocka_unit_test(numbers_are_written_as_jansson_does),
       cmocka_unit_test(attempt_lines_are_written_as_jansson_does),
       cmocka_unit_test(rate_lines_are_written_as_jansson_does),
+      cmocka_unit_test(deferred_lines_wait_for_the_flush),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
