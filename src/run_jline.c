@@ -241,24 +241,24 @@ void run_jline_null(run_jline *j, const char *key) {
   put(j, "null", 4);
 }
 
-void run_jline_url(run_jline *j, const char *key, const char *url) {
-  if (url == NULL) {
+/* s through one of the redactions (NULL: null; out of memory: ""). */
+static void redacted(run_jline *j, const char *key, const char *s,
+                     char *(*redact)(const char *)) {
+  if (s == NULL) {
     run_jline_null(j, key);
     return;
   }
-  char *r = polite_redact_url(url);
+  char *r = redact(s);
   run_jline_text(j, key, r ? r : "", r ? strlen(r) : 0);
   free(r);
 }
 
+void run_jline_url(run_jline *j, const char *key, const char *url) {
+  redacted(j, key, url, polite_redact_url);
+}
+
 void run_jline_redacted(run_jline *j, const char *key, const char *text) {
-  if (text == NULL) {
-    run_jline_null(j, key);
-    return;
-  }
-  char *r = polite_redact_text(text);
-  run_jline_text(j, key, r ? r : "", r ? strlen(r) : 0);
-  free(r);
+  redacted(j, key, text, polite_redact_text);
 }
 
 void run_jline_time(run_jline *j, const char *key, long long ms) {

@@ -113,6 +113,25 @@ static char *ref_rate(const polite_rate_change *r) {
   return s;
 }
 
+/* {"k":<s>} by both writers: 1 when they are the same bytes. */
+static int ref_same_text(const char *s, size_t n) {
+  run_jline j = {0};
+  run_jline_begin(&j);
+  run_jline_text(&j, "k", s, n);
+  const char *mine = run_jline_end(&j);
+  json_t *o = json_object();
+  json_object_set_new(o, "k", run_text_json(s, n));
+  char *ref = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(o);
+  int eq = mine && ref && strcmp(mine, ref) == 0;
+  if (!eq)
+    fprintf(stderr, "differ (%zu bytes):\n mine %s\n ref  %s\n", n,
+            mine ? mine : "(null)", ref ? ref : "(null)");
+  free(ref);
+  run_jline_free(&j);
+  return eq;
+}
+
 /* A source of bytes: the fuzzer's input, or a seeded generator. */
 typedef struct {
   const unsigned char *data;

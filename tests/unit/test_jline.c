@@ -17,34 +17,16 @@
 
 #include "jline_ref.h"
 
-/* {"k":<s>} by both writers: 1 when equal, else both printed. */
-static int same_text(const char *s, size_t n) {
-  run_jline j = {0};
-  run_jline_begin(&j);
-  run_jline_text(&j, "k", s, n);
-  const char *mine = run_jline_end(&j);
-  json_t *o = json_object();
-  json_object_set_new(o, "k", run_text_json(s, n));
-  char *ref = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  json_decref(o);
-  int eq = mine && ref && strcmp(mine, ref) == 0;
-  if (!eq)
-    fprintf(stderr, "differ (%zu bytes):\n mine %s\n ref  %s\n", n,
-            mine ? mine : "(null)", ref ? ref : "(null)");
-  free(ref);
-  run_jline_free(&j);
-  return eq;
-}
 
 static void every_short_string_is_written_as_jansson_does(void **state) {
   (void)state;
   unsigned char b[3];
   for (unsigned x = 0; x < 256; x++) {
     b[0] = (unsigned char)x;
-    assert_true(same_text((char *)b, 1));
+    assert_true(ref_same_text((char *)b, 1));
     for (unsigned y = 0; y < 256; y++) {
       b[1] = (unsigned char)y;
-      assert_true(same_text((char *)b, 2));
+      assert_true(ref_same_text((char *)b, 2));
     }
   }
   /* Three bytes behind the leads where overlong forms, surrogates and
@@ -57,7 +39,7 @@ static void every_short_string_is_written_as_jansson_does(void **state) {
         b[0] = leads[l];
         b[1] = (unsigned char)y;
         b[2] = (unsigned char)z;
-        assert_true(same_text((char *)b, 3));
+        assert_true(ref_same_text((char *)b, 3));
       }
 }
 
@@ -69,9 +51,9 @@ static void random_hostile_text_is_written_as_jansson_does(void **state) {
     size_t n = ref_byte(&src) % 40;
     for (size_t k = 0; k < n; k++) /* raw bytes, NUL included */
       buf[k] = (char)ref_byte(&src);
-    assert_true(same_text(buf, n));
+    assert_true(ref_same_text(buf, n));
     ref_str(&src, buf, sizeof buf);
-    assert_true(same_text(buf, strlen(buf)));
+    assert_true(ref_same_text(buf, strlen(buf)));
   }
 }
 

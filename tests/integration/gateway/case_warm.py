@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "proxy"))
 import pxtest  # noqa: E402
-from pxtest import POLITE, check, done, path  # noqa: E402
+from pxtest import POLITE, check, done, path, read_all  # noqa: E402
 
 events = []  # (connection number, accepted at, first byte of a request at)
 lock = threading.Lock()
@@ -76,12 +76,7 @@ codes = []
 def client(i):
     s = socket.create_connection((host, int(port)))
     s.sendall(b"GET /item/%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % i)
-    data = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        data += b
+    data = read_all(s)
     with lock:
         codes.append(data.split(b" ", 2)[1] if data.startswith(b"HTTP/1.1 ") else b"none")
 
