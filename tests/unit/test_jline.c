@@ -17,7 +17,6 @@
 
 #include "jline_ref.h"
 
-
 static void every_short_string_is_written_as_jansson_does(void **state) {
   (void)state;
   unsigned char b[3];
