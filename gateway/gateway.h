@@ -265,6 +265,10 @@ typedef struct {
   void (*on_rate)(void *ud, const polite_rate_change *c);
   void (*on_end)(void *ud, const polite_batch_stats *st, const gw_totals *t,
                  int64_t wall_ms);
+  /* May be NULL: called once after the attempts and rate changes of one
+   * pass of the loop, once the answers they belong to went out (the log
+   * writes its lines then: one write for many, none before an answer). */
+  void (*on_flush)(void *ud);
   void *ud;
 } gw_config;
 

@@ -87,6 +87,10 @@ static int send_request(gw_req *g, const char *add_key, char *err,
   g->x = polite__net_up_send(u, b, strcmp(g->method, "HEAD") == 0, retryable,
                              &handler, g);
   evbuffer_free(b);
+  if (g->expecting) { /* sent: a spare for the next, if any waits */
+    g->expecting = 0;
+    polite__net_up_expect(u, -1);
+  }
   if (g->x == NULL) {
     snprintf(err, errlen, "%s", polite__net_up_error(u));
     return -1;

@@ -95,7 +95,10 @@ static gw_req *req_new(gw_server *s, net_req *nr) {
   g->first_start_us = -1;
   g->client_retries = -1;
   g->arrival_us = nr->t0_us;
-  snprintf(g->method, sizeof g->method, "%s", nr->method);
+  /* Cut to the field as snprintf did, without its format machinery. */
+  size_t ml = strnlen(nr->method, sizeof g->method - 1);
+  memcpy(g->method, nr->method, ml);
+  g->method[ml] = '\0';
   g->timer = evtimer_new(s->base, polite__gw_on_timer, g);
   if (g->timer == NULL) {
     free(g);
@@ -109,6 +112,8 @@ void polite__gw_req_free(gw_req *g) {
   if (g == NULL)
     return;
   polite__gw_attempt_stop(g);
+  if (g->expecting)
+    polite__net_up_expect(g->up, -1);
   if (g->timer)
     event_free(g->timer);
   if (g->body)
@@ -264,6 +269,14 @@ static void submit(gw_req *g) {
     return;
   }
   polite__gw_kick(s); /* its result may be in already; else a step */
+  /* Announced after the kick: the check for a warm connection runs after
+   * the engine's step, and finds nothing to do for a request it sent. */
+  char err[256];
+  net_upstream *u = polite__gw_upstream_of(g, err, sizeof err);
+  if (u != NULL) {
+    g->expecting = 1;
+    polite__net_up_expect(u, 1);
+  }
 }
 
 /* ---- CONNECT ------------------------------------------------------------- */

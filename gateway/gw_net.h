@@ -41,6 +41,8 @@ typedef struct {
   struct event *turn; /* made active when there is work */
   struct event *wake; /* the engine's next wake */
   int turn_armed;
+  struct event *flush; /* the command's on_flush, after the loop's pass */
+  int flush_armed;
   gw_req *done, **done_tail; /* results not yet answered, in order */
   int draining, stopped, failed;
   int64_t flush_from_us; /* stopped: since when the last answers flush */
@@ -69,6 +71,7 @@ struct gw_req {
   polite_request *pr;       /* the engine's from submit to its result */
   polite_engine_attempt *a; /* the attempt in flight, or NULL */
   net_upstream *up;         /* where its attempts go */
+  int expecting;            /* announced to up (polite__net_up_expect) */
   net_up_exch *x;           /* the exchange in flight, or NULL */
   gw_xstate xs;
   struct event *timer;   /* the attempt's timeout; a deferred cancel */

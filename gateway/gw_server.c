@@ -110,6 +110,23 @@ static void on_turn(evutil_socket_t fd, short what, void *arg) {
 
 /* ---- The engine's callbacks ------------------------------------------ */
 
+static void on_flush(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  gw_server *s = arg;
+  s->flush_armed = 0;
+  s->cfg->on_flush(s->cfg->ud);
+}
+
+/* Asks for the command's on_flush after what the loop runs now: an answer
+ * relayed from the callback that logged its attempt goes out first. */
+static void want_flush(gw_server *s) {
+  if (s->cfg->on_flush == NULL || s->flush_armed || s->flush == NULL)
+    return;
+  s->flush_armed = 1;
+  event_active(s->flush, EV_TIMEOUT, 1);
+}
+
 /* An attempt ended: the metrics see the pause it caused, the command's
  * hook (the attempt log) the rest. */
 static void on_attempt(void *ud, const polite_attempt *a) {
@@ -122,12 +139,14 @@ static void on_attempt(void *ud, const polite_attempt *a) {
   }
   if (s->cfg->on_attempt)
     s->cfg->on_attempt(s->cfg->ud, a);
+  want_flush(s);
 }
 
 static void on_rate(void *ud, const polite_rate_change *c) {
   gw_server *s = ud;
   if (s->cfg->on_rate)
     s->cfg->on_rate(s->cfg->ud, c);
+  want_flush(s);
 }
 
 /* ---- Signals and the drain ------------------------------------------- */
@@ -261,8 +280,9 @@ static int start(gw_server *s) {
   s->turn = s->base ? event_new(s->base, -1, 0, on_turn, s) : NULL;
   s->wake = s->base ? evtimer_new(s->base, on_turn, s) : NULL;
   s->drain_timer = s->base ? evtimer_new(s->base, on_drain_timeout, s) : NULL;
+  s->flush = s->base ? event_new(s->base, -1, 0, on_flush, s) : NULL;
   if (!s->srv || !s->pool || !s->m || !s->seen || !s->turn || !s->wake ||
-      !s->drain_timer) {
+      !s->drain_timer || !s->flush) {
     fprintf(stderr, "polite gateway: cannot start the event loop\n");
     return -1;
   }
@@ -335,8 +355,8 @@ static void release(gw_server *s) {
   polite__net_connect_to_free(s->cto);
   polite__gw_metrics_free(s->m);
   polite__gw_seen_free(s->seen);
-  struct event *evs[] = {s->turn, s->wake, s->drain_timer, s->sig_term,
-                         s->sig_int};
+  struct event *evs[] = {s->turn,     s->wake,    s->drain_timer,
+                         s->sig_term, s->sig_int, s->flush};
   for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
     if (evs[i])
       event_free(evs[i]);
@@ -401,6 +421,8 @@ int polite__gw_run(const gw_config *c) {
   int rc = start(&s) == 0 && serve(&s) == 0 ? 0 : 1;
   if (rc == 0 && s.failed)
     rc = 1;
+  if (c->on_flush)
+    c->on_flush(c->ud); /* what the last pass logged */
   if (s.e && c->on_end) {
     gw_totals t;
     totals(&s, &t);

@@ -64,8 +64,20 @@ struct net_upstream {
   struct evdns_base *dns;
   net_lookup *lookup; /* the lookup in flight, or NULL */
   exch *queue, **queue_tail;
+  /* Warm connections (net_up_warm.c): requests about to be sent here, and
+   * the deferred check that keeps a spare connection open for them. */
+  unsigned n_idle;   /* on the idle list, warm ones still opening included */
+  unsigned expected; /* polite__net_up_expect's count */
+  struct event *warm_ev;
 };
 
+/* A new connection to u, connecting (NULL with the reason recorded). */
+upconn *polite__net_up_conn_new(net_upstream *u);
+/* Puts c on u's idle list (most recently used first). */
+void polite__net_up_idle_push(upconn *c);
+/* Arms c's read event with the timeout of its state: connecting or in the
+ * handshake, in an exchange, or idle. */
+void polite__net_up_arm(upconn *c);
 /* Records why the current exchange fails, for polite__net_up_error. */
 void polite__net_up_set_error(net_upstream *u, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

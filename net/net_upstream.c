@@ -53,7 +53,7 @@ const char *polite__net_up_error(const net_upstream *u) {
 }
 
 unsigned polite__net_up_active(const net_upstream *u) {
-  return u->active;
+  return u->active + u->expected; /* an upstream awaited is kept too */
 }
 
 /* An upstream for host:port with no address yet. */
@@ -125,15 +125,17 @@ static void idle_remove(upconn *c) {
     c->next->prev = c->prev;
   c->prev = c->next = NULL;
   c->idle = 0;
+  c->u->n_idle--;
 }
 
-static void idle_push(upconn *c) {
+void polite__net_up_idle_push(upconn *c) {
   c->prev = NULL;
   c->next = c->u->idle;
   if (c->next)
     c->next->prev = c;
   c->u->idle = c;
   c->idle = 1;
+  c->u->n_idle++;
 }
 
 static void conn_close(upconn *c) {
@@ -166,6 +168,8 @@ void polite__net_up_free(net_upstream *u) {
     return;
   while (u->idle)
     conn_close(u->idle);
+  if (u->warm_ev)
+    event_free(u->warm_ev);
   polite__net_lookup_cancel(u->lookup);
   SSL_SESSION_free(u->session);
   SSL_CTX_free(u->tls);
@@ -210,10 +214,10 @@ static void finish(upconn *c, int ok) {
       c->u->session = sess;
     }
   }
-  if (keep) {
+  if (keep && c->u->n_idle < NET_UP_IDLE_MAX) {
     c->reused = 1;
-    event_add(c->rev, NULL); /* idle: no timeout, we only watch for close */
-    idle_push(c);
+    polite__net_up_arm(c); /* idle: watched for a close, until its timeout */
+    polite__net_up_idle_push(c);
   } else {
     conn_close(c);
   }
@@ -264,6 +268,12 @@ static void conn_fail(upconn *c) {
 static void arm_read(upconn *c, int seconds) {
   struct timeval tv = {seconds, 0};
   event_add(c->rev, &tv);
+}
+
+void polite__net_up_arm(upconn *c) {
+  arm_read(c, c->connecting || c->handshaking ? CONNECT_TIMEOUT_S
+              : c->x                          ? EXCHANGE_TIMEOUT_S
+                                              : NET_UP_IDLE_TIMEOUT_S);
 }
 
 /* TLS writes: what SSL_write takes now; the rest waits for the socket
@@ -351,7 +361,7 @@ static int tls_handshake(upconn *c) {
   int r = SSL_connect(c->ssl);
   if (r == 1) {
     c->handshaking = 0;
-    arm_read(c, EXCHANGE_TIMEOUT_S);
+    polite__net_up_arm(c); /* a warm one waits idle for its exchange */
     return flush_out(c);
   }
   int e = SSL_get_error(c->ssl, r);
@@ -367,7 +377,7 @@ static int tls_handshake(upconn *c) {
   return -1;
 }
 
-static upconn *conn_new(net_upstream *u) {
+upconn *polite__net_up_conn_new(net_upstream *u) {
   upconn *c = calloc(1, sizeof *c);
   if (c == NULL)
     return NULL;
@@ -405,10 +415,16 @@ bad:
 int polite__net_up_start(net_upstream *u, exch *x, struct evbuffer *req) {
   if (!u->resolved)
     return polite__net_up_queue(u, x, req);
+  /* A connected one first; else one still opening (a warm one) is sooner
+   * than a new one. */
   upconn *c = u->idle;
+  while (c && (c->connecting || c->handshaking))
+    c = c->next;
+  if (c == NULL)
+    c = u->idle;
   if (c)
     idle_remove(c);
-  else if ((c = conn_new(u)) == NULL)
+  else if ((c = polite__net_up_conn_new(u)) == NULL)
     return -1;
   c->x = x;
   x->c = c;
@@ -427,7 +443,7 @@ int polite__net_up_start(net_upstream *u, exch *x, struct evbuffer *req) {
     event_add(c->wev, NULL);
     return 0;
   }
-  arm_read(c, EXCHANGE_TIMEOUT_S);
+  polite__net_up_arm(c); /* a warm one may still be in its handshake */
   if (flush_out(c) < 0) {
     /* A kept-alive connection the upstream closed: EPIPE/ECONNRESET. Sent
      * again once on a fresh connection, here and not through try_retry,
@@ -519,7 +535,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg) {
       return;
     }
     if (!c->ssl)
-      arm_read(c, EXCHANGE_TIMEOUT_S);
+      polite__net_up_arm(c);
   }
   if ((c->handshaking ? tls_handshake(c) : flush_out(c)) < 0)
     conn_fail(c);
@@ -648,8 +664,10 @@ static void on_eof(upconn *c) {
 }
 
 static void on_timeout(upconn *c) {
-  if (c->x == NULL)
+  if (c->x == NULL) {
+    conn_close(c); /* idle (or warm) past NET_UP_IDLE_TIMEOUT_S */
     return;
+  }
   if (c->connecting)
     polite__net_up_set_error(c->u, "timed out connecting (%d s)",
                              CONNECT_TIMEOUT_S);

@@ -72,8 +72,28 @@ void polite__net_up_free(net_upstream *u); /* cancels a lookup in flight */
  * "... cannot connect: Connection refused", "... timed out connecting
  * (10 s)". Never contains the request (no secrets). */
 const char *polite__net_up_error(const net_upstream *u);
-/* Exchanges sent on u whose on_done has not been called yet. */
+/* Exchanges sent on u whose on_done has not been called yet, and
+ * requests announced with polite__net_up_expect (u is in use while any
+ * wait: a pool does not drop it). */
 unsigned polite__net_up_active(const net_upstream *u);
+
+/* Keep-alive bounds: at most NET_UP_IDLE_MAX idle connections per
+ * upstream (an answer past that closes its connection), each closed after
+ * NET_UP_IDLE_TIMEOUT_S unused (docs/gateway.md, "Upstream connections"). */
+#define NET_UP_IDLE_MAX 64
+#define NET_UP_IDLE_TIMEOUT_S 30
+/* Warm connections: while requests are announced for u, up to this many
+ * connections are kept idle or opening ahead of them, so that a paced
+ * request is sent at its time, not a connect (and TLS handshake) later. */
+#define NET_UP_SPARE_MAX 2
+
+/* Announces (delta 1) a request that will be sent on u when its time
+ * comes, or withdraws one (-1: sent, or given up). While any is announced,
+ * a deferred check (after the caller's current turn, so that a request
+ * sent at once needs none) opens connections until min(announced,
+ * NET_UP_SPARE_MAX) are idle or opening. u must have an address or a
+ * lookup under way; without one nothing is opened. */
+void polite__net_up_expect(net_upstream *u, int delta);
 
 /* Sends one request: `req` holds the request line, headers, blank line and
  * body, and is drained. `is_head`: the response has no body. `retryable`:

@@ -9,7 +9,6 @@
 #include "run_summary.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <limits.h>
 #include <polite/polite.h>
 #include <stdlib.h>
@@ -193,20 +192,20 @@ const cli_command cli_cmd_gateway = {
 /* The gateway's fields in an attempt's log line: the wait in the queue
  * before the request's first attempt, and the client's own retries (the
  * layer the attempt belongs to). */
-static void log_extra(void *ud, const polite_attempt *a, void *o) {
+static void log_extra(void *ud, const polite_attempt *a, run_jline *j) {
   (void)ud;
   gw_attempt_info in;
   if (polite__gw_attempt_info(a->req, &in) != 0)
     return;
-  json_object_set_new(o, "layer",
-                      json_string(a->attempt > 1 ? "gateway" : "client"));
-  json_object_set_new(o, "queued_ms",
-                      in.queued_ms >= 0 && a->attempt == 1
-                          ? json_integer(in.queued_ms)
-                          : json_null());
-  json_object_set_new(o, "client_retries",
-                      in.client_retries >= 0 ? json_integer(in.client_retries)
-                                             : json_null());
+  run_jline_cstr(j, "layer", a->attempt > 1 ? "gateway" : "client");
+  if (in.queued_ms >= 0 && a->attempt == 1)
+    run_jline_int(j, "queued_ms", in.queued_ms);
+  else
+    run_jline_null(j, "queued_ms");
+  if (in.client_retries >= 0)
+    run_jline_int(j, "client_retries", in.client_retries);
+  else
+    run_jline_null(j, "client_retries");
 }
 
 static void on_attempt(void *ud, const polite_attempt *a) {
@@ -215,6 +214,10 @@ static void on_attempt(void *ud, const polite_attempt *a) {
 
 static void on_rate(void *ud, const polite_rate_change *c) {
   run_log_rate(&((gw_opts *)ud)->log, c);
+}
+
+static void on_flush(void *ud) {
+  run_log_flush(&((gw_opts *)ud)->log);
 }
 
 /* polite run's summary, then the layers' attempts. */
@@ -272,6 +275,7 @@ int cmd_gateway(int argc, char **argv) {
   }
   o.log.path = o.log_path;
   o.log.extra = log_extra;
+  o.log.deferred = 1; /* flushed after each pass of the loop (on_flush) */
   if (o.log_path && (o.log.f = fopen(o.log_path, "a")) == NULL) {
     rc = cli_usage("gateway", "--log: cannot open '%s': %s", o.log_path,
                    strerror(errno));
@@ -287,6 +291,7 @@ int cmd_gateway(int argc, char **argv) {
     o.c.bo.budget = budget;
     o.c.on_attempt = on_attempt;
     o.c.on_rate = on_rate;
+    o.c.on_flush = o.log.f ? on_flush : NULL;
     o.c.on_end = on_end;
     o.c.ud = &o;
     rc = polite__gw_run(&o.c) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;

@@ -37,6 +37,47 @@ json_t *run_text_json(const char *s, size_t n);
 json_t *run_redacted_url_json(const char *url);
 json_t *run_redacted_text_json(const char *text);
 
+/* ---- The line writer: one JSON object per line, by hand ----------------
+ * The attempt log's and the result file's lines, written byte for byte as
+ * jansson's json_dumps(JSON_COMPACT | JSON_PRESERVE_ORDER) of the same
+ * object would write them (tests/unit/test_jline.c and fuzz_jline compare
+ * the two), without an allocation per field: at full throughput the
+ * gateway spent a sixth of its CPU building and freeing jansson objects
+ * for its log. Text is written as run_text_json would hold it: valid UTF-8
+ * kept, each invalid byte U+FFFD, '"', '\\' and control bytes escaped
+ * (\n, \t, ..., \u00XX). Redaction stays the caller's, in front of it. */
+typedef struct {
+  char *p;       /* the line so far (NUL-terminated after run_jline_end) */
+  size_t n, cap; /* its length and allocation; kept for the next line */
+  int oom;       /* an allocation failed: run_jline_end returns NULL */
+  long long sec; /* the second whose ISO text is cached in date */
+  char date[40]; /* "YYYY-MM-DDTHH:MM:SS" of sec, or "" */
+} run_jline;
+
+/* Starts a line ('{'): the buffer of the last one is reused. */
+void run_jline_begin(run_jline *j);
+/* Ends the object and returns the line (owned by j, valid until the next
+ * begin), or NULL when memory ran out on the way. */
+const char *run_jline_end(run_jline *j);
+/* Frees the buffer; j may be begun again. */
+void run_jline_free(run_jline *j);
+/* Fields. key NULL: an element of the array just opened. Text of n bytes,
+ * or of a C string where NULL is written as null. */
+void run_jline_text(run_jline *j, const char *key, const char *s, size_t n);
+void run_jline_cstr(run_jline *j, const char *key, const char *s);
+void run_jline_int(run_jline *j, const char *key, long long v);
+void run_jline_real(run_jline *j, const char *key, double v);
+void run_jline_bool(run_jline *j, const char *key, int v);
+void run_jline_null(run_jline *j, const char *key);
+/* A redacted URL, and redacted free text that may quote URLs (NULL: null). */
+void run_jline_url(run_jline *j, const char *key, const char *url);
+void run_jline_redacted(run_jline *j, const char *key, const char *text);
+/* ms since the epoch as ISO-8601 UTC with milliseconds. */
+void run_jline_time(run_jline *j, const char *key, long long ms);
+/* Opens a nested object ('{') or array ('['), and closes it ('}', ']'). */
+void run_jline_open(run_jline *j, const char *key, char kind);
+void run_jline_close(run_jline *j, char kind);
+
 /* The file name under --bodies-dir for an id: the id with every byte
  * outside [A-Za-z0-9_-] (and a leading '.') written as %XX, so the name
  * decodes back to the id and two ids never share a file. NULL (the body

@@ -550,91 +550,88 @@ void run_progress_end(run_progress *p) {
 /* ---- The attempt log (--log) ----------------------------------------------
  */
 
-/* ISO-8601 UTC with milliseconds. */
-static json_t *iso_time(int64_t ms) {
-  char buf[40];
-  time_t t = (time_t)(ms / 1000);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf + n, sizeof buf - n, ".%03dZ", (int)(ms % 1000));
-  return json_string(buf);
-}
-
 /* Who sent a 429/503 and why, for the attempt log (evidence sentences
  * never quote secret headers: see diagnose.h). */
-static json_t *diagnosis_json(const polite_diagnosis *d) {
-  json_t *o = json_object();
-  json_object_set_new(o, "component",
-                      json_string(polite_diagnosis_component(d)));
-  json_object_set_new(o, "limit", json_string(polite_limit_name(d->limit)));
-  json_object_set_new(o, "retry_helps", json_boolean(d->retry_helps));
-  json_object_set_new(o, "wait_ms",
-                      d->wait_ms >= 0 ? json_integer(d->wait_ms) : json_null());
-  json_t *ev = json_array();
+static void diagnosis_line(run_jline *j, const polite_diagnosis *d) {
+  run_jline_open(j, "diagnosis", '{');
+  run_jline_cstr(j, "component", polite_diagnosis_component(d));
+  run_jline_cstr(j, "limit", polite_limit_name(d->limit));
+  run_jline_bool(j, "retry_helps", d->retry_helps);
+  if (d->wait_ms >= 0)
+    run_jline_int(j, "wait_ms", d->wait_ms);
+  else
+    run_jline_null(j, "wait_ms");
+  run_jline_open(j, "evidence", '[');
   for (size_t i = 0; i < d->n_evidence; i++)
-    json_array_append_new(ev, run_redacted_text_json(d->evidence[i]));
-  json_object_set_new(o, "evidence", ev);
-  return o;
+    run_jline_redacted(j, NULL, d->evidence[i]);
+  run_jline_close(j, ']');
+  run_jline_close(j, '}');
 }
 
-static json_t *opt_text(const char *s) {
-  return s ? run_text_json(s, strlen(s)) : json_null();
+/* An integer field that is null when absent (negative, or 0 for a
+ * status). */
+static void int_or_null(run_jline *j, const char *key, long long v, int has) {
+  if (has)
+    run_jline_int(j, key, v);
+  else
+    run_jline_null(j, key);
 }
 
-/* One attempt as the log's JSON object. */
-static json_t *attempt_json(const polite_attempt *a) {
+/* One attempt's fields, in the log's order (docs/run.md, "The attempt
+ * log"). */
+static void attempt_line(run_jline *j, const polite_attempt *a) {
   const polite_decision *d = &a->decision;
-  json_t *o = json_object();
-  json_object_set_new(o, "id", run_text_json(a->req->id, strlen(a->req->id)));
-  json_object_set_new(o, "attempt", json_integer(a->attempt));
-  json_object_set_new(o, "method", opt_text(a->method));
-  json_object_set_new(o, "url", run_redacted_url_json(a->req->url));
-  json_object_set_new(o, "start", iso_time(a->start_wall_ms));
-  json_object_set_new(o, "end", iso_time(a->end_wall_ms));
-  json_object_set_new(o, "start_ms", json_integer(a->start_wall_ms));
-  json_object_set_new(o, "end_ms", json_integer(a->end_wall_ms));
-  json_object_set_new(o, "status",
-                      a->status ? json_integer(a->status) : json_null());
-  json_object_set_new(o, "retry_after", opt_text(a->retry_after));
-  json_object_set_new(o, "action",
-                      json_string(d->action == POLITE_RETRY  ? "retry"
-                                  : d->action == POLITE_STOP ? "stop"
-                                                             : "done"));
-  json_object_set_new(o, "reason", json_string(polite_reason_name(d->reason)));
-  json_object_set_new(o, "wait_ms",
-                      d->action == POLITE_RETRY ? json_integer(d->wait_ms)
-                                                : json_null());
-  json_object_set_new(o, "server_wait_ms",
-                      d->server_wait_ms >= 0 ? json_integer(d->server_wait_ms)
-                                             : json_null());
-  json_object_set_new(o, "account_pause", json_boolean(d->account_pause));
-  json_object_set_new(o, "why", d->why ? json_string(d->why) : json_null());
+  run_jline_cstr(j, "id", a->req->id);
+  run_jline_int(j, "attempt", a->attempt);
+  run_jline_cstr(j, "method", a->method);
+  run_jline_url(j, "url", a->req->url ? a->req->url : "");
+  run_jline_time(j, "start", a->start_wall_ms);
+  run_jline_time(j, "end", a->end_wall_ms);
+  run_jline_int(j, "start_ms", a->start_wall_ms);
+  run_jline_int(j, "end_ms", a->end_wall_ms);
+  int_or_null(j, "status", a->status, a->status != 0);
+  run_jline_cstr(j, "retry_after", a->retry_after);
+  run_jline_cstr(j, "action",
+                 d->action == POLITE_RETRY  ? "retry"
+                 : d->action == POLITE_STOP ? "stop"
+                                            : "done");
+  run_jline_cstr(j, "reason", polite_reason_name(d->reason));
+  int_or_null(j, "wait_ms", d->wait_ms, d->action == POLITE_RETRY);
+  int_or_null(j, "server_wait_ms", d->server_wait_ms, d->server_wait_ms >= 0);
+  run_jline_bool(j, "account_pause", d->account_pause);
+  run_jline_cstr(j, "why", d->why);
   if (d->reason == POLITE_R_CANCELLED) /* cut in flight: no answer came */
-    json_object_set_new(o, "cut_in_flight", json_true());
-  json_object_set_new(o, "request_id", opt_text(a->request_id));
+    run_jline_bool(j, "cut_in_flight", 1);
+  run_jline_cstr(j, "request_id", a->request_id);
   if (a->request_id_header)
-    json_object_set_new(o, "request_id_header", opt_text(a->request_id_header));
+    run_jline_cstr(j, "request_id_header", a->request_id_header);
   if (a->error)
-    json_object_set_new(o, "error", run_redacted_text_json(a->error));
+    run_jline_redacted(j, "error", a->error);
   if (a->diagnosis)
-    json_object_set_new(o, "diagnosis", diagnosis_json(a->diagnosis));
-  return o;
+    diagnosis_line(j, a->diagnosis);
 }
 
-/* Writes o (consumed) as one line of the log. */
-static void log_line(run_log *l, json_t *o) {
-  char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  json_decref(o);
+/* Writes the line l->line holds (begun, not yet ended) to the log. */
+static void log_line(run_log *l) {
+  const char *s = run_jline_end(&l->line);
   errno = 0;
   /* Checked line by line: a full disk (or /dev/full) is an error the run
    * reports, not a log silently cut short. */
-  if (s == NULL || fputs(s, l->f) == EOF || fputc('\n', l->f) == EOF ||
-      fflush(l->f) != 0) {
+  if (s == NULL || fwrite(s, 1, l->line.n, l->f) != l->line.n ||
+      fputc('\n', l->f) == EOF || (!l->deferred && fflush(l->f) != 0)) {
     l->failed = 1;
     l->err = s ? errno : ENOMEM;
   }
-  free(s);
+}
+
+void run_log_flush(run_log *l) {
+  if (l->f == NULL || l->failed)
+    return;
+  errno = 0;
+  if (fflush(l->f) != 0) {
+    l->failed = 1;
+    l->err = errno;
+  }
 }
 
 /* 1 when the log takes no more lines: none, or a write failed (also one of
@@ -651,30 +648,34 @@ static int log_closed(run_log *l) {
 void run_log_attempt(run_log *l, const polite_attempt *a) {
   if (log_closed(l))
     return;
-  json_t *o = attempt_json(a);
+  run_jline_begin(&l->line);
+  attempt_line(&l->line, a);
   if (l->extra)
-    l->extra(l->extra_ud, a, o);
-  log_line(l, o);
+    l->extra(l->extra_ud, a, &l->line);
+  log_line(l);
 }
 
 void run_log_rate(run_log *l, const polite_rate_change *r) {
   if (log_closed(l))
     return;
-  json_t *o = json_object();
-  json_object_set_new(o, "event", json_string("rate"));
-  json_object_set_new(o, "wall_ms", json_integer(r->wall_ms));
-  json_object_set_new(o, "rate_per_s", json_real(r->rate_per_s));
-  json_object_set_new(o, "previous_per_s",
-                      r->previous_per_s >= 0 ? json_real(r->previous_per_s)
-                                             : json_null());
-  json_object_set_new(o, "reason", json_string(r->reason));
-  json_object_set_new(o, "detail", json_string(r->detail));
+  run_jline *j = &l->line;
+  run_jline_begin(j);
+  run_jline_cstr(j, "event", "rate");
+  run_jline_int(j, "wall_ms", r->wall_ms);
+  run_jline_real(j, "rate_per_s", r->rate_per_s);
+  if (r->previous_per_s >= 0)
+    run_jline_real(j, "previous_per_s", r->previous_per_s);
+  else
+    run_jline_null(j, "previous_per_s");
+  run_jline_cstr(j, "reason", r->reason);
+  run_jline_cstr(j, "detail", r->detail);
   if (r->host) /* --budget-scope host: the host account it belongs to */
-    json_object_set_new(o, "host", json_string(r->host));
-  log_line(l, o);
+    run_jline_cstr(j, "host", r->host);
+  log_line(l);
 }
 
 int run_log_close(run_log *l) {
+  run_jline_free(&l->line);
   if (l->f == NULL)
     return 0;
   errno = 0;

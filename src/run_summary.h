@@ -2,6 +2,8 @@
 #ifndef POLITE_RUN_SUMMARY_H
 #define POLITE_RUN_SUMMARY_H
 
+#include "run_output.h"
+
 #include <polite/batch.h>
 #include <stdio.h>
 
@@ -76,11 +78,16 @@ typedef struct {
   const char *path; /* for messages */
   int failed;       /* a write failed: nothing more is written */
   int err;          /* its errno */
-  /* May be NULL: adds fields of the command's own to an attempt's line (o
-   * is its json_t object) before it is written (the gateway: the queue
-   * wait, the client's own retries). */
-  void (*extra)(void *ud, const polite_attempt *a, void *o);
+  /* May be NULL: adds fields of the command's own to an attempt's line
+   * (written into j after the log's own) before it is written (the
+   * gateway: the queue wait, the client's own retries). */
+  void (*extra)(void *ud, const polite_attempt *a, run_jline *j);
   void *extra_ud;
+  run_jline line; /* the line being written, its buffer reused */
+  /* 0: each line is flushed as it is written (polite run). 1: lines stay
+   * in the stream's buffer until run_log_flush (the gateway flushes after
+   * each pass of its loop, once the answers went out). */
+  int deferred;
 } run_log;
 
 /* Writes one attempt's line; the first failure stops the log (the run goes
@@ -89,6 +96,9 @@ void run_log_attempt(run_log *l, const polite_attempt *a);
 /* Writes one change of the learned rate as a line with "event":"rate"
  * (lines with an "event" key are not attempts). */
 void run_log_rate(run_log *l, const polite_rate_change *r);
+/* Writes what the stream buffers (a deferred log); a failure stops the
+ * log as a failed line would. */
+void run_log_flush(run_log *l);
 /* Closes the log. Returns 0, or -1 after a message naming the file when any
  * write or the close failed. */
 int run_log_close(run_log *l);

@@ -184,12 +184,12 @@ static void learned_rate_per_host(void **state) {
   size_t n = 0;
   FILE *f = open_memstream(&buf, &n);
   assert_non_null(f);
-  run_log l = {f, "memory", 0, 0, NULL, NULL};
+  run_log l = {.f = f, .path = "memory"};
   polite_rate_change c = {1, 4.5, 8, "throttle", "cut", "slow.test"};
   run_log_rate(&l, &c);
   c.host = NULL;
   run_log_rate(&l, &c);
-  fclose(f);
+  assert_int_equal(run_log_close(&l), 0); /* closes f, frees the line */
   char *second = strchr(buf, '\n');
   assert_non_null(second);
   *second++ = '\0';

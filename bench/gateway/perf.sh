@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# bench/gateway/perf.sh: the gateway's unthrottled cost, two builds side by
+# side in one run (issue #22's throughput and added-latency targets):
+#  1. throughput: wrk -t2 -c64 against nginx's /free/ through nginx's own
+#     proxy_pass and through each gateway (--rate none --concurrency 64,
+#     --log on, as users run it), ROUNDS rounds alternately; the gateway's
+#     CPU per request is perf stat's task-clock of its process;
+#  2. added latency: one client's sequential keep-alive GETs, direct and
+#     through each gateway alternately, LAT_ROUNDS rounds of LAT_N; the
+#     p50 of each round, then the median of the rounds;
+#  3. SSE: an upstream writes an event every 20 ms with its CLOCK_MONOTONIC
+#     time; the client's receipt time minus it, p50 and max, per gateway.
+# Usage: bench/gateway/perf.sh OLD_POLITE NEW_POLITE  (either may be the
+# same binary). A benchmark: it prints Markdown tables and never fails on a
+# slow machine; on a shared machine every number is noisy.
+set -euo pipefail
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+A=${1:?usage: perf.sh OLD_POLITE NEW_POLITE}
+B=${2:?usage: perf.sh OLD_POLITE NEW_POLITE}
+ROUNDS=${ROUNDS:-3}
+WRK_S=${WRK_S:-5}
+T="$(mktemp -d /tmp/polite-bench-gwperf.XXXXXX)"
+PIDS=()
+# nginx's access log stays on, as in net.sh: every path pays for its own log.
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+mkdir -p "$T/ng/logs" "$T/ng/tmp"
+. "$src/bench/run/nginx.sh"
+for _ in $(seq 20); do
+  PORT=$((20000 + RANDOM % 30000))
+  sed -e "s|@T@|$T|g" -e "s|@UP@|9|g" -e "s|@PORT@|$PORT|g" -e "s|@HTTP@||" -e "s|@LOCATION@||" \
+    "$src/bench/gateway/nginx.conf.in" >"$T/ng/nginx.conf"
+  bench_nginx_start && { started=1; break; }
+done
+[ -n "${started:-}" ] || { echo "bench: nginx did not start" >&2; exit 1; }
+NG=127.0.0.1:$PORT
+
+# gw NAME BINARY UPSTREAM ARGS...: starts a gateway; GWA its address, GWP its pid.
+gw() {
+  local n=$1 bin=$2 up=$3
+  shift 3
+  rm -f "$T/$n.addr"
+  "$bin" gateway --listen 127.0.0.1:0 --ready-file "$T/$n.addr" --upstream "$up" \
+    --log "$T/$n.log" --rate none --quiet "$@" 2>"$T/$n.err" &
+  GWP=$!
+  PIDS+=("$GWP")
+  for _ in $(seq 100); do [ -s "$T/$n.addr" ] && break; sleep 0.05; done
+  GWA=$(cat "$T/$n.addr")
+}
+stop() { kill -TERM "$1" 2>/dev/null; wait "$1" 2>/dev/null || true; }
+wrk_rps() { wrk -t2 -c64 -d"${WRK_S}s" "$1" 2>/dev/null | awk '/Requests\/sec/ {print $2}'; }
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "old: $A"
+echo "new: $B"
+echo
+echo "## Throughput, nothing throttled, plain HTTP (wrk -t2 -c64 -d${WRK_S}s, $ROUNDS rounds)"
+echo
+echo "| round | nginx proxy_pass r/s | old r/s | old / nginx | old CPU us/req | new r/s | new / nginx | new CPU us/req |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+# one_gw BINARY: "r/s cpu_us_per_req" of a gateway under wrk.
+one_gw() {
+  gw thr "$1" "http://$NG" --concurrency 64
+  perf stat -x, -e task-clock -p "$GWP" -o "$T/perf" -- sleep $((WRK_S + 1)) &
+  local ps=$!
+  sleep 0.3
+  local rps
+  rps=$(wrk_rps "http://$GWA/free/x")
+  wait "$ps" || true
+  local ms
+  ms=$(awk -F, '/task-clock/ {print $1}' "$T/perf")
+  stop "$GWP"
+  awk -v r="$rps" -v ms="${ms:-0}" -v d="$WRK_S" 'BEGIN {printf "%s %.1f\n", r, ms * 1000 / (r * d)}'
+}
+for r in $(seq "$ROUNDS"); do
+  ng=$(wrk_rps "http://$NG/via/x")
+  read -r ar ac < <(one_gw "$A")
+  read -r br bc < <(one_gw "$B")
+  awk -v r="$r" -v n="$ng" -v ar="$ar" -v ac="$ac" -v br="$br" -v bc="$bc" \
+    'BEGIN {printf "| %d | %.0f | %.0f | %.2f x | %s | %.0f | %.2f x | %s |\n", r, n, ar, ar / n, ac, br, br / n, bc}'
+done
+
+echo
+echo "(CPU: perf stat task-clock of the gateway's process over the wrk run, divided by the requests"
+echo "wrk counted; the 0.3 s before wrk starts is idle and costs nothing measurable.)"
+echo
+echo "## Added latency, nothing throttled"
+echo
+gw la "$A" "http://$NG"
+GA=$GWA PA=$GWP
+gw lb "$B" "http://$NG"
+GB=$GWA PB=$GWP
+python3 - "$NG" "$GA" "$GB" "${LAT_ROUNDS:-15}" "${LAT_N:-300}" <<'PY'
+import http.client, statistics, sys, time
+ng, ga, gb, rounds, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+def conn(addr):
+    h, p = addr.rsplit(":", 1)
+    return http.client.HTTPConnection(h, int(p))
+def p50(c):
+    lat = []
+    for i in range(n):
+        t = time.perf_counter()
+        c.request("GET", "/free/%d" % i)
+        r = c.getresponse()
+        r.read()
+        lat.append(time.perf_counter() - t)
+    return statistics.median(lat) * 1000
+cs = {"direct": conn(ng), "old": conn(ga), "new": conn(gb)}
+for c in cs.values():
+    p50(c)  # warm: connections open, caches hot
+res = {k: [] for k in cs}
+for _ in range(rounds):
+    for k, c in cs.items():
+        res[k].append(p50(c))
+med = {k: statistics.median(v) for k, v in res.items()}
+print("%d rounds of %d sequential keep-alive GETs per path, the paths alternating in each round;" % (rounds, n))
+print("the p50 of each round, then the median (and range) of the rounds. Target: <= 0.1 ms added.")
+print()
+print("| path | p50 (median of rounds) | rounds' range | added over direct |")
+print("|---|---:|---:|---:|")
+for k in cs:
+    add = "-" if k == "direct" else "%+.3f ms" % (med[k] - med["direct"])
+    print("| %s | %.3f ms | %.3f-%.3f ms | %s |" % (k, med[k], min(res[k]), max(res[k]), add))
+# The effect per round (through minus direct in the same round) is less noisy.
+for k in ("old", "new"):
+    d = [a - b for a, b in zip(res[k], res["direct"])]
+    print("| %s minus direct, per round | %+.3f ms | %+.3f to %+.3f ms | |" % (k, statistics.median(d), min(d), max(d)))
+PY
+stop "$PA"
+stop "$PB"
+
+echo
+echo "## SSE: an event reaches the client after the upstream writes it"
+echo
+python3 - "$T/sse.port" <<'PY' &
+import http.server, socketserver, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for i in range(50):
+            self.wfile.write(b"data: %d\n\n" % time.monotonic_ns())
+            self.wfile.flush()
+            time.sleep(0.02)
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+s = S(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_address[1]))
+s.serve_forever()
+PY
+PIDS+=($!)
+for _ in $(seq 100); do [ -s "$T/sse.port" ] && break; sleep 0.05; done
+SSE=127.0.0.1:$(cat "$T/sse.port")
+echo "50 events 20 ms apart; delay = the client's CLOCK_MONOTONIC at the event's end minus the"
+echo "upstream's when it wrote it. Target <= 50 ms, aim 5 ms."
+echo
+echo "| path | events | p50 | max |"
+echo "|---|---:|---:|---:|"
+sse_row() {
+  python3 - "$1" "$2" <<'PY'
+import socket, statistics, sys, time
+name, addr = sys.argv[1], sys.argv[2]
+h, p = addr.rsplit(":", 1)
+s = socket.create_connection((h, int(p)))
+s.sendall(b"GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+buf, d = b"", []
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    now = time.monotonic_ns()
+    buf += b
+    while b"data: " in buf and b"\n\n" in buf[buf.index(b"data: "):]:
+        i = buf.index(b"data: ")
+        j = buf.index(b"\n\n", i)
+        d.append((now - int(buf[i + 6:j].split(b"\r")[0])) / 1e6)
+        buf = buf[j + 2:]
+print("| %s | %d | %.2f ms | %.2f ms |" % (name, len(d), statistics.median(d) if d else -1, max(d) if d else -1))
+PY
+}
+sse_row direct "$SSE"
+gw sa "$A" "http://$SSE"
+sse_row old "$GWA"
+stop "$GWP"
+gw sb "$B" "http://$SSE"
+sse_row new "$GWA"
+stop "$GWP"
+echo
+echo "(load when this ended: $(cut -d' ' -f1-3 /proc/loadavg); a shared machine makes every number noisy.)"
