@@ -61,13 +61,16 @@ static struct evbuffer *request_bytes(gw_req *g, const char *add_key) {
 
 net_upstream *polite__gw_upstream_of(gw_req *g, char *err, size_t errlen) {
   gw_server *s = g->s;
-  if (g->up)
-    return g->up;
   if (g->dest.kind == GW_DEST_BASE)
-    g->up = s->up;
-  else
-    g->up = polite__net_up_pool_get(s->pool, g->dest.https, g->dest.host,
-                                    g->dest.port, err, errlen);
+    return g->up = s->up;
+  /* The pool keeps an upstream only while a request is announced to it or
+   * in flight on it. Between attempts (a retry's wait) it may be evicted
+   * for another host, so a request that is neither is looked up again
+   * rather than trusting the pointer of its last attempt. */
+  if (g->up && (g->expecting || g->x))
+    return g->up;
+  g->up = polite__net_up_pool_get(s->pool, g->dest.https, g->dest.host,
+                                  g->dest.port, err, errlen);
   return g->up;
 }
 
