@@ -35,17 +35,9 @@ trap cleanup EXIT
 # nginx_for DIR UPSTREAM RATE: nginx limit_req RATE r/s burst 1 in front of
 # UPSTREAM, its files in DIR; sets NG (ADDR:PORT).
 nginx_for() {
-  local T=$1 up=$2 rate=$3 started=""
+  local T=$1
   mkdir -p "$T/ng/logs" "$T/ng/tmp"
-  for _ in $(seq 20); do
-    PORT=$((20000 + RANDOM % 30000))
-    sed -e "s|@T@|$T|g" -e "s|@UP@|$up|g" -e "s|@PORT@|$PORT|g" \
-      -e "s|@HTTP@|limit_req_zone \$binary_remote_addr zone=z:1m rate=${rate}r/s;|" \
-      -e "s|@LOCATION@|limit_req zone=z burst=1 nodelay; limit_req_status 429; error_page 429 = @limited;|" \
-      "$src/bench/gateway/nginx.conf.in" >"$T/ng/nginx.conf"
-    bench_nginx_start && { started=1; break; }
-  done
-  [ -n "$started" ] || { echo "gateway_ab: nginx did not start" >&2; exit 1; }
+  bench_nginx_limited "$2" "$3" || { echo "gateway_ab: nginx did not start" >&2; exit 1; }
   NG=127.0.0.1:$PORT
 }
 
