@@ -17,18 +17,22 @@ U=http://127.0.0.1:$PY_PORT/ok/client
 R="redis://127.0.0.1:$port"
 count_sent() { grep -c '"path": "/ok/client' "$PY_REC"; }
 
-# 1. A 3 s outage is waited out.
-"$C" "$R/c1?timeout=200ms" "$U" 40 >"$TMP/c1.out" 2>&1 &
+# 1. A 3 s outage is waited out. 60 calls at the budget's 20/s: unstopped
+# they would still be running through the counted 2 s.
+"$C" "$R/c1?timeout=200ms" "$U" 60 >"$TMP/c1.out" 2>&1 &
 pid=$!
 sleep 1
 kill -STOP "$rpid"
+# A call admitted just before the stop may reach the server after it: the
+# count starts 1 s into the outage, when such a one has landed.
+sleep 1
 before=$(count_sent)
-sleep 3
+sleep 2
 during=$(( $(count_sent) - before ))
 kill -CONT "$rpid"
 wait $pid
 check_eq "client: every call returned 0 and ok" \
-  "$(grep -c 'rc=0 outcome=ok ' "$TMP/c1.out")" 40
+  "$(grep -c 'rc=0 outcome=ok ' "$TMP/c1.out")" 60
 check_eq "client: nothing sent while Redis was stopped" "$during" 0
 longest=$(sed -n 's/.* ms=\([0-9]*\) .*/\1/p' "$TMP/c1.out" | sort -n | tail -1)
 check "client: the call that met the outage waited it out (${longest} ms)" \
@@ -45,7 +49,6 @@ check_eq "client: budget unreachable at open is an open error" "$st" 1
 pid=$!
 sleep 0.6
 kill -STOP "$rpid"
-sent=$(count_sent)
 for _ in $(seq 100); do
   grep -q 'rc=-5' "$TMP/c3.out" && break
   sleep 0.1
@@ -53,7 +56,11 @@ done
 kill "$pid"
 wait "$pid" 2>/dev/null
 kill -CONT "$rpid"
-check_eq "client: nothing sent after the budget went" "$(count_sent)" "$sent"
+# One request for each call that returned ok, none for the one that met the
+# outage: counting the server's requests at the stop missed one admitted
+# just before it and still on its way (3, want 2, in a ctest -j4 run).
+check_eq "client: nothing sent after the budget went (one request per ok call)" \
+  "$(count_sent)" "$(grep -c 'rc=0 outcome=ok ' "$TMP/c3.out")"
 check_grep "client: past budget_outage_ms the call returns -5, cancelled" \
   'rc=-5 outcome=cancelled attempts=0 ms=(1[0-9]{3}|2[0-9]{3}) error=the budget could not be used for 1\.[0-9] s' "$TMP/c3.out"
 finish
