@@ -91,15 +91,17 @@ run_contract() {
     bad "shared pause: pause at $t_pause, starts $t_first..$t_last"
   fi
 
-  # 5. Cost: a request of cost 3 advances the rate by 3 intervals.
-  "$W" "$($mk cost)" --rate 10 --burst 1 --count 3 --cost 3 >"$tmp/cost.rate" 2>&1
+  # 5. Cost: a request of cost 3 advances the rate by 3 intervals (600 ms
+  # at 5/s), not 2 or 4: up to 180 ms late is a loaded machine's wake-up
+  # (at 10/s the bound was 40 ms over 300).
+  "$W" "$($mk cost)" --rate 5 --burst 1 --count 3 --cost 3 >"$tmp/cost.rate" 2>&1
   local gaps
   gaps="$(awk '/START/{if (p) printf "%d ", ($3 - p) / 1000; p = $3}' "$tmp/cost.rate")"
   set -- $gaps
-  if [ $# = 2 ] && [ "$1" -ge 299 ] && [ "$1" -le 340 ] && [ "$2" -ge 299 ] && [ "$2" -le 340 ]; then
-    ok "cost 3 at 10/s: starts ${1} ms and ${2} ms apart"
+  if [ $# = 2 ] && [ "$1" -ge 599 ] && [ "$1" -le 780 ] && [ "$2" -ge 599 ] && [ "$2" -le 780 ]; then
+    ok "cost 3 at 5/s: starts ${1} ms and ${2} ms apart"
   else
-    bad "cost 3 at 10/s: gaps (ms) $gaps"
+    bad "cost 3 at 5/s: gaps (ms) $gaps"
   fi
   # Slots are asked for separately: one holding 3 of 4 slots makes one
   # asking for 2 wait for its release.
