@@ -48,7 +48,8 @@ run_contract() {
   fi
 
   # 3. A participant killed by SIGKILL while holding both slots: the waiter
-  # starts only after the kill, and within the lease TTL (1 s) of it.
+  # starts only after the kill, and within the lease TTL (1 s) of it, with
+  # 0.5 s for a loaded machine to wake it (0.3 s before).
   u="$($mk kill lease=1s)"
   "$W" "$u" --concurrency 2 --count 2 --hold-forever >"$tmp/kill.holder" 2>&1 &
   local holder=$!
@@ -69,7 +70,7 @@ run_contract() {
   wait "$waiter"
   t_start="$($A first "$tmp/kill.waiter")"
   if [ "$early" = 0 ] && [ "$t_start" != none ] && [ "$t_start" -gt "$t_kill" ] &&
-    [ $((t_start - t_kill)) -le 1300000 ]; then
+    [ $((t_start - t_kill)) -le 1500000 ]; then
     ok "SIGKILLed holder's slots back after $(((t_start - t_kill) / 1000)) ms (lease 1 s)"
   else
     bad "killed holder: early=$early kill=$t_kill waiter start=$t_start"
