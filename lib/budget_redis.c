@@ -401,14 +401,21 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   return POLITE_EBUDGET;
 }
 
+/* The memo of key (NULL: the default account), or NULL when this client
+ * has none. */
+static pause_memo *memo_find(const redis_budget *rb, const char *key) {
+  pause_memo *m = rb->memos;
+  while (m && strcmp(m->key, key != NULL ? key : "") != 0)
+    m = m->next;
+  return m;
+}
+
 /* The memo of key, created when missing; NULL only when out of memory
  * (then only the memo is lost: paused_for says 0, the shared rate 0). */
 static pause_memo *memo_of(redis_budget *rb, const char *key) {
   if (key == NULL)
     key = "";
-  pause_memo *m = rb->memos;
-  while (m && strcmp(m->key, key) != 0)
-    m = m->next;
+  pause_memo *m = memo_find(rb, key);
   if (m == NULL) {
     m = calloc(1, sizeof *m);
     if (m == NULL)
@@ -440,11 +447,7 @@ static void memo_pause(redis_budget *rb, const char *key, int64_t until_us,
  * server can be reached at now_us; one round trip, only after an outage.
  * Called with the mutex held. */
 static void pay_owed(redis_budget *rb, const char *key, int64_t now_us) {
-  if (key == NULL)
-    key = "";
-  pause_memo *m = rb->memos;
-  while (m && strcmp(m->key, key) != 0)
-    m = m->next;
+  pause_memo *m = memo_find(rb, key);
   if (m == NULL || m->owed == 0)
     return;
   script_call sc = {.op = "rel", .slots = m->owed};
@@ -517,12 +520,10 @@ static int64_t redis_paused_for(polite_budget *b, const char *key,
                                 int64_t now_us) {
   redis_budget *rb = (redis_budget *)b;
   int64_t left = 0;
-  if (key == NULL)
-    key = "";
   pthread_mutex_lock(&rb->mu);
-  for (pause_memo *m = rb->memos; m; m = m->next)
-    if (strcmp(m->key, key) == 0 && m->until_us > now_us)
-      left = m->until_us - now_us;
+  const pause_memo *m = memo_find(rb, key);
+  if (m != NULL && m->until_us > now_us)
+    left = m->until_us - now_us;
   pthread_mutex_unlock(&rb->mu);
   return left;
 }
@@ -581,12 +582,10 @@ static int redis_publish_rate(polite_budget *b, const char *key, int64_t now_us,
 static int redis_shared_rate(polite_budget *b, const char *key,
                              polite_shared_rate *out) {
   redis_budget *rb = (redis_budget *)b;
-  if (key == NULL)
-    key = "";
   pthread_mutex_lock(&rb->mu);
-  for (pause_memo *m = rb->memos; m; m = m->next)
-    if (strcmp(m->key, key) == 0)
-      *out = m->sr;
+  const pause_memo *m = memo_find(rb, key);
+  if (m != NULL)
+    *out = m->sr;
   pthread_mutex_unlock(&rb->mu);
   return 0;
 }
