@@ -39,7 +39,7 @@ int polite_budget_open_env(const char *uri, const polite_budget_config *cfg,
   } else if (strncmp(uri, "file:", 5) == 0) {
     rc = polite__budget_file_open(uri, cfg, env, 0, out, errbuf, errlen);
   } else if (strncmp(uri, "redis://", 8) == 0) {
-    rc = polite__budget_redis_new(uri, cfg, out, errbuf, errlen);
+    rc = polite__budget_redis_open(uri, cfg, env, out, errbuf, errlen);
   } else {
     polite__budget_errf(errbuf, errlen, uri,
                         "unknown backend (expected local, file:PATH or "
@@ -64,7 +64,7 @@ int polite_budget_open_inspect(const char *uri, polite_budget **out,
     rc = polite__budget_file_open(uri, &cfg, NULL, POLITE__BUDGET_INSPECT, out,
                                   errbuf, errlen);
   } else if (strncmp(uri, "redis://", 8) == 0) {
-    rc = polite__budget_redis_new(uri, &cfg, out, errbuf, errlen);
+    rc = polite__budget_redis_open(uri, &cfg, NULL, out, errbuf, errlen);
   } else {
     polite__budget_errf(errbuf, errlen, uri,
                         "only a shared budget (file:PATH or "

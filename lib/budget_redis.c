@@ -56,6 +56,9 @@ typedef struct {
   char last_cause[120]; /* why */
   uint64_t round_trips;
   pause_memo *memos;
+  /* The opener's (NULL: real): the clock of the calls given no now_us, so
+   * their backoff is on every other call's clock; the lease id's random. */
+  const polite_env *env;
 } redis_budget;
 
 static struct timeval tv_ms(int64_t ms) {
@@ -491,7 +494,8 @@ static void redis_release(polite_budget *b, const char *key, unsigned slots) {
   if (b->cfg.concurrency == 0 || slots == 0)
     return;
   pthread_mutex_lock(&rb->mu);
-  if (rb->c == NULL || run_script(rb, key, polite_mono_us(), &sc) != 0) {
+  if (rb->c == NULL ||
+      run_script(rb, key, polite_env_mono_us(rb->env), &sc) != 0) {
     pause_memo *m = memo_of(rb, key);
     if (m != NULL)
       m->owed += slots;
@@ -535,7 +539,7 @@ static void redis_close(polite_budget *b) {
   for (pause_memo *m = rb->memos; m; m = m->next)
     if (rb->c != NULL && b->cfg.concurrency > 0) {
       script_call sc = {.op = "drop"};
-      run_script(rb, m->key, polite_mono_us(), &sc);
+      run_script(rb, m->key, polite_env_mono_us(rb->env), &sc);
     }
   drop_conn(rb);
   while (rb->memos) {
@@ -646,7 +650,7 @@ static void redis_set_slot_cap(polite_budget *b, const char *key,
   pthread_mutex_lock(&rb->mu);
   pause_memo *m = memo_of(rb, key);
   if ((m == NULL || m->cap != cap) &&
-      run_script(rb, key, polite_mono_us(), &sc) == 0 && m != NULL)
+      run_script(rb, key, polite_env_mono_us(rb->env), &sc) == 0 && m != NULL)
     m->cap = cap;
   pthread_mutex_unlock(&rb->mu);
 }
@@ -753,8 +757,9 @@ static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
   return 0;
 }
 
-int polite__budget_redis_new(const char *uri, const polite_budget_config *cfg,
-                             polite_budget **out, char *errbuf, size_t errlen) {
+int polite__budget_redis_open(const char *uri, const polite_budget_config *cfg,
+                              const polite_env *env, polite_budget **out,
+                              char *errbuf, size_t errlen) {
   if (errbuf && errlen)
     errbuf[0] = '\0';
   if (out == NULL)
@@ -767,6 +772,7 @@ int polite__budget_redis_new(const char *uri, const polite_budget_config *cfg,
   if (rb == NULL)
     return POLITE_ENOMEM;
   pthread_mutex_init(&rb->mu, NULL);
+  rb->env = env;
   int rc = parse_uri(rb, uri, errbuf, errlen);
   if (rc == 0 && cfg->rate_per_s > 0) {
     polite_gcra g;
@@ -779,9 +785,10 @@ int polite__budget_redis_new(const char *uri, const polite_budget_config *cfg,
     rb->tau_us = (rb->base.cfg.burst - 1) * rb->interval_us;
   }
   if (rc == 0) {
-    /* A lease id readable by operators (host:pid) and unique (random). */
+    /* A lease id readable by operators (host:pid) and unique (random,
+     * from the env's source; the real seed when that fails). */
     uint64_t r = 0;
-    if (polite_random_bytes(&r, sizeof r) != 0)
+    if (polite_env_random_bytes(env, &r, sizeof r) != 0)
       r = polite_random_seed();
     char hn[48] = "";
     gethostname(hn, sizeof hn - 1);
