@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
-#include <unistd.h>
 
 #include "budget_redis_script.h"
+#include "clock_wait.h"
 
 #define BACKOFF_MIN_US INT64_C(100000)
 #define BACKOFF_MAX_US INT64_C(5000000)
@@ -785,15 +785,8 @@ int polite__budget_redis_open(const char *uri, const polite_budget_config *cfg,
     rb->tau_us = (rb->base.cfg.burst - 1) * rb->interval_us;
   }
   if (rc == 0) {
-    /* A lease id readable by operators (host:pid) and unique (random,
-     * from the env's source; the real seed when that fails). */
-    uint64_t r = 0;
-    if (polite_env_random_bytes(env, &r, sizeof r) != 0)
-      r = polite_random_seed();
-    char hn[48] = "";
-    gethostname(hn, sizeof hn - 1);
-    snprintf(rb->owner, sizeof rb->owner, "%.47s:%d:%016llx", hn, (int)getpid(),
-             (unsigned long long)r);
+    /* A lease id readable by operators and unique: host:pid:random. */
+    polite__participant_id(rb->owner, sizeof rb->owner, env, 16);
     rc = connect_now(rb, errbuf, errlen);
   }
   if (rc != 0) {
