@@ -108,6 +108,24 @@ static void test_pauses_union(void **st) {
   rp_model_free(m);
 }
 
+/* The attempts in flight leave by their end, the earliest first, not in
+ * the order they started: [10,20) has ended when [30,40) starts, [0,100)
+ * has not, so two are in flight at most (three if the first to start were
+ * the first to leave). */
+static void test_sweep_leaves_by_end(void **st) {
+  (void)st;
+  rp_model *m = rp_model_new();
+  rp_model_source(m, "t");
+  rp_attempt a = att(10, 20, 1, 200), b = att(30, 40, 1, 200);
+  rp_attempt c = att(0, 100, 1, 200);
+  rp_model_attempt(m, &a);
+  rp_model_attempt(m, &b);
+  rp_model_attempt(m, &c);
+  rp_model_source_end(m);
+  assert_int_equal(m->src[0].peak_in_flight, 2);
+  rp_model_free(m);
+}
+
 /* In completion order [20,30) ends first, [0,100) last: the sweep still
  * sees three in flight at 20 ms. A gap that holds a pause is left out. */
 static void test_sweep_peak_and_gaps(void **st) {
@@ -229,6 +247,7 @@ int main(void) {
       cmocka_unit_test(test_cover_backwards),
       cmocka_unit_test(test_pauses_union),
       cmocka_unit_test(test_sweep_peak_and_gaps),
+      cmocka_unit_test(test_sweep_leaves_by_end),
       cmocka_unit_test(test_parse_lines),
       cmocka_unit_test(test_senders_bounded),
   };
