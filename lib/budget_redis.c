@@ -8,7 +8,6 @@
 
 #include <hiredis/hiredis.h>
 
-#include <ctype.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 
 #include "budget_redis_script.h"
 #include "clock_wait.h"
+#include "redis_uri.h"
 
 #define BACKOFF_MIN_US INT64_C(100000)
 #define BACKOFF_MAX_US INT64_C(5000000)
@@ -672,84 +672,40 @@ static const polite_budget_vtable redis_vt = {
     redis_inspect,    redis_clear,   redis_set_slot_cap, redis_in_use};
 
 /* Parses redis://[[USER]:PASSWORD@]HOST[:PORT]/NAME[?lease=D&timeout=D]
- * into rb. Messages name the URI with the password masked. */
+ * into rb: what comes before '?' as every Redis URI of libpolite
+ * (lib/redis_uri.c: %-decoded credentials, an IPv6 host in brackets, NAME's
+ * characters), the parameters as the file: budget's. Messages name the URI
+ * with the password masked. */
 static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
                      size_t errlen) {
-  const char *p = uri + 8;
-  /* The userinfo ends at the last '@' before the query: a password may
-   * hold '/', '?' is not allowed before it, and NAME cannot hold '@'. */
-  const char *qm = strchr(p, '?');
-  const char *at = NULL;
-  for (const char *x = p; *x && (qm == NULL || x < qm); x++)
-    if (*x == '@')
-      at = x;
-  const char *slash = strchr(at ? at + 1 : p, '/');
-  /* The masked URI first, so every later message can use it. */
-  if (at != NULL) {
-    const char *colon = memchr(p, ':', (size_t)(at - p));
-    size_t ulen = colon ? (size_t)(colon - p) : 0;
-    if (asprintf(&rb->safe_uri, "redis://%.*s:REDACTED%s", (int)ulen, p, at) <
-        0)
-      rb->safe_uri = NULL;
-  } else {
-    rb->safe_uri = strdup(uri);
+  const char *q = strchr(uri, '?');
+  char *head = strndup(uri, q ? (size_t)(q - uri) : strlen(uri));
+  polite__redis_uri u;
+  char why[320];
+  int rc =
+      head ? polite__redis_uri_parse(head, &u, why, sizeof why) : POLITE_ENOMEM;
+  free(head);
+  if (rc != 0) {
+    if (errbuf && errlen)
+      snprintf(errbuf, errlen, "budget %s", why);
+    return rc;
   }
-  if (rb->safe_uri == NULL)
-    return POLITE_ENOMEM;
-  const char *u = rb->safe_uri;
-  if (at != NULL) {
-    const char *colon = memchr(p, ':', (size_t)(at - p));
-    if (colon == NULL) {
-      polite__budget_errf(errbuf, errlen, u,
-                          "expected USER:PASSWORD@ or :PASSWORD@");
-      return POLITE_EINVAL;
-    }
-    if (colon > p)
-      rb->user = strndup(p, (size_t)(colon - p));
-    rb->pass = strndup(colon + 1, (size_t)(at - colon - 1));
-    p = at + 1;
-  }
-  if (slash == NULL || slash == p) {
-    polite__budget_errf(errbuf, errlen, u, "expected redis://HOST:PORT/NAME");
-    return POLITE_EINVAL;
-  }
-  const char *colon = memchr(p, ':', (size_t)(slash - p));
-  rb->port = 6379;
-  if (colon != NULL) {
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (end != slash || port < 1 || port > 65535) {
-      polite__budget_errf(errbuf, errlen, u,
-                          "port: expected 1-65535, got '%.*s'",
-                          (int)(slash - colon - 1), colon + 1);
-      return POLITE_EINVAL;
-    }
-    rb->port = (int)port;
-  }
-  rb->host = strndup(p, (size_t)((colon ? colon : slash) - p));
+  if (asprintf(&rb->safe_uri, "%s%s", u.safe, q ? q : "") < 0)
+    rb->safe_uri = NULL;
+  rb->host = u.host; /* taken from u, which frees the rest */
+  rb->user = u.user;
+  rb->pass = u.pass;
+  rb->name = u.name;
+  u.host = u.user = u.pass = u.name = NULL;
+  rb->port = rb->seed_port = u.port;
+  polite__redis_uri_free(&u);
   rb->seed_host = rb->host ? strdup(rb->host) : NULL;
-  rb->seed_port = rb->port;
-  const char *name = slash + 1;
-  const char *q = strchr(name, '?');
-  size_t nlen = q ? (size_t)(q - name) : strlen(name);
-  if (nlen == 0 || nlen > 100) {
-    polite__budget_errf(errbuf, errlen, u,
-                        "expected a budget NAME after the port");
-    return POLITE_EINVAL;
-  }
-  for (size_t i = 0; i < nlen; i++)
-    if (!isalnum((unsigned char)name[i]) && !strchr("._:-", name[i])) {
-      polite__budget_errf(errbuf, errlen, u,
-                          "NAME: only letters, digits and . _ : - are allowed");
-      return POLITE_EINVAL;
-    }
-  rb->name = strndup(name, nlen);
-  if (rb->host == NULL || rb->seed_host == NULL || rb->name == NULL)
+  if (rb->safe_uri == NULL || rb->seed_host == NULL)
     return POLITE_ENOMEM;
   int64_t lease_ms = POLITE__BUDGET_LEASE_DEFAULT_MS, timeout_ms = 1000;
   const polite__budget_param params[] = {{"lease", &lease_ms, 0, NULL},
                                          {"timeout", &timeout_ms, 0, NULL}};
-  int rc = polite__budget_uri_params(q, params, 2, u, errbuf, errlen);
+  rc = polite__budget_uri_params(q, params, 2, rb->safe_uri, errbuf, errlen);
   if (rc != 0)
     return rc;
   rb->lease_us = lease_ms * 1000;

@@ -182,6 +182,42 @@ static void lease_ids_come_from_the_env(void **state) {
   polite_budget_close(b);
 }
 
+/* The URI before '?' is read as every Redis URI of libpolite
+ * (lib/redis_uri.c): the password %-decoded (the server's is p@ss%, written
+ * p%40ss%25), a bad escape refused without showing the password, an IPv6
+ * host in brackets. */
+static void uri_is_read_as_the_queue_reads_it(void **state) {
+  (void)state;
+  struct timeval tv = {1, 0};
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", redis_port, tv);
+  assert_true(c != NULL && c->err == 0);
+  freeReplyObject(redisCommand(c, "CONFIG SET requirepass %s", "p@ss%"));
+  polite_budget_config cfg = {0, 1, 0};
+  polite_budget *b = NULL;
+  char uri[96], err[256];
+  snprintf(uri, sizeof uri, "redis://:p%%40ss%%25@127.0.0.1:%d/auth",
+           redis_port);
+  int rc = polite_budget_open(uri, &cfg, &b, err, sizeof err);
+  polite_budget_close(b);
+  /* The server back without a password before any check can fail. */
+  freeReplyObject(redisCommand(c, "AUTH %s", "p@ss%"));
+  freeReplyObject(redisCommand(c, "CONFIG SET requirepass %s", ""));
+  redisFree(c);
+  if (rc != 0)
+    fail_msg("%s: %d %s", uri, rc, err);
+  snprintf(uri, sizeof uri, "redis://:p%%4@127.0.0.1:%d/auth", redis_port);
+  assert_int_equal(polite_budget_open(uri, &cfg, &b, err, sizeof err),
+                   POLITE_EINVAL);
+  if (strstr(err, "%-escape") == NULL || strstr(err, "p%4") != NULL)
+    fail_msg("bad escape: %s", err);
+  /* Port 1 of ::1: the host is read, and nobody listens there. */
+  assert_int_equal(
+      polite_budget_open("redis://[::1]:1/n", &cfg, &b, err, sizeof err),
+      POLITE_EBUDGET);
+  if (strstr(err, "cannot connect") == NULL)
+    fail_msg("[::1]:1: %s", err);
+}
+
 /* A release (which gets no now_us) that finds the server gone schedules the
  * reconnect on the env's clock: the next acquires on that clock wait the
  * first backoff step (100 ms) without a connection attempt, then one
@@ -216,6 +252,7 @@ static void release_backoff_is_on_the_env_clock(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(lease_ids_come_from_the_env),
+      cmocka_unit_test(uri_is_read_as_the_queue_reads_it),
       cmocka_unit_test(release_backoff_is_on_the_env_clock),
   };
   return cmocka_run_group_tests(tests, start_redis, stop_redis);
