@@ -22,28 +22,31 @@ int polite_budget_open(const char *uri, const polite_budget_config *cfg,
   return polite_budget_open_env(uri, cfg, NULL, out, errbuf, errlen);
 }
 
-int polite_budget_open_env(const char *uri, const polite_budget_config *cfg,
-                           const polite_env *env, polite_budget **out,
-                           char *errbuf, size_t errlen) {
+/* Opens the backend uri names: local (unless inspecting, flags
+ * POLITE__BUDGET_INSPECT), file: or redis://; another scheme is refused
+ * with `unknown` as the message. Then keeps the URI, redacted, for later
+ * messages. */
+static int open_backend(const char *uri, const polite_budget_config *cfg,
+                        const polite_env *env, unsigned flags,
+                        const char *unknown, polite_budget **out, char *errbuf,
+                        size_t errlen) {
   if (errbuf && errlen)
     errbuf[0] = '\0';
   if (uri == NULL || cfg == NULL || out == NULL)
     return POLITE_EINVAL;
   *out = NULL;
   int rc;
-  if (strcmp(uri, "local") == 0) {
+  if (strcmp(uri, "local") == 0 && !(flags & POLITE__BUDGET_INSPECT)) {
     rc = polite_budget_local_new(cfg, out);
     if (rc != 0 && errbuf)
       snprintf(errbuf, errlen, "cannot create the local budget: %s",
                polite_strerror(rc));
   } else if (strncmp(uri, "file:", 5) == 0) {
-    rc = polite__budget_file_open(uri, cfg, env, 0, out, errbuf, errlen);
+    rc = polite__budget_file_open(uri, cfg, env, flags, out, errbuf, errlen);
   } else if (strncmp(uri, "redis://", 8) == 0) {
-    rc = polite__budget_redis_new(uri, cfg, out, errbuf, errlen);
+    rc = polite__budget_redis_open(uri, cfg, env, out, errbuf, errlen);
   } else {
-    polite__budget_errf(errbuf, errlen, uri,
-                        "unknown backend (expected local, file:PATH or "
-                        "redis://HOST:PORT/NAME)");
+    polite__budget_errf(errbuf, errlen, uri, "%s", unknown);
     return POLITE_EINVAL;
   }
   if (rc == 0)
@@ -51,30 +54,23 @@ int polite_budget_open_env(const char *uri, const polite_budget_config *cfg,
   return rc;
 }
 
+int polite_budget_open_env(const char *uri, const polite_budget_config *cfg,
+                           const polite_env *env, polite_budget **out,
+                           char *errbuf, size_t errlen) {
+  return open_backend(uri, cfg, env, 0,
+                      "unknown backend (expected local, file:PATH or "
+                      "redis://HOST:PORT/NAME)",
+                      out, errbuf, errlen);
+}
+
 int polite_budget_open_inspect(const char *uri, polite_budget **out,
                                char *errbuf, size_t errlen) {
-  if (errbuf && errlen)
-    errbuf[0] = '\0';
-  if (uri == NULL || out == NULL)
-    return POLITE_EINVAL;
-  *out = NULL;
   polite_budget_config cfg = {0, 1, 0};
-  int rc;
-  if (strncmp(uri, "file:", 5) == 0) {
-    rc = polite__budget_file_open(uri, &cfg, NULL, POLITE__BUDGET_INSPECT, out,
-                                  errbuf, errlen);
-  } else if (strncmp(uri, "redis://", 8) == 0) {
-    rc = polite__budget_redis_new(uri, &cfg, out, errbuf, errlen);
-  } else {
-    polite__budget_errf(errbuf, errlen, uri,
-                        "only a shared budget (file:PATH or "
-                        "redis://HOST:PORT/NAME) can be inspected; a local "
-                        "budget lives inside one process");
-    return POLITE_EINVAL;
-  }
-  if (rc == 0)
-    keep_uri(*out, uri);
-  return rc;
+  return open_backend(uri, &cfg, NULL, POLITE__BUDGET_INSPECT,
+                      "only a shared budget (file:PATH or "
+                      "redis://HOST:PORT/NAME) can be inspected; a local "
+                      "budget lives inside one process",
+                      out, errbuf, errlen);
 }
 
 void polite_budget_set_max_wait(polite_budget *b, int64_t max_wait_ms) {

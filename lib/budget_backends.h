@@ -112,9 +112,14 @@ int polite__budget_file_hold_lock(polite_budget *b);
  * Returns POLITE_EINVAL for a malformed URI, POLITE_EBUDGET when the server
  * cannot be reached at open time (message names the URI without its
  * password). After open, a lost server makes acquire fail closed with
- * POLITE_EBUDGET and the client reconnects with backoff. */
-int polite__budget_redis_new(const char *uri, const polite_budget_config *cfg,
-                             polite_budget **out, char *errbuf, size_t errlen);
+ * POLITE_EBUDGET and the client reconnects with backoff. env
+ * (polite_budget_open_env; NULL: the real clocks and random source) gives
+ * the random part of the lease id, and the monotonic clock of the calls
+ * that get no now_us (release, set_slot_cap, close), which their reconnect
+ * backoff is decided on. */
+int polite__budget_redis_open(const char *uri, const polite_budget_config *cfg,
+                              const polite_env *env, polite_budget **out,
+                              char *errbuf, size_t errlen);
 
 /* Round trips to the server made by this redis budget so far (connects,
  * script loads and admissions); for the benchmark. */

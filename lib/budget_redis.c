@@ -8,16 +8,16 @@
 
 #include <hiredis/hiredis.h>
 
-#include <ctype.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
-#include <unistd.h>
 
 #include "budget_redis_script.h"
+#include "clock_wait.h"
+#include "redis_uri.h"
 
 #define BACKOFF_MIN_US INT64_C(100000)
 #define BACKOFF_MAX_US INT64_C(5000000)
@@ -56,6 +56,9 @@ typedef struct {
   char last_cause[120]; /* why */
   uint64_t round_trips;
   pause_memo *memos;
+  /* The opener's (NULL: real): the clock of the calls given no now_us, so
+   * their backoff is on every other call's clock; the lease id's random. */
+  const polite_env *env;
 } redis_budget;
 
 static struct timeval tv_ms(int64_t ms) {
@@ -401,14 +404,21 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   return POLITE_EBUDGET;
 }
 
+/* The memo of key (NULL: the default account), or NULL when this client
+ * has none. */
+static pause_memo *memo_find(const redis_budget *rb, const char *key) {
+  pause_memo *m = rb->memos;
+  while (m && strcmp(m->key, key != NULL ? key : "") != 0)
+    m = m->next;
+  return m;
+}
+
 /* The memo of key, created when missing; NULL only when out of memory
  * (then only the memo is lost: paused_for says 0, the shared rate 0). */
 static pause_memo *memo_of(redis_budget *rb, const char *key) {
   if (key == NULL)
     key = "";
-  pause_memo *m = rb->memos;
-  while (m && strcmp(m->key, key) != 0)
-    m = m->next;
+  pause_memo *m = memo_find(rb, key);
   if (m == NULL) {
     m = calloc(1, sizeof *m);
     if (m == NULL)
@@ -440,11 +450,7 @@ static void memo_pause(redis_budget *rb, const char *key, int64_t until_us,
  * server can be reached at now_us; one round trip, only after an outage.
  * Called with the mutex held. */
 static void pay_owed(redis_budget *rb, const char *key, int64_t now_us) {
-  if (key == NULL)
-    key = "";
-  pause_memo *m = rb->memos;
-  while (m && strcmp(m->key, key) != 0)
-    m = m->next;
+  pause_memo *m = memo_find(rb, key);
   if (m == NULL || m->owed == 0)
     return;
   script_call sc = {.op = "rel", .slots = m->owed};
@@ -488,7 +494,8 @@ static void redis_release(polite_budget *b, const char *key, unsigned slots) {
   if (b->cfg.concurrency == 0 || slots == 0)
     return;
   pthread_mutex_lock(&rb->mu);
-  if (rb->c == NULL || run_script(rb, key, polite_mono_us(), &sc) != 0) {
+  if (rb->c == NULL ||
+      run_script(rb, key, polite_env_mono_us(rb->env), &sc) != 0) {
     pause_memo *m = memo_of(rb, key);
     if (m != NULL)
       m->owed += slots;
@@ -517,12 +524,10 @@ static int64_t redis_paused_for(polite_budget *b, const char *key,
                                 int64_t now_us) {
   redis_budget *rb = (redis_budget *)b;
   int64_t left = 0;
-  if (key == NULL)
-    key = "";
   pthread_mutex_lock(&rb->mu);
-  for (pause_memo *m = rb->memos; m; m = m->next)
-    if (strcmp(m->key, key) == 0 && m->until_us > now_us)
-      left = m->until_us - now_us;
+  const pause_memo *m = memo_find(rb, key);
+  if (m != NULL && m->until_us > now_us)
+    left = m->until_us - now_us;
   pthread_mutex_unlock(&rb->mu);
   return left;
 }
@@ -534,7 +539,7 @@ static void redis_close(polite_budget *b) {
   for (pause_memo *m = rb->memos; m; m = m->next)
     if (rb->c != NULL && b->cfg.concurrency > 0) {
       script_call sc = {.op = "drop"};
-      run_script(rb, m->key, polite_mono_us(), &sc);
+      run_script(rb, m->key, polite_env_mono_us(rb->env), &sc);
     }
   drop_conn(rb);
   while (rb->memos) {
@@ -581,12 +586,10 @@ static int redis_publish_rate(polite_budget *b, const char *key, int64_t now_us,
 static int redis_shared_rate(polite_budget *b, const char *key,
                              polite_shared_rate *out) {
   redis_budget *rb = (redis_budget *)b;
-  if (key == NULL)
-    key = "";
   pthread_mutex_lock(&rb->mu);
-  for (pause_memo *m = rb->memos; m; m = m->next)
-    if (strcmp(m->key, key) == 0)
-      *out = m->sr;
+  const pause_memo *m = memo_find(rb, key);
+  if (m != NULL)
+    *out = m->sr;
   pthread_mutex_unlock(&rb->mu);
   return 0;
 }
@@ -647,7 +650,7 @@ static void redis_set_slot_cap(polite_budget *b, const char *key,
   pthread_mutex_lock(&rb->mu);
   pause_memo *m = memo_of(rb, key);
   if ((m == NULL || m->cap != cap) &&
-      run_script(rb, key, polite_mono_us(), &sc) == 0 && m != NULL)
+      run_script(rb, key, polite_env_mono_us(rb->env), &sc) == 0 && m != NULL)
     m->cap = cap;
   pthread_mutex_unlock(&rb->mu);
 }
@@ -669,84 +672,40 @@ static const polite_budget_vtable redis_vt = {
     redis_inspect,    redis_clear,   redis_set_slot_cap, redis_in_use};
 
 /* Parses redis://[[USER]:PASSWORD@]HOST[:PORT]/NAME[?lease=D&timeout=D]
- * into rb. Messages name the URI with the password masked. */
+ * into rb: what comes before '?' as every Redis URI of libpolite
+ * (lib/redis_uri.c: %-decoded credentials, an IPv6 host in brackets, NAME's
+ * characters), the parameters as the file: budget's. Messages name the URI
+ * with the password masked. */
 static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
                      size_t errlen) {
-  const char *p = uri + 8;
-  /* The userinfo ends at the last '@' before the query: a password may
-   * hold '/', '?' is not allowed before it, and NAME cannot hold '@'. */
-  const char *qm = strchr(p, '?');
-  const char *at = NULL;
-  for (const char *x = p; *x && (qm == NULL || x < qm); x++)
-    if (*x == '@')
-      at = x;
-  const char *slash = strchr(at ? at + 1 : p, '/');
-  /* The masked URI first, so every later message can use it. */
-  if (at != NULL) {
-    const char *colon = memchr(p, ':', (size_t)(at - p));
-    size_t ulen = colon ? (size_t)(colon - p) : 0;
-    if (asprintf(&rb->safe_uri, "redis://%.*s:REDACTED%s", (int)ulen, p, at) <
-        0)
-      rb->safe_uri = NULL;
-  } else {
-    rb->safe_uri = strdup(uri);
+  const char *q = strchr(uri, '?');
+  char *head = strndup(uri, q ? (size_t)(q - uri) : strlen(uri));
+  polite__redis_uri u;
+  char why[320];
+  int rc =
+      head ? polite__redis_uri_parse(head, &u, why, sizeof why) : POLITE_ENOMEM;
+  free(head);
+  if (rc != 0) {
+    if (errbuf && errlen)
+      snprintf(errbuf, errlen, "budget %s", why);
+    return rc;
   }
-  if (rb->safe_uri == NULL)
-    return POLITE_ENOMEM;
-  const char *u = rb->safe_uri;
-  if (at != NULL) {
-    const char *colon = memchr(p, ':', (size_t)(at - p));
-    if (colon == NULL) {
-      polite__budget_errf(errbuf, errlen, u,
-                          "expected USER:PASSWORD@ or :PASSWORD@");
-      return POLITE_EINVAL;
-    }
-    if (colon > p)
-      rb->user = strndup(p, (size_t)(colon - p));
-    rb->pass = strndup(colon + 1, (size_t)(at - colon - 1));
-    p = at + 1;
-  }
-  if (slash == NULL || slash == p) {
-    polite__budget_errf(errbuf, errlen, u, "expected redis://HOST:PORT/NAME");
-    return POLITE_EINVAL;
-  }
-  const char *colon = memchr(p, ':', (size_t)(slash - p));
-  rb->port = 6379;
-  if (colon != NULL) {
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (end != slash || port < 1 || port > 65535) {
-      polite__budget_errf(errbuf, errlen, u,
-                          "port: expected 1-65535, got '%.*s'",
-                          (int)(slash - colon - 1), colon + 1);
-      return POLITE_EINVAL;
-    }
-    rb->port = (int)port;
-  }
-  rb->host = strndup(p, (size_t)((colon ? colon : slash) - p));
+  if (asprintf(&rb->safe_uri, "%s%s", u.safe, q ? q : "") < 0)
+    rb->safe_uri = NULL;
+  rb->host = u.host; /* taken from u, which frees the rest */
+  rb->user = u.user;
+  rb->pass = u.pass;
+  rb->name = u.name;
+  u.host = u.user = u.pass = u.name = NULL;
+  rb->port = rb->seed_port = u.port;
+  polite__redis_uri_free(&u);
   rb->seed_host = rb->host ? strdup(rb->host) : NULL;
-  rb->seed_port = rb->port;
-  const char *name = slash + 1;
-  const char *q = strchr(name, '?');
-  size_t nlen = q ? (size_t)(q - name) : strlen(name);
-  if (nlen == 0 || nlen > 100) {
-    polite__budget_errf(errbuf, errlen, u,
-                        "expected a budget NAME after the port");
-    return POLITE_EINVAL;
-  }
-  for (size_t i = 0; i < nlen; i++)
-    if (!isalnum((unsigned char)name[i]) && !strchr("._:-", name[i])) {
-      polite__budget_errf(errbuf, errlen, u,
-                          "NAME: only letters, digits and . _ : - are allowed");
-      return POLITE_EINVAL;
-    }
-  rb->name = strndup(name, nlen);
-  if (rb->host == NULL || rb->seed_host == NULL || rb->name == NULL)
+  if (rb->safe_uri == NULL || rb->seed_host == NULL)
     return POLITE_ENOMEM;
   int64_t lease_ms = POLITE__BUDGET_LEASE_DEFAULT_MS, timeout_ms = 1000;
   const polite__budget_param params[] = {{"lease", &lease_ms, 0, NULL},
                                          {"timeout", &timeout_ms, 0, NULL}};
-  int rc = polite__budget_uri_params(q, params, 2, u, errbuf, errlen);
+  rc = polite__budget_uri_params(q, params, 2, rb->safe_uri, errbuf, errlen);
   if (rc != 0)
     return rc;
   rb->lease_us = lease_ms * 1000;
@@ -754,8 +713,9 @@ static int parse_uri(redis_budget *rb, const char *uri, char *errbuf,
   return 0;
 }
 
-int polite__budget_redis_new(const char *uri, const polite_budget_config *cfg,
-                             polite_budget **out, char *errbuf, size_t errlen) {
+int polite__budget_redis_open(const char *uri, const polite_budget_config *cfg,
+                              const polite_env *env, polite_budget **out,
+                              char *errbuf, size_t errlen) {
   if (errbuf && errlen)
     errbuf[0] = '\0';
   if (out == NULL)
@@ -768,6 +728,7 @@ int polite__budget_redis_new(const char *uri, const polite_budget_config *cfg,
   if (rb == NULL)
     return POLITE_ENOMEM;
   pthread_mutex_init(&rb->mu, NULL);
+  rb->env = env;
   int rc = parse_uri(rb, uri, errbuf, errlen);
   if (rc == 0 && cfg->rate_per_s > 0) {
     polite_gcra g;
@@ -780,14 +741,8 @@ int polite__budget_redis_new(const char *uri, const polite_budget_config *cfg,
     rb->tau_us = (rb->base.cfg.burst - 1) * rb->interval_us;
   }
   if (rc == 0) {
-    /* A lease id readable by operators (host:pid) and unique (random). */
-    uint64_t r = 0;
-    if (polite_random_bytes(&r, sizeof r) != 0)
-      r = polite_random_seed();
-    char hn[48] = "";
-    gethostname(hn, sizeof hn - 1);
-    snprintf(rb->owner, sizeof rb->owner, "%.47s:%d:%016llx", hn, (int)getpid(),
-             (unsigned long long)r);
+    /* A lease id readable by operators and unique: host:pid:random. */
+    polite__participant_id(rb->owner, sizeof rb->owner, env, 16);
     rc = connect_now(rb, errbuf, errlen);
   }
   if (rc != 0) {

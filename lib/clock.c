@@ -115,6 +115,21 @@ int polite_idempotency_key(const polite_env *env,
   return POLITE_OK;
 }
 
+void polite__participant_id(char *buf, size_t len, const polite_env *env,
+                            int hex_digits) {
+  uint64_t rnd = 0;
+  if (polite_env_random_bytes(env, &rnd, sizeof rnd) != 0)
+    rnd = (uint64_t)polite_env_mono_us(env) ^ (uint64_t)getpid();
+  if (hex_digits < 1 || hex_digits > 16)
+    hex_digits = 16;
+  if (hex_digits < 16)
+    rnd &= (UINT64_C(1) << (4 * hex_digits)) - 1;
+  char hn[64] = "";
+  gethostname(hn, sizeof hn - 1);
+  snprintf(buf, len, "%.60s:%d:%0*llx", hn[0] ? hn : "host", (int)getpid(),
+           hex_digits, (unsigned long long)rnd);
+}
+
 void polite__cond_wait_us(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t us) {
   int64_t t = polite_mono_us() + (us > 0 ? us : 0);
   struct timespec ts = {(time_t)(t / 1000000), (long)(t % 1000000) * 1000};

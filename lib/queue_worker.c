@@ -13,7 +13,6 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
 /* How long finish waits for Redis when there is no outage bound. */
 #define FINISH_WAIT_DEFAULT_US INT64_C(10000000)
@@ -229,18 +228,6 @@ static void qw_rate(void *ud, const polite_rate_change *c) {
 
 /* ---- attach, finish, free ------------------------------------------------ */
 
-/* HOST:PID:RANDOM, readable by operators and unique. */
-static void worker_name(char *buf, size_t len, const polite_env *env) {
-  uint64_t rnd = 0;
-  /* Without randomness the PID and the time still tell workers apart. */
-  if (polite_env_random_bytes(env, &rnd, sizeof rnd) != 0)
-    rnd = (uint64_t)polite_env_mono_us(env) ^ (uint64_t)getpid();
-  char hn[64] = "";
-  gethostname(hn, sizeof hn - 1);
-  snprintf(buf, len, "%.60s:%d:%08llx", hn[0] ? hn : "host", (int)getpid(),
-           (unsigned long long)(rnd & 0xffffffffu));
-}
-
 static int check_options(const polite_queue_worker_options *wo,
                          const polite_batch_options *bo, char *err,
                          size_t len) {
@@ -279,7 +266,7 @@ int polite_queue_attach(polite_queue *q, polite_batch_options *bo,
   if (wo->worker)
     snprintf(r->worker, sizeof r->worker, "%s", wo->worker);
   else
-    worker_name(r->worker, sizeof r->worker, bo->env);
+    polite__participant_id(r->worker, sizeof r->worker, bo->env, 8);
   r->lease_us = r->wo.lease_ms * 1000;
   r->renew_us = r->lease_us / 3;
   r->safe_us = 2 * r->renew_us;

@@ -1,7 +1,7 @@
 /* Redis URIs for libpolite's Redis clients: redis:// and rediss:// (TLS),
  * with optional credentials, a NAME and connection parameters. Internal,
- * not installed. The work queue (lib/queue*.c) parses its URI here; the
- * budget (lib/budget_redis.c) still has its own parser and could move. */
+ * not installed. The work queue (lib/queue*.c) parses its URI here, and
+ * the budget (lib/budget_redis.c) the part before its own parameters. */
 #ifndef POLITE_REDIS_URI_H
 #define POLITE_REDIS_URI_H
 

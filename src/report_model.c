@@ -21,16 +21,23 @@ typedef struct {
 typedef struct {
   iv *pend; /* min-heap by s */
   size_t npend;
-  int64_t *act; /* min-heap of ends of attempts in flight */
+  iv *act; /* min-heap by e: the attempts in flight */
   size_t nact, capact;
   int64_t prev_start; /* last swept start; -1 none */
   unsigned peak;
 } sweep;
 
-static void heap_up_iv(iv *h, size_t i) {
+/* The key of a heap of intervals: the start (pend) or the end (act). */
+static int64_t key_of(const iv *x, int by_end) {
+  return by_end ? x->e : x->s;
+}
+
+/* A min-heap of intervals by key_of(by_end): the entry at i moves up, or
+ * (of n) down, to its place. */
+static void heap_up(iv *h, size_t i, int by_end) {
   while (i > 0) {
     size_t p = (i - 1) / 2;
-    if (h[p].s <= h[i].s)
+    if (key_of(&h[p], by_end) <= key_of(&h[i], by_end))
       break;
     iv t = h[p];
     h[p] = h[i];
@@ -39,44 +46,16 @@ static void heap_up_iv(iv *h, size_t i) {
   }
 }
 
-static void heap_down_iv(iv *h, size_t n, size_t i) {
+static void heap_down(iv *h, size_t n, size_t i, int by_end) {
   for (;;) {
     size_t l = 2 * i + 1, r = l + 1, m = i;
-    if (l < n && h[l].s < h[m].s)
+    if (l < n && key_of(&h[l], by_end) < key_of(&h[m], by_end))
       m = l;
-    if (r < n && h[r].s < h[m].s)
+    if (r < n && key_of(&h[r], by_end) < key_of(&h[m], by_end))
       m = r;
     if (m == i)
       return;
     iv t = h[m];
-    h[m] = h[i];
-    h[i] = t;
-    i = m;
-  }
-}
-
-static void heap_up_i64(int64_t *h, size_t i) {
-  while (i > 0) {
-    size_t p = (i - 1) / 2;
-    if (h[p] <= h[i])
-      break;
-    int64_t t = h[p];
-    h[p] = h[i];
-    h[i] = t;
-    i = p;
-  }
-}
-
-static void heap_down_i64(int64_t *h, size_t n, size_t i) {
-  for (;;) {
-    size_t l = 2 * i + 1, r = l + 1, m = i;
-    if (l < n && h[l] < h[m])
-      m = l;
-    if (r < n && h[r] < h[m])
-      m = r;
-    if (m == i)
-      return;
-    int64_t t = h[m];
     h[m] = h[i];
     h[i] = t;
     i = m;
@@ -105,20 +84,20 @@ static int64_t pause_end_before(const rp_model *m, int64_t t) {
  * the gap from the previous start counts unless a server pause fell in it
  * (polite run's rule for the measured rate). */
 static void sweep_one(rp_model *m, sweep *w, iv x) {
-  while (w->nact > 0 && w->act[0] <= x.s) {
+  while (w->nact > 0 && w->act[0].e <= x.s) {
     w->act[0] = w->act[--w->nact];
-    heap_down_i64(w->act, w->nact, 0);
+    heap_down(w->act, w->nact, 0, 1);
   }
   if (w->nact == w->capact) {
     size_t cap = w->capact ? w->capact * 2 : 256;
-    int64_t *a = realloc(w->act, cap * sizeof *a);
+    iv *a = realloc(w->act, cap * sizeof *a);
     if (a == NULL)
       return;
     w->act = a;
     w->capact = cap;
   }
-  w->act[w->nact] = x.e;
-  heap_up_i64(w->act, w->nact++);
+  w->act[w->nact] = x;
+  heap_up(w->act, w->nact++, 1);
   if (w->nact > w->peak)
     w->peak = (unsigned)w->nact;
   if (w->prev_start >= 0) {
@@ -141,7 +120,7 @@ static void sweep_one(rp_model *m, sweep *w, iv x) {
 static void sweep_pop(rp_model *m, sweep *w) {
   iv x = w->pend[0];
   w->pend[0] = w->pend[--w->npend];
-  heap_down_iv(w->pend, w->npend, 0);
+  heap_down(w->pend, w->npend, 0, 0);
   sweep_one(m, w, x);
 }
 
@@ -150,7 +129,7 @@ static void sweep_add(rp_model *m, int64_t s, int64_t e) {
   if (w->npend == SWEEP_MAX)
     sweep_pop(m, w);
   w->pend[w->npend] = (iv){s, e};
-  heap_up_iv(w->pend, w->npend++);
+  heap_up(w->pend, w->npend++, 0);
 }
 
 static void sweep_reset(sweep *w) {

@@ -74,6 +74,7 @@ set(POLITE_TEST_SCHEDULE
   integration/test_client_budget_outage 10 -
   integration/test_queue_fleet 10 -
   integration/test_run_budget_file_damage 8 -
+  integration/test_gateway_evict 4 paced
 )
 
 # Walks the table: the cost, and for the groups their slots and locks. A

@@ -173,11 +173,15 @@ POLITE_EXTERN int polite_budget_open(const char *uri,
                                      size_t errlen);
 
 /* polite_budget_open with the clocks and the random source a backend reads
- * for what no call passes it (polite/clock.h): a participant's id, and a
- * file's identity and creation time (file:). Every call's now_us still
- * comes from the caller. env NULL is polite_budget_open; env is borrowed
- * and must outlive the budget. The Redis backend does not read it yet (it
- * takes the real ones). A function rather than a member of
+ * for what no call passes it (polite/clock.h): a participant's id (file:
+ * its owner id; redis: the random part of its lease id host:pid:random), a
+ * file's identity and creation time (file:), and the monotonic clock of
+ * the calls given no now_us (release, set_slot_cap, close), on which redis
+ * schedules its reconnect backoff when one of them finds the server gone.
+ * Every other call's now_us still comes from the caller; real waits (a
+ * file's lock, Redis's socket timeouts) stay on the real clock. env NULL is
+ * polite_budget_open; env is borrowed and must outlive the budget. A
+ * function rather than a member of
  * polite_budget_config, so that the positional initializers of that struct
  * written so far stay complete. */
 POLITE_EXTERN int polite_budget_open_env(const char *uri,

@@ -44,7 +44,7 @@ static int open_budget(const char *uri, const polite_budget_config *c,
   if (strncmp(uri, "file:", 5) == 0)
     return polite__budget_file_new(uri, c, b, err, len);
   if (strncmp(uri, "redis://", 8) == 0)
-    return polite__budget_redis_new(uri, c, b, err, len);
+    return polite__budget_redis_open(uri, c, NULL, b, err, len);
   return rc;
 }
 

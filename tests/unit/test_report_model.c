@@ -108,25 +108,44 @@ static void test_pauses_union(void **st) {
   rp_model_free(m);
 }
 
+/* A model of one source "t" fed the n attempts of v in that order (the
+ * log's, completion order). */
+static rp_model *model_of(const rp_attempt *v, size_t n) {
+  rp_model *m = rp_model_new();
+  assert_non_null(m);
+  rp_model_source(m, "t");
+  for (size_t i = 0; i < n; i++)
+    rp_model_attempt(m, &v[i]);
+  rp_model_source_end(m);
+  return m;
+}
+
+/* The attempts in flight leave by their end, the earliest first, not in
+ * the order they started: [10,20) has ended when [30,40) starts, [0,100)
+ * has not, so two are in flight at most (three if the first to start were
+ * the first to leave). */
+static void test_sweep_leaves_by_end(void **st) {
+  (void)st;
+  const rp_attempt v[] = {att(10, 20, 1, 200), att(30, 40, 1, 200),
+                          att(0, 100, 1, 200)};
+  rp_model *m = model_of(v, 3);
+  assert_int_equal(m->src[0].peak_in_flight, 2);
+  rp_model_free(m);
+}
+
 /* In completion order [20,30) ends first, [0,100) last: the sweep still
  * sees three in flight at 20 ms. A gap that holds a pause is left out. */
 static void test_sweep_peak_and_gaps(void **st) {
   (void)st;
-  rp_model *m = rp_model_new();
-  rp_model_source(m, "t");
-  rp_attempt a = att(20, 30, 1, 200), b = att(10, 50, 1, 200);
-  rp_attempt c = att(0, 100, 1, 429);
-  c.action = RP_ACT_RETRY;
-  c.reason = "server";
-  c.wait_ms = 1000;
-  c.server_wait_ms = 1000;
-  c.account_pause = 1; /* [100, 1100) */
-  rp_attempt e = att(1100, 1110, 2, 200);
-  rp_model_attempt(m, &a);
-  rp_model_attempt(m, &b);
-  rp_model_attempt(m, &c);
-  rp_model_attempt(m, &e);
-  rp_model_source_end(m);
+  rp_attempt v[] = {att(20, 30, 1, 200), att(10, 50, 1, 200),
+                    att(0, 100, 1, 429), att(1100, 1110, 2, 200)};
+  rp_attempt *c = &v[2];
+  c->action = RP_ACT_RETRY;
+  c->reason = "server";
+  c->wait_ms = 1000;
+  c->server_wait_ms = 1000;
+  c->account_pause = 1; /* [100, 1100) */
+  rp_model *m = model_of(v, 4);
   assert_int_equal(m->src[0].peak_in_flight, 3);
   assert_int_equal(m->gaps, 2); /* 0->10, 10->20; 20->1100 held the pause */
   assert_int_equal(m->paused_gaps, 1);
@@ -229,6 +248,7 @@ int main(void) {
       cmocka_unit_test(test_cover_backwards),
       cmocka_unit_test(test_pauses_union),
       cmocka_unit_test(test_sweep_peak_and_gaps),
+      cmocka_unit_test(test_sweep_leaves_by_end),
       cmocka_unit_test(test_parse_lines),
       cmocka_unit_test(test_senders_bounded),
   };

@@ -1,0 +1,259 @@
+/* Unit tests of the Redis budget backend (lib/budget_redis.c) on a fake env
+ * (polite_budget_open_env): the lease ids and the clock of the calls given
+ * no now_us come from it. Against a redis-server of the test's own on a
+ * free port of 127.0.0.1 (CI installs it; without it the test fails). */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <hiredis/hiredis.h>
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "budget_backends.h"
+
+#define MS INT64_C(1000)
+/* A fake monotonic "now" no real uptime reaches (31 years), so that a read
+ * of the real clock instead of the env's is always far from it. */
+#define T0 INT64_C(1000000000000000)
+
+/* The env: a monotonic clock that says what the test sets, and a random
+ * source that fills each call's bytes with one value, the next call's with
+ * the next (so two participants get different ids the test knows). */
+typedef struct {
+  int64_t now_us;
+  unsigned char next_byte;
+} fake;
+
+static int64_t fake_mono(void *ud) {
+  return ((const fake *)ud)->now_us;
+}
+
+static int fake_bytes(void *ud, void *buf, size_t n) {
+  fake *f = ud;
+  memset(buf, f->next_byte++, n);
+  return 0;
+}
+
+static pid_t redis_pid = -1;
+static int redis_port;
+static char dir[64] = "/tmp/polite-br-XXXXXX";
+
+/* A port free on 127.0.0.1 right now. */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0)
+    close(fd);
+  return port;
+}
+
+/* 1 when redis-server answers PING on redis_port. */
+static int redis_up(void) {
+  struct timeval tv = {0, 200000};
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", redis_port, tv);
+  int up = 0;
+  if (c != NULL && c->err == 0) {
+    redisReply *r = redisCommand(c, "PING");
+    up = r != NULL && r->type == REDIS_REPLY_STATUS;
+    freeReplyObject(r);
+  }
+  redisFree(c);
+  return up;
+}
+
+/* Starts redis-server (no persistence) on a free port; a few tries, as
+ * the port may be taken between free_port and the server's bind. */
+static int start_redis(void **state) {
+  (void)state;
+  if (mkdtemp(dir) == NULL)
+    return -1;
+  for (int attempt = 0; attempt < 5; attempt++) {
+    char port[16];
+    redis_port = free_port();
+    snprintf(port, sizeof port, "%d", redis_port);
+    redis_pid = fork();
+    if (redis_pid == 0) {
+      if (freopen("/dev/null", "w", stdout) == NULL)
+        _exit(126);
+      execlp("redis-server", "redis-server", "--port", port, "--bind",
+             "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
+             (char *)NULL);
+      _exit(127);
+    }
+    for (int i = 0; i < 200 && redis_pid > 0; i++) {
+      if (redis_up())
+        return 0;
+      if (waitpid(redis_pid, NULL, WNOHANG) == redis_pid)
+        break; /* it exited: the port was taken, or no redis-server */
+      struct timespec ts = {0, 25000000};
+      nanosleep(&ts, NULL);
+    }
+    if (redis_pid > 0) {
+      kill(redis_pid, SIGKILL);
+      waitpid(redis_pid, NULL, 0);
+    }
+    redis_pid = -1;
+  }
+  fprintf(stderr, "could not start redis-server (is it installed?)\n");
+  return -1;
+}
+
+static void kill_redis(void) {
+  if (redis_pid > 0) {
+    kill(redis_pid, SIGKILL);
+    waitpid(redis_pid, NULL, 0);
+  }
+  redis_pid = -1;
+}
+
+static int stop_redis(void **state) {
+  (void)state;
+  kill_redis();
+  rmdir(dir);
+  return 0;
+}
+
+/* A participant of budget NAME at concurrency 4, opened with env. */
+static polite_budget *open_env(const char *name, const polite_env *env) {
+  char uri[96], err[256];
+  snprintf(uri, sizeof uri, "redis://127.0.0.1:%d/%s", redis_port, name);
+  polite_budget_config c = {0, 1, 4};
+  polite_budget *b = NULL;
+  int rc = polite_budget_open_env(uri, &c, env, &b, err, sizeof err);
+  if (rc != 0)
+    fail_msg("open %s: %d %s", uri, rc, err);
+  assert_string_equal(b->vt->scheme, "redis");
+  return b;
+}
+
+/* Two participants opened with one env get the lease ids its random source
+ * dictates (host:pid:random, the random part 16 hex digits of its bytes):
+ * they were drawn from the real source, whatever the env said. */
+static void lease_ids_come_from_the_env(void **state) {
+  (void)state;
+  fake f = {T0, 0x11};
+  polite_env env = {fake_mono, NULL, fake_bytes, &f};
+  polite_budget *a = open_env("ids", &env);
+  polite_budget *b = open_env("ids", &env);
+  int64_t w;
+  assert_int_equal(polite_budget_acquire(a, NULL, T0, 0, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 0, 2, &w),
+                   POLITE_BUDGET_ADMITTED);
+  polite_budget_state st;
+  memset(&st, 0, sizeof st);
+  assert_int_equal(polite_budget_inspect(a, NULL, T0, &st), 0);
+  assert_int_equal(st.n_holders, 2);
+  char want_a[48], want_b[48];
+  snprintf(want_a, sizeof want_a, ":%d:1111111111111111", (int)getpid());
+  snprintf(want_b, sizeof want_b, ":%d:1212121212121212", (int)getpid());
+  int seen_a = 0, seen_b = 0;
+  for (unsigned i = 0; i < st.n_holders; i++) {
+    const char *id = st.holders[i].id;
+    size_t n = strlen(id);
+    if (n > strlen(want_a) && strcmp(id + n - strlen(want_a), want_a) == 0)
+      seen_a = st.holders[i].slots == 1;
+    if (n > strlen(want_b) && strcmp(id + n - strlen(want_b), want_b) == 0)
+      seen_b = st.holders[i].slots == 2;
+  }
+  if (!seen_a || !seen_b)
+    fail_msg("holders %s, %s; expected ids ending %s (1 slot), %s (2)",
+             st.holders[0].id, st.holders[1].id, want_a, want_b);
+  polite_budget_close(a);
+  polite_budget_close(b);
+}
+
+/* The URI before '?' is read as every Redis URI of libpolite
+ * (lib/redis_uri.c): the password %-decoded (the server's is p@ss%, written
+ * p%40ss%25), a bad escape refused without showing the password, an IPv6
+ * host in brackets. */
+static void uri_is_read_as_the_queue_reads_it(void **state) {
+  (void)state;
+  struct timeval tv = {1, 0};
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", redis_port, tv);
+  assert_true(c != NULL && c->err == 0);
+  freeReplyObject(redisCommand(c, "CONFIG SET requirepass %s", "p@ss%"));
+  polite_budget_config cfg = {0, 1, 0};
+  polite_budget *b = NULL;
+  char uri[96], err[256];
+  snprintf(uri, sizeof uri, "redis://:p%%40ss%%25@127.0.0.1:%d/auth",
+           redis_port);
+  int rc = polite_budget_open(uri, &cfg, &b, err, sizeof err);
+  polite_budget_close(b);
+  /* The server back without a password before any check can fail. */
+  freeReplyObject(redisCommand(c, "AUTH %s", "p@ss%"));
+  freeReplyObject(redisCommand(c, "CONFIG SET requirepass %s", ""));
+  redisFree(c);
+  if (rc != 0)
+    fail_msg("%s: %d %s", uri, rc, err);
+  snprintf(uri, sizeof uri, "redis://:p%%4@127.0.0.1:%d/auth", redis_port);
+  assert_int_equal(polite_budget_open(uri, &cfg, &b, err, sizeof err),
+                   POLITE_EINVAL);
+  if (strstr(err, "%-escape") == NULL || strstr(err, "p%4") != NULL)
+    fail_msg("bad escape: %s", err);
+  /* Port 1 of ::1: the host is read, and nobody listens there. */
+  assert_int_equal(
+      polite_budget_open("redis://[::1]:1/n", &cfg, &b, err, sizeof err),
+      POLITE_EBUDGET);
+  if (strstr(err, "cannot connect") == NULL)
+    fail_msg("[::1]:1: %s", err);
+}
+
+/* A release (which gets no now_us) that finds the server gone schedules the
+ * reconnect on the env's clock: the next acquires on that clock wait the
+ * first backoff step (100 ms) without a connection attempt, then one
+ * attempt is made. On the real clock (as before) the backoff was decided
+ * 31 years before T0, and the acquire 60 ms after the release tried to
+ * connect at once. Kills the server: the last test of the file. */
+static void release_backoff_is_on_the_env_clock(void **state) {
+  (void)state;
+  fake f = {T0, 0x21};
+  polite_env env = {fake_mono, NULL, fake_bytes, &f};
+  polite_budget *b = open_env("backoff", &env);
+  int64_t w;
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 0, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  kill_redis();
+  f.now_us = T0 + 10 * MS;
+  polite_budget_release(b, NULL, 1); /* the server is gone: owed */
+  uint64_t trips = polite__budget_redis_round_trips(b);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 60 * MS, 0, 1, &w),
+                   POLITE_EBUDGET);
+  if (strstr(polite_budget_errstr(b), "reconnecting with a backoff") == NULL)
+    fail_msg("60 ms after the release: %s", polite_budget_errstr(b));
+  assert_int_equal(polite__budget_redis_round_trips(b), trips);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 110 * MS, 0, 1, &w),
+                   POLITE_EBUDGET);
+  assert_int_equal(polite__budget_redis_round_trips(b), trips + 1);
+  if (strstr(polite_budget_errstr(b), "cannot connect") == NULL)
+    fail_msg("110 ms after the release: %s", polite_budget_errstr(b));
+  polite_budget_close(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(lease_ids_come_from_the_env),
+      cmocka_unit_test(uri_is_read_as_the_queue_reads_it),
+      cmocka_unit_test(release_backoff_is_on_the_env_clock),
+  };
+  return cmocka_run_group_tests(tests, start_redis, stop_redis);
+}
