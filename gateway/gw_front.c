@@ -171,20 +171,40 @@ static int host_allowed(const gw_config *c, const char *host) {
 
 /* The request-target sent upstream and the canonical URL (the engine's,
  * the watch list's, the log's). 0, or -1 out of memory. */
+/* a, b and c end to end in one allocation (the caller frees it); NULL when
+ * out of memory. asprintf did this three times per request, its format
+ * machinery the largest cost of the request's entry in the profile. */
+static char *cat3(const char *a, const char *b, const char *c) {
+  size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
+  char *s = malloc(na + nb + nc + 1);
+  if (s == NULL)
+    return NULL;
+  memcpy(s, a, na);
+  memcpy(s + na, b, nb);
+  memcpy(s + na + nb, c, nc + 1);
+  return s;
+}
+
 static int urls_of(gw_req *g) {
   const gw_dest *d = &g->dest;
   const char *prefix = d->kind == GW_DEST_BASE ? g->s->ubase.prefix : "";
   const char *slash = d->path[0] == '?' ? "/" : "";
-  if (asprintf(&g->target, "%s%s%s", prefix, slash, d->path) < 0) {
-    g->target = NULL;
+  g->target = cat3(prefix, slash, d->path);
+  if (g->target == NULL)
     return -1;
-  }
-  if (asprintf(&g->url, "%s://%s%s", d->https ? "https" : "http", d->authority,
-               g->target) < 0) {
-    g->url = NULL;
-    return -1;
-  }
-  return 0;
+  g->url = cat3(d->https ? "https://" : "http://", d->authority, g->target);
+  return g->url ? 0 : -1;
+}
+
+/* "gw-N" for the request's log id, N in decimal without printf. */
+static char *request_id(unsigned long long n) {
+  char digits[24];
+  size_t i = sizeof digits;
+  digits[--i] = '\0';
+  do
+    digits[--i] = (char)('0' + n % 10);
+  while ((n /= 10) != 0 && i > 0);
+  return cat3("gw-", digits + i, "");
 }
 
 /* The client's own retries: what its headers say, or the same method and
@@ -211,9 +231,7 @@ static polite_request *request_of(gw_req *g, const polite_header_field *f,
     return NULL;
   size_t klen = 0;
   const char *key = polite__gw_idempotency_key(f, n, &klen);
-  r->id = NULL;
-  if (asprintf(&r->id, "gw-%llu", (unsigned long long)++s->seq) < 0)
-    r->id = NULL;
+  r->id = request_id((unsigned long long)++s->seq);
   r->method = strdup(g->method);
   r->url = strdup(g->url);
   r->idempotency_key = key ? strndup(key, klen) : NULL;

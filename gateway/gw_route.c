@@ -66,8 +66,13 @@ static int origin_form(gw_dest *d, const char *target, const gw_base *base) {
   d->kind = GW_DEST_BASE;
   d->https = base->https;
   d->port = base->port;
-  snprintf(d->host, sizeof d->host, "%s", base->host);
-  snprintf(d->authority, sizeof d->authority, "%s", base->authority);
+  /* Copied, not printed: two snprintf calls on every request's path. The
+   * base's fields are as large as d's, and end within them. */
+  _Static_assert(sizeof d->host == sizeof base->host, "host sizes");
+  _Static_assert(sizeof d->authority == sizeof base->authority, "sizes");
+  memcpy(d->host, base->host, strnlen(base->host, sizeof d->host - 1) + 1);
+  memcpy(d->authority, base->authority,
+         strnlen(base->authority, sizeof d->authority - 1) + 1);
   d->path = target;
   return 0;
 }

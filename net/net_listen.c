@@ -25,6 +25,15 @@ struct event_base *polite__net_base_new(void) {
   return base ? base : event_base_new();
 }
 
+int polite__net_event_add_ms(struct event_base *base, struct event *ev,
+                             int ms) {
+  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+  /* The base keeps one queue per duration (found by a walk of the few it
+   * has: a handful of fixed bounds), up to libevent's 256. */
+  const struct timeval *common = event_base_init_common_timeout(base, &tv);
+  return event_add(ev, common ? common : &tv);
+}
+
 /* Out of descriptors (EMFILE/ENFILE): stop accepting for 100 ms instead of
  * spinning on a listener that stays readable, and say so once a second. */
 static void accept_error(struct evconnlistener *l, void *arg) {

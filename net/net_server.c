@@ -92,8 +92,7 @@ static void conn_free(net_conn *c) {
 }
 
 static void arm(net_conn *c, int ms) {
-  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-  event_add(c->timer, &tv);
+  polite__net_event_add_ms(c->s->base, c->timer, ms);
 }
 
 void polite__net_conn_arm(net_conn *c, int ms) {

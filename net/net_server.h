@@ -82,6 +82,13 @@ typedef struct {
  * plain base when the backend cannot). NULL when out of memory. */
 struct event_base *polite__net_base_new(void);
 
+/* Adds ev (of base) with a timeout of ms milliseconds through libevent's
+ * common timeouts: the events of one duration wait in a queue, so adding
+ * and removing one is O(1) instead of a walk of the timer heap (five
+ * timeouts are set per proxied request, each on a different connection
+ * or request). An ordinary timeout when the base has no slot left. */
+int polite__net_event_add_ms(struct event_base *base, struct event *ev, int ms);
+
 /* A server on base with bounds b, calling cb with ud; env gives the clocks
  * (NULL: the real ones): Date headers and request arrival times. NULL when
  * out of memory. */

@@ -20,7 +20,6 @@ typedef struct net_up_exch {
   int retried;
   int got_bytes;
   net_http_parser p;
-  struct evbuffer *tmp;
   struct evbuffer *held;     /* the request, while the host is being resolved */
   struct net_up_exch *qnext; /* exchanges waiting for the address */
   net_fields headers;        /* the answer's, in block (net_fields.c) */
@@ -34,6 +33,9 @@ typedef struct upconn {
   struct event *wev; /* EV_WRITE: connect completion and partial writes */
   struct evbuffer *in;
   struct evbuffer *out;
+  /* The answer's body bytes on their way to on_body: the connection's, not
+   * one per exchange (an evbuffer_new and _free fewer per request). */
+  struct evbuffer *body;
   int connecting;
   SSL *ssl;        /* NULL: plain TCP */
   int handshaking; /* TLS: the handshake has not finished */

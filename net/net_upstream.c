@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "net_upstream.h"
 #include "net_http.h"
+#include "net_server.h" /* polite__net_event_add_ms */
 #include "net_tls.h"
 #include "net_up_int.h"
 
@@ -160,6 +161,8 @@ static void conn_close(upconn *c) {
     evbuffer_free(c->in);
   if (c->out)
     evbuffer_free(c->out);
+  if (c->body)
+    evbuffer_free(c->body);
   free(c);
 }
 
@@ -181,8 +184,6 @@ void polite__net_up_exch_free(exch *x) {
     evbuffer_free(x->held);
   if (x->copy)
     evbuffer_free(x->copy);
-  if (x->tmp)
-    evbuffer_free(x->tmp);
   polite__net_fields_reset(&x->headers);
   free(x);
 }
@@ -266,8 +267,7 @@ static void conn_fail(upconn *c) {
 }
 
 static void arm_read(upconn *c, int seconds) {
-  struct timeval tv = {seconds, 0};
-  event_add(c->rev, &tv);
+  polite__net_event_add_ms(c->u->base, c->rev, seconds * 1000);
 }
 
 void polite__net_up_arm(upconn *c) {
@@ -386,7 +386,8 @@ upconn *polite__net_up_conn_new(net_upstream *u) {
       socket(u->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   c->in = evbuffer_new();
   c->out = evbuffer_new();
-  if (c->fd < 0 || c->in == NULL || c->out == NULL)
+  c->body = evbuffer_new();
+  if (c->fd < 0 || c->in == NULL || c->out == NULL || c->body == NULL)
     goto bad;
   int one = 1;
   setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -483,9 +484,8 @@ net_up_exch *polite__net_up_send(net_upstream *u, struct evbuffer *req,
   polite__net_http_init(&x->p, is_head);
   x->retried = !retryable; /* not retryable: as if the retry were used */
   polite__net_fields_init(&x->headers, x->block, sizeof x->block);
-  x->tmp = evbuffer_new();
   u->active++;
-  if (x->tmp == NULL || polite__net_up_start(u, x, req) != 0) {
+  if (polite__net_up_start(u, x, req) != 0) {
     u->active--;
     polite__net_up_exch_free(x);
     return NULL;
@@ -563,10 +563,11 @@ static int cb_body(void *arg, const char *data, size_t len) {
   exch *x = arg;
   if (len == 0)
     return 0;
-  if (evbuffer_add(x->tmp, data, len) != 0)
+  struct evbuffer *b = x->c->body;
+  if (evbuffer_add(b, data, len) != 0)
     return -1;
-  x->h->on_body(x->arg, x->tmp);
-  evbuffer_drain(x->tmp, evbuffer_get_length(x->tmp));
+  x->h->on_body(x->arg, b);
+  evbuffer_drain(b, evbuffer_get_length(b));
   return 0;
 }
 
@@ -586,8 +587,7 @@ static void pause_tick(evutil_socket_t fd, short what, void *arg) {
     return;
   }
   c->paused = 0;
-  struct timeval tv = {EXCHANGE_TIMEOUT_S, 0};
-  event_add(c->rev, &tv);
+  arm_read(c, EXCHANGE_TIMEOUT_S);
 }
 
 static void pause_if_busy(upconn *c) {

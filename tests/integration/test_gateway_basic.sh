@@ -35,10 +35,11 @@ check_eq "SIGTERM: the gateway drains and exits 0" "$GW_RC" 0
 check_grep "the summary is polite run's" '^polite gateway: 2 requests in .*: 2 ok, 0 failed' "$TMP/a.err"
 check_grep "the summary counts the attempts over all layers" 'attempts upstream over all layers: 2' "$TMP/a.err"
 check_eq "one log line per attempt" "$(grep -c '"attempt":' "$TMP/a.log")" 2
-python3 - "$TMP/a.log" >"$TMP/a.check" 2>&1 <<'EOF'
+python3 - "$TMP/a.log" "$UP" >"$TMP/a.check" 2>&1 <<'EOF'
 import json, sys
 need = ("id", "attempt", "method", "url", "start_ms", "end_ms", "status", "action", "reason",
         "layer", "queued_ms", "client_retries")
+seen = []
 for line in open(sys.argv[1]):
     o = json.loads(line)
     if "attempt" not in o:
@@ -46,6 +47,11 @@ for line in open(sys.argv[1]):
     miss = [k for k in need if k not in o]
     assert not miss, "missing %s in %s" % (miss, line)
     assert o["status"] == 200 and o["layer"] == "client", line
+    seen.append((o["id"], o["url"].split("?")[0]))
+# The request ids count from 1; the canonical URL is scheme, authority and
+# the target sent upstream (the base URL's and the absolute-form one's).
+up = "http://" + sys.argv[2]
+assert seen == [("gw-1", up + "/ok/base"), ("gw-2", up + "/ok/fwd")], seen
 print("schema ok")
 EOF
 check_grep "the log has polite run's schema and the gateway's fields" '^schema ok' "$TMP/a.check"
