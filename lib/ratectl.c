@@ -260,7 +260,8 @@ void polite__rc_count_cut(polite_ratectl *c, polite_ratectl_cause why,
  * pause inflates it). Returns 1 when the long window was clean: no pause
  * in it and not slow start's ramp, so that *lo is the limit itself. */
 static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
-                     double *hi) {
+                     double *hi, int *fitted) {
+  *fitted = 0;
   /* At least a second, or the server's pause when it is longer (a
    * limiter's Retry-After is about its window). */
   int64_t w = imax(WINDOW_US, c->pause_end_us - c->last_cut_us);
@@ -283,6 +284,7 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
      * burst let through on the way up: 10% below it. */
     double at = RELAPSE_AT * polite__rc_rate_at_start(c, c->cut_from_us);
     *hi = c->upper > 0 ? dmin(at, c->upper) : at;
+    double hi_tripped = *hi;
     /* Over a window with a pause in it, a sliding window admits its quota
      * and no more: what got through over it bounds the limit (a window
      * mostly paused says little). Without a pause it is a lower bound, and
@@ -292,6 +294,30 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
     if (own > LO_FLOOR * *hi &&
         polite__rc_paused_within(c, from, c->cut_from_us) > 0)
       *hi = dmax(dmin(*hi, own), OWN_CAP_MIN * *hi);
+    /* The series so far, slow start's 429 and the relapse after the
+     * pause, bounds a leaky bucket's rate (ratectl_measure.c): a landing
+     * that tripped soon after the pause is far above the limit, and 0.95 x
+     * its rate is still above it (nginx 20/s burst 1, instant answers:
+     * slow start tripped at 40/s, landed at 24.5, and the climb after the
+     * relapse tripped again at 20.8). Only after a pause the server named
+     * (the bucket drained in it; a window without Retry-After is no
+     * bucket) and alone (a shared budget's other starts fill it unseen). */
+    double fit = c->others || c->longest_pause_us <= 0
+                     ? -1
+                     : polite__rc_bucket_fit(c, imin(chain, from), now_us,
+                                             LO_FLOOR * *hi, *hi);
+    /* ... and when the cap above left no rate that explains, between it
+     * and the rate that tripped (a real series fitted only at 20.2 of
+     * nginx's 20/s, above the cap's 18.8, and fell back to half the upper
+     * estimate: 8.9/s), the cap is the estimate, taken as a fit. */
+    if (fit <= 0 && *hi < hi_tripped && !c->others && c->longest_pause_us > 0 &&
+        polite__rc_bucket_fit(c, imin(chain, from), now_us, *hi, hi_tripped) >
+            0)
+      fit = *hi;
+    if (fit > 0) {
+      *hi = fit;
+      *fitted = 1;
+    }
   } else {
     int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
     int64_t since = imax(c->cut_from_us - short_w, c->pause_start_us);
@@ -325,7 +351,8 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
  * steady: a shallower cut and a longer plateau. */
 static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
   double lo, hi;
-  int clean = estimates(c, now_us, &lo, &hi);
+  int fitted;
+  int clean = estimates(c, now_us, &lo, &hi, &fitted);
   int fast = 0;
   if (refine && lo <= 0 && !c->cut_in_headers)
     return;                /* no better estimate yet: the cut's own stands */
@@ -382,6 +409,15 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
   if (c->cut_in_ss)
     cut_to = plateau; /* slow start's upper estimate errs little on a
                          leaky bucket, and a relapse corrects the rest */
+  /* The bucket's fit is an upper bound that errs high (a deeper bucket at
+   * a lower rate explains the same answers: 22-25 of nginx's 20/s after
+   * one relapse): the landing and the plateau hold slow start's 10% below
+   * it; 5% once a fitted landing tripped too, whose series bounds the
+   * bucket from both sides of its rate (19.5 of 20/s). */
+  if (fitted) {
+    cut_to = plateau = (c->prev_fitted ? PLATEAU : PLATEAU_SS) * hi;
+    c->cut_fitted = 1;
+  }
   cut_to = dmax(c->cfg.min_per_s, dmin(cut_to, plateau));
   c->upper = hi;
   if (!refine)
@@ -420,6 +456,8 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
     c->jitter_us = now_us;
   }
   c->steady_base = c->steady;
+  c->prev_fitted = c->cut_fitted;
+  c->cut_fitted = 0;
   /* A cut on the climb to the previous one's plateau, or soon after
    * reaching it: that one landed (or aimed) above the limit. */
   c->relapse = c->phase == POLITE_RC_PROBE &&

@@ -4,6 +4,7 @@
 #include "ratectl_measure.h"
 
 #include <limits.h>
+#include <math.h>
 
 static int64_t imax(int64_t a, int64_t b) {
   return a > b ? a : b;
@@ -211,4 +212,97 @@ unsigned polite__rc_concurrency_signature(const polite_ratectl *c, int64_t from,
    * yet, so the refused one is taken (a lower cap shows in later
    * refusals). */
   return min_ref;
+}
+
+/* ---- The leaky bucket that explains the answers
+ *
+ * A leaky bucket (GCRA: nginx limit_req, a token bucket) of rate L and
+ * depth b admits a start when its level, drained at L since the last
+ * admission, is at most b - 1 before it, and every admission adds 1. For
+ * one L, the answers of a series of starts bound b: each admitted start
+ * needs b >= its level + 1, each refused one b < its level + 1. L explains
+ * the answers when some b fits both, within FIT_SLACK of a request (the
+ * time a start reaches the limiter is not the time it was made). Slow
+ * start's first 429 cannot tell a deep bucket at a low rate from a shallow
+ * one at a high rate; a relapse after the pause narrows it, and the highest
+ * L that explains the whole series is an upper bound of the limit (the
+ * bucket drains in the pause, so its level is known again after it). */
+#define FIT_SLACK 0.05
+#define FIT_STEPS 64
+
+/* The starts made in [from, to], oldest first, into t, and whether each
+ * was admitted into ok (at most POLITE__RATECTL_RING); returns their
+ * count. A start is refused when a refusal was answered for a request
+ * started at its instant; one not answered yet counts as admitted (a
+ * limiter answers a refusal at once, so a request still in flight at a
+ * cut was let through, and leaving it out would make the bucket seem to
+ * refuse at a lower level than it did). */
+static unsigned starts_and_refusals(const polite_ratectl *c, int64_t from,
+                                    int64_t to, int64_t *t, unsigned char *ok) {
+  int64_t ref[POLITE__RATECTL_RING];
+  unsigned nref = 0;
+  for (unsigned i = 0; i < c->ok_n; i++) {
+    int64_t s = c->ok_us[i];
+    if (c->ok_flag[i] || s < from || s > to)
+      continue;
+    unsigned j = nref++;
+    for (; j > 0 && ref[j - 1] > s; j--)
+      ref[j] = ref[j - 1];
+    ref[j] = s;
+  }
+  unsigned n = 0, r = 0;
+  for (unsigned i = c->st_n; i-- > 0;) {
+    unsigned k =
+        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    int64_t s = c->st_us[k];
+    if (s < from || s > to)
+      continue;
+    while (r < nref && ref[r] < s)
+      r++; /* a refusal of a start older than the ring */
+    t[n] = s;
+    ok[n] = !(r < nref && ref[r] == s);
+    r += !ok[n];
+    n++;
+  }
+  return n;
+}
+
+/* 1 when a leaky bucket of rate l (per s) and some depth explains the n
+ * answers (see above). */
+static int bucket_explains(const int64_t *t, const unsigned char *ok,
+                           unsigned n, double l) {
+  double level = 0, need = 0, below = 1e300;
+  for (unsigned i = 0; i < n; i++) {
+    if (i > 0) {
+      level -= l * (double)(t[i] - t[i - 1]) / 1e6;
+      if (level < 0)
+        level = 0;
+    }
+    if (ok[i]) {
+      level += 1;
+      if (level > need)
+        need = level;
+    } else if (level + 1 < below) {
+      below = level + 1;
+    }
+  }
+  return need < below + FIT_SLACK;
+}
+
+double polite__rc_bucket_fit(const polite_ratectl *c, int64_t from, int64_t to,
+                             double lo, double hi) {
+  int64_t t[POLITE__RATECTL_RING];
+  unsigned char ok[POLITE__RATECTL_RING];
+  unsigned n = starts_and_refusals(c, from, to, t, ok), refused = 0;
+  for (unsigned i = 0; i < n; i++)
+    refused += !ok[i];
+  if (refused == 0 || n - refused < 3 || !(lo > 0) || !(hi > lo))
+    return -1;
+  /* From hi down, in geometric steps: the first rate that explains. */
+  double step = pow(lo / hi, 1.0 / (FIT_STEPS - 1));
+  double l = hi;
+  for (unsigned s = 0; s < FIT_STEPS; s++, l *= step)
+    if (bucket_explains(t, ok, n, l))
+      return l;
+  return -1;
 }

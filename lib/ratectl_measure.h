@@ -58,5 +58,12 @@ int64_t polite__rc_nth_answer_start(const polite_ratectl *c, int64_t at,
 unsigned polite__rc_concurrency_signature(const polite_ratectl *c, int64_t from,
                                           int64_t to, unsigned refused,
                                           unsigned need);
+/* The highest rate in [lo, hi] (in geometric steps) at which a leaky
+ * bucket of some depth explains the answers of the requests started in
+ * [from, to]: each admitted start within its depth, each refused one
+ * beyond it (ratectl_measure.c). -1 when none does, or the answers hold no
+ * refusal or fewer than 3 admissions. */
+double polite__rc_bucket_fit(const polite_ratectl *c, int64_t from, int64_t to,
+                             double lo, double hi);
 
 #endif

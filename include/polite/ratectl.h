@@ -238,6 +238,9 @@ typedef struct {
   int others;         /* another participant published to the budget */
   int cut_in_ss;      /* the last cut ended slow start */
   int cut_in_headers; /* ... came while fresh headers planned the rate */
+  int cut_fitted;     /* ... set its upper estimate by the leaky bucket
+                         that explains the series (ratectl_measure.c) */
+  int prev_fitted;    /* ... and so did the cut before it */
   /* measurement: start times of the last answers, which got through, and
    * the rate each was started at */
   int64_t ok_us[POLITE__RATECTL_RING];
