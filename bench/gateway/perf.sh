@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # bench/gateway/perf.sh: the gateway's unthrottled cost, two builds side by
 # side in one run (issue #22's throughput and added-latency targets):
-#  1. throughput: wrk -t2 -c64 against nginx's /free/ through nginx's own
-#     proxy_pass and through each gateway (--rate none --concurrency 64,
-#     --log on, as users run it), ROUNDS rounds alternately; the gateway's
-#     CPU per request is perf stat's task-clock of its process;
+#  1. throughput: wrk -t2 -c64 against nginx's /free/ directly (the
+#     upstream alone), through nginx proxy_pass in a process of its own
+#     (bench/gateway/nginx-proxy.conf.in: client, proxy and origin are three
+#     processes, as with the gateway) and through each gateway (--rate none
+#     --concurrency 64, --log on, as users run it), ROUNDS rounds, the four
+#     paths in turn in each; CPU per request is perf stat's task-clock of
+#     the process in the middle (the upstream's own for the direct row);
 #  2. added latency: one client's sequential keep-alive GETs, direct and
 #     through each gateway alternately, LAT_ROUNDS rounds of LAT_N; the
 #     p50 of each round, then the median of the rounds;
@@ -14,6 +17,13 @@
 # same binary). A benchmark: it prints Markdown tables and never fails on a
 # slow machine; on a shared machine every number is noisy.
 set -euo pipefail
+command -v wrk >/dev/null || {
+  # As the Makefile's deps step installs packages: only when missing.
+  SUDO=
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get install -y -qq --no-install-recommends wrk >/dev/null 2>&1 ||
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends wrk >/dev/null; }
+}
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 A=${1:?usage: perf.sh OLD_POLITE NEW_POLITE}
 B=${2:?usage: perf.sh OLD_POLITE NEW_POLITE}
@@ -34,6 +44,29 @@ for _ in $(seq 20); do
 done
 [ -n "${started:-}" ] || { echo "bench: nginx did not start" >&2; exit 1; }
 NG=127.0.0.1:$PORT
+NGPID=${PIDS[-1]}
+
+# nginx proxy_pass in its own process in front of $NG, on a free port.
+mkdir -p "$T/ngp/logs" "$T/ngp/tmp"
+started=
+for _ in $(seq 20); do
+  PP=$((20000 + RANDOM % 30000))
+  sed -e "s|@T@|$T|g" -e "s|@ORIGIN@|$NG|g" -e "s|@PORT@|$PP|g" \
+    "$src/bench/gateway/nginx-proxy.conf.in" >"$T/ngp/nginx.conf"
+  nginx -p "$T/ngp" -c "$T/ngp/nginx.conf" -g "daemon off; master_process off;" 2>"$T/ngp/stderr" &
+  NPPID=$!
+  for _ in $(seq 50); do
+    curl -s -o /dev/null "http://127.0.0.1:$PP/probe" && { started=1; break; }
+    kill -0 "$NPPID" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -n "$started" ] && break
+  kill "$NPPID" 2>/dev/null || true
+  wait "$NPPID" 2>/dev/null || true
+done
+[ -n "$started" ] || { echo "bench: nginx proxy_pass did not start" >&2; exit 1; }
+PIDS+=("$NPPID")
+NGP=127.0.0.1:$PP
 
 # gw NAME BINARY UPSTREAM ARGS...: starts a gateway; GWA its address, GWP its pid.
 gw() {
@@ -56,33 +89,40 @@ echo "new: $B"
 echo
 echo "## Throughput, nothing throttled, plain HTTP (wrk -t2 -c64 -d${WRK_S}s, $ROUNDS rounds)"
 echo
-echo "| round | nginx proxy_pass r/s | old r/s | old / nginx | old CPU us/req | new r/s | new / nginx | new CPU us/req |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-# one_gw BINARY: "r/s cpu_us_per_req" of a gateway under wrk.
-one_gw() {
-  gw thr "$1" "http://$NG" --concurrency 64
-  perf stat -x, -e task-clock -p "$GWP" -o "$T/perf" -- sleep $((WRK_S + 1)) &
+echo "| round | direct r/s | direct CPU us/req | nginx proxy_pass r/s | nginx CPU us/req | old r/s | old / nginx | old CPU us/req | new r/s | new / nginx | new CPU us/req |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+# under PID URL: "r/s cpu_us_per_req" of wrk against URL, CPU the
+# task-clock of process PID over the run.
+under() {
+  perf stat -x, -e task-clock -p "$1" -o "$T/perf" -- sleep $((WRK_S + 1)) &
   local ps=$!
   sleep 0.3
   local rps
-  rps=$(wrk_rps "http://$GWA/free/x")
+  rps=$(wrk_rps "$2")
   wait "$ps" || true
   local ms
   ms=$(awk -F, '/task-clock/ {print $1}' "$T/perf")
+  awk -v r="${rps:-0}" -v ms="${ms:-0}" -v d="$WRK_S" \
+    'BEGIN {printf "%s %.1f\n", r, (r > 0 ? ms * 1000 / (r * d) : 0)}'
+}
+# one_gw BINARY: "r/s cpu_us_per_req" of a gateway under wrk.
+one_gw() {
+  gw thr "$1" "http://$NG" --concurrency 64
+  under "$GWP" "http://$GWA/free/x"
   stop "$GWP"
-  awk -v r="$rps" -v ms="${ms:-0}" -v d="$WRK_S" 'BEGIN {printf "%s %.1f\n", r, ms * 1000 / (r * d)}'
 }
 for r in $(seq "$ROUNDS"); do
-  ng=$(wrk_rps "http://$NG/via/x")
-  read -r ar ac < <(one_gw "$A")
-  read -r br bc < <(one_gw "$B")
-  awk -v r="$r" -v n="$ng" -v ar="$ar" -v ac="$ac" -v br="$br" -v bc="$bc" \
-    'BEGIN {printf "| %d | %.0f | %.0f | %.2f x | %s | %.0f | %.2f x | %s |\n", r, n, ar, ar / n, ac, br, br / n, bc}'
+  read -r dr dc <<<"$(under "$NGPID" "http://$NG/free/x")"
+  read -r nr nc <<<"$(under "$NPPID" "http://$NGP/free/x")"
+  read -r ar ac <<<"$(one_gw "$A")"
+  read -r br bc <<<"$(one_gw "$B")"
+  awk -v r="$r" -v dr="$dr" -v dc="$dc" -v n="$nr" -v nc="$nc" -v ar="$ar" -v ac="$ac" -v br="$br" -v bc="$bc" \
+    'BEGIN {printf "| %d | %.0f | %s | %.0f | %s | %.0f | %.2f x | %s | %.0f | %.2f x | %s |\n", r, dr, dc, n, nc, ar, ar / n, ac, br, br / n, bc}'
 done
-
 echo
-echo "(CPU: perf stat task-clock of the gateway's process over the wrk run, divided by the requests"
-echo "wrk counted; the 0.3 s before wrk starts is idle and costs nothing measurable.)"
+echo "(CPU: perf stat task-clock of the process in the middle (nginx proxy_pass's, the gateway's; the"
+echo "upstream's for direct) over the wrk run, divided by the requests wrk counted; the 0.3 s before wrk"
+echo "starts is idle and costs nothing measurable. The upstream nginx works in every row as well.)"
 echo
 echo "## Added latency, nothing throttled"
 echo

@@ -5,10 +5,13 @@
 # counts user space only: the system calls (the same count per request as nginx's, see cpu.sh) and the
 # kernel's TCP work are not in it.
 #
-# Usage: bench/proxy/instr.sh [N] [POLITE_BINARY...]
+# Usage: [KIND=gateway] bench/proxy/instr.sh [N] [POLITE_BINARY...]
 #   N               requests per client (default 500); 4 keep-alive clients (Python http.client, each with
 #                   User-Agent, Accept and an Authorization header, as an SDK sends)
 #   POLITE_BINARY   one or more polite builds side by side (default build/polite), e.g. before and after
+#   KIND=gateway    measures `polite gateway` (--rate none, the attempt log on, as users run it; GW_LOG=none
+#                   turns it off) instead of `polite proxy` (--log none): net/ is shared by both
+#   CG_KEEP=DIR     keeps each run's callgrind file there, for callgrind_annotate
 #
 # Each proxy runs under callgrind in front of the same nginx upstream (a small fixed body), twice: 4 x N
 # requests and 4 x N/5, after 10 of warm-up; the difference per request is shown. Prints one table.
@@ -35,10 +38,19 @@ start_nginx() {
   PID=$!
   ADDR=127.0.0.1:$NG
 }
+KIND=${KIND:-proxy}
+case $KIND in
+  proxy) ARGS=(proxy --log none) ;;
+  gateway)
+    ARGS=(gateway --rate none --quiet)
+    [ "${GW_LOG:-on}" = none ] || ARGS+=(--log "$tmp/gw.log")
+    ;;
+  *) echo "KIND is proxy or gateway" >&2; exit 2 ;;
+esac
 start_polite() {
-  rm -f "$tmp/ready"
-  valgrind --tool=callgrind --callgrind-out-file="$2" "$1" proxy --listen 127.0.0.1:0 --ready-file "$tmp/ready" \
-    --log none --upstream "http://127.0.0.1:$UP" 2>>"$tmp/err" &
+  rm -f "$tmp/ready" "$tmp/gw.log"
+  valgrind --tool=callgrind --callgrind-out-file="$2" "$1" "${ARGS[@]}" --listen 127.0.0.1:0 \
+    --ready-file "$tmp/ready" --upstream "http://127.0.0.1:$UP" 2>>"$tmp/err" &
   PID=$!
   for _ in $(seq 200); do [ -s "$tmp/ready" ] && break; sleep 0.1; done
   ADDR=$(cat "$tmp/ready")
@@ -54,6 +66,7 @@ total() {
   kill -TERM "$PID"
   wait "$PID" 2>/dev/null || true
   callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
+  [ -z "${CG_KEEP:-}" ] || cp "$out" "$CG_KEEP/callgrind.$KIND.$n.$(basename "$(dirname "$(dirname "$(realpath "${2:-x}" 2>/dev/null || echo x)")")")"
 }
 # per_request START...: the difference of a run of 4 x N requests and one of 4 x N/5, per request: what
 # starting, warming up and stopping cost cancels out.
@@ -77,7 +90,7 @@ printf '%-40s %14s %9.2fx\n' "nginx proxy_pass" "${IR[nginx]}" 1
 i=0
 for b in "${BINS[@]}"; do
   i=$((i + 1))
-  printf '%-40s %14s %9.2fx\n' "polite proxy $(tail -c 27 <<<"$b")" "${IR[p$i]}" \
+  printf '%-40s %14s %9.2fx\n' "polite $KIND $(tail -c 27 <<<"$b")" "${IR[p$i]}" \
     "$(awk -v a="${IR[p$i]}" -v b="${IR[nginx]}" 'BEGIN {print a / b}')"
 done
 echo
