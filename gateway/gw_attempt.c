@@ -341,7 +341,7 @@ static void pass_done(gw_req *g, int ok) {
     r.outcome = POLITE_OUT_NETWORK_ERROR;
     r.error = g->up ? polite__net_up_error(g->up) : "no upstream";
     r.retry_after_ms = -1;
-    g->has_reply = polite__gw_reply(&r, NULL, &g->reply) == 0;
+    (void)polite__gw_make_reply(g, &r, NULL);
   }
   polite__gw_done(g->s, g);
 }

@@ -85,8 +85,42 @@ static void send_reply(net_req *nr, const gw_reply *r) {
 
 /* ---- A request's life ---------------------------------------------------- */
 
+/* A zeroed request with its timer: a spare one when there is (its timer,
+ * made for it, is kept: the timer's argument is the request itself), else
+ * a new one. NULL out of memory. */
+static gw_req *req_alloc(gw_server *s) {
+  gw_req *g = s->spare;
+  if (g != NULL) {
+    s->spare = g->next_done;
+    s->nspare--;
+    struct event *timer = g->timer;
+    memset(g, 0, sizeof *g);
+    g->timer = timer;
+    return g;
+  }
+  g = calloc(1, sizeof *g);
+  if (g == NULL)
+    return NULL;
+  g->timer = evtimer_new(s->base, polite__gw_on_timer, g);
+  if (g->timer == NULL) {
+    free(g);
+    return NULL;
+  }
+  return g;
+}
+
+void polite__gw_spares_free(gw_server *s) {
+  while (s->spare) {
+    gw_req *g = s->spare;
+    s->spare = g->next_done;
+    event_free(g->timer);
+    free(g);
+  }
+  s->nspare = 0;
+}
+
 static gw_req *req_new(gw_server *s, net_req *nr) {
-  gw_req *g = calloc(1, sizeof *g);
+  gw_req *g = req_alloc(s);
   if (g == NULL)
     return NULL;
   g->magic = GW_REQ_MAGIC;
@@ -99,11 +133,6 @@ static gw_req *req_new(gw_server *s, net_req *nr) {
   size_t ml = strnlen(nr->method, sizeof g->method - 1);
   memcpy(g->method, nr->method, ml);
   g->method[ml] = '\0';
-  g->timer = evtimer_new(s->base, polite__gw_on_timer, g);
-  if (g->timer == NULL) {
-    free(g);
-    return NULL;
-  }
   nr->data = g;
   return g;
 }
@@ -114,8 +143,6 @@ void polite__gw_req_free(gw_req *g) {
   polite__gw_attempt_stop(g);
   if (g->expecting)
     polite__net_up_expect(g->up, -1);
-  if (g->timer)
-    event_free(g->timer);
   if (g->body)
     evbuffer_free(g->body);
   if (g->rbody)
@@ -124,13 +151,24 @@ void polite__gw_req_free(gw_req *g) {
     polite__net_fields_clear(g->rhead);
     free(g->rhead);
   }
-  if (g->has_reply)
-    polite__gw_reply_free(&g->reply);
+  if (g->reply) {
+    polite__gw_reply_free(g->reply);
+    free(g->reply);
+  }
   if (g->nr)
     polite__net_req_free(g->nr);
   free(g->target);
   free(g->url);
   g->magic = 0;
+  gw_server *s = g->s;
+  if (s->nspare < GW_REQ_SPARE) {
+    event_del(g->timer);
+    g->next_done = s->spare;
+    s->spare = g;
+    s->nspare++;
+    return;
+  }
+  event_free(g->timer);
   free(g);
 }
 
@@ -276,10 +314,9 @@ static void submit(gw_req *g) {
     res.outcome = POLITE_OUT_CANCELLED;
     res.error = "the gateway is stopping; not sent";
     res.retry_after_ms = -1;
-    if (polite__gw_reply(&res, NULL, &g->reply) == 0) {
-      g->has_reply = 1;
+    if (polite__gw_make_reply(g, &res, NULL) == 0) {
       g->nr->keepalive = 0;
-      send_reply(g->nr, &g->reply);
+      send_reply(g->nr, g->reply);
     } else {
       polite__net_req_end(g->nr, 0);
     }
@@ -453,6 +490,20 @@ void polite__gw_on_gone(void *ud, net_req *nr) {
 
 /* ---- Results and answers ---------------------------------------------- */
 
+int polite__gw_make_reply(gw_req *g, const polite_result *r,
+                          const char *account) {
+  gw_reply *rep = malloc(sizeof *rep);
+  if (rep == NULL)
+    return -1;
+  if (polite__gw_reply(r, account, rep) != 0) {
+    polite__gw_reply_free(rep);
+    free(rep);
+    return -1;
+  }
+  g->reply = rep;
+  return 0;
+}
+
 void polite__gw_on_result(void *ud, const polite_result *r) {
   gw_server *s = ud;
   gw_req *g = r->req->user;
@@ -461,12 +512,11 @@ void polite__gw_on_result(void *ud, const polite_result *r) {
   g->a = NULL;
   const char *acct = s->bo.scope_host ? g->dest.authority : NULL;
   if (!g->head_sent && !g->gone) {
-    if (polite__gw_reply(r, acct, &g->reply) == 0) {
-      g->has_reply = 1;
-      polite__gw_seen_note(s->seen, g->method, g->url, g->reply.status,
+    if (polite__gw_make_reply(g, r, acct) == 0) {
+      polite__gw_seen_note(s->seen, g->method, g->url, g->reply->status,
                            r->retry_after_ms, polite_env_mono_us(s->env));
     }
-    polite__gw_metrics_answer(s->m, g->has_reply ? g->reply.status : 0, 0,
+    polite__gw_metrics_answer(s->m, g->reply ? g->reply->status : 0, 0,
                               r->outcome);
   } else {
     polite__gw_metrics_answer(s->m, r->status, 1, r->outcome);
@@ -479,8 +529,8 @@ void polite__gw_answer(gw_req *g) {
   if (nr && polite__net_req_attached(nr)) {
     if (g->head_sent)
       polite__net_req_end(nr, g->relay_ok);
-    else if (g->has_reply)
-      send_reply(nr, &g->reply);
+    else if (g->reply)
+      send_reply(nr, g->reply);
     else
       polite__net_req_end(nr, 0); /* no answer could be made: close */
   }

@@ -44,6 +44,10 @@ typedef struct {
   struct event *flush; /* the command's on_flush, after the loop's pass */
   int flush_armed;
   gw_req *done, **done_tail; /* results not yet answered, in order */
+  /* Requests answered, kept for the next (gw_front.c): a malloc and a
+   * timer's event_new less per request. At most GW_REQ_SPARE. */
+  gw_req *spare;
+  unsigned nspare;
   int draining, stopped, failed;
   int64_t flush_from_us; /* stopped: since when the last answers flush */
   struct event *sig_term, *sig_int, *drain_timer;
@@ -60,6 +64,8 @@ typedef enum {
 } gw_xstate;
 
 #define GW_REQ_MAGIC 0x67777271u /* "gwrq" */
+/* Freed requests kept for reuse: about the connections busy at once. */
+#define GW_REQ_SPARE 256
 
 /* One client request. Owned by the gateway from on_request until it is
  * answered and freed (gw_front.c); its polite_request belongs to the
@@ -93,8 +99,10 @@ struct gw_req {
   char rreason[64];
   struct evkeyvalq *rhead;
   struct evbuffer *rbody;
-  gw_reply reply; /* the gateway's own answer, when not relayed */
-  int has_reply;
+  /* The gateway's own answer, when not relayed: malloc'ed only then (it
+   * is most of a request's size, and most requests are relayed), else
+   * NULL. */
+  gw_reply *reply;
   gw_req *next_done;
 };
 
@@ -112,10 +120,17 @@ void polite__gw_on_gone(void *ud, net_req *nr);
 /* The engine's on_result: g's answer is settled (relayed or the gateway's
  * own, built now); it is sent at the next turn. */
 void polite__gw_on_result(void *ud, const polite_result *r);
+/* Builds g's own answer to r (polite__gw_reply) into g->reply. 0, or -1
+ * out of memory (g->reply stays NULL). */
+int polite__gw_make_reply(gw_req *g, const polite_result *r,
+                          const char *account);
 /* Sends g's answer (its own, or the end of a relay) and frees g. */
 void polite__gw_answer(gw_req *g);
-/* Frees g and its client request. */
+/* Frees g and its client request (g itself may be kept for the next
+ * request: polite__gw_spares_free frees those). */
 void polite__gw_req_free(gw_req *g);
+/* Frees the requests kept for reuse (the server stops). */
+void polite__gw_spares_free(gw_server *s);
 /* An answer of the gateway's own to nr (not through the engine): status,
  * error code and message, as JSON in the shape the LLM SDKs read. */
 void polite__gw_own_error(gw_server *s, net_req *nr, int status,

@@ -360,6 +360,7 @@ static void release(gw_server *s) {
   for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
     if (evs[i])
       event_free(evs[i]);
+  polite__gw_spares_free(s); /* their timers, before the base */
   if (s->base)
     event_base_free(s->base);
 }
