@@ -13,12 +13,8 @@
  * keep it. */
 #define JLINE_FIRST_CAP 1024
 
-/* Makes room for `more` bytes and the final NUL. 0, or -1 (oom set). */
-static int room(run_jline *j, size_t more) {
-  if (j->oom)
-    return -1;
-  if (more < j->cap && j->n < j->cap - more)
-    return 0;
+/* room's slow path: grows the buffer. */
+static int grow(run_jline *j, size_t more) {
   size_t cap = j->cap ? j->cap : JLINE_FIRST_CAP;
   while (cap - 1 < j->n || cap - 1 - j->n < more) {
     if (cap > SIZE_MAX / 2) {
@@ -35,6 +31,17 @@ static int room(run_jline *j, size_t more) {
   j->p = p;
   j->cap = cap;
   return 0;
+}
+
+/* Makes room for `more` bytes and the final NUL. 0, or -1 (oom set).
+ * Inline: it is called for every piece of every line, and the buffer is
+ * almost always big enough already. */
+static inline int room(run_jline *j, size_t more) {
+  if (j->oom)
+    return -1;
+  if (more < j->cap && j->n < j->cap - more)
+    return 0;
+  return grow(j, more);
 }
 
 static void put(run_jline *j, const char *s, size_t n) {
@@ -138,8 +145,22 @@ static size_t escape(unsigned char c, char *out) {
   return 6;
 }
 
+/* 1 when none of the 8 bytes at p needs a second look: each is printable
+ * ASCII other than '"' and '\\' (the bit tricks of "Bit Twiddling Hacks":
+ * hasless and haszero, exact for the whole word). */
+static int plain8(const unsigned char *p) {
+  const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+  uint64_t v;
+  memcpy(&v, p, 8);
+  uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+  uint64_t bad = (v & highs) | ((v - ones * 0x20) & ~v & highs) |
+                 ((q - ones) & ~q & highs) | ((b - ones) & ~b & highs);
+  return bad == 0;
+}
+
 /* The quoted string: the worst case (every byte \u00XX) is reserved once,
- * so the loop writes without checking for room. */
+ * so the loop writes without checking for room. Runs of plain bytes (most
+ * of a log line) are copied 8 at a time. */
 static void quoted(run_jline *j, const char *s, size_t n) {
   if (n > (SIZE_MAX - 2) / 6 || room(j, n * 6 + 2) != 0) {
     j->oom = 1;
@@ -149,6 +170,12 @@ static void quoted(run_jline *j, const char *s, size_t n) {
   char *o = j->p + j->n;
   *o++ = '"';
   for (size_t i = 0; i < n;) {
+    if (n - i >= 8 && plain8(p + i)) {
+      memcpy(o, p + i, 8);
+      o += 8;
+      i += 8;
+      continue;
+    }
     unsigned char c = p[i];
     if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
       *o++ = (char)c;

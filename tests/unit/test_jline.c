@@ -56,6 +56,22 @@ static void random_hostile_text_is_written_as_jansson_does(void **state) {
   }
 }
 
+/* The writer copies runs of plain bytes 8 at a time: every byte value at
+ * every place of such a run (and of the bytes after it) must still be
+ * seen. */
+static void
+one_odd_byte_in_a_plain_run_is_written_as_jansson_does(void **state) {
+  (void)state;
+  char buf[24];
+  for (int c = 0; c < 256; c++)
+    for (size_t len = 8; len <= sizeof buf; len += 5)
+      for (size_t k = 0; k < len; k++) {
+        memset(buf, 'a' + (int)(k % 26), sizeof buf);
+        buf[k] = (char)c;
+        assert_true(ref_same_text(buf, len));
+      }
+}
+
 static void numbers_are_written_as_jansson_does(void **state) {
   (void)state;
   static const long long ints[] = {0,
@@ -261,6 +277,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_short_string_is_written_as_jansson_does),
       cmocka_unit_test(random_hostile_text_is_written_as_jansson_does),
+      cmocka_unit_test(one_odd_byte_in_a_plain_run_is_written_as_jansson_does),
       cmocka_unit_test(numbers_are_written_as_jansson_does),
       cmocka_unit_test(attempt_lines_are_written_as_jansson_does),
       cmocka_unit_test(rate_lines_are_written_as_jansson_does),
