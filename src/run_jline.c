@@ -56,13 +56,14 @@ static void put(run_jline *j, const char *s, size_t n) {
 static void key_of(run_jline *j, const char *key) {
   if (j->oom || j->n == 0)
     return;
+  /* One room for all of it: a line has some twenty keys. */
+  size_t n = key ? strlen(key) : 0;
+  if (room(j, n + 4) != 0)
+    return;
   char last = j->p[j->n - 1];
   if (last != '{' && last != '[')
-    put(j, ",", 1);
+    j->p[j->n++] = ',';
   if (key == NULL)
-    return;
-  size_t n = strlen(key);
-  if (room(j, n + 3) != 0)
     return;
   j->p[j->n++] = '"';
   memcpy(j->p + j->n, key, n);
@@ -225,7 +226,12 @@ void run_jline_int(run_jline *j, const char *key, long long v) {
   if (v < 0)
     *--p = '-';
   key_of(j, key);
-  put(j, p, (size_t)(buf + sizeof buf - p));
+  size_t n = (size_t)(buf + sizeof buf - p);
+  if (room(j, sizeof buf) == 0) { /* copied by bytes: at most 20 */
+    for (size_t i = 0; i < n; i++)
+      j->p[j->n + i] = p[i];
+    j->n += n;
+  }
 }
 
 /* jansson's form of a real (jsonp_dtostr): %.17g, then ".0" when neither a
