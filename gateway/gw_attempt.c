@@ -30,13 +30,14 @@ static int body_method(const char *m) {
   return !strcmp(m, "POST") || !strcmp(m, "PUT") || !strcmp(m, "PATCH");
 }
 
-/* g's request as bytes: request line, the client's fields, the key the
- * engine adds (NULL: none), Via, the body's length, the body (copied when
- * kept for a retry, else moved: it is sent once). NULL out of memory. */
+/* g's request as bytes, into the server's scratch buffer (empty; net/
+ * drains it when it sends: one buffer for every request, not an
+ * evbuffer_new and free each): request line, the client's fields, the key
+ * the engine adds (NULL: none), Via, the body's length, the body (copied
+ * when kept for a retry, else moved: it is sent once). NULL out of
+ * memory. */
 static struct evbuffer *request_bytes(gw_req *g, const char *add_key) {
-  struct evbuffer *out = evbuffer_new();
-  if (out == NULL)
-    return NULL;
+  struct evbuffer *out = g->s->reqbuf;
   size_t blen = g->body ? evbuffer_get_length(g->body) : 0;
   net_req_line rl = {
       .method = g->method,
@@ -51,7 +52,7 @@ static struct evbuffer *request_bytes(gw_req *g, const char *add_key) {
   polite__net_request_head(out, &rl);
   if (blen > 0 && g->keep_body &&
       evbuffer_add(out, evbuffer_pullup(g->body, -1), blen) != 0) {
-    evbuffer_free(out);
+    evbuffer_drain(out, evbuffer_get_length(out));
     return NULL;
   }
   if (blen > 0 && !g->keep_body)
@@ -89,7 +90,7 @@ static int send_request(gw_req *g, const char *add_key, char *err,
                   (g->pr && g->pr->idempotency_key) || add_key;
   g->x = polite__net_up_send(u, b, strcmp(g->method, "HEAD") == 0, retryable,
                              &handler, g);
-  evbuffer_free(b);
+  evbuffer_drain(b, evbuffer_get_length(b)); /* empty for the next */
   if (g->expecting) { /* sent: a spare for the next, if any waits */
     g->expecting = 0;
     polite__net_up_expect(u, -1);

@@ -29,6 +29,7 @@ typedef struct {
   net_connect_to *cto;
   net_ca *ca; /* --watch: the local CA, else NULL */
   polite_engine *e;
+  struct evbuffer *reqbuf; /* scratch: a request's bytes (gw_attempt.c) */
   polite_batch_options bo; /* the engine's copy of the config's */
   gw_metrics *m;
   gw_seen *seen;

@@ -281,8 +281,9 @@ static int start(gw_server *s) {
   s->wake = s->base ? evtimer_new(s->base, on_turn, s) : NULL;
   s->drain_timer = s->base ? evtimer_new(s->base, on_drain_timeout, s) : NULL;
   s->flush = s->base ? event_new(s->base, -1, 0, on_flush, s) : NULL;
+  s->reqbuf = evbuffer_new();
   if (!s->srv || !s->pool || !s->m || !s->seen || !s->turn || !s->wake ||
-      !s->drain_timer || !s->flush) {
+      !s->drain_timer || !s->flush || !s->reqbuf) {
     fprintf(stderr, "polite gateway: cannot start the event loop\n");
     return -1;
   }
@@ -361,6 +362,8 @@ static void release(gw_server *s) {
     if (evs[i])
       event_free(evs[i]);
   polite__gw_spares_free(s); /* their timers, before the base */
+  if (s->reqbuf)
+    evbuffer_free(s->reqbuf);
   if (s->base)
     event_base_free(s->base);
 }

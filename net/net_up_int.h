@@ -16,7 +16,11 @@ typedef struct net_up_exch {
   struct net_upstream *u;
   struct upconn *c; /* the connection it is on; NULL while queued */
   void *arg;
-  struct evbuffer *copy; /* the request, kept for one retry */
+  /* The request's bytes, kept for one retry (malloc'ed; NULL: none). A
+   * flat copy, not an evbuffer: one malloc instead of an evbuffer_new, its
+   * chain and its free, for nearly every request (a reused connection). */
+  char *copy;
+  size_t copy_n;
   int retried;
   int got_bytes;
   net_http_parser p;

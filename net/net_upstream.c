@@ -182,8 +182,7 @@ void polite__net_up_free(net_upstream *u) {
 void polite__net_up_exch_free(exch *x) {
   if (x->held)
     evbuffer_free(x->held);
-  if (x->copy)
-    evbuffer_free(x->copy);
+  free(x->copy);
   polite__net_fields_reset(&x->headers);
   free(x);
 }
@@ -225,6 +224,23 @@ static void finish(upconn *c, int ok) {
   h->on_done(arg, ok);
 }
 
+/* Sends x's kept copy again, on another connection (x->retried is set, so
+ * no copy is kept of it). The copy is used up. 0, or -1. */
+static int resend(net_upstream *u, exch *x) {
+  struct evbuffer *req = evbuffer_new();
+  int rc = -1;
+  if (req != NULL && evbuffer_add(req, x->copy, x->copy_n) == 0) {
+    free(x->copy);
+    x->copy = NULL;
+    rc = polite__net_up_start(u, x, req);
+  }
+  free(x->copy);
+  x->copy = NULL;
+  if (req != NULL)
+    evbuffer_free(req);
+  return rc;
+}
+
 /* A kept-alive connection that closed before answering: send the request
  * again on a fresh connection, once. Returns 1 when the exchange was taken
  * over (c is then freed), 0 when the caller must fail it. */
@@ -236,17 +252,12 @@ static int try_retry(upconn *c) {
   c->x = NULL;
   conn_close(c);
   x->retried = 1;
-  struct evbuffer *req = x->copy;
-  x->copy = NULL;
-  if (polite__net_up_start(u, x, req) != 0) {
+  if (resend(u, x) != 0) {
     const net_up_handler *h = x->h;
     void *arg = x->arg;
-    evbuffer_free(req);
     polite__net_up_exch_free(x);
     u->active--;
     h->on_done(arg, 0);
-  } else {
-    evbuffer_free(req);
   }
   return 1;
 }
@@ -432,10 +443,11 @@ int polite__net_up_start(net_upstream *u, exch *x, struct evbuffer *req) {
   if (c->reused && !x->retried) {
     /* Keep a copy: this connection may have been closed by the upstream
      * just now, and then the request is sent again on a fresh one. */
-    x->copy = evbuffer_new();
+    size_t n = evbuffer_get_length(req);
+    x->copy = malloc(n ? n : 1);
     if (x->copy) {
-      size_t n = evbuffer_get_length(req);
-      evbuffer_add(x->copy, evbuffer_pullup(req, -1), n);
+      x->copy_n = n;
+      evbuffer_copyout(req, x->copy, n);
     }
   }
   evbuffer_add_buffer(c->out, req);
@@ -454,15 +466,13 @@ int polite__net_up_start(net_upstream *u, exch *x, struct evbuffer *req) {
     c->x = NULL;
     x->c = NULL;
     conn_close(c);
-    struct evbuffer *copy = x->copy;
-    x->copy = NULL;
     int rc = -1;
     if (again) {
       x->retried = 1;
-      rc = polite__net_up_start(u, x, copy);
+      rc = resend(u, x);
     }
-    if (copy)
-      evbuffer_free(copy);
+    free(x->copy);
+    x->copy = NULL;
     return rc;
   }
   return 0;
