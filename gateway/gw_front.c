@@ -526,6 +526,13 @@ void polite__gw_on_result(void *ud, const polite_result *r) {
 
 void polite__gw_answer(gw_req *g) {
   net_req *nr = g->nr;
+  if (nr && nr->body == NULL && g->body && evbuffer_get_length(g->body) == 0) {
+    /* Its body buffer, empty (none came, or it was sent), goes back to
+     * net/, which keeps it for the connection's next request: one
+     * evbuffer_new and evbuffer_free fewer per request. */
+    nr->body = g->body;
+    g->body = NULL;
+  }
   if (nr && polite__net_req_attached(nr)) {
     if (g->head_sent)
       polite__net_req_end(nr, g->relay_ok);
