@@ -19,15 +19,21 @@ typedef enum {
   AMZ_ATTEMPT /* "attempt=N; max=M" (AWS SDKs): N is the attempt number */
 } count_kind;
 
+/* The name's length is kept: every field of every request is looked up
+ * here, and most differ from every name in length alone. */
+#define COUNT_ROW(name, kind)                                                  \
+  { name, sizeof name - 1, kind }
 static const struct {
   const char *name;
+  size_t len;
   count_kind kind;
 } count_headers[] = {
-    {"X-Stainless-Retry-Count", RETRIES}, /* OpenAI, Anthropic (Stainless) */
-    {"X-Retry-Count", RETRIES},
-    {"Grpc-Previous-Rpc-Attempts", RETRIES}, /* gRPC's retry design */
-    {"X-Envoy-Attempt-Count", ATTEMPT},
-    {"Amz-Sdk-Request", AMZ_ATTEMPT}, /* AWS SDKs */
+    /* OpenAI, Anthropic (Stainless) */
+    COUNT_ROW("X-Stainless-Retry-Count", RETRIES),
+    COUNT_ROW("X-Retry-Count", RETRIES),
+    COUNT_ROW("Grpc-Previous-Rpc-Attempts", RETRIES), /* gRPC's design */
+    COUNT_ROW("X-Envoy-Attempt-Count", ATTEMPT),
+    COUNT_ROW("Amz-Sdk-Request", AMZ_ATTEMPT), /* AWS SDKs */
 };
 
 /* A plain decimal number of at most 6 digits in v[0..n), or -1. */
@@ -81,8 +87,8 @@ int polite__gw_client_retries(const polite_header_field *fields, size_t n) {
   for (size_t i = 0; i < n; i++)
     for (size_t k = 0; k < sizeof count_headers / sizeof count_headers[0];
          k++) {
-      if (!polite__ci_eq(fields[i].name, fields[i].name_len,
-                         count_headers[k].name))
+      if (!polite__ci_eqn(fields[i].name, fields[i].name_len,
+                          count_headers[k].name, count_headers[k].len))
         continue;
       long x = retries_of(count_headers[k].kind, fields[i].value,
                           fields[i].value_len);
@@ -201,8 +207,8 @@ void polite__gw_seen_note(gw_seen *t, const char *method, const char *url,
 int polite__gw_seen_retry(gw_seen *t, const char *method, const char *url,
                           int64_t now, int64_t *early_us) {
   *early_us = 0;
-  if (t == NULL || method == NULL || url == NULL)
-    return 0;
+  if (t == NULL || method == NULL || url == NULL || t->live == 0)
+    return 0; /* nothing noted (the common case): no hash to compute */
   long i = find(t, hash_of(method, url));
   if (i < 0)
     return 0;
