@@ -11,7 +11,8 @@
 # Prints one Markdown table: each run's wall / floor, 429s at nginx (share),
 # early requests, and the gateway's CPU per request (utime+stime). Each
 # run's gateway log is kept in OUT (default: a temporary directory, removed)
-# with its rate events, to read which rule fired. Not a test: it never fails
+# with its rate events, to read which rule fired, and nginx's access log
+# of each row (naive.access.log, sdk.access.log). Not a test: it never fails
 # on a slow machine.
 #   bench/adaptive/gateway_ab.sh A_BINARY B_BINARY [ROUNDS] [OUT]  (default 2)
 # NAIVE=0 or SDK=0 skips a row.
@@ -27,6 +28,9 @@ cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   wait 2>/dev/null
+  for r in naive sdk; do
+    [ -f "$tmp/$r/ng/logs/access.log" ] && cp "$tmp/$r/ng/logs/access.log" "$OUT/$r.access.log"
+  done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
