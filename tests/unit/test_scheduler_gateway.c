@@ -129,6 +129,43 @@ static void late_wakeups_keep_each_hosts_schedule(void **state) {
   sim_free(&x);
 }
 
+static sim_answer first_429_ra1(sim *x, unsigned req, unsigned attempt) {
+  if (req == 0 && attempt == 1)
+    return (sim_answer){429, {"Retry-After: 1", NULL}, "slow down", 0};
+  return ok200(x, req, attempt);
+}
+
+/* At 40/s with --spread 250ms, request 0's 429 (Retry-After: 1) pauses the
+ * account: over 50 seeds the first start after it comes 1000-1025 ms after
+ * the answer (the spread capped at one start interval: the pacing already
+ * spreads the resume), never earlier, and the ones after it one interval
+ * apart. With the whole spread the account stayed idle up to 1250 ms. */
+static void paced_pause_spreads_by_one_interval(void **state) {
+  (void)state;
+  int64_t longest = 0;
+  for (uint64_t seed = 1; seed <= 50; seed++) {
+    sim x;
+    sim_init(&x, 40, 1, 0, 6, first_429_ra1);
+    x.o.seed = seed;
+    x.o.spread_ms = 250;
+    x.arrive_us = at_once;
+    assert_int_equal(sim_run(&x), 1);
+    assert_int_equal(sim_count(&x, POLITE_OUT_OK), 6);
+    int64_t answer = x.starts[0].at_us + x.latency_us, resume = INT64_MAX;
+    for (unsigned i = 1; i < x.n_starts; i++)
+      if (x.starts[i].at_us > answer && x.starts[i].at_us < resume)
+        resume = x.starts[i].at_us;
+    assert_true(resume - answer >= 1000 * MS);
+    assert_true(resume - answer <= 1025 * MS);
+    if (resume - answer > longest)
+      longest = resume - answer;
+    for (unsigned i = 1; i < x.n_starts; i++)
+      assert_true(x.starts[i].at_us - x.starts[i - 1].at_us >= 25 * MS - 1);
+    sim_free(&x);
+  }
+  assert_true(longest > 1000 * MS); /* a spread was drawn at all */
+}
+
 /* ---- a wait that cannot be afforded ------------------------------------- */
 
 static sim_answer first_429_ra4(sim *x, unsigned req, unsigned attempt) {
@@ -500,6 +537,7 @@ int main(void) {
       cmocka_unit_test(full_queue_ends_at_once),
       cmocka_unit_test(queue_is_per_account),
       cmocka_unit_test(late_wakeups_keep_each_hosts_schedule),
+      cmocka_unit_test(paced_pause_spreads_by_one_interval),
       cmocka_unit_test(paused_account_answers_at_once),
       cmocka_unit_test(deadline_counts_the_queue),
       cmocka_unit_test(pause_sweeps_the_queue),
