@@ -129,10 +129,17 @@ static void late_wakeups_keep_each_hosts_schedule(void **state) {
   sim_free(&x);
 }
 
-static sim_answer first_429_ra1(sim *x, unsigned req, unsigned attempt) {
+/* Request 0's first attempt is answered 429 with Retry-After `ra`, every
+ * other attempt 200. */
+static sim_answer first_429(sim *x, unsigned req, unsigned attempt,
+                            const char *ra) {
   if (req == 0 && attempt == 1)
-    return (sim_answer){429, {"Retry-After: 1", NULL}, "slow down", 0};
+    return (sim_answer){429, {ra, NULL}, "slow down", 0};
   return ok200(x, req, attempt);
+}
+
+static sim_answer first_429_ra1(sim *x, unsigned req, unsigned attempt) {
+  return first_429(x, req, attempt, "Retry-After: 1");
 }
 
 /* At 40/s with --spread 250ms, request 0's 429 (Retry-After: 1) pauses the
@@ -169,9 +176,7 @@ static void paced_pause_spreads_by_one_interval(void **state) {
 /* ---- a wait that cannot be afforded ------------------------------------- */
 
 static sim_answer first_429_ra4(sim *x, unsigned req, unsigned attempt) {
-  if (req == 0 && attempt == 1)
-    return (sim_answer){429, {"Retry-After: 4", NULL}, "slow down", 0};
-  return ok200(x, req, attempt);
+  return first_429(x, req, attempt, "Retry-After: 4");
 }
 
 /* max-wait 5 s, 2/s: request 0's 429 pauses the account for 4 s. Clients
