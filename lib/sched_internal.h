@@ -39,8 +39,9 @@ typedef struct polite__acct {
                                      and the budget's answers); 0: none */
   int pause_status;               /* that pause's status; 0: the budget's */
   struct polite__rate_acct *rate; /* its learned rate, once known */
-  int64_t planned_us;             /* when the budget said its next start is due;
-                                     NO_TIME: not yet (see admission_time) */
+  /* When the budget said its next start is due; NO_TIME: not yet (see
+   * polite__sched_admission_time). */
+  int64_t planned_us;
 } polite__acct;
 
 typedef struct {
