@@ -660,7 +660,7 @@ static void redis_set_slot_cap(polite_budget *b, const char *key,
 static unsigned redis_in_use(polite_budget *b, const char *key) {
   redis_budget *rb = (redis_budget *)b;
   pthread_mutex_lock(&rb->mu);
-  pause_memo *m = memo_of(rb, key);
+  const pause_memo *m = memo_find(rb, key); /* a read creates no memo */
   unsigned n = m != NULL ? m->in_use : 0;
   pthread_mutex_unlock(&rb->mu);
   return n;

@@ -23,7 +23,12 @@
  * "acq" with units 0 and slots 0 takes nothing and only renews this
  * owner's lease (and reports the pause). Times are microseconds of Redis TIME
  * (doubles: exact up to 2^53 us, the TAT keeps a fraction for rates like
- * 1.5/s). Returns {status, wait_us} with the status codes of
+ * 1.5/s). An admission at most min(T / 2, 1 ms) after the TAT starts on
+ * it, not at now: a wake-up's lateness (and its round trip) is not lost at
+ * every start of a burst-1 limiter, and no two starts are closer than
+ * T / 2 (the scheduler's admission_time keeps the same slack for the
+ * local budget, which it can ask at the planned time; Redis's clock is
+ * its own). Returns {status, wait_us} with the status codes of
  * polite_budget_status; op "pause" returns {0, pause left}. Every key gets
  * an expiry past its last use so abandoned accounts vanish. */
 static const char SCRIPT[] =
@@ -167,7 +172,7 @@ static const char SCRIPT[] =
     "  local allow = tat + math.min(inc - T - tau, 0)\n"
     "  if allow > now then return ret(1, math.ceil(allow - now)) end\n"
     "  local start = now\n"
-    "  if tat > now - 1 then start = tat end\n"
+    "  if tat > now - math.min(T / 2, 1000) then start = tat end\n"
     "  local nt = start + inc\n"
     "  redis.call('SET', KEYS[1], fmt(nt), 'PX',\n"
     "             math.ceil((nt - now) / 1000) + 1000)\n"

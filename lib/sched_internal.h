@@ -39,6 +39,9 @@ typedef struct polite__acct {
                                      and the budget's answers); 0: none */
   int pause_status;               /* that pause's status; 0: the budget's */
   struct polite__rate_acct *rate; /* its learned rate, once known */
+  /* When the budget said its next start is due; NO_TIME: not yet (see
+   * polite__sched_admission_time). */
+  int64_t planned_us;
 } polite__acct;
 
 typedef struct {
@@ -64,6 +67,8 @@ typedef struct polite__rate_acct {
   double pace_rate;
   double reported_rate;
   polite_gcra pace;
+  int64_t planned_us; /* its next start as the budget planned it, for
+                         `polite run` with scope_host; NO_TIME: none */
   polite_ratectl rc;
 } polite__rate_acct;
 
@@ -145,6 +150,13 @@ void polite__sched_finish(polite__sched *s, job *j, polite_outcome out,
 void polite__sched_update_stats(polite__sched *s, int64_t now);
 
 /* sched_account.c: the queues of submitted requests. */
+/* The time j's admission at now is asked for: the budget's plan for its
+ * account's next start when now is at most a little past it (a late
+ * wake-up keeps the schedule), else now. */
+int64_t polite__sched_admission_time(polite__sched *s, const job *j,
+                                     int64_t now);
+/* Keeps `at` as when the budget plans j's account's next start. */
+void polite__sched_plan_next(polite__sched *s, const job *j, int64_t at);
 /* The account of key (NULL: the default), created when missing: NULL when
  * out of memory. Each job attached to it counts in jobs. */
 polite__acct *polite__sched_acct_get(polite__sched *s, const char *key);

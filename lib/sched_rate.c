@@ -127,6 +127,7 @@ static void acct_begin(polite__sched *s, acct *a, const polite__now *now,
   double r = polite_ratectl_rate(&a->rc, now->mono_us);
   polite_gcra_init(&a->pace, r, 1);
   a->pace_rate = r;
+  a->planned_us = NO_TIME;
   a->reported_rate = -1;
   a->begun = 1;
   report(s, a, r, POLITE_CUT_NONE, "start", detail, now->wall_ms);

@@ -18,9 +18,6 @@
 /* Lookahead past blocked requests with one account per host, so one busy
  * host does not hold up the others. */
 #define HOST_LOOKAHEAD 64
-/* Longest lateness of a wake-up that the schedule absorbs (see
- * admission_time). */
-#define CATCHUP_MAX_US 1000
 
 /* ---- life cycle ---------------------------------------------------------- */
 
@@ -467,29 +464,6 @@ static job *read_one(polite__sched *s, int64_t now) {
 /* ---- admission
  * --------------------------------------------------------------- */
 
-/* The time an admission is asked for. A wake-up comes a little after the
- * moment the budget named; asking at the real `now` would restart the
- * limiter's schedule from the late start and lose that lateness for good
- * at every start (GCRA with burst 1). So when the budget's next start was
- * planned at P, the admission is asked at max(P, now - slack), slack =
- * min(T / 2, 1 ms) (T the start interval): a wake-up at most `slack` late
- * keeps the schedule on the theoretical arrival time, and a later one loses
- * only what it is late beyond `slack` (at 10,000/s a wake-up 80 us late
- * loses 30 us, where it used to lose all 80). Either way the next
- * start is due at least T - slack >= T / 2 after this one: no two starts
- * are ever closer than T / 2 at burst 1, and there is no catch-up burst.
- * With one account per host there is no single plan, so the real time is
- * used. */
-static int64_t admission_time(const polite__sched *s, const job *j,
-                              int64_t now) {
-  double rate = polite__sched_rate_now(s, j);
-  if (s->o.scope_host || !(rate > 0) || s->planned_us > now)
-    return now;
-  double half = 0.5e6 / rate;
-  int64_t slack = half < CATCHUP_MAX_US ? (int64_t)half : CATCHUP_MAX_US;
-  return now - s->planned_us <= slack ? s->planned_us : now - slack;
-}
-
 /* Outcome of trying to admit one due job. */
 enum { ADM_STARTED, ADM_ENDED, ADM_BLOCKED, ADM_FATAL };
 
@@ -541,7 +515,7 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
    * retries included, pays its cost. */
   unsigned cost = j->req->cost ? j->req->cost : 1;
   polite_gcra next;
-  int64_t at = admission_time(s, j, t), w;
+  int64_t at = polite__sched_admission_time(s, j, t), w;
   int rc, got = polite__sched_ask(s, j, at, cost, &next, now, &w, &rc);
   /* Asked for a moment before now (admission_time's slack), a wait may end
    * by now: then ask again at its end, so that no wait ends at or before
@@ -573,7 +547,7 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     polite__sched_rate_commit(s, j, &next);
     double rate = polite__sched_rate_now(s, j);
     if (rate > 0)
-      s->planned_us = at + (int64_t)(1e6 * cost / rate);
+      polite__sched_plan_next(s, j, at + (int64_t)(1e6 * cost / rate));
     start_attempt(s, j, now);
     return ADM_STARTED;
   }
@@ -609,7 +583,7 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
         t, NULL, NULL);
     return ADM_ENDED;
   }
-  s->planned_us = due;
+  polite__sched_plan_next(s, j, due);
   *due_out = due;
   if (due < *wake)
     *wake = due;

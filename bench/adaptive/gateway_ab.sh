@@ -7,14 +7,18 @@
 # not told the limit, against nginx limit_req 40 r/s burst 1 in front of a
 # 100 ms upstream; and the official OpenAI Node SDK (its retries on, 8 at a
 # time, SDK_N chat completions) with the gateway as its base URL, against
-# nginx limit_req 20 r/s burst 1 in front of an API that answers at once.
+# nginx limit_req 20 r/s burst 1 in front of an API that answers at once;
+# and, when redis-server is there, two gateways on one Redis budget
+# (--budget redis://), 4 threads of the naive script each, against the
+# naive row's nginx (bench/gateway/net.sh's row, here A/B).
 # Prints one Markdown table: each run's wall / floor, 429s at nginx (share),
 # early requests, and the gateway's CPU per request (utime+stime). Each
 # run's gateway log is kept in OUT (default: a temporary directory, removed)
-# with its rate events, to read which rule fired. Not a test: it never fails
+# with its rate events, to read which rule fired, and nginx's access log
+# of each row (naive.access.log, sdk.access.log). Not a test: it never fails
 # on a slow machine.
 #   bench/adaptive/gateway_ab.sh A_BINARY B_BINARY [ROUNDS] [OUT]  (default 2)
-# NAIVE=0 or SDK=0 skips a row.
+# NAIVE=0, TWO=0 or SDK=0 skips a row.
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 A=$1 B=$2 ROUNDS=${3:-2}
@@ -27,6 +31,9 @@ cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   wait 2>/dev/null
+  for r in naive sdk; do
+    [ -f "$tmp/$r/ng/logs/access.log" ] && cp "$tmp/$r/ng/logs/access.log" "$OUT/$r.access.log"
+  done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -51,11 +58,13 @@ upstream() {
   UP=$(cat "$d/up.port")
 }
 
-# gw BIN LOG UPSTREAM_URL: a gateway; sets GWP and GWA.
+# gw BIN LOG UPSTREAM_URL [ARGS...]: a gateway; sets GWP and GWA.
 gw() {
+  local bin=$1 log=$2 up=$3
+  shift 3
   rm -f "$tmp/gw.addr"
-  "$1" gateway --listen 127.0.0.1:0 --ready-file "$tmp/gw.addr" --upstream "$3" \
-    --log "$2" >/dev/null 2>"$2.err" &
+  "$bin" gateway --listen 127.0.0.1:0 --ready-file "$tmp/gw.addr" --upstream "$up" \
+    --log "$log" "$@" >/dev/null 2>"$log.err" &
   GWP=$!
   PIDS+=("$GWP")
   for _ in $(seq 100); do [ -s "$tmp/gw.addr" ] && break; sleep 0.05; done
@@ -89,6 +98,35 @@ run_naive() {
     "$(echo "$o" | jq .wall_s)" "$((c1 - c0))"
 }
 
+# run_two BIN ROUND NAME: two gateways on one Redis budget (its own name
+# per run), 4 naive threads each, NAIVE_N GETs in all; prints its cell
+# (CPU: both gateways').
+run_two() {
+  local tag=two$2$3 g1 a1 g2 a2 c0 c1 p1 p2
+  sleep 1.2
+  gw "$1" "$OUT/$tag-1.log" "http://$NG_NAIVE" --budget "redis://127.0.0.1:$RP/$tag"
+  g1=$GWP a1=$GWA
+  gw "$1" "$OUT/$tag-2.log" "http://$NG_NAIVE" --budget "redis://127.0.0.1:$RP/$tag"
+  g2=$GWP a2=$GWA
+  c0=$(($(ticks "$g1") + $(ticks "$g2")))
+  python3 "$src/tests/integration/gateway/naive.py" --threads 4 \
+    "http://$a1/item/{}?tool=$tag" $((NAIVE_N / 2)) >"$tmp/$tag-1.out" &
+  p1=$!
+  python3 "$src/tests/integration/gateway/naive.py" --threads 4 \
+    "http://$a2/item/1{}?tool=$tag" $((NAIVE_N / 2)) >"$tmp/$tag-2.out" &
+  p2=$!
+  wait "$p1" "$p2"
+  c1=$(($(ticks "$g1") + $(ticks "$g2")))
+  kill -TERM "$g1" "$g2"
+  wait "$g1" "$g2" 2>/dev/null
+  local ok wall
+  ok=$(cat "$tmp/$tag-1.out" "$tmp/$tag-2.out" | jq -s 'map(.status."200" // 0) | add')
+  wall=$(cat "$tmp/$tag-1.out" "$tmp/$tag-2.out" | jq -s 'map(.wall_s) | max')
+  [ "$ok" = "$NAIVE_N" ] || printf '%s of %s ok, ' "$ok" "$NAIVE_N"
+  cell "$tmp/naive/ng/logs/access.log" "$tag" "$NAIVE_N" "$((NAIVE_N / 40))" \
+    "$wall" "$((c1 - c0))"
+}
+
 # run_sdk BIN ROUND NAME: one OpenAI SDK run; prints its cell.
 run_sdk() {
   local tag=sdk$2$3 c0 c1 o
@@ -114,6 +152,19 @@ if [ "${NAIVE:-1}" != 0 ]; then
   NG_NAIVE=$NG
   rows+=(naive)
 fi
+if [ "${TWO:-1}" != 0 ] && command -v redis-server >/dev/null; then
+  if [ -z "${NG_NAIVE:-}" ]; then
+    mkdir -p "$tmp/naive"
+    upstream "$tmp/naive" "$src/bench/run/upstream.py" "$tmp/naive/up.port"
+    nginx_for "$tmp/naive" "$UP" 40
+    NG_NAIVE=$NG
+  fi
+  RP=$((20000 + RANDOM % 30000))
+  redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
+  PIDS+=("$!")
+  for _ in $(seq 50); do redis-cli -p "$RP" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  rows+=(two)
+fi
 if [ "${SDK:-1}" != 0 ] && command -v node >/dev/null && "$src/tests/node/install.sh" >/dev/null 2>&1; then
   mkdir -p "$tmp/sdk"
   upstream "$tmp/sdk" "$src/tests/integration/upstream.py" "$tmp/sdk/up.port" "$tmp/sdk/up.rec"
@@ -136,6 +187,7 @@ for row in "${rows[@]}"; do
   done
   case $row in
   naive) name="naive script, $NAIVE_N GETs, nginx 40 r/s burst 1, 100 ms upstream" ;;
+  two) name="2 gateways, one Redis budget, 4 naive threads each, $NAIVE_N GETs, the same nginx" ;;
   sdk) name="OpenAI Node SDK (base URL), $SDK_N chat completions, nginx 20 r/s burst 1" ;;
   esac
   printf '| %s | %s | %s |\n' "$name" "$(printf '%s; ' "${a[@]}")" "$(printf '%s; ' "${b[@]}")"
