@@ -306,3 +306,19 @@ double polite__rc_bucket_fit(const polite_ratectl *c, int64_t from, int64_t to,
       return l;
   return -1;
 }
+
+int polite__rc_admitted_count(const polite_ratectl *c, int64_t from,
+                              int64_t to) {
+  int n = 0;
+  int64_t oldest = INT64_MAX;
+  for (unsigned i = 0; i < c->ok_n; i++) {
+    int64_t s = c->ok_us[i];
+    if (s < oldest)
+      oldest = s;
+    n += c->ok_flag[i] && s >= from && s < to;
+  }
+  /* A full ring may have dropped answers of the span's first starts. */
+  if (c->ok_n == POLITE__RATECTL_RING && oldest >= from)
+    return -1;
+  return n;
+}

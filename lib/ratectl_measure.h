@@ -22,6 +22,27 @@ polite_ratectl_cause polite__rc_take_plan(polite_ratectl *c, int64_t now_us,
                                           int64_t started_us,
                                           const polite_rate_plan *p);
 
+/* A window that names no wait (ratectl_window.c): a start at now_us (after
+ * the ring has it), which opens the next window once the learned one is
+ * over and holds the account once the window's quota was started; and the
+ * end of a streak of refusals, the admitted request started at
+ * started_us, which places a window's opening and learns the quota and
+ * period from the one before. */
+void polite__rc_quota_on_start(polite_ratectl *c, int64_t now_us);
+void polite__rc_quota_reopened(polite_ratectl *c, int64_t started_us);
+/* An admitted answer of the request started at started_us: returns 1
+ * when it was the probe of a shorter period (the window was open: its
+ * hold ends). */
+int polite__rc_quota_admitted(polite_ratectl *c, int64_t started_us);
+/* A refusal that names no wait, of the request started at started_us:
+ * returns 1 when it was the probe of a shorter period (no reason to cut
+ * the rate: the window was still closed). */
+int polite__rc_quota_refused(polite_ratectl *c, int64_t started_us);
+/* How many answered requests started in [from, to) got through; -1 when
+ * the ring of answers does not reach back to `from`. */
+int polite__rc_admitted_count(const polite_ratectl *c, int64_t from,
+                              int64_t to);
+
 /* The rate a request started at `at` was started at: the latest start at
  * or before it; the current rate when it is older than the ring. */
 double polite__rc_rate_at_start(const polite_ratectl *c, int64_t at);

@@ -142,3 +142,146 @@ polite_ratectl_cause polite__rc_take_plan(polite_ratectl *c, int64_t now_us,
   }
   return made;
 }
+
+/* ---- A window without a wait
+ *
+ * A fixed window that names no wait (no headers, no Retry-After: the
+ * express-rate-limit default) admits its quota and then refuses every
+ * request until the window ends, whatever the rate. Its refusals come in
+ * streaks that outlast a hold (hold_streak in ratectl.c: a leaky bucket's
+ * do not, it drains in the hold), and each streak ends at a window's
+ * opening. Between two such openings the limiter admitted one quota,
+ * counted up to the streak's first refusal, over one period. Once both are
+ * known, the account starts at most the quota from each opening and holds
+ * until the period is over: a whole quota at each window's start, as the
+ * floor has it, and no refusal to learn that the window is spent (each
+ * streak cost 3-5 x 429: the in-flight requests and each hold's probe).
+ * The period errs long (a streak ends at the first probe after the
+ * opening), so the openings it places lag the window's by the same error,
+ * never lead it: no start before a window the count has not seen open. A
+ * window anchored at its first request (express-rate-limit's memory
+ * store) opens at the first start after the period, which is this one.
+ * Alone only: another participant's starts spend the same quota unseen
+ * (with others on the budget the count is not the account's), so with
+ * others the streak holds as before. */
+
+/* The hold after a window's quota: to the period's upper bound, or a
+ * quarter of the way up from its lower bound (the last refused start of
+ * the streak that placed it) while they are more than 1/50 apart. One
+ * start probes there: admitted, it is the upper bound now and the
+ * window's first start; refused (one 429, no cut), the bounds do not
+ * hold and probing stops. Without it the anchored window kept the period
+ * its streak placed, up to 1.8 x the window (1.76-1.89 x the floor on
+ * three seeds of five). */
+static int64_t period_try(const polite_ratectl *c) {
+  int64_t lo = c->qw_lo_us, hi = c->qw_period_us;
+  if (lo <= 0 || lo >= hi || (hi - lo) * 50 <= hi)
+    return hi;
+  return lo + (hi - lo) / 4;
+}
+
+/* The first start after `after` (the streak's last refused one), at most
+ * `at`: a window's first admitted request, whose answer may come after a
+ * later one's. */
+static int64_t first_start_after(const polite_ratectl *c, int64_t after,
+                                 int64_t at) {
+  int64_t first = at;
+  for (unsigned i = 0; i < c->st_n; i++) {
+    unsigned k =
+        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->st_us[k] <= after)
+      break;
+    if (c->st_us[k] < first)
+      first = c->st_us[k];
+  }
+  return first;
+}
+
+int polite__rc_quota_admitted(polite_ratectl *c, int64_t started_us) {
+  if (!c->qw_probe || started_us != c->qw_open_us)
+    return 0;
+  /* The probe after a hold got through: the window was open, and the
+   * hold the probe set (to the old upper bound) ends, so that the rest of
+   * its quota may start. */
+  int64_t p = started_us - c->qw_prev_open_us;
+  if (c->hold_until_us == c->qw_prev_open_us + c->qw_period_us)
+    c->hold_until_us = started_us;
+  if (p < c->qw_period_us)
+    c->qw_period_us = p;
+  c->qw_probe = 0;
+  return 1;
+}
+
+void polite__rc_quota_reopened(polite_ratectl *c, int64_t started_us) {
+  if (c->qw_open_us > 0 && started_us > c->qw_open_us &&
+      (c->qw_persist || c->qw_quota > 0)) {
+    int q = polite__rc_admitted_count(c, c->qw_open_us, c->streak_onset_us);
+    int64_t period = started_us - c->qw_open_us;
+    int64_t closed = c->qw_last_refused_us - c->qw_open_us;
+    if (c->qw_persist && q >= 3 && (unsigned)q > c->qw_quota)
+      c->qw_quota = (unsigned)q;
+    if (c->qw_persist && c->qw_quota > 0) {
+      if (c->qw_period_us == 0 || period < c->qw_period_us)
+        c->qw_period_us = period;
+      if (c->qw_lo_us >= 0 && closed > c->qw_lo_us)
+        c->qw_lo_us = closed;
+      if (c->qw_lo_us >= c->qw_period_us)
+        c->qw_lo_us = -1; /* the bounds disagree: a window that drifts */
+    }
+  }
+  if (c->qw_persist || c->qw_quota > 0)
+    c->qw_open_us = first_start_after(c, c->qw_last_refused_us, started_us);
+  c->qw_persist = 0;
+  c->qw_probe = 0;
+}
+
+int polite__rc_quota_refused(polite_ratectl *c, int64_t started_us) {
+  c->qw_last_refused_us = started_us;
+  if (c->qw_quota > 0 && !c->qw_probe && started_us == c->qw_open_us &&
+      c->qw_prev_open_us > 0) {
+    /* The first start after the period found the window closed: the
+     * period is longer (a probe lowered it below the window's). */
+    c->qw_period_us += c->qw_period_us / 10;
+    c->qw_lo_us = -1;
+    c->qw_open_us = c->qw_prev_open_us;
+    return 1;
+  }
+  if (!c->qw_probe || started_us != c->qw_open_us) {
+    /* Refused inside a learned window before its quota was started: the
+     * quota is what got through of it. */
+    if (c->qw_quota > 0 && started_us >= c->qw_open_us &&
+        started_us < c->qw_open_us + c->qw_period_us) {
+      int q = polite__rc_admitted_count(c, c->qw_open_us, started_us);
+      if (q >= 3 && (unsigned)q < c->qw_quota)
+        c->qw_quota = (unsigned)q;
+    }
+    return 0;
+  }
+  /* The probe found the window still closed: it is the last one's, and
+   * the openings the answers place do not bound its period well (a window
+   * at fixed times, whose openings lag its own by a varying time): no
+   * more probes, each would cost a refusal. */
+  c->qw_lo_us = -1;
+  c->qw_open_us = c->qw_prev_open_us;
+  c->qw_probe = 0;
+  return 1;
+}
+
+void polite__rc_quota_on_start(polite_ratectl *c, int64_t now_us) {
+  if (c->qw_quota == 0 || c->qw_open_us <= 0 || c->others || c->qw_crowd)
+    return;
+  int64_t end = c->qw_open_us + c->qw_period_us;
+  int64_t try_end = c->qw_open_us + period_try(c);
+  if (now_us >= try_end) {
+    /* The first start of the next window, or the probe for it. */
+    c->qw_probe = now_us < end;
+    c->qw_prev_open_us = c->qw_open_us;
+    c->qw_open_us = now_us;
+    if (c->qw_probe) /* nothing more until its answer says */
+      c->hold_until_us = imax(c->hold_until_us, end);
+    return;
+  }
+  if ((unsigned)polite_ratectl_started_after(c, c->qw_open_us - 1) >=
+      c->qw_quota)
+    c->hold_until_us = imax(c->hold_until_us, try_end);
+}

@@ -227,8 +227,26 @@ typedef struct {
   int busy_account; /* the starts' counts in flight are the account's
                        (polite_ratectl_account_busy), not this one's */
   /* refusals without a server wait since the last admitted answer, and
-   * when the last hold for them began (ratectl.c, hold_streak) */
+   * when the last hold for them began, and the start of the first of
+   * them (ratectl.c, hold_streak) */
   int64_t streak_from_us;
+  int64_t streak_onset_us;
+  /* a window that names no wait, as its refusals show it
+   * (ratectl_window.c, "A window without a wait"): where the current one
+   * opened (0: none seen), its period and quota (0: not learned), and
+   * whether the current streak outlasted a hold */
+  int64_t qw_open_us;
+  int64_t qw_period_us;
+  unsigned qw_quota;
+  int qw_persist;
+  /* ... the period's lower bound (0: none), the window before the
+   * current one, the last refused start, and whether the current window's
+   * first start is a probe of a shorter period */
+  int64_t qw_lo_us;
+  int64_t qw_prev_open_us;
+  int64_t qw_last_refused_us;
+  int qw_probe;
+  int qw_crowd; /* the account had more in flight than this participant */
   unsigned streak;
   unsigned inflight;    /* started and not answered yet */
   unsigned steady_base; /* steady before the last cut */

@@ -239,16 +239,16 @@ SHORT = [
      "refills at; the relapses that drain it cost one 429 each. With 1-2 "
      "processes the bucket's fit drains it in fewer (5-6, under 1%). The "
      "wall (1.02-1.05 x) is met."),
-    ("fixed-window (0.9-1.4% 429s; 1.20 x with 1 process, 1.31 x with 4)",
-     "with no headers and no Retry-After the first window is spent at "
-     "slow start's rate and then refuses everything for the rest of it; "
-     "polite holds the account (0.5 s, doubling) after two such refusals in "
-     "a row, but each hold's probe is a 429."),
-    ("fixed-window-anchored (1.22-1.25 x, 1.1-1.7% 429s)",
-     "as the fixed window, and a hold that outlasts the window's end "
-     "delays the next window's start (express-rate-limit opens it at the "
-     "first request after the last one ended), so the dead time is not "
-     "won back; the estimate then holds 10-15% below the quota."),
+    ("fixed-window, fixed-window-anchored (2-4 processes)",
+     "alone, polite learns a window that names no wait from its refusals "
+     "(the quota admitted between two openings, the period between them) "
+     "and starts a whole quota at each opening, then holds: 1.03-1.14 x "
+     "with 9 x 429 over five seeds. With others on the budget a "
+     "participant's count is not the account's, so the rule is off, and "
+     "the streak's holds cost 1.0-1.5% 429s (fixed window, 2 processes: 16 "
+     "of 1200; 11-20 before the rule) and 1.19-1.41 x. A participant does "
+     "not know it shares the budget until another one cuts: the first "
+     "window it learns alone may count the other's starts as its own."),
     ("halve-double",
      "1.20-1.29 x (1.20-1.36 x over five seeds). Following the halving costs two cuts; finding the "
      "doubled limit again waits for the plateau's hold (20 server pauses) "
@@ -326,7 +326,10 @@ HELDOUT_SHORT = [
      "a fixed window without headers or Retry-After is held 0.5 s after "
      "two refusals, doubling to 8 s at most (`STREAK_MAX_US`): against a "
      "60 s window that is a probe, and a 429, every 8 s of each window's "
-     "dead time (28-40 in 1500)."),
+     "dead time (37-45 in 1500). Its quota of 300 is more than the 256 "
+     "answers the controller keeps, so the window without a wait is not "
+     "learned; one cut per streak keeps the rate up (wall 1.10-1.26 -> "
+     "1.03-1.15 x), which spends each window sooner: 28-40 -> 37-45 x 429."),
     ("ho-drop-third",
      "as halve-double: finding the raised limit waits for the plateau's "
      "hold of 20 server pauses and the slow probe."),
