@@ -31,49 +31,62 @@
 #  - GROUP paced: asserts on real time with more margin: one slot, never
 #    beside a heavy test.
 #  - GROUP -: mostly waits.
+# The costs were last taken from each test's wall time at ctest -j2 beside
+# one other test (the timing and paced ones from a clean-clone ctest -j4);
+# the CPU share (user + sys over wall, /usr/bin/time) of the heavy ones:
+# test_cli_delay_plan 82% (10 s alone, 54 s at -j4 among lights: one
+# python3 per check), test_report_size 72%, test_run_budget_file_damage
+# 71% (its side-by-side cases write random bytes), sim/report 60%,
+# test_run_curl_opts 54%, test_gateway_go 50% (with a warm Go cache);
+# test_cli_docs, test_gateway_node, test_cli_cases and test_report_browser
+# 29-33% of what /usr/bin/time sees (chromium's and npm's children not all
+# counted), kept heavy. A light one that took longer than ~10 s at -j4
+# has a row (test_gateway_basic: 12 s). test_budget_file is paced: its
+# two-process window (budget/run_e2e.sh) failed beside test_report_browser.
 # A test not listed keeps ctest's defaults (cost 0: it starts after the
 # listed ones). A row for a test that does not exist is an error, so that
 # the table follows renames.
 set(POLITE_TEST_SCHEDULE
-  integration/test_run_learned_rate_shared 136 alone
+  integration/test_run_learned_rate_shared 137 alone
   integration/test_budget_redis 132 timing
-  integration/test_client_learned_rate 130 timing
-  integration/test_proxy_modes 120 timing
-  integration/test_report_browser 74 heavy
-  integration/test_report_size 62 heavy
-  integration/test_cli_docs 51 heavy
-  integration/test_cli_delay_plan 51 heavy
+  integration/test_client_learned_rate 126 timing
+  integration/test_proxy_modes 123 timing
+  integration/test_report_browser 56 heavy
+  integration/test_cli_docs 56 heavy
+  integration/test_report_size 51 heavy
   integration/test_cli_cases 48 heavy
-  integration/test_gateway_node 46 heavy
-  integration/test_gateway_go 40 heavy
+  integration/test_cli_delay_plan 40 heavy
+  integration/test_gateway_node 40 heavy
+  integration/test_run_budget_file_damage 38 heavy
+  integration/test_gateway_go 35 heavy
   integration/test_run_curl_opts 35 heavy
   sim/report 34 heavy
-  integration/test_run_resume 40 -
-  integration/test_run_express_rate_limit 34 -
-  integration/test_run_basic 28 -
-  integration/test_report_proxy 28 -
-  integration/test_client_learned_rate_shared 28 paced
-  integration/test_run_nginx 21 -
+  integration/test_run_resume 41 -
+  integration/test_run_express_rate_limit 36 -
+  integration/test_run_basic 23 -
+  integration/test_run_nginx 22 -
+  integration/test_run_budget_outage 21 -
   integration/test_run_learned_rate_hosts 21 paced
   integration/test_run_learned_rate 21 paced
-  integration/test_gateway_connect_plain 20 -
-  integration/test_run_budget_outage 19 -
+  integration/test_budget_file 19 paced
+  integration/test_gateway_requests 18 -
   integration/test_proxy_judge 18 -
-  integration/test_report_run 17 -
-  integration/test_gateway_requests 17 -
-  integration/test_proxy_https 17 -
-  integration/test_budget_file 16 -
-  integration/test_queue_cluster 15 paced
-  integration/test_run_cost 13 -
-  integration/test_queue_redis_restart 12 -
-  integration/test_gateway_redis 12 -
-  integration/test_queue_retry_after 12 -
-  integration/test_run_client 12 paced
-  integration/test_gateway_policy 12 -
+  integration/test_proxy_https 16 -
+  integration/test_report_proxy 15 -
+  integration/test_client_learned_rate_shared 14 paced
+  integration/test_queue_redis_restart 14 -
+  integration/test_queue_retry_after 14 -
+  integration/test_gateway_policy 14 -
+  integration/test_report_run 12 -
+  integration/test_gateway_basic 12 -
+  integration/test_run_cost 11 -
   integration/test_run_interrupt_resume 11 -
+  integration/test_queue_cluster 11 paced
+  integration/test_gateway_redis 10 -
   integration/test_client_budget_outage 10 -
-  integration/test_queue_fleet 10 -
-  integration/test_run_budget_file_damage 8 -
+  integration/test_gateway_connect_plain 10 -
+  integration/test_queue_fleet 7 -
+  integration/test_run_client 4 paced
   integration/test_gateway_evict 4 paced
 )
 

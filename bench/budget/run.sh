@@ -117,19 +117,10 @@ many "file, rate+concurrency" "file:$tmp/b.budget" 2 300000 --rate 1e9 --concurr
 many "file, rate+concurrency" "file:$tmp/b.budget" 4 150000 --rate 1e9 --concurrency 1000000
 
 echo "== redis (loopback) =="
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-  port=$((20000 + RANDOM % 40000))
-  (cd "$tmp" && exec redis-server --port "$port" --bind 127.0.0.1 --save '' \
-    --appendonly no --dir "$tmp" >"$tmp/redis.log" 2>&1) &
-  rpid=$!
-  for _ in $(seq 50); do
-    redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break 2
-    sleep 0.05
-  done
-  kill "$rpid" 2>/dev/null || true
-  rpid=""
-done
-[ -n "$rpid" ] || { echo "no redis-server"; exit 1; }
+# A free port (not a random one, which may be taken: the ephemeral range
+# starts at 32768), through the tests' own start_redis.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$src/tests/integration/budget/redis.sh"
 R="redis://127.0.0.1:$port"
 redis-cli -p "$port" --version | sed 's/^/server: /'
 redis-server --version | sed 's/^/        /'

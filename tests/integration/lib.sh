@@ -14,6 +14,8 @@
 #   check_grep DESC RE FILE   passes when FILE has a line matching RE
 #   check_no_grep DESC RE FILE...  passes when no FILE has such a line
 #   free_port                 prints a TCP port free on 127.0.0.1
+#   free_ports N [BUS]        prints N distinct free ports, one a line; with
+#                             BUS, each port + BUS is free too
 #   wait_port PORT [SECONDS]  waits until 127.0.0.1:PORT accepts
 #   bg CMD...                 starts CMD in the background; stopped on exit
 #   on_exit CMD               runs CMD (a string) at exit, before TMP goes
@@ -25,6 +27,9 @@
 #                             by it (DIR/ca.pem, DIR/NAME.pem, DIR/NAME.key)
 #   start_nginx_tls DIR       nginx over TLS with DIR's certificate: TLS_PORT
 #   start_proxy ARGS...       polite proxy ARGS on a free port: PX (ADDR:PORT)
+#   start_cluster             a 3-master Redis Cluster on free ports (their
+#                             cluster bus ports free too): CPORTS
+#   slot_owner KEY            the port (of CPORTS) whose node serves KEY
 #   now                       prints the wall clock in seconds (bash's own
 #                             EPOCHREALTIME: no process started, so a
 #                             loaded machine does not shift it)
@@ -106,6 +111,32 @@ check_no_grep() {
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+# free_ports N [BUS]: N distinct ports free on 127.0.0.1 (each held until
+# all are chosen, so none repeats); with BUS, only ports whose port + BUS is
+# free (and at most 65535) as well: a Redis Cluster node also listens on
+# port + 10000, its cluster bus. Free when printed: a server that binds one
+# later may still lose it, so the caller retries with new ports.
+free_ports() {
+  python3 - "$1" "${2:-0}" <<'EOF'
+import socket, sys
+n, bus = int(sys.argv[1]), int(sys.argv[2])
+held, out = [], []
+def bound(port):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        s.close()
+        return None
+    held.append(s)
+    return s.getsockname()[1]
+while len(out) < n:
+    p = bound(0)
+    if not bus or (p + bus <= 65535 and bound(p + bus)):
+        out.append(p)
+print("\n".join(map(str, out)))
+EOF
 }
 wait_port() {
   local port=$1 secs=${2:-10} i
@@ -238,6 +269,61 @@ start_proxy() {
     return 1
   fi
   PX=$(cat "$TMP/px.addr")
+}
+
+# start_cluster: three masters with --cluster-enabled on 127.0.0.1, joined
+# by redis-cli --cluster create, each in $TMP/cPORT; sets CPORTS (their
+# ports). The ports come from free_ports with their cluster bus (port +
+# 10000) free too; a try that fails (a port taken in between, a node that
+# did not start) stops its nodes and takes new ports, three tries in all.
+# Stopped by the exit trap.
+start_cluster() {
+  local p okc try pids
+  for try in 1 2 3; do
+    mapfile -t CPORTS < <(free_ports 3 10000)
+    pids=()
+    for p in "${CPORTS[@]}"; do
+      mkdir -p "$TMP/c$p"
+      (cd "$TMP/c$p" && exec redis-server --port "$p" --bind 127.0.0.1 \
+        --save '' --appendonly no --cluster-enabled yes \
+        --cluster-config-file nodes.conf >log 2>&1) &
+      pids+=($!)
+    done
+    PIDS+=("${pids[@]}")
+    okc=0
+    for p in "${CPORTS[@]}"; do
+      for _ in $(seq 100); do
+        redis-cli -p "$p" ping 2>/dev/null | grep -q PONG && { okc=$((okc + 1)); break; }
+        sleep 0.05
+      done
+    done
+    if [ "$okc" = 3 ] && redis-cli --cluster create "${CPORTS[@]/#/127.0.0.1:}" \
+      --cluster-yes >"$TMP/cluster.log" 2>&1; then
+      for _ in $(seq 100); do
+        okc=0
+        for p in "${CPORTS[@]}"; do
+          redis-cli -p "$p" cluster info 2>/dev/null | grep -q 'cluster_state:ok' &&
+            okc=$((okc + 1))
+        done
+        [ "$okc" = 3 ] && return 0
+        sleep 0.1
+      done
+    fi
+    echo "# start_cluster: try $try on ${CPORTS[*]} failed" >&2
+    kill -9 "${pids[@]}" 2>/dev/null
+    wait "${pids[@]}" 2>/dev/null
+  done
+  echo "could not start a Redis Cluster: $(tail -2 "$TMP/cluster.log" 2>/dev/null)" >&2
+  return 1
+}
+
+# slot_owner KEY: the port (of CPORTS) whose node serves KEY's slot (the
+# one that answers instead of redirecting with MOVED).
+slot_owner() {
+  local p
+  for p in "${CPORTS[@]}"; do
+    redis-cli -p "$p" exists "$1" 2>&1 | grep -q MOVED || { echo "$p"; return; }
+  done
 }
 
 # make_cert DIR NAME: a throwaway CA (DIR/ca.pem, DIR/ca.key) and a

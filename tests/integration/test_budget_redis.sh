@@ -13,8 +13,9 @@ command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 
 tmp=$TMP
 pids=()
 rpid=""
-cpids=()
-on_exit 'for p in "${pids[@]}" "${cpids[@]}"; do kill -9 "$p" 2>/dev/null; done; { [ -n "$rpid" ] && kill -9 "$rpid" && wait "$rpid"; } 2>/dev/null; wait 2>/dev/null'
+# Waits for its own children only: a bare wait would wait for the cluster's
+# nodes too, which lib.sh's exit trap stops after the hooks.
+on_exit 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; { [ -n "$rpid" ] && kill -9 "$rpid" && wait "$rpid"; [ ${#pids[@]} -eq 0 ] || wait "${pids[@]}"; } 2>/dev/null'
 mono_us() { python3 -c 'import time; print(int(time.monotonic() * 1e6))'; }
 
 . "$(dirname "$0")/budget/redis.sh"
@@ -128,47 +129,12 @@ fi
 # 7. Redis Cluster: three masters; the client is pointed at a node that
 # does not own the slot of {cl}, follows the MOVED redirect, and every key
 # lands on the owner (one hash tag, one slot).
-cluster_up() {
-  local base="$1" i
-  for i in 0 1 2; do
-    mkdir -p "$tmp/c$base.$i"
-    (cd "$tmp/c$base.$i" && exec redis-server --port $((base + i)) \
-      --bind 127.0.0.1 --save '' --appendonly no --cluster-enabled yes \
-      --cluster-config-file nodes.conf >log 2>&1) &
-    cpids+=($!)
-  done
-  for i in 0 1 2; do
-    for _ in $(seq 50); do
-      redis-cli -p $((base + i)) ping 2>/dev/null | grep -q PONG && break
-      sleep 0.05
-    done
-  done
-  redis-cli --cluster create 127.0.0.1:$base 127.0.0.1:$((base + 1)) \
-    127.0.0.1:$((base + 2)) --cluster-yes >"$tmp/cluster.log" 2>&1 || return 1
-  for _ in $(seq 100); do
-    redis-cli -p "$base" cluster info 2>/dev/null | grep -q 'cluster_state:ok' &&
-      return 0
-    sleep 0.1
-  done
-  return 1
-}
-up=""
-for _ in 1 2 3; do
-  base=$((20000 + RANDOM % 30000))
-  if cluster_up "$base"; then up=1; break; fi
-  for p in "${cpids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  cpids=()
-done
-if [ -z "$up" ]; then
-  bad "could not start a Redis Cluster ($(tail -1 "$tmp/cluster.log"))"
+if ! start_cluster; then
+  bad "could not start a Redis Cluster"
 else
-  owner="" # the node that answers for the slot instead of redirecting
-  for i in 0 1 2; do
-    redis-cli -p $((base + i)) get 'polite:{cl}::tat' 2>&1 | grep -q MOVED ||
-      owner=$((base + i))
-  done
-  other=$base
-  [ "$owner" = "$base" ] && other=$((base + 1))
+  owner=$(slot_owner 'polite:{cl}::tat')
+  other=${CPORTS[0]}
+  [ "$owner" = "$other" ] && other=${CPORTS[1]}
   batch=()
   for i in 1 2 3 4; do
     "$W" "redis://127.0.0.1:$other/cl" --rate 40 --burst 2 --concurrency 3 \

@@ -1,5 +1,7 @@
-# Sourced by the Redis budget tests: a redis-server of the test's own on a
-# free port of 127.0.0.1, in $tmp (which the caller made and removes).
+# Sourced by the Redis budget tests (and bench/budget/run.sh): a
+# redis-server of the test's own on a free port of 127.0.0.1 (free_port,
+# from tests/integration/lib.sh or the caller's own), in $tmp (which the
+# caller made and removes).
 # Gives start_redis (again on the same $port after a kill: a restart loses
 # the data, as there is no persistence) and sets port and rpid; the caller's
 # exit trap kills $rpid.
@@ -20,9 +22,9 @@ start_redis() {
 
 rpid=""
 for _ in 1 2 3 4 5 6 7 8 9 10; do
-  port=$((20000 + RANDOM % 40000))
+  port=$(free_port)
   start_redis && break
-  kill -9 "$rpid" 2>/dev/null
+  kill -9 "$rpid" 2>/dev/null || true
   rpid=""
 done
 [ -n "$rpid" ] || { echo "could not start redis-server"; exit 1; }

@@ -30,6 +30,12 @@ run_e2e() {
     kill "$spid" 2>/dev/null
     return 0
   fi
+  # The times are the upstream's (arrivals), not the admissions: one
+  # request held up 50 ms or more on its way (a loaded machine) puts the
+  # next 21 admissions in the 1 s window that starts at its arrival, so the
+  # window may hold rate + burst + 1 = 22 (seen beside chromium at ctest
+  # -j4). The admissions' own windows are contract.sh's (at most rate +
+  # burst); this checks that two processes share 20/s, not 40/s.
   if python3 - "$rec" <<'PY'; then
 import json, sys
 t = sorted(json.loads(l)["t"] for l in open(sys.argv[1]) if l.strip())
@@ -37,7 +43,7 @@ n = len(t)
 got = (n - 1) / (t[-1] - t[0]) if n > 1 else 0
 w = max(sum(1 for y in t if x <= y < x + 1) for x in t) if t else 0
 print(f"polite run x2: {n} requests at {got:.2f}/s (budget 20/s), busiest 1 s window {w}")
-sys.exit(0 if n == 30 and abs(got - 20) <= 1.0 and w <= 21 else 1)
+sys.exit(0 if n == 30 and abs(got - 20) <= 1.0 and w <= 22 else 1)
 PY
     ok "two polite run processes share 20/s through ${u_rate%%:*} (not 40/s)"
   else
