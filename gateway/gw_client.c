@@ -22,7 +22,7 @@ typedef enum {
 /* The name's length is kept: every field of every request is looked up
  * here, and most differ from every name in length alone. */
 #define COUNT_ROW(name, kind)                                                  \
-  { name, sizeof name - 1, kind }
+  { (name), sizeof(name) - 1, (kind) }
 static const struct {
   const char *name;
   size_t len;
