@@ -322,3 +322,26 @@ int polite__rc_admitted_count(const polite_ratectl *c, int64_t from,
     return -1;
   return n;
 }
+
+/* The rate this participant started requests at over [from, to]: its
+ * starts there, one fewer than their count over the time from the first
+ * to the last (the intervals between them); -1 with fewer than `need`. */
+double polite__rc_started_rate(const polite_ratectl *c, int64_t from,
+                               int64_t to, unsigned need) {
+  unsigned n = 0;
+  int64_t first = 0, last = 0;
+  for (unsigned i = 0; i < c->st_n; i++) {
+    unsigned k =
+        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    int64_t t = c->st_us[k];
+    if (t > to)
+      continue;
+    if (t < from)
+      break;
+    if (n++ == 0)
+      last = t;
+    first = t;
+  }
+  return n >= need && last > first ? (n - 1) * 1e6 / (double)(last - first)
+                                   : -1;
+}

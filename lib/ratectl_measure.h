@@ -87,4 +87,10 @@ unsigned polite__rc_concurrency_signature(const polite_ratectl *c, int64_t from,
 double polite__rc_bucket_fit(const polite_ratectl *c, int64_t from, int64_t to,
                              double lo, double hi);
 
+/* The rate this participant started requests at over [from, to]: one
+ * fewer than its starts there over the time from the first to the last;
+ * -1 with fewer than `need` (ratectl_measure.c). */
+double polite__rc_started_rate(const polite_ratectl *c, int64_t from,
+                               int64_t to, unsigned need);
+
 #endif
