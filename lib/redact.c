@@ -195,13 +195,24 @@ typedef struct {
   int oom;
 } sbuf;
 
+/* Appends s[0..n) and keeps the string NUL-terminated. A length whose sum
+ * with what is there (and the NUL) does not fit in a size_t is out of memory
+ * as well: the sum would wrap to a small size, skip the growth and write
+ * past the buffer (GCC's -Wstringop-overflow saw that path in a Release
+ * build). The capacity doubles, and is the exact need when doubling would
+ * wrap. */
 static void put(sbuf *b, const char *s, size_t n) {
   if (b->oom)
     return;
-  if (b->n + n + 1 > b->cap) {
+  if (n >= SIZE_MAX - b->n) {
+    b->oom = 1;
+    return;
+  }
+  size_t need = b->n + n + 1;
+  if (need > b->cap) {
     size_t nc = b->cap ? b->cap : 64;
-    while (nc < b->n + n + 1)
-      nc *= 2;
+    while (nc < need)
+      nc = nc > SIZE_MAX / 2 ? need : nc * 2;
     char *np = realloc(b->p, nc);
     if (np == NULL) {
       b->oom = 1;
