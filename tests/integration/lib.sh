@@ -17,6 +17,10 @@
 #   free_ports N [BUS]        prints N distinct free ports, one a line; with
 #                             BUS, each port + BUS is free too
 #   wait_port PORT [SECONDS]  waits until 127.0.0.1:PORT accepts
+#   closed_port               sets CLOSED_PORT: a port of 127.0.0.1 that
+#                             refuses connections until exit (held bound)
+#   redis_ready PID PORT [CLI ARGS...]  waits until the redis-server PID
+#                             answers on PORT (tests/integration/redis_ready.sh)
 #   bg CMD...                 starts CMD in the background; stopped on exit
 #   on_exit CMD               runs CMD (a string) at exit, before TMP goes
 #   start_api NAME [ARGS...]  tests/integration/upstream.py: API, API_REC,
@@ -49,7 +53,12 @@
 #                             status (exit "$(finish)" is not needed:
 #                             end the script with `finish`)
 # Every server listens on 127.0.0.1 only and is stopped by the exit trap.
+# The machine's proxy variables are unset: every server is on 127.0.0.1, and
+# a CI machine's http_proxy or no_proxy would decide the cases that set
+# their own (--proxy, --noproxy, HTTP_PROXY for one command).
 set -u
+unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY \
+  no_proxy NO_PROXY
 IT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 POLITE_SRC=${POLITE_SRC:-$(cd "$IT/../.." && pwd)}
 POLITE_BUILD=${POLITE_BUILD:-$POLITE_SRC/build}
@@ -150,6 +159,31 @@ wait_port() {
 bg() {
   "$@" &
   PIDS+=($!)
+}
+. "$IT/redis_ready.sh"
+
+# closed_port: sets CLOSED_PORT, a port of 127.0.0.1 where a connection is
+# refused at once, whatever the machine's resolver or other tests do: a
+# process of the test holds it bound without listening (so no server can
+# take it, as one could take a free_port in between) until the exit trap.
+# Where a case needs "the direct way fails", this is that way.
+closed_port() {
+  local f=$TMP/closed.port
+  rm -f "$f"
+  bg python3 -c '
+import os, socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True:
+    time.sleep(3600)' "$f"
+  for _ in $(seq 100); do
+    [ -s "$f" ] && break
+    sleep 0.05
+  done
+  CLOSED_PORT=$(cat "$f")
 }
 
 # start_api NAME [ARGS...]: the scripted API (tests/integration/upstream.py,

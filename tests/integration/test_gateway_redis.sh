@@ -12,10 +12,21 @@
 . "$(dirname "$0")/lib.sh"
 . "$IT/gateway/gw.sh"
 command -v redis-server >/dev/null || { bad "redis-server is needed"; finish; exit 1; }
-RP=$(free_port)
-(cd "$TMP" && exec redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no >redis.log 2>&1) &
-PIDS+=($!)
-wait_port "$RP" 5
+# A redis-server of the test's own on a free port: a port taken in between
+# (redis-server exits, or another test's server answers there) is a new try
+# on a new port, five in all.
+for _ in 1 2 3 4 5; do
+  RP=$(free_port)
+  (cd "$TMP" && exec redis-server --port "$RP" --bind 127.0.0.1 --save '' \
+    --appendonly no >>redis.log 2>&1) &
+  RPID=$!
+  PIDS+=($RPID)
+  redis_ready "$RPID" "$RP" && break
+  kill -9 "$RPID" 2>/dev/null
+  wait "$RPID" 2>/dev/null
+  RP=
+done
+[ -n "$RP" ] || { bad "redis-server did not start: $(tail -3 "$TMP/redis.log")"; finish; exit 1; }
 N=30
 start_proxy --rate-limit 10/s --burst 1 --retry-after-scope host --report "$TMP/px.json"
 PX_PID=${PIDS[-1]}

@@ -8,21 +8,24 @@
 . "$IT/queue/lib.sh"
 make_cert "$TMP/pki" server || { echo "openssl failed"; exit 1; }
 K=$TMP/pki
-RPORT=$(free_port)
 mkdir -p "$TMP/redis"
+# start_redis_tls: redis-server with TLS only (RPORT, RPID) on a free port;
+# a port taken in between (redis-server exits, or another server answers
+# there) is a new try on a new port, five in all, as start_redis does.
 start_redis_tls() {
-  (cd "$TMP/redis" && exec redis-server --port 0 --tls-port "$RPORT" \
-    --bind 127.0.0.1 --save '' --dir "$TMP/redis" \
-    --tls-cert-file "$K/server.pem" --tls-key-file "$K/server.key" \
-    --tls-ca-cert-file "$K/ca.pem" --requirepass 's3cr@t/pw' "$@" \
-    >>"$TMP/redis/log" 2>&1) &
-  PIDS+=($!)
-  RPID=$!
-  for _ in $(seq 100); do
-    redis-cli --tls --cacert "$K/ca.pem" --cert "$K/client.pem" \
-      --key "$K/client.key" -p "$RPORT" -a 's3cr@t/pw' --no-auth-warning \
-      ping 2>/dev/null | grep -q PONG && return 0
-    sleep 0.05
+  for _ in 1 2 3 4 5; do
+    RPORT=$(free_port)
+    (cd "$TMP/redis" && exec redis-server --port 0 --tls-port "$RPORT" \
+      --bind 127.0.0.1 --save '' --dir "$TMP/redis" \
+      --tls-cert-file "$K/server.pem" --tls-key-file "$K/server.key" \
+      --tls-ca-cert-file "$K/ca.pem" --requirepass 's3cr@t/pw' \
+      >>"$TMP/redis/log" 2>&1) &
+    RPID=$!
+    PIDS+=($RPID)
+    redis_ready "$RPID" "$RPORT" --tls --cacert "$K/ca.pem" \
+      --cert "$K/client.pem" --key "$K/client.key" -a 's3cr@t/pw' && return 0
+    kill -9 "$RPID" 2>/dev/null
+    wait "$RPID" 2>/dev/null
   done
   return 1
 }

@@ -6,18 +6,15 @@
 # the data, as there is no persistence) and sets port and rpid; the caller's
 # exit trap kills $rpid.
 
+. "$(dirname "${BASH_SOURCE[0]}")/../redis_ready.sh"
+
 # Starts redis-server on $port. Returns non-zero when it did not come up
 # (port taken).
 start_redis() {
   (cd "$tmp" && exec redis-server --port "$port" --bind 127.0.0.1 --save '' \
     --appendonly no --dir "$tmp" >>"$tmp/redis.log" 2>&1) &
   rpid=$!
-  for _ in $(seq 100); do
-    redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && return 0
-    kill -0 "$rpid" 2>/dev/null || return 1
-    sleep 0.05
-  done
-  return 1
+  redis_ready "$rpid" "$port"
 }
 
 rpid=""

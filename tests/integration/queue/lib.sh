@@ -41,12 +41,7 @@ _redis_up() {
   (cd "$TMP/redis" && exec redis-server --port "$RPORT" --bind 127.0.0.1 \
     --save '' --dir "$TMP/redis" "$@" >>"$TMP/redis/log" 2>&1) &
   RPID=$!
-  for _ in $(seq 100); do
-    redis-cli -p "$RPORT" ping 2>/dev/null | grep -q PONG && return 0
-    kill -0 "$RPID" 2>/dev/null || return 1
-    sleep 0.05
-  done
-  return 1
+  redis_ready "$RPID" "$RPORT"
 }
 
 start_redis() {
