@@ -87,15 +87,20 @@ run --http1.1 --http2 - </dev/null 2>"$TMP/e7"
 check "--http1.1 with --http2 is a usage error" [ $? -eq 2 ]
 
 # ---- --proxy / --noproxy (the scripted server sees proxy-form targets) ---------
+# The target is a port of 127.0.0.1 that refuses connections (closed_port):
+# only through the proxy does a request get an answer, and going direct
+# fails at once, with no resolver involved.
 start_pyserver
-echo "http://api.example.invalid/ok/via-proxy" | run --proxy "http://127.0.0.1:$PY_PORT" >"$TMP/px.out"
+closed_port
+X=http://127.0.0.1:$CLOSED_PORT
+echo "$X/ok/via-proxy" | run --proxy "http://127.0.0.1:$PY_PORT" >"$TMP/px.out"
 check "--proxy URL sends the request through the proxy" jq -e '.status==200' "$TMP/px.out"
-check "... in absolute form" grep -q '"path": *"http://api.example.invalid/ok/via-proxy"' "$PY_REC"
-echo "http://api.example.invalid/ok/direct" |
-  run --proxy "http://127.0.0.1:$PY_PORT" --noproxy api.example.invalid --connect-timeout 2s >"$TMP/np.out"
-check "--noproxy HOST goes direct (here: no such host)" jq -e '.outcome=="network_error"' "$TMP/np.out"
-echo "http://api.example.invalid/ok/env" | HTTP_PROXY= http_proxy="http://127.0.0.1:$PY_PORT" run >"$TMP/envpx.out"
+check "... in absolute form" grep -q "\"path\": *\"$X/ok/via-proxy\"" "$PY_REC"
+echo "$X/ok/direct" | run --proxy "http://127.0.0.1:$PY_PORT" --noproxy 127.0.0.1 >"$TMP/np.out"
+check "--noproxy HOST goes direct (here: a refused port)" jq -e '.outcome=="network_error"' "$TMP/np.out"
+check_no_grep "... and the proxy never saw it" "/ok/direct" "$PY_REC"
+echo "$X/ok/env" | HTTP_PROXY= http_proxy="http://127.0.0.1:$PY_PORT" run >"$TMP/envpx.out"
 check "http_proxy in the environment still works (libcurl reads it)" jq -e '.status==200' "$TMP/envpx.out"
-echo "http://127.0.0.1:$PY_PORT/ok/noenv" | http_proxy="http://127.0.0.1:9" run --proxy '' >"$TMP/nopx.out"
+echo "http://127.0.0.1:$PY_PORT/ok/noenv" | http_proxy="$X" run --proxy '' >"$TMP/nopx.out"
 check "--proxy '' turns the variables off" jq -e '.status==200' "$TMP/nopx.out"
 finish

@@ -68,8 +68,10 @@ echo "not a certificate" >"$S/junk.pem"
 echo "$SELF/j" | run --max-attempts 5 --cacert "$S/junk.pem" >"$TMP/j.out"
 check_eq "run: --cacert of a file without certificates: tls_error, 1 attempt" \
   "$(jq -r '"\(.outcome) \(.attempts)"' "$TMP/j.out")" "tls_error 1"
-# A transient failure is still retried: nothing listens on this port.
-echo "https://127.0.0.1:$(free_port)/x" | run --max-attempts 2 >"$TMP/r.out"
+# A transient failure is still retried: this port refuses connections.
+closed_port
+X=http://127.0.0.1:$CLOSED_PORT
+echo "https://127.0.0.1:$CLOSED_PORT/x" | run --max-attempts 2 >"$TMP/r.out"
 check_eq "run: a refused connection is still retried (network_error, 2 attempts)" \
   "$(jq -r '"\(.outcome) \(.attempts)"' "$TMP/r.out")" "network_error 2"
 
@@ -129,13 +131,16 @@ check "diagnose of a file does not read the CA variables" jq -e '.status==429' "
 "$P" diagnose --cacert "$S/ss.pem" "$TMP/r.txt" >/dev/null 2>"$TMP/d9.err"
 check_grep "diagnose --cacert with a file is a usage error" "--cacert only applies to a URL" "$TMP/d9.err"
 
-# -x/--proxy (the scripted server sees the proxy-form target) and --noproxy.
+# -x/--proxy (the scripted server sees the proxy-form target) and --noproxy,
+# to the refused port: only the proxy answers, and direct fails at once,
+# whatever the machine's resolver does.
 start_pyserver
-"$P" diagnose --json -x "http://127.0.0.1:$PY_PORT" "http://api.example.invalid/status/429" >"$TMP/x.out" 2>&1
+"$P" diagnose --json -x "http://127.0.0.1:$PY_PORT" "$X/status/429" >"$TMP/x.out" 2>&1
 check "diagnose -x URL goes through the proxy" jq -e '.status==429' "$TMP/x.out"
-check "... in absolute form" grep -q '"path": *"http://api.example.invalid/status/429"' "$PY_REC"
-"$P" diagnose --proxy="http://127.0.0.1:$PY_PORT" --noproxy=api.example.invalid --max-time 5 \
-  "http://api.example.invalid/status/429" >/dev/null 2>"$TMP/np.err"
-check "diagnose --noproxy HOST goes direct (here: no such host, exit 1)" [ $? -eq 1 ]
+check "... in absolute form" grep -q "\"path\": *\"$X/status/429\"" "$PY_REC"
+"$P" diagnose --proxy="http://127.0.0.1:$PY_PORT" --noproxy=127.0.0.1 --max-time 5 \
+  "$X/status/503" >/dev/null 2>"$TMP/np.err"
+check "diagnose --noproxy HOST goes direct (here: a refused port, exit 1)" [ $? -eq 1 ]
 check_grep "... a plain request failure, not tls_error" "the request failed" "$TMP/np.err"
+check_no_grep "... and the proxy never saw it" "/status/503" "$PY_REC"
 finish
