@@ -87,11 +87,25 @@ c1=$(cpu_ticks "$GWP")
 net_row "requests through polite gateway" gw "$(((c1 - c0) * 1000 / $(getconf CLK_TCK)))" "$o"
 kill -TERM "$GWP"
 wait "$GWP" 2>/dev/null
-if command -v redis-server >/dev/null; then
-  RP=$((20000 + RANDOM % 30000))
-  redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no >"$T/redis.log" 2>&1 &
-  PIDS+=($!)
-  sleep 0.5
+# net_redis: a redis-server of the bench's own on a free port (RP), ready
+# when it returns 0: the port from the kernel (bind to 0), not $RANDOM (which
+# could be anyone's), and redis_ready waits until this very server answers;
+# a port taken in between is a new try, five in all.
+. "$src/tests/integration/redis_ready.sh"
+net_redis() {
+  local rpid
+  for _ in 1 2 3 4 5; do
+    RP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no >>"$T/redis.log" 2>&1 &
+    rpid=$!
+    PIDS+=($rpid)
+    redis_ready "$rpid" "$RP" && return 0
+    kill -9 "$rpid" 2>/dev/null
+  done
+  echo "bench: redis-server did not start, no two-gateway row: $(tail -2 "$T/redis.log")" >&2
+  return 1
+}
+if command -v redis-server >/dev/null && net_redis; then
   sleep 1.1
   gw_start two1 --budget "redis://127.0.0.1:$RP/bench"
   g1=$GWP a1=$GWA
