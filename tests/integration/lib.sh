@@ -17,6 +17,9 @@
 #   free_ports N [BUS]        prints N distinct free ports, one a line; with
 #                             BUS, each port + BUS is free too
 #   wait_port PORT [SECONDS]  waits until 127.0.0.1:PORT accepts
+#   wait_count N RE FILE [SECONDS]  waits until N lines of FILE match RE
+#                             (a server's record: "it has arrived"), in
+#                             place of a fixed sleep that guesses
 #   closed_port               sets CLOSED_PORT: a port of 127.0.0.1 that
 #                             refuses connections until exit (held bound)
 #   redis_ready PID PORT [CLI ARGS...]  waits until the redis-server PID
@@ -161,6 +164,19 @@ bg() {
   PIDS+=($!)
 }
 . "$IT/redis_ready.sh"
+
+# wait_count N RE FILE [SECONDS]: waits (10 s by default) until at least N
+# lines of FILE match RE (grep -E); returns 1, saying so, when they do not.
+wait_count() {
+  local n=$1 re=$2 f=$3 secs=${4:-10} c
+  for _ in $(seq $((secs * 20))); do
+    c=$(grep -cE -- "$re" "$f" 2>/dev/null)
+    [ "${c:-0}" -ge "$n" ] && return 0
+    sleep 0.05
+  done
+  echo "# wait_count: ${c:-0} of $n lines match '$re' in $f after ${secs}s" >&2
+  return 1
+}
 
 # closed_port: sets CLOSED_PORT, a port of 127.0.0.1 where a connection is
 # refused at once, whatever the machine's resolver or other tests do: a

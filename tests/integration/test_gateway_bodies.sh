@@ -47,7 +47,9 @@ for i in 1 2 3; do
   curl -s -m 20 -o "$TMP/k$i.body" -w '%{http_code}' "$B/slow?ms=3000" >"$TMP/k$i.code" 2>/dev/null &
   eval "k$i=\$!"
 done
-sleep 1
+# Killed once the upstream has all three (they are in flight), not after
+# a guessed second.
+wait_count 3 '"path": "/slow\?ms=3000"' "$TMP/up.rec"
 kill -9 "$GW_PID"
 wait "$GW_PID" 2>/dev/null
 for i in 1 2 3; do

@@ -135,7 +135,9 @@ check "body file content" [ "$(cat "$TMP/bodies/line-1")" = "ok /ok/f1" ]
 for i in $(seq 1 6); do echo "$B/slow?ms=8000&i=$i"; done >"$TMP/int.txt"
 "$P" run --no-progress -q --concurrency 2 --out "$TMP/int.out" "$TMP/int.txt" &
 pid=$!
-sleep 0.7
+# Interrupted once both are in flight (the server has them), not after a
+# guess of how long that takes.
+wait_count 2 '"path": "/slow\?ms=8000&i=' "$R"
 kill -INT $pid
 start=$(date +%s%N)
 wait $pid
@@ -191,7 +193,7 @@ check "--retry-unsafe sends no key" [ "$(jq -r 'select(.path=="/fail503x2/unsafe
 # --- SIGTERM behaves like SIGINT --------------------------------------------------
 printf '%s/slow?ms=8000&t=1\n' "$B" | "$P" run --no-progress -q --out "$TMP/term.out" &
 pid=$!
-sleep 0.5
+wait_count 1 '"path": "/slow\?ms=8000&t=1"' "$R"
 kill -TERM $pid
 wait $pid
 check "SIGTERM exits 130" [ $? -eq 130 ]
