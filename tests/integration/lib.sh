@@ -267,9 +267,44 @@ http {
   }
 }
 CONF
+  rm -f "$d/nginx.pid"
   nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off; master_process off;' \
     2>"$d/logs/stderr" &
   NGINX_PID=$!
+}
+
+# _nginx_up DIR: after _nginx_run, 0 once nginx has written its pid file
+# (it does so only after binding every listen port: the port is its own,
+# not another test's server answering there), 1 when it exited (a port
+# taken between free_port and its bind) or after 5 s.
+_nginx_up() {
+  for _ in $(seq 100); do
+    [ "$(cat "$1/nginx.pid" 2>/dev/null)" = "$NGINX_PID" ] && return 0
+    kill -0 "$NGINX_PID" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
+# _nginx_start DIR PORTVAR LISTEN_SUFFIX MORE: _nginx_run on a free port
+# (stored in the variable PORTVAR, the listen line "127.0.0.1:PORT SUFFIX"),
+# with NGINX_SERVER as the caller set it; a port taken in between is a new
+# try on a new port, five in all.
+_nginx_start() {
+  local d=$1 var=$2 suffix=$3 more=$4 port
+  for _ in 1 2 3 4 5; do
+    port=$(free_port)
+    printf -v "$var" '%s' "$port"
+    _nginx_run "$d" "127.0.0.1:$port${suffix:+ $suffix}" "$more"
+    if _nginx_up "$d" && wait_port "$port" 5; then
+      PIDS+=($NGINX_PID)
+      return 0
+    fi
+    kill -9 "$NGINX_PID" 2>/dev/null
+    wait "$NGINX_PID" 2>/dev/null
+  done
+  cat "$d/logs/stderr" >&2
+  return 1
 }
 
 # Starts nginx with limit_req at RATE (e.g. 20r/s) and burst 1 on a free
@@ -284,7 +319,6 @@ start_nginx() {
   # limit_req would see the request.
   local body="root $d/www; try_files /ok.txt =404;"
   [ -n "$upstream" ] && body="proxy_pass http://$upstream;"
-  NG_PORT=$(free_port)
   NGINX_SERVER="
     location / {
       limit_req zone=z burst=1 nodelay;
@@ -295,13 +329,8 @@ start_nginx() {
     location @limited {
       add_header Retry-After 1 always;
       return 429 \"limited\\n\";
-    }" _nginx_run "$d" "127.0.0.1:$NG_PORT" \
+    }" _nginx_start "$d" NG_PORT "" \
     "limit_req_zone \$binary_remote_addr zone=z:1m rate=$rate; $more"
-  if ! wait_port "$NG_PORT" 5; then
-    cat "$d/logs/stderr" >&2
-    return 1
-  fi
-  PIDS+=($NGINX_PID)
 }
 
 # Starts `polite proxy --listen 127.0.0.1:0 ARGS...` (its output in
@@ -409,7 +438,6 @@ start_nginx_tls() {
   mkdir -p "$d/www"
   python3 -c 'print("a" * 204800)' >"$d/www/big"
   echo ok >"$d/www/ok"
-  TLS_PORT=$(free_port)
   NGINX_SERVER="
     ssl_certificate $d/server.pem;
     ssl_certificate_key $d/server.key;
@@ -431,12 +459,7 @@ start_nginx_tls() {
       return 200 \"authorized\";
     }
     location / { default_type text/plain; }" \
-    _nginx_run "$d" "127.0.0.1:$TLS_PORT ssl http2" ""
-  if ! wait_port "$TLS_PORT" 5; then
-    cat "$d/logs/stderr" >&2
-    return 1
-  fi
-  PIDS+=($NGINX_PID)
+    _nginx_start "$d" TLS_PORT "ssl http2" ""
 }
 
 # Cases that mostly wait (sleeps, rates, timeouts) run side by side, each

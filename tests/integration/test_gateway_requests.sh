@@ -50,7 +50,6 @@ NGINX_MORE="limit_req_zone \$binary_remote_addr zone=z:1m rate=20r/s;"
 d=$TMP/nginx-tls
 mkdir -p "$d/www"
 echo ok >"$d/www/ok.txt"
-TLS_PORT=$(free_port)
 NGINX_SERVER="
     ssl_certificate $TMP/tls/server.pem;
     ssl_certificate_key $TMP/tls/server.key;
@@ -58,9 +57,8 @@ NGINX_SERVER="
       limit_req zone=z burst=1 nodelay;
       limit_req_status 429;
       root $d/www; try_files /ok.txt =404;
-    }" _nginx_run "$d" "127.0.0.1:$TLS_PORT ssl" "$NGINX_MORE"
-wait_port "$TLS_PORT" 5 || cat "$d/logs/stderr" >&2
-PIDS+=($NGINX_PID)
+    }" _nginx_start "$d" TLS_PORT ssl "$NGINX_MORE" ||
+  bad "nginx over TLS did not start"
 
 start_gateway b --watch "https://localhost:$TLS_PORT/*" \
   --upstream-cacert "$TMP/tls/ca.pem" --log "$TMP/b.log"
