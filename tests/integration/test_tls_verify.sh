@@ -15,13 +15,29 @@ mkdir -p "$S/capath"
 
 # s_server NAME CERT KEY: an HTTPS server answering every GET with 200
 # (-www) on a free port; sets PORT_NAME. Its log counts refused handshakes.
+# Up when its log says ACCEPT (it has bound the port: not another test's
+# server answering there); one that exited (the port was taken in between)
+# is a new try on a new port, five in all.
 s_server() {
-  local name=$1 port
-  port=$(free_port)
-  bg openssl s_server -accept "127.0.0.1:$port" -cert "$2" -key "$3" -www \
-    >"$S/$name.log" 2>&1
-  wait_port "$port" 10 || return 1
-  printf -v "PORT_$name" '%s' "$port"
+  local name=$1 port pid
+  for _ in 1 2 3 4 5; do
+    port=$(free_port)
+    bg openssl s_server -accept "127.0.0.1:$port" -cert "$2" -key "$3" -www \
+      >"$S/$name.log" 2>&1
+    pid=$!
+    for _ in $(seq 200); do
+      grep -q '^ACCEPT' "$S/$name.log" 2>/dev/null && break
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    if grep -q '^ACCEPT' "$S/$name.log" && wait_port "$port" 10; then
+      printf -v "PORT_$name" '%s' "$port"
+      return 0
+    fi
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  return 1
 }
 # handshakes_refused NAME: how many clients refused the server's certificate.
 # s_server reads a client's alert after the client has left, so on a loaded
