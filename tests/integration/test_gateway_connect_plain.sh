@@ -17,9 +17,18 @@
 . "$IT/gateway/gw.sh"
 need_node
 start_upstream
-UP2_PORT=$(free_port)
-bg python3 -m http.server "$UP2_PORT" --bind 127.0.0.1 --directory "$TMP" >/dev/null 2>&1
-wait_port "$UP2_PORT"
+# A second upstream (python's http.server) on a free port: one taken in
+# between makes it exit, and is a new try on a new port, five in all.
+for _ in 1 2 3 4 5; do
+  UP2_PORT=$(free_port)
+  bg python3 -u -m http.server "$UP2_PORT" --bind 127.0.0.1 --directory "$TMP" >"$TMP/up2.log" 2>&1
+  for _ in $(seq 100); do
+    grep -q "^Serving HTTP" "$TMP/up2.log" && break
+    kill -0 "${PIDS[-1]}" 2>/dev/null || break
+    sleep 0.05
+  done
+  grep -q "^Serving HTTP" "$TMP/up2.log" && wait_port "$UP2_PORT" && break
+done
 echo hi >"$TMP/plain.txt"
 # gaps RE: the gaps in ms between the upstream's arrivals whose path matches RE.
 gaps() {

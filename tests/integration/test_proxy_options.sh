@@ -14,11 +14,18 @@ status_with_headers() {
   curl -s -o /dev/null -w '%{http_code}' "${h[@]}" "http://127.0.0.1:$port/x"
 }
 
-# Starts the proxy with "$@"; sets PORT. The mock answers 200.
+# Starts the proxy with "$@"; sets PORT. The mock answers 200. It binds
+# port 0 and says which port it got (--ready-file): no free port to race for.
 start_proxy() {
-  PORT=$(free_port)
-  bg "$P" proxy --listen "127.0.0.1:$PORT" --log "$TMP/log" "$@" 2>>"$TMP/err"
-  wait_port "$PORT"
+  rm -f "$TMP/ready"
+  bg "$P" proxy --listen 127.0.0.1:0 --ready-file "$TMP/ready" --log "$TMP/log" \
+    "$@" 2>>"$TMP/err"
+  for _ in $(seq 200); do
+    [ -s "$TMP/ready" ] && break
+    sleep 0.05
+  done
+  PORT=$(cat "$TMP/ready" 2>/dev/null)
+  PORT=${PORT##*:}
 }
 stop_proxy() {
   kill "${PIDS[-1]}" 2>/dev/null
