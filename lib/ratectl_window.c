@@ -202,7 +202,7 @@ static int64_t first_start_after(const polite_ratectl *c, int64_t after,
 
 /* The window's counts are kept apart from the rings: a quota larger than
  * they hold (300 per 60 s against 256 answers) was never learned, and each
- * of its windows cost 7-9 refusals of the streak's 8 s probes (held-out
+ * of its windows cost 9-12 refusals of the streak's 8 s probes (held-out
  * ho-fixed-60s, 45 x 429 in 1500). The opening is a recent start, still in
  * the ring, so its counts start from the ring's; from then on they count
  * every start and admitted answer themselves. */
