@@ -668,6 +668,7 @@ polite_ratectl_on_response(polite_ratectl *c,
     same_streak = 1;
   if (throttled && r->server_wait_us < 0) {
     hold_streak(c, now, r->started_us);
+    polite__rc_quota_span_hold(c, now);
   } else if (r->status > 0 && !throttled) {
     polite__rc_quota_admitted(c, r->started_us);
     if (c->streak > 0 && r->started_us > c->streak_onset_us) {

@@ -38,6 +38,9 @@ int polite__rc_quota_admitted(polite_ratectl *c, int64_t started_us);
  * returns 1 when it was the probe of a shorter period (no reason to cut
  * the rate: the window was still closed). */
 int polite__rc_quota_refused(polite_ratectl *c, int64_t started_us);
+/* After a streak's hold at now_us (ratectl.c, hold_streak): holds on to
+ * where the last streak's refusals ended, counted from this one's first. */
+void polite__rc_quota_span_hold(polite_ratectl *c, int64_t now_us);
 /* How many answered requests started in [from, to) got through; -1 when
  * the ring of answers does not reach back to `from`. */
 int polite__rc_admitted_count(const polite_ratectl *c, int64_t from,

