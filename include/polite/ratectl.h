@@ -186,6 +186,11 @@ typedef struct {
   int64_t epoch_us;
   int64_t hold_us; /* how long the plateau is held before probing */
   unsigned steady; /* cuts in a row that found about the same limit */
+  /* the probe's fast climb (ratectl_probe.c): from probe_fast_rate at
+   * probe_fast_us, once what got through passed the limit (0: none) */
+  int64_t probe_fast_us;
+  double probe_fast_rate;
+  int probe_blind; /* the last throttle named no wait: its window unknown */
   /* headers */
   double header_rate;
   int64_t header_until_us;
