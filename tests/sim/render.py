@@ -250,10 +250,15 @@ SHORT = [
      "not know it shares the budget until another one cuts: the first "
      "window it learns alone may count the other's starts as its own."),
     ("halve-double",
-     "1.20-1.29 x (1.20-1.36 x over five seeds). Following the halving costs two cuts; finding the "
-     "doubled limit again waits for the plateau's hold (20 server pauses) "
-     "and the slow probe: about 30 s at half the rate. Probing sooner "
-     "costs a pause per probe on every other shape."),
+     "1.17-1.36 x over five seeds with 1 process, 1.28-1.37 x with 2. "
+     "Following the halving costs two or three cuts, and the landing after "
+     "them holds 0.8 x the halved limit; finding the doubled limit again "
+     "waits for the plateau's hold (20 server pauses). Once the probe is "
+     "10% past the limit and what got through over two pauses is too, it "
+     "climbs fast (doubling every 2 s; it took 15 s of slow probe before). "
+     "On one seed in five a 429 comes just as the limit doubles and starts "
+     "a new hold of 20 s at half the rate (1.36 x). Holding less costs a "
+     "pause and a relapse per probe on the other shapes: measured worse."),
     ("fixed-window-headers, fixed-window (against urllib3 and "
      "fixed-backoff)",
      "a fixed window lets a whole quota through at its first instant; "
@@ -332,7 +337,10 @@ HELDOUT_SHORT = [
      "1.03-1.15 x), which spends each window sooner: 28-40 -> 37-45 x 429."),
     ("ho-drop-third",
      "as halve-double: finding the raised limit waits for the plateau's "
-     "hold of 20 server pauses and the slow probe."),
+     "hold of 20 server pauses (the fast climb after it took 1.36-1.47 to "
+     "1.33-1.43 x); with 2-4 processes a follower's hold is 30 s, since it "
+     "does not know when the leader probes (20 pauses + 5 there cost the "
+     "leaky bucket and shared rows a probe each: 1.06 -> 1.10 x)."),
     ("ho-log-10s, ho-counter-60 (some seeds)",
      "not traced yet."),
 ]

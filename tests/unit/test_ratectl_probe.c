@@ -1,6 +1,6 @@
 /* Unit tests of the learned rate's probe after a landing
  * (lib/ratectl_probe.c), pure, on a fake clock: once what got through
- * passed the limit by 5% over the evidence window the probe climbs fast
+ * passed the limit by 10% over the evidence window the probe climbs fast
  * (a raised limit is found in seconds); callers that start less than the
  * rate, a limiter that named no wait, and a cut keep the slow probe. */
 #include <setjmp.h>
