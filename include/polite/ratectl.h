@@ -191,6 +191,10 @@ typedef struct {
   int64_t probe_fast_us;
   double probe_fast_rate;
   int probe_blind; /* the last throttle named no wait: its window unknown */
+  /* the highest rate that got through over a recall window of the probe
+   * phase with no pause in it (ratectl_probe.c), and when it was read */
+  double probe_ceiling;
+  int64_t probe_ceiling_us;
   /* headers */
   double header_rate;
   int64_t header_until_us;
