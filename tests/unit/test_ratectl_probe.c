@@ -152,12 +152,137 @@ static void a_cut_ends_the_climb(void **state) {
               1.3 * held);
 }
 
+/* A limiter of `limit`/s with a tolerance of one request (nginx
+ * limit_req burst=1), refusing with Retry-After 1 s; the world honours
+ * the account's pause. Answers in the order they are due. */
+typedef struct {
+  polite_ratectl c;
+  int64_t t, tat;
+  int64_t start[RING], due[RING];
+  int status[RING];
+  int n;
+} limited;
+
+static void limited_answer(limited *w, int64_t until) {
+  for (;;) {
+    int k = -1;
+    for (int i = 0; i < w->n; i++)
+      if (w->due[i] <= until && (k < 0 || w->due[i] < w->due[k]))
+        k = i;
+    if (k < 0)
+      return;
+    polite_ratectl_response r = {w->due[k], w->start[k], w->status[k],
+                                 w->status[k] == 429 ? SEC : -1, NULL};
+    polite_ratectl_on_response(&w->c, &r);
+    w->n--;
+    w->start[k] = w->start[w->n];
+    w->due[k] = w->due[w->n];
+    w->status[k] = w->status[w->n];
+  }
+}
+
+/* Sends at the controller's rate until `until` against `limit`/s. */
+static void limited_until(limited *w, int64_t until, double limit) {
+  int64_t period = (int64_t)(1e6 / limit);
+  while (w->t < until) {
+    limited_answer(w, w->t);
+    if (w->t < w->c.pause_end_us) {
+      w->t = w->c.pause_end_us;
+      continue;
+    }
+    polite_ratectl_on_start(&w->c, w->t);
+    int ok = w->t >= w->tat - period;
+    if (ok)
+      w->tat = (w->tat > w->t ? w->tat : w->t) + period;
+    w->start[w->n] = w->t;
+    w->due[w->n] = w->t + (ok ? LAT : MS);
+    w->status[w->n] = ok ? 200 : 429;
+    w->n++;
+    w->t += (int64_t)(1e6 / polite_ratectl_rate(&w->c, w->t));
+  }
+  limited_answer(w, w->t);
+}
+
+/* 40/s for 40 s, then 20/s (the limit moved down) until a 429 after
+ * 60 s, then 40/s again from the end of its pause (`raised_at`: the
+ * plateau after that cut has just begun its hold); `others`: another
+ * participant is on the budget. Returns how long after the raise the rate
+ * passed 32/s, or -1 when it did not within 30 s. */
+static int64_t recall_after(limited *w, int others, int64_t *raised_at) {
+  memset(w, 0, sizeof *w);
+  polite_ratectl_config cfg = {0, 0, 0, 8};
+  polite_ratectl_init(&w->c, &cfg, 0);
+  limited_until(w, 40 * SEC, 40);
+  w->c.others = others;
+  limited_until(w, 60 * SEC, 20);
+  unsigned seen = w->c.throttles;
+  while (w->c.throttles == seen && w->t < 200 * SEC)
+    limited_until(w, w->t + 10 * MS, 20);
+  assert_true(w->c.throttles > seen);
+  limited_until(w, w->c.pause_end_us, 20);
+  *raised_at = w->t;
+  while (w->t < *raised_at + 30 * SEC) {
+    limited_until(w, w->t + 100 * MS, 40);
+    if (polite_ratectl_rate(&w->c, w->t) > 32)
+      return w->t - *raised_at;
+  }
+  return -1;
+}
+
+/* The limit halved and came back (halve-double, ho-drop-third): the
+ * plateau far below what got through for seconds before is held 10 of
+ * the server's pauses, not 20, and the probe climbs back to that rate
+ * fast. With the hold of 20 pauses and the slow probe the raised limit
+ * was found 15-25 s late at half the rate (1.2-1.4 x the floor). */
+static void a_limit_that_moved_down_is_recalled(void **state) {
+  (void)state;
+  static limited w;
+  int64_t raised;
+  int64_t found = recall_after(&w, 0, &raised);
+  printf("# ceiling %.1f/s, plateau %.1f/s, back above 32/s %.1f s after "
+         "the raise\n",
+         w.c.probe_ceiling, w.c.plateau, (double)found / 1e6);
+  assert_true(w.c.probe_ceiling > 30);
+  assert_true(found >= 0 && found < 14 * SEC);
+}
+
+/* With others on the budget a follower probing first costs them all a
+ * pause: the hold stays HOLD_PAUSES (20 s here) and the probe slow. */
+static void others_keep_the_long_hold(void **state) {
+  (void)state;
+  static limited w;
+  int64_t raised;
+  int64_t found = recall_after(&w, 1, &raised);
+  assert_true(found < 0 || found > 12 * SEC);
+  assert_true(w.c.epoch_us + w.c.hold_us > raised || w.c.hold_us >= 20 * SEC);
+}
+
+/* A limit that did not move: the plateau is about what got through
+ * before, nothing is recalled, the plateau is held the whole 20 pauses. */
+static void a_steady_limit_keeps_the_long_hold(void **state) {
+  (void)state;
+  static limited w;
+  memset(&w, 0, sizeof w);
+  polite_ratectl_config cfg = {0, 0, 0, 8};
+  polite_ratectl_init(&w.c, &cfg, 0);
+  limited_until(&w, 60 * SEC, 40);
+  int64_t e = w.c.epoch_us;
+  double held = polite_ratectl_rate(&w.c, e + 5 * SEC);
+  assert_true(w.c.probe_ceiling > 30);
+  assert_true(w.c.probe_ceiling <= 1.25 * w.c.plateau);
+  assert_true(w.c.hold_us >= 20 * SEC);
+  assert_true(fabs(polite_ratectl_rate(&w.c, e + 15 * SEC) - held) < 1e-9);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(raised_limit_found_fast),
       cmocka_unit_test(callers_below_the_rate_keep_it_slow),
       cmocka_unit_test(no_named_wait_keeps_it_slow),
       cmocka_unit_test(a_cut_ends_the_climb),
+      cmocka_unit_test(a_limit_that_moved_down_is_recalled),
+      cmocka_unit_test(others_keep_the_long_hold),
+      cmocka_unit_test(a_steady_limit_keeps_the_long_hold),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
