@@ -51,12 +51,14 @@ static int fast_now(const polite_ratectl *c) {
 
 /* The plateau is far below a rate that got through earlier, and this
  * participant probes for itself: with others on the budget a follower
- * that probes first costs them all a pause (see on_pause in ratectl.c).
+ * that probes first costs them all a pause (see on_pause in ratectl.c);
+ * others are known by their publishes or by the account's requests in
+ * flight beyond this participant's (a follower may never publish).
  * Not after a throttle that named no wait: a limiter without one has no
  * known window (a concurrency limit's admitted rate over 5 s swings with
  * its latency: ho-conc-6 on a loaded machine 1.64 -> 1.65 x). */
 static int recalls(const polite_ratectl *c) {
-  return !c->others && !c->probe_blind &&
+  return !c->others && !c->qw_crowd && !c->probe_blind &&
          c->probe_ceiling > RECALL_GAP * c->plateau;
 }
 

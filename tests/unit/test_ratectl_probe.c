@@ -161,6 +161,7 @@ typedef struct {
   int64_t start[RING], due[RING];
   int status[RING];
   int n;
+  int crowd; /* the budget counts others' requests in flight too */
 } limited;
 
 static void limited_answer(limited *w, int64_t until) {
@@ -191,6 +192,8 @@ static void limited_until(limited *w, int64_t until, double limit) {
       continue;
     }
     polite_ratectl_on_start(&w->c, w->t);
+    if (w->crowd)
+      polite_ratectl_account_busy(&w->c, (unsigned)w->n + 4);
     int ok = w->t >= w->tat - period;
     if (ok)
       w->tat = (w->tat > w->t ? w->tat : w->t) + period;
@@ -206,14 +209,17 @@ static void limited_until(limited *w, int64_t until, double limit) {
 /* 40/s for 40 s, then 20/s (the limit moved down) until a 429 after
  * 60 s, then 40/s again from the end of its pause (`raised_at`: the
  * plateau after that cut has just begun its hold); `others`: another
- * participant is on the budget. Returns how long after the raise the rate
+ * participant is on the budget (1: it published; 2: only the budget's
+ * count of the account's requests in flight shows it). Returns how long
+ * after the raise the rate
  * passed 32/s, or -1 when it did not within 30 s. */
 static int64_t recall_after(limited *w, int others, int64_t *raised_at) {
   memset(w, 0, sizeof *w);
   polite_ratectl_config cfg = {0, 0, 0, 8};
   polite_ratectl_init(&w->c, &cfg, 0);
   limited_until(w, 40 * SEC, 40);
-  w->c.others = others;
+  w->c.others = others == 1;
+  w->crowd = others == 2;
   limited_until(w, 60 * SEC, 20);
   unsigned seen = w->c.throttles;
   while (w->c.throttles == seen && w->t < 200 * SEC)
@@ -247,14 +253,18 @@ static void a_limit_that_moved_down_is_recalled(void **state) {
 }
 
 /* With others on the budget a follower probing first costs them all a
- * pause: the hold stays HOLD_PAUSES (20 s here) and the probe slow. */
+ * pause: the hold stays HOLD_PAUSES (20 s here) and the probe slow,
+ * whether they published or only the budget counts their requests. */
 static void others_keep_the_long_hold(void **state) {
   (void)state;
   static limited w;
   int64_t raised;
-  int64_t found = recall_after(&w, 1, &raised);
-  assert_true(found < 0 || found > 12 * SEC);
-  assert_true(w.c.epoch_us + w.c.hold_us > raised || w.c.hold_us >= 20 * SEC);
+  for (int how = 1; how <= 2; how++) {
+    int64_t found = recall_after(&w, how, &raised);
+    printf("# with others (%s): back above 32/s %.1f s after the raise\n",
+           how == 1 ? "published" : "in flight", (double)found / 1e6);
+    assert_true(found < 0 || found > 18 * SEC);
+  }
 }
 
 /* A limit that did not move: the plateau is about what got through
