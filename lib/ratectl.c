@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ratectl_measure.h"
+#include "ratectl_probe.h"
 
 #define SS_DOUBLE_US 250000.0 /* slow start doubles every 250 ms */
 #define SS_MAX_US 30000000.0  /* ... for at most 30 s (no overflow) */
@@ -34,10 +35,7 @@
 /* ... 10% below when the limit was met in slow start: measured over a
  * short window that a limiter's burst inflates (burst 1 at 40/s: +7%) */
 #define PLATEAU_SS 0.9
-#define PROBE_LINEAR 0.02 /* probing: +2% of the plateau per second */
-#define PROBE_CUBIC                                                            \
-  0.0002                          /* ... plus 0.02% x s^3 (a raised limit is   \
-                                     found again in seconds, not minutes) */
+/* The probe above the plateau: lib/ratectl_probe.c. */
 #define BAND 0.15                 /* "the same limit" within 15% */
 #define HOLD_FIRST_US 12000000    /* plateau before probing, limit unsure */
 #define HOLD_MAX_US 30000000      /* ... up to 30 s, or HOLD_PAUSES pauses */
@@ -125,21 +123,6 @@ void polite_ratectl_init(polite_ratectl *c, const polite_ratectl_config *cfg,
   c->lowest = c->highest = c->first_rate;
 }
 
-/* The probing curve around the plateau, y seconds after the epoch: CUBIC's
- * concave approach up to it, flat for the hold, then a slow probe above it.
- * The probe is slow at first because a limiter with a burst tolerance
- * answers a small excess late (at 2% over 40/s, after about 1.6 s): a fast
- * probe would be far above the limit before the first 429 says so. */
-static double probe_curve(const polite_ratectl *c, double y) {
-  double hold = (double)c->hold_us / 1e6;
-  if (y < 0)
-    return c->plateau + CUBIC_C * c->limit * y * y * y;
-  if (y < hold)
-    return c->plateau;
-  double x = y - hold;
-  return c->plateau * (1 + PROBE_LINEAR * x + PROBE_CUBIC * x * x * x);
-}
-
 /* The rate the server's headers state, less the jitter margin. A limiter
  * with no tolerance (polite proxy --burst 1, nginx burst=1) refuses a
  * start that reaches it a few ms early, and a loaded client's starts do:
@@ -172,7 +155,7 @@ static double raw_rate(const polite_ratectl *c, int64_t now_us) {
   } else {
     /* Before the server's wait is over the curve stands still. */
     int64_t t = imax(now_us, c->pause_end_us);
-    r = probe_curve(c, (double)(t - c->epoch_us) / 1e6);
+    r = polite__rc_probe_curve(c, (double)(t - c->epoch_us) / 1e6, t);
   }
   if (fresh)
     r = dmin(r, header_cap(c, now_us));
@@ -680,6 +663,7 @@ polite_ratectl_on_response(polite_ratectl *c,
   }
   if (throttled) {
     c->throttles++;
+    c->probe_blind = r->server_wait_us < 0;
     int64_t resumed = c->pause_end_us;
     if (r->server_wait_us >= 0 && now + r->server_wait_us > c->pause_end_us)
       c->pause_end_us = now + r->server_wait_us;
@@ -703,6 +687,8 @@ polite_ratectl_on_response(polite_ratectl *c,
     if (polite_ratectl_rate(c, now) < before / PUBLISH_STEP)
       c->pending_cut = 1;
   }
+  if (r->status > 0 && !throttled)
+    polite__rc_probe_on_answer(c, now);
   c->highest = dmax(c->highest, polite_ratectl_rate(c, now));
   return made;
 }

@@ -186,6 +186,15 @@ typedef struct {
   int64_t epoch_us;
   int64_t hold_us; /* how long the plateau is held before probing */
   unsigned steady; /* cuts in a row that found about the same limit */
+  /* the probe's fast climb (ratectl_probe.c): from probe_fast_rate at
+   * probe_fast_us, once what got through passed the limit (0: none) */
+  int64_t probe_fast_us;
+  double probe_fast_rate;
+  int probe_blind; /* the last throttle named no wait: its window unknown */
+  /* the highest rate that got through over a recall window of the probe
+   * phase with no pause in it (ratectl_probe.c), and when it was read */
+  double probe_ceiling;
+  int64_t probe_ceiling_us;
   /* headers */
   double header_rate;
   int64_t header_until_us;

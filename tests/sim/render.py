@@ -250,10 +250,17 @@ SHORT = [
      "not know it shares the budget until another one cuts: the first "
      "window it learns alone may count the other's starts as its own."),
     ("halve-double",
-     "1.20-1.29 x (1.20-1.36 x over five seeds). Following the halving costs two cuts; finding the "
-     "doubled limit again waits for the plateau's hold (20 server pauses) "
-     "and the slow probe: about 30 s at half the rate. Probing sooner "
-     "costs a pause per probe on every other shape."),
+     "1.13-1.18 x over five seeds with 1 process, 1.28-1.37 x with 2. "
+     "Following the halving costs two or three cuts, and the landing after "
+     "them holds 0.8 x the halved limit. Alone, a plateau 25% below what "
+     "got through before is held 10 server pauses and the probe climbs "
+     "back fast (it waited 20 pauses and the slow probe: 1.17-1.37 x); a "
+     "recall that comes before the limit doubles costs a pause. With 2-4 "
+     "processes a follower's hold is 30 s and the recall is off: the "
+     "probe of every participant costs all of them a pause (recalls there "
+     "took 1.31 to 1.33-1.38 x). On the loaded machine a leader whose "
+     "follower never published thinks itself alone: its failed recall "
+     "restarts the follower's hold (2 processes, seed 1: 1.36 -> 1.45 x)."),
     ("fixed-window-headers, fixed-window (against urllib3 and "
      "fixed-backoff)",
      "a fixed window lets a whole quota through at its first instant; "
@@ -331,8 +338,12 @@ HELDOUT_SHORT = [
      "1500 (1.2%), 2 processes 27; 4 processes unchanged at 37-38 "
      "(not traced yet)."),
     ("ho-drop-third",
-     "as halve-double: finding the raised limit waits for the plateau's "
-     "hold of 20 server pauses and the slow probe."),
+     "as halve-double: alone, the recall of the rate that got through "
+     "before finds the raised limit after 10 server pauses (1.33 -> 1.18-"
+     "1.19 x); with 2-4 processes it waits for the plateau's hold of 20 "
+     "pauses, and a follower's is 30 s, since it does not know when the "
+     "leader probes (20 pauses + 5 there cost the leaky bucket and shared "
+     "rows a probe each: 1.06 -> 1.10 x)."),
     ("ho-log-10s, ho-counter-60 (some seeds)",
      "not traced yet."),
 ]

@@ -1,0 +1,140 @@
+/* The learned rate's probe after a landing (see ratectl_probe.h). Pure:
+ * the time is an argument. The rules are in docs/decisions.md. */
+#include "ratectl_probe.h"
+
+#include <math.h>
+
+#include "ratectl_measure.h"
+
+#define CUBIC_C 0.01       /* as in ratectl.c: the approach to the plateau */
+#define PROBE_LINEAR 0.02  /* probing: +2% of the plateau per second */
+#define PROBE_CUBIC 0.0002 /* ... plus 0.02% x s^3 */
+/* What got through passed the limit by this share: the limit moved (at
+ * 5%, an estimate 9% low started the climb and it overshot). */
+#define PROBE_PAST 0.1
+/* ... measured over at least this, and two of the server's pauses (a
+ * window limiter admits its quota per window, so over two of them what
+ * got through is the quota, however the starts bunch within one). */
+#define PROBE_EVIDENCE_US 2000000
+#define PROBE_EVIDENCE_PAUSES 2
+#define PROBE_EVIDENCE_MAX_US 30000000
+#define PROBE_NEED 8 /* answers the evidence needs */
+#define PROBE_DOUBLE_US 2e6
+/* What got through over this long of the probe phase, no pause in it, is
+ * remembered (read at most once a second); a plateau RECALL_GAP below it
+ * is a limit that moved down, which may come back: held RECALL_HOLD_PAUSES
+ * server pauses (at least RECALL_HOLD_MIN_US), not HOLD_PAUSES, then the
+ * probe climbs back to the remembered rate fast (see recalls). */
+#define RECALL_WINDOW_US 5000000
+#define RECALL_EVERY_US 1000000
+#define RECALL_GAP 1.25
+#define RECALL_HOLD_PAUSES 10
+#define RECALL_HOLD_MIN_US 8000000
+
+static int64_t imax(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+
+/* The slow probe x seconds into it: slow at first because a limiter with
+ * a burst tolerance answers a small excess late (at 2% over 40/s, after
+ * about 1.6 s): a fast probe would be far above the limit before the
+ * first 429 says so. */
+static double slow(const polite_ratectl *c, double x) {
+  return c->plateau * (1 + PROBE_LINEAR * x + PROBE_CUBIC * x * x * x);
+}
+
+/* The fast climb belongs to the current curve: a cut moves the epoch past
+ * it. */
+static int fast_now(const polite_ratectl *c) {
+  return c->probe_fast_us > c->epoch_us && c->probe_fast_rate > 0;
+}
+
+/* The plateau is far below a rate that got through earlier, and this
+ * participant probes for itself: with others on the budget a follower
+ * that probes first costs them all a pause (see on_pause in ratectl.c);
+ * others are known by their publishes or by the account's requests in
+ * flight beyond this participant's (a follower may never publish).
+ * Not after a throttle that named no wait: a limiter without one has no
+ * known window (a concurrency limit's admitted rate over 5 s swings with
+ * its latency: ho-conc-6 on a loaded machine 1.64 -> 1.65 x). */
+static int recalls(const polite_ratectl *c) {
+  return !c->others && !c->qw_crowd && !c->probe_blind &&
+         c->probe_ceiling > RECALL_GAP * c->plateau;
+}
+
+/* How long the plateau is held before the probe. */
+static int64_t hold_of(const polite_ratectl *c) {
+  if (!recalls(c))
+    return c->hold_us;
+  int64_t h = RECALL_HOLD_PAUSES * c->longest_pause_us;
+  if (h < RECALL_HOLD_MIN_US)
+    h = RECALL_HOLD_MIN_US;
+  return h < c->hold_us ? h : c->hold_us;
+}
+
+double polite__rc_probe_curve(const polite_ratectl *c, double y, int64_t t_us) {
+  double hold = (double)hold_of(c) / 1e6;
+  if (y < 0)
+    return c->plateau + CUBIC_C * c->limit * y * y * y;
+  if (y < hold)
+    return c->plateau;
+  double r = slow(c, y - hold);
+  if (recalls(c)) {
+    /* Back to what got through before, doubling every PROBE_DOUBLE_US. */
+    double f = c->plateau * exp2((y - hold) * 1e6 / PROBE_DOUBLE_US);
+    if (f > c->probe_ceiling)
+      f = c->probe_ceiling;
+    if (f > r)
+      r = f;
+  }
+  if (fast_now(c) && t_us > c->probe_fast_us) {
+    double f = c->probe_fast_rate *
+               exp2((double)(t_us - c->probe_fast_us) / PROBE_DOUBLE_US);
+    if (f > r)
+      r = f;
+  }
+  return r;
+}
+
+/* Remembers what got through over RECALL_WINDOW_US of the probe phase
+ * with no pause in it. */
+static void remember(polite_ratectl *c, int64_t now_us) {
+  if (now_us - c->probe_ceiling_us < RECALL_EVERY_US)
+    return;
+  int64_t from = now_us - RECALL_WINDOW_US;
+  if (from < c->epoch_us || from < c->pause_end_us)
+    return;
+  c->probe_ceiling_us = now_us;
+  double got = polite__rc_admitted(c, from, now_us, PROBE_NEED);
+  if (got > c->probe_ceiling)
+    c->probe_ceiling = got;
+}
+
+void polite__rc_probe_on_answer(polite_ratectl *c, int64_t now_us) {
+  if (c->phase == POLITE_RC_PROBE)
+    remember(c, now_us);
+  /* A recall climbs fast to what got through before; above it the probe
+   * is slow (a fast climb there overshot: halve-double 1.16 -> 1.19 x). */
+  if (c->phase != POLITE_RC_PROBE || fast_now(c) || !(c->limit > 0) ||
+      c->probe_blind || recalls(c))
+    return;
+  int64_t probing = c->epoch_us + c->hold_us; /* the slow probe began */
+  if (now_us <= probing)
+    return;
+  double past = c->limit * (1 + PROBE_PAST);
+  if (slow(c, (double)(now_us - probing) / 1e6) < past)
+    return;
+  int64_t w =
+      imax(PROBE_EVIDENCE_US,
+           PROBE_EVIDENCE_PAUSES * imax(c->longest_pause_us, c->qw_period_us));
+  if (w > PROBE_EVIDENCE_MAX_US)
+    w = PROBE_EVIDENCE_MAX_US;
+  /* Only the probe's own starts: the window begins where it did. */
+  if (now_us - w < probing)
+    return;
+  double got = polite__rc_admitted(c, now_us - w, now_us, PROBE_NEED);
+  if (got < past)
+    return;
+  c->probe_fast_us = now_us;
+  c->probe_fast_rate = slow(c, (double)(now_us - probing) / 1e6);
+}
