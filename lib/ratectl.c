@@ -73,6 +73,11 @@
 #define LO_FLOOR 0.5    /* the lower estimate is at least this x the upper */
 #define RELAPSE_AT 0.95 /* see estimates */
 #define OWN_CAP_MIN 0.9 /* see estimates */
+/* A relapse's own estimate and slow start's lower one, within this share
+ * of each other, are one window's quota (see estimates); the relapse's
+ * rate is at most QUOTA_AT x slow start's. */
+#define QUOTA_BAND 0.05
+#define QUOTA_AT 0.9
 #define STREAK_HOLD_US 500000 /* see hold_streak */
 #define STREAK_MAX_US 8000000
 #define CAP_WINDOW_US 2000000
@@ -251,6 +256,8 @@ void polite__rc_count_cut(polite_ratectl *c, polite_ratectl_cause why,
  * previous pause ended (an upper bound: a limiter's burst or a banked
  * pause inflates it). Returns 1 when the long window was clean: no pause
  * in it and not slow start's ramp, so that *lo is the limit itself. */
+#define QUOTA 2 /* estimates' *fitted: a window's quota, not a bucket's fit */
+
 static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
                      double *hi, int *fitted) {
   *fitted = 0;
@@ -310,6 +317,25 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
       *hi = fit;
       *fitted = 1;
     }
+    /* A window's quota: the first relapse after slow start's cut got
+     * through over its window, the pause in it, what slow start's lower
+     * estimate did over the window before its 429, though it tripped at
+     * a rate well below slow start's. The same count at two rates is a
+     * limit on the count in a window, and the count is the limit (a
+     * sliding log of 40 in 1 s: 40.0/s in slow start at 82/s, 38.9/s at
+     * the relapse at 68.6/s; capped at 0.9 x the rate that tripped and
+     * floored at slow start's landing, the relapse landed at 60/s and the
+     * next at 25.6/s). A bucket lets more through at a higher rate, and
+     * in the pause drains or refills: its two differ (nginx 20/s: 12.8
+     * and 5.1/s; a token bucket 58.9 and 29.1/s). The higher of the two
+     * is the quota (a counter that counts the refused ones: 58.7 and
+     * 57.2 of 60/s). */
+    if (c->ss_lo > 0 && own > 0 && own <= at &&
+        fabs(own - c->ss_lo) <= QUOTA_BAND * c->ss_lo &&
+        polite__rc_rate_at_start(c, c->cut_from_us) < QUOTA_AT * c->ss_at) {
+      *hi = dmax(own, c->ss_lo);
+      *fitted = QUOTA;
+    }
   } else {
     int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
     int64_t since = imax(c->cut_from_us - short_w, c->pause_start_us);
@@ -345,6 +371,7 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
   double lo, hi;
   int fitted;
   int clean = estimates(c, now_us, &lo, &hi, &fitted);
+  double raw_lo = lo;
   int fast = 0;
   if (refine && lo <= 0 && !c->cut_in_headers)
     return; /* no better estimate yet: the cut's own stands */
@@ -390,7 +417,7 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
    * from 44 to 18/s and held 24/s (1.87 x the floor, bench/gateway); a 429 of
    * arrival jitter at 0.92 x the limit did the same (--net loaded). */
   if (!refine)
-    c->lo_floor = c->relapse && c->ss_landed > 0 &&
+    c->lo_floor = c->relapse && c->ss_landed > 0 && fitted != QUOTA &&
                           polite__rc_rate_at_start(c, c->cut_from_us) >
                               PUBLISH_STEP * c->ss_landed
                       ? c->ss_landed
@@ -428,10 +455,19 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
     cut_to = plateau = (c->prev_fitted ? PLATEAU : PLATEAU_SS) * hi;
     c->cut_fitted = 1;
   }
+  /* A window's quota is counted, not fitted: held as a clean estimate is
+   * (at 0.9 x it the sliding log held 35 of 40/s for 25 s; 0.95 x gained
+   * half as much). */
+  if (fitted == QUOTA)
+    cut_to = plateau = PLATEAU_CLEAN * hi;
   cut_to = dmax(c->cfg.min_per_s, dmin(cut_to, plateau));
   c->upper = hi;
   if (!refine)
     c->ss_landed = c->cut_in_ss ? cut_to : 0;
+  if (c->cut_in_ss) { /* for the quota of the first relapse (estimates) */
+    c->ss_lo = raw_lo;
+    c->ss_at = polite__rc_rate_at_start(c, c->cut_from_us);
+  }
   /* Each confirmation of the limit doubles the hold: a probe that finds
    * it again costs a server pause, so the hold is at least HOLD_PAUSES of
    * them, however long they are. */
@@ -477,6 +513,8 @@ static void cut(polite_ratectl *c, int64_t now_us, int64_t started_us,
   if (!c->relapse)
     c->chain_from_us = started_us;
   c->cut_from_us = started_us;
+  if (!c->relapse || c->ss_landed <= 0)
+    c->ss_lo = 0; /* a quota only at the first relapse after slow start */
   c->pause_start_us = resumed_us;
   c->last_cut_us = now_us; /* the pause since, for the hold */
   aim_measured(c, now_us, 0);

@@ -216,6 +216,9 @@ typedef struct {
   int64_t cut_from_us;   /* the throttled request's start at the last cut */
   double prev_limit;     /* the limit before the last cut (0: none) */
   double upper;          /* the last cut's upper estimate of the limit */
+  double ss_lo;          /* slow start's cut's lower estimate, for the
+                            first relapse after it (0: none) */
+  double ss_at;          /* ... and the rate of its throttled request */
   double ss_landed;      /* where the last cut landed when it ended slow
                             start (0: it did not) */
   double lo_floor;       /* the lower estimate the relapse floor gave the

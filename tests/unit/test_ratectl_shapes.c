@@ -629,6 +629,67 @@ static void slow_start_estimate_is_what_was_sent(void **state) {
   assert_true(landed >= 0.85 * 40 && landed < 40);
 }
 
+/* A sliding log of 40 in any 1 s, Retry-After 1, answers in 10 ms (the
+ * zoo's sliding-log row): slow start trips at 82/s, its cut lands at
+ * 0.9 x the short window's 74/s, and a fresh window after the pause
+ * admits 40 of it, then refuses. Over its window, the pause in it, the
+ * relapse got 39/s through at 69/s, as slow start did at 82/s over the
+ * window before its 429: a quota, and the relapse lands just below it
+ * and holds there. Capped at 0.9 x the rate that tripped and floored at
+ * slow start's landing, it landed at 60/s and relapsed again at once. */
+static void sliding_log_relapse_is_the_quota(void **state) {
+  (void)state;
+  polite_ratectl c;
+  polite_ratectl_init(&c, NULL, 0);
+  int64_t log[40] = {0}; /* the admitted starts, oldest first */
+  unsigned nlog = 0;
+  int64_t due[64], due_start[64];
+  int due_ok[64];
+  unsigned ndue = 0, cuts = 0;
+  double landed[4] = {0};
+  int64_t t = 0, resume = 0;
+  while (t < 8 * SEC) {
+    for (unsigned i = 0; i < ndue;) { /* answers due by now */
+      if (due[i] <= t) {
+        polite_ratectl_response r = answer(
+            due_start[i], due[i], due_ok[i] ? 200 : 429, due_ok[i] ? -1 : SEC);
+        if (polite_ratectl_on_response(&c, &r) == POLITE_CUT_THROTTLE &&
+            cuts < 4) {
+          resume = due[i] + SEC;
+          landed[cuts++] = polite_ratectl_rate(&c, resume);
+        }
+        due[i] = due[--ndue];
+        due_start[i] = due_start[ndue];
+        due_ok[i] = due_ok[ndue];
+      } else {
+        i++;
+      }
+    }
+    if (t < resume) { /* the server's pause */
+      t = resume;
+      continue;
+    }
+    polite_ratectl_on_start(&c, t);
+    while (nlog > 0 && log[0] <= t - SEC) { /* the log forgets */
+      memmove(log, log + 1, --nlog * sizeof log[0]);
+    }
+    int ok = nlog < 40;
+    if (ok)
+      log[nlog++] = t;
+    if (ndue < 64) {
+      due[ndue] = t + 10 * MS;
+      due_start[ndue] = t;
+      due_ok[ndue++] = ok;
+    }
+    t += (int64_t)(1e6 / polite_ratectl_rate(&c, t));
+  }
+  printf("# %u cuts, landings %.1f %.1f %.1f/s\n", cuts, landed[0], landed[1],
+         landed[2]);
+  assert_true(cuts >= 2);
+  assert_true(landed[1] >= 0.9 * 40 && landed[1] <= 40);
+  assert_int_equal(cuts, 2); /* and held there */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(concurrency_limit_is_a_cap),
@@ -647,6 +708,7 @@ int main(void) {
       cmocka_unit_test(fit_above_the_window_cap),
       cmocka_unit_test(cut_under_headers_is_not_fitted),
       cmocka_unit_test(slow_start_estimate_is_what_was_sent),
+      cmocka_unit_test(sliding_log_relapse_is_the_quota),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
