@@ -73,13 +73,6 @@
 #define LO_FLOOR 0.5    /* the lower estimate is at least this x the upper */
 #define RELAPSE_AT 0.95 /* see estimates */
 #define OWN_CAP_MIN 0.9 /* see estimates */
-/* A relapse's own estimate and slow start's lower one, within this share
- * of each other, are one window's quota (see estimates); the relapse's
- * rate is at most QUOTA_AT x slow start's. */
-#define QUOTA_BAND 0.05
-#define QUOTA_AT 0.9
-#define STREAK_HOLD_US 500000 /* see hold_streak */
-#define STREAK_MAX_US 8000000
 #define CAP_WINDOW_US 2000000
 #define CAP_HOLD_US 20000000
 #define CAP_HEADROOM 1.25
@@ -325,23 +318,10 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
     } else {
       *whole_lo = -1;
     }
-    /* A window's quota: the first relapse after slow start's cut got
-     * through over its window, the pause in it, what slow start's lower
-     * estimate did over the window before its 429, though it tripped at
-     * a rate well below slow start's. The same count at two rates is a
-     * limit on the count in a window, and the count is the limit (a
-     * sliding log of 40 in 1 s: 40.0/s in slow start at 82/s, 38.9/s at
-     * the relapse at 68.6/s; capped at 0.9 x the rate that tripped and
-     * floored at slow start's landing, the relapse landed at 60/s and the
-     * next at 25.6/s). A bucket lets more through at a higher rate, and
-     * in the pause drains or refills: its two differ (nginx 20/s: 12.8
-     * and 5.1/s; a token bucket 58.9 and 29.1/s). The higher of the two
-     * is the quota (a counter that counts the refused ones: 58.7 and
-     * 57.2 of 60/s). */
-    if (c->ss_lo > 0 && own > 0 && own <= at &&
-        fabs(own - c->ss_lo) <= QUOTA_BAND * c->ss_lo &&
-        polite__rc_rate_at_start(c, c->cut_from_us) < QUOTA_AT * c->ss_at) {
-      *hi = dmax(own, c->ss_lo);
+    /* A window's quota (polite__rc_window_quota). */
+    double quota = polite__rc_window_quota(c, own, at);
+    if (quota > 0) {
+      *hi = quota;
       *fitted = QUOTA;
       *whole_lo = -1;
     }
@@ -624,32 +604,6 @@ static int follow_cap(polite_ratectl *c, int64_t now, unsigned busy,
   return 0;
 }
 
-/* A refusal that names no wait, of a request started after the last such
- * hold began: the second in a row without an admitted answer between
- * holds every start for STREAK_HOLD_US, each further one twice as long
- * (at most STREAK_MAX_US). Without a server wait there is no account
- * pause, and a limiter that refuses whatever the rate (a spent fixed
- * window) refused every start until its window ended: 105 x 429 in 1200
- * against 100 per 5 s (issue #23). The answers of requests already in
- * flight at the hold are its echoes. */
-static void hold_streak(polite_ratectl *c, int64_t now, int64_t started_us) {
-  if (started_us < c->streak_from_us)
-    return;
-  if (c->streak == 0)
-    c->streak_onset_us = started_us;
-  if (++c->streak < 2)
-    return;
-  if (c->streak > 2)
-    c->qw_persist = 1; /* refused again after a hold: a spent window */
-  int64_t hold = STREAK_HOLD_US << (c->streak - 2 < 4 ? c->streak - 2 : 4);
-  if (hold > STREAK_MAX_US)
-    hold = STREAK_MAX_US;
-  c->hold_until_us = imax(c->hold_until_us, now + hold);
-  c->streak_from_us = now;
-  polite__rc_log_pause(c, now,
-                       now + hold); /* not sending time, for the estimate */
-}
-
 void polite_ratectl_on_pause(polite_ratectl *c, int64_t now_us,
                              int64_t until_us) {
   if (c == NULL || until_us <= now_us)
@@ -695,14 +649,14 @@ polite_ratectl_on_response(polite_ratectl *c,
     made = polite__rc_take_plan(c, now, r->started_us, r->plan);
   /* A refusal that names no wait, with an earlier one since the last
    * admitted answer: the same spent window, not a new limit (see
-   * hold_streak). */
+   * polite__rc_hold_streak). */
   int same_streak = throttled && r->server_wait_us < 0 && c->streak > 0 &&
                     !c->others && !c->qw_crowd;
   if (throttled && r->server_wait_us < 0 && !at_cap &&
       polite__rc_quota_refused(c, r->started_us))
     same_streak = 1;
   if (throttled && r->server_wait_us < 0) {
-    hold_streak(c, now, r->started_us);
+    polite__rc_hold_streak(c, now, r->started_us);
     polite__rc_quota_span_hold(c, now);
   } else if (r->status > 0 && !throttled) {
     polite__rc_quota_admitted(c, r->started_us);

@@ -380,3 +380,30 @@ double polite__rc_started_rate(const polite_ratectl *c, int64_t from,
   return n >= need && last > first ? (n - 1) * 1e6 / (double)(last - first)
                                    : -1;
 }
+
+/* A relapse's own estimate and slow start's lower one, within this share
+ * of each other, are one window's quota (see estimates); the relapse's
+ * rate is at most QUOTA_AT x slow start's. */
+#define QUOTA_BAND 0.05
+#define QUOTA_AT 0.9
+
+/* A window's quota: the first relapse after slow start's cut got
+ * through over its window, the pause in it, what slow start's lower
+ * estimate did over the window before its 429, though it tripped at
+ * a rate well below slow start's. The same count at two rates is a
+ * limit on the count in a window, and the count is the limit (a
+ * sliding log of 40 in 1 s: 40.0/s in slow start at 82/s, 38.9/s at
+ * the relapse at 68.6/s; capped at 0.9 x the rate that tripped and
+ * floored at slow start's landing, the relapse landed at 60/s and the
+ * next at 25.6/s). A bucket lets more through at a higher rate, and
+ * in the pause drains or refills: its two differ (nginx 20/s: 12.8
+ * and 5.1/s; a token bucket 58.9 and 29.1/s). The higher of the two
+ * is the quota (a counter that counts the refused ones: 58.7 and
+ * 57.2 of 60/s). */
+double polite__rc_window_quota(const polite_ratectl *c, double own, double at) {
+  if (c->ss_lo > 0 && own > 0 && own <= at &&
+      fabs(own - c->ss_lo) <= QUOTA_BAND * c->ss_lo &&
+      polite__rc_rate_at_start(c, c->cut_from_us) < QUOTA_AT * c->ss_at)
+    return own > c->ss_lo ? own : c->ss_lo;
+  return -1;
+}

@@ -99,4 +99,9 @@ double polite__rc_bucket_fit(const polite_ratectl *c, int64_t from, int64_t to,
 double polite__rc_started_rate(const polite_ratectl *c, int64_t from,
                                int64_t to, unsigned need);
 
+/* A window's quota at the first relapse after slow start's cut: own, what
+ * got through over the relapse's window, and at, the rate that tripped;
+ * the quota, or -1 when the two counts are not one window's. */
+double polite__rc_window_quota(const polite_ratectl *c, double own, double at);
+
 #endif
