@@ -125,6 +125,11 @@ def rate_limit_body(message, code):
 
 class H(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body (and each chunk) are separate writes: without
+    # TCP_NODELAY a write after the first waits for the peer's delayed ACK
+    # (~40 ms on a kept-alive connection), so "an API that answers at once"
+    # answered in 40 ms and an SSE event could wait as long
+    disable_nagle_algorithm = True
 
     def log_message(self, *a):
         pass
