@@ -16,16 +16,41 @@
 # stands in front of a 100 ms upstream. Prints a markdown table; not a
 # test. The machine's load is printed with it: on a shared machine the
 # real walls are noisy, the simulated ones are not.
-#   bench/adaptive/shapes.sh [--shapes 'a b ...'] [POLITE] [N]
+#   bench/adaptive/shapes.sh [--shapes 'a b ...'] [--logs DIR] [POLITE] [N]
+#   bench/adaptive/shapes.sh [--shapes 'a b ...'] [--logs DIR] --ab A B ROUNDS [N]
+# --ab compares two builds on a noisy machine: per shape and round it runs
+# A and B one after the other (1 process A B, then 2 processes A B), each
+# beside its own build's polite_sim, then prints each build's mean; the
+# urllib3 row runs once per shape. --logs DIR keeps every polite run's
+# attempt log (--log: its rate events, python3 rates.py) as
+# DIR/SHAPE.BUILD.PROCS.ROUND.PART.log.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 RUN=$HERE/../run # upstream.py, analyse.py, py_client.py, nginx.sh
 NODE_DIR=$HERE/../../tests/node
 SHAPES="nginx-burst nginx-conn express-fixed haproxy-counter nginx-shared"
-[ "${1:-}" = --shapes ] && { SHAPES=$2; shift 2; }
-POLITE=${1:-$HERE/../../build/polite}
+AB='' ROUNDS=1 LOGS=''
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --shapes) SHAPES=$2; shift 2 ;;
+  --logs) LOGS=$2; shift 2 ;;
+  --ab) AB=1 A_BIN=$2 B_BIN=$3 ROUNDS=$4; shift 4; break ;;
+  *) break ;;
+  esac
+done
+if [ -n "$AB" ]; then
+  POLITE=$A_BIN
+  N=${1:-600}
+  [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "shapes: --ab A B ROUNDS: ROUNDS is a count" >&2; exit 2; }
+  for b in "$A_BIN" "$B_BIN"; do
+    [ -x "$b" ] || { echo "shapes: $b is not an executable" >&2; exit 2; }
+  done
+else
+  POLITE=${1:-$HERE/../../build/polite}
+  N=${2:-600}
+fi
 SIM=$(dirname "$POLITE")/polite_sim
-N=${2:-600}
+[ -n "$LOGS" ] && mkdir -p "$LOGS"
 RATE=40 BURST=20 CONC=8
 T=$(mktemp -d /tmp/polite-bench-shapes.XXXXXX)
 PIDS=()
@@ -142,17 +167,21 @@ express_down() {
 urls() { for i in $(seq 1 "$N"); do echo "$B/item/$i?tool=$1"; done; }
 
 # Runs `polite run` (no --rate) on TAG's URLs over PROCS processes sharing
-# a file: budget (1: none); sets WALL (s) and OK.
-run_polite() { # tag procs
-  local f bud=() pids=()
+# a file: budget (1: none); sets WALL (s) and OK. With --logs, each
+# process's attempt log goes to $LOGS/LOGNAME.PART.log.
+run_polite() { # tag procs [logname]
+  local f bud=() pids=() log
   urls "$1" >"$T/$1.txt"
+  rm -f "$T/$1.part."* "$T/$1.budget"
   [ "$2" -gt 1 ] && bud=(--budget "file:$T/$1.budget")
   split -n "r/$2" -d "$T/$1.txt" "$T/$1.part."
   local s e
   s=$(now)
   for f in "$T/$1.part."??; do
+    log=()
+    [ -n "$LOGS" ] && log=(--log "$LOGS/${3:-$1}.${f##*.part.}.log")
     "$POLITE" run --no-progress -q --concurrency $CONC --max-attempts 10 \
-      "${bud[@]}" "$f" >"$f.out" 2>"$f.err" &
+      "${bud[@]}" "${log[@]}" "$f" >"$f.out" 2>"$f.err" &
     pids+=($!)
   done
   wait "${pids[@]}"
@@ -268,12 +297,14 @@ down() {
   esac
 }
 
-# One client on one shape: a fresh limiter, the run, and both rows.
-client_row() { # shape client procs label
-  local tag="${1//-/}$2$3" sim floor
+# One client on one shape: a fresh limiter, the run, and both rows, with
+# $POLITE and $SIM the build's. LOGNAME names its attempt logs (--logs);
+# the row's wall / floor and 429s are also appended to $T/rows.
+client_row() { # shape client procs label [logname]
+  local tag="${1//-/}$2$3" floor ratio
   up "$1" || return
   [ "$1" = nginx-shared ] && other_caller
-  if [ "$2" = polite ]; then run_polite "$tag" "$3"; else run_urllib3 "$tag"; fi
+  if [ "$2" = polite ]; then run_polite "$tag" "$3" "${5:-$1.$3}"; else run_urllib3 "$tag"; fi
   [ "$1" = nginx-shared ] && { kill "$OTHER"; wait "$OTHER" 2>/dev/null; }
   sleep 0.2
   count "$1" "$tag"
@@ -293,10 +324,28 @@ client_row() { # shape client procs label
     floor=$(echo "($N + $other - 2) / $RATE" | bc -l)
   fi
   down "$1"
+  ratio=$(echo "$WALL / $floor" | bc -l)
+  printf '%s %s %s %s %s\n' "$1" "$4" "$ratio" "$N429" "$((N - OK))" >>"$T/rows"
   printf '| %s | %s | %.3f x | %s (%.2f%%) | %s | %s | %.3f x | %s | %s | %.3f x |\n' \
-    "$1" "$4" "$(echo "$WALL / $floor" | bc -l)" "$N429" \
+    "$1" "$4" "$ratio" "$N429" \
     "$(echo "100 * $N429 / $N" | bc -l)" "$EARLY" "$((N - OK))" \
     "$s_ratio" "$s_429" "$s_early" "$l_ratio"
+}
+
+# --ab: build A or B as the current one ($POLITE, $SIM, and its label).
+use_build() { # A|B
+  if [ "$1" = A ]; then POLITE=$A_BIN; else POLITE=$B_BIN; fi
+  SIM=$(dirname "$POLITE")/polite_sim
+  [ -x "$SIM" ] || { echo "shapes: $SIM missing (build polite_sim beside $POLITE)" >&2; exit 1; }
+}
+
+# --ab: per shape, each build's rounds as one line (walls, mean, 429s).
+ab_means() {
+  awk '{ k = $1 " | " $2; for (i = 3; i <= NF - 3; i++) k = k " " $i
+         n[k]++; s[k] += $(NF - 2); w[k] = w[k] sprintf(" %.3f", $(NF - 2))
+         q[k] = q[k] " " $(NF - 1); if (!(k in o)) o[k] = ++m; key[o[k]] = k }
+       END { for (j = 1; j <= m; j++) { k = key[j]
+         printf "| %s | %s | %.3f x | %s |\n", k, w[k], s[k] / n[k], q[k] } }' "$T/rows"
 }
 
 echo "N=$N GETs per run, 100 ms upstream, $CONC concurrent per process, no client told the limit;"
@@ -304,10 +353,35 @@ echo "floor as in docs/learned-rate.md (the simulation's own, for the same limit
 echo
 echo "| shape | client | real: wall / floor | real: 429s | real: early | real: lost | sim: wall / floor | sim: 429s | sim: early | sim, loaded machine: wall / floor |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-for shape in $SHAPES; do
-  client_row "$shape" polite 1 "polite, 1 process"
-  client_row "$shape" polite 2 "polite, 2 processes (file: budget)"
-  client_row "$shape" urllib3 1 "urllib3 Retry, $CONC threads"
-done
+if [ -z "$AB" ]; then
+  for shape in $SHAPES; do
+    client_row "$shape" polite 1 "polite, 1 process"
+    client_row "$shape" polite 2 "polite, 2 processes (file: budget)"
+    client_row "$shape" urllib3 1 "urllib3 Retry, $CONC threads"
+  done
+else
+  echo "A: $A_BIN"
+  echo "B: $B_BIN"
+  echo
+  for shape in $SHAPES; do
+    for r in $(seq "$ROUNDS"); do
+      for p in 1 2; do
+        for b in A B; do
+          use_build "$b"
+          pl="$p processes"; [ "$p" = 1 ] && pl="1 process"
+          client_row "$shape" polite "$p" "$b polite, $pl" "$shape.$b.${p}p.$r"
+        done
+      done
+    done
+    use_build B
+    client_row "$shape" urllib3 1 "urllib3 Retry, $CONC threads"
+  done
+  echo
+  echo "Each build's rounds (wall / floor per round, their mean, 429s per round):"
+  echo
+  echo "| shape | client | walls | mean | 429s |"
+  echo "|---|---|---|---:|---|"
+  ab_means
+fi
 echo
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
