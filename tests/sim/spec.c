@@ -41,9 +41,15 @@ static int set_ra(const char *v) {
     g_row.z.retry_after = ZOO_RA_NONE;
   else if (strcmp(v, "window") == 0)
     g_row.z.retry_after = ZOO_RA_WINDOW;
-  else
-    g_row.z.retry_after = atoi(v);
-  return g_row.z.retry_after < -2 ? -1 : 0;
+  else {
+    /* A number of seconds, all of v: "ra=x" or "ra=1s" is refused. */
+    char *end = NULL;
+    long s = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || s < 0 || s > 86400)
+      return -1;
+    g_row.z.retry_after = (int)s;
+  }
+  return 0;
 }
 
 /* Sets key to the number v; -1 for an unknown key or a bad value. */
