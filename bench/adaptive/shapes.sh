@@ -263,7 +263,7 @@ PY
 # simulate the share measured in the run (stall_share, from nginx's
 # $request_time), a stall of 41 ms; without it the simulation's client
 # climbs to 79/s where the real one, 8 in flight, tops out at 56/s.
-STALL=0
+STALL=0 OTHER_MS=100
 stall_share() { # tag -> STALL
   STALL=$(awk -v t="tool=$1" '$4 ~ t && $3 == 200 { n++; s += $2 >= 0.120 }
     END { printf "%.2f", n ? s / n : 0 }' "$LOG")
@@ -277,7 +277,7 @@ sim_spec() { # shape
   nginx-conn) echo "name=$1 kind=conc inflight=4 ra=none latency_ms=101 jitter_ms=2 n=$N conc=$CONC" ;;
   express-fixed) echo "name=$1 kind=fixed anchored=1 quota=100 window_ms=5000 ra=none $l" ;;
   haproxy-counter) echo "name=$1 kind=counter quota=40 window_ms=1000 ra=1 $l" ;;
-  nginx-shared) echo "name=$1 kind=gcra rate=$RATE burst=2 ra=1 other_burst=1 other_period_ms=100 $l" ;;
+  nginx-shared) echo "name=$1 kind=gcra rate=$RATE burst=2 ra=1 other_burst=1 other_period_ms=$OTHER_MS $l" ;;
   esac
 }
 
@@ -328,8 +328,12 @@ client_row() { # shape client procs label [logname]
   [ "$1" = nginx-shared ] && { kill "$OTHER"; wait "$OTHER" 2>/dev/null; }
   sleep 0.2
   count "$1" "$tag"
-  STALL=0
+  STALL=0 OTHER_MS=100
   case "$1" in nginx-burst | nginx-shared) stall_share "$tag" ;; esac
+  # The other caller's period as it ran: one request at a time, its
+  # answers stalled too, it sends less often than every 100 ms.
+  [ "$1" = nginx-shared ] && OTHER_MS=$(awk -v w="$WALL" '$4 ~ /tool=other/ { n++ }
+    END { printf "%d", n ? 1000 * w / n : 100 }' "$LOG")
   read -r s_ratio s_429 s_early floor < <(sim_row "$1" "$2" "$3" exact)
   read -r l_ratio _ < <(sim_row "$1" "$2" "$3" loaded)
   if [ "$1" = nginx-conn ]; then
@@ -351,7 +355,8 @@ client_row() { # shape client procs label [logname]
   printf '| %s | %s | %.3f x | %s (%.2f%%) | %s | %s | %.3f x | %s | %s | %.3f x | %s |\n' \
     "$1" "$4" "$ratio" "$N429" \
     "$(echo "100 * $N429 / $N" | bc -l)" "$EARLY" "$((N - OK))" \
-    "$s_ratio" "$s_429" "$s_early" "$l_ratio" "$STALL"
+    "$s_ratio" "$s_429" "$s_early" "$l_ratio" \
+    "$STALL$([ "$1" = nginx-shared ] && echo "; the other caller every $OTHER_MS ms")"
 }
 
 # --ab: build A or B as the current one ($POLITE, $SIM, and its label).
