@@ -16,16 +16,41 @@
 # stands in front of a 100 ms upstream. Prints a markdown table; not a
 # test. The machine's load is printed with it: on a shared machine the
 # real walls are noisy, the simulated ones are not.
-#   bench/adaptive/shapes.sh [--shapes 'a b ...'] [POLITE] [N]
+#   bench/adaptive/shapes.sh [--shapes 'a b ...'] [--logs DIR] [POLITE] [N]
+#   bench/adaptive/shapes.sh [--shapes 'a b ...'] [--logs DIR] --ab A B ROUNDS [N]
+# --ab compares two builds on a noisy machine: per shape and round it runs
+# A and B one after the other (1 process A B, then 2 processes A B), each
+# beside its own build's polite_sim, then prints each build's mean; the
+# urllib3 row runs once per shape. --logs DIR keeps every polite run's
+# attempt log (--log: its rate events, python3 rates.py) as
+# DIR/SHAPE.BUILD.PROCS.ROUND.PART.log.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 RUN=$HERE/../run # upstream.py, analyse.py, py_client.py, nginx.sh
 NODE_DIR=$HERE/../../tests/node
 SHAPES="nginx-burst nginx-conn express-fixed haproxy-counter nginx-shared"
-[ "${1:-}" = --shapes ] && { SHAPES=$2; shift 2; }
-POLITE=${1:-$HERE/../../build/polite}
+AB='' ROUNDS=1 LOGS=''
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --shapes) SHAPES=$2; shift 2 ;;
+  --logs) LOGS=$2; shift 2 ;;
+  --ab) AB=1 A_BIN=$2 B_BIN=$3 ROUNDS=$4; shift 4; break ;;
+  *) break ;;
+  esac
+done
+if [ -n "$AB" ]; then
+  POLITE=$A_BIN
+  N=${1:-600}
+  [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "shapes: --ab A B ROUNDS: ROUNDS is a count" >&2; exit 2; }
+  for b in "$A_BIN" "$B_BIN"; do
+    [ -x "$b" ] || { echo "shapes: $b is not an executable" >&2; exit 2; }
+  done
+else
+  POLITE=${1:-$HERE/../../build/polite}
+  N=${2:-600}
+fi
 SIM=$(dirname "$POLITE")/polite_sim
-N=${2:-600}
+[ -n "$LOGS" ] && mkdir -p "$LOGS"
 RATE=40 BURST=20 CONC=8
 T=$(mktemp -d /tmp/polite-bench-shapes.XXXXXX)
 PIDS=()
@@ -142,17 +167,21 @@ express_down() {
 urls() { for i in $(seq 1 "$N"); do echo "$B/item/$i?tool=$1"; done; }
 
 # Runs `polite run` (no --rate) on TAG's URLs over PROCS processes sharing
-# a file: budget (1: none); sets WALL (s) and OK.
-run_polite() { # tag procs
-  local f bud=() pids=()
+# a file: budget (1: none); sets WALL (s) and OK. With --logs, each
+# process's attempt log goes to $LOGS/LOGNAME.PART.log.
+run_polite() { # tag procs [logname]
+  local f bud=() pids=() log
   urls "$1" >"$T/$1.txt"
+  rm -f "$T/$1.part."* "$T/$1.budget"
   [ "$2" -gt 1 ] && bud=(--budget "file:$T/$1.budget")
   split -n "r/$2" -d "$T/$1.txt" "$T/$1.part."
   local s e
   s=$(now)
   for f in "$T/$1.part."??; do
+    log=()
+    [ -n "$LOGS" ] && log=(--log "$LOGS/${3:-$1}.${f##*.part.}.log")
     "$POLITE" run --no-progress -q --concurrency $CONC --max-attempts 10 \
-      "${bud[@]}" "$f" >"$f.out" 2>"$f.err" &
+      "${bud[@]}" "${log[@]}" "$f" >"$f.out" 2>"$f.err" &
     pids+=($!)
   done
   wait "${pids[@]}"
@@ -227,22 +256,42 @@ PY
 
 # ---- the table ------------------------------------------------------------
 
+# The upstream's answers behind nginx: python's http.server writes the
+# headers and the body apart, and on nginx's keepalive upstream connection
+# the second write waits for a delayed ACK, so most answers take 140 ms,
+# not 100 (measured: 477 and 519 of 600). The rows through nginx_up
+# simulate the share measured in the run (stall_share, from nginx's
+# $request_time), a stall of 41 ms; without it the simulation's client
+# climbs to 79/s where the real one, 8 in flight, tops out at 56/s.
+STALL=0 OTHER_MS=100
+stall_share() { # tag -> STALL
+  STALL=$(awk -v t="tool=$1" '$4 ~ t && $3 == 200 { n++; s += $2 >= 0.120 }
+    END { printf "%.2f", n ? s / n : 0 }' "$LOG")
+}
+
 sim_spec() { # shape
   local l="latency_ms=101 jitter_ms=1 n=$N conc=$CONC"
+  case "$1" in nginx-burst | nginx-shared) l="$l slow_ms=41 slow_share=$STALL" ;; esac
   case "$1" in
   nginx-burst) echo "name=$1 kind=gcra rate=$RATE burst=$((BURST + 1)) ra=1 $l" ;;
   nginx-conn) echo "name=$1 kind=conc inflight=4 ra=none latency_ms=101 jitter_ms=2 n=$N conc=$CONC" ;;
   express-fixed) echo "name=$1 kind=fixed anchored=1 quota=100 window_ms=5000 ra=none $l" ;;
   haproxy-counter) echo "name=$1 kind=counter quota=40 window_ms=1000 ra=1 $l" ;;
-  nginx-shared) echo "name=$1 kind=gcra rate=$RATE burst=2 ra=1 other_burst=1 other_period_ms=100 $l" ;;
+  nginx-shared) echo "name=$1 kind=gcra rate=$RATE burst=2 ra=1 other_burst=1 other_period_ms=$OTHER_MS $l" ;;
   esac
 }
 
 # The simulation's row for CLIENT with PROCS on the machine NET (exact:
 # the fake clock's times; loaded: a shared 2-core machine's jitter and
 # stalls, tests/sim/net.c): "wall/floor n429 early floor_s".
+# A polite_sim older than the stall (an --ab build before it) refuses its
+# keys: that build's row is simulated without it.
 sim_row() { # shape client procs net
-  "$SIM" --row "$(sim_spec "$1")" --procs "$3" --net "$4" --json |
+  local spec
+  spec=$(sim_spec "$1")
+  "$SIM" --row "$spec" --procs 1 >/dev/null 2>&1 ||
+    spec=$(printf '%s\n' "$spec" | sed 's/ slow_ms=[^ ]*//; s/ slow_share=[^ ]*//')
+  "$SIM" --row "$spec" --procs "$3" --net "$4" --json |
     jq -r --arg c "$2" 'select(.client == $c) |
       "\(.wall_over_floor) \(.n429) \(.early) \(.floor_s)"'
 }
@@ -268,15 +317,23 @@ down() {
   esac
 }
 
-# One client on one shape: a fresh limiter, the run, and both rows.
-client_row() { # shape client procs label
-  local tag="${1//-/}$2$3" sim floor
+# One client on one shape: a fresh limiter, the run, and both rows, with
+# $POLITE and $SIM the build's. LOGNAME names its attempt logs (--logs);
+# the row's wall / floor and 429s are also appended to $T/rows.
+client_row() { # shape client procs label [logname]
+  local tag="${1//-/}$2$3" floor ratio
   up "$1" || return
   [ "$1" = nginx-shared ] && other_caller
-  if [ "$2" = polite ]; then run_polite "$tag" "$3"; else run_urllib3 "$tag"; fi
+  if [ "$2" = polite ]; then run_polite "$tag" "$3" "${5:-$1.$3}"; else run_urllib3 "$tag"; fi
   [ "$1" = nginx-shared ] && { kill "$OTHER"; wait "$OTHER" 2>/dev/null; }
   sleep 0.2
   count "$1" "$tag"
+  STALL=0 OTHER_MS=100
+  case "$1" in nginx-burst | nginx-shared) stall_share "$tag" ;; esac
+  # The other caller's period as it ran: one request at a time, its
+  # answers stalled too, it sends less often than every 100 ms.
+  [ "$1" = nginx-shared ] && OTHER_MS=$(awk -v w="$WALL" '$4 ~ /tool=other/ { n++ }
+    END { printf "%d", n ? 1000 * w / n : 100 }' "$LOG")
   read -r s_ratio s_429 s_early floor < <(sim_row "$1" "$2" "$3" exact)
   read -r l_ratio _ < <(sim_row "$1" "$2" "$3" loaded)
   if [ "$1" = nginx-conn ]; then
@@ -293,21 +350,65 @@ client_row() { # shape client procs label
     floor=$(echo "($N + $other - 2) / $RATE" | bc -l)
   fi
   down "$1"
-  printf '| %s | %s | %.3f x | %s (%.2f%%) | %s | %s | %.3f x | %s | %s | %.3f x |\n' \
-    "$1" "$4" "$(echo "$WALL / $floor" | bc -l)" "$N429" \
+  ratio=$(echo "$WALL / $floor" | bc -l)
+  printf '%s %s %s %s %s\n' "$1" "$4" "$ratio" "$N429" "$((N - OK))" >>"$T/rows"
+  printf '| %s | %s | %.3f x | %s (%.2f%%) | %s | %s | %.3f x | %s | %s | %.3f x | %s |\n' \
+    "$1" "$4" "$ratio" "$N429" \
     "$(echo "100 * $N429 / $N" | bc -l)" "$EARLY" "$((N - OK))" \
-    "$s_ratio" "$s_429" "$s_early" "$l_ratio"
+    "$s_ratio" "$s_429" "$s_early" "$l_ratio" \
+    "$STALL$([ "$1" = nginx-shared ] && echo "; the other caller every $OTHER_MS ms")"
+}
+
+# --ab: build A or B as the current one ($POLITE, $SIM, and its label).
+use_build() { # A|B
+  if [ "$1" = A ]; then POLITE=$A_BIN; else POLITE=$B_BIN; fi
+  SIM=$(dirname "$POLITE")/polite_sim
+  [ -x "$SIM" ] || { echo "shapes: $SIM missing (build polite_sim beside $POLITE)" >&2; exit 1; }
+}
+
+# --ab: per shape, each build's rounds as one line (walls, mean, 429s).
+ab_means() {
+  awk '{ k = $1 " | " $2; for (i = 3; i <= NF - 3; i++) k = k " " $i
+         n[k]++; s[k] += $(NF - 2); w[k] = w[k] sprintf(" %.3f", $(NF - 2))
+         q[k] = q[k] " " $(NF - 1); if (!(k in o)) o[k] = ++m; key[o[k]] = k }
+       END { for (j = 1; j <= m; j++) { k = key[j]
+         printf "| %s | %s | %.3f x | %s |\n", k, w[k], s[k] / n[k], q[k] } }' "$T/rows"
 }
 
 echo "N=$N GETs per run, 100 ms upstream, $CONC concurrent per process, no client told the limit;"
 echo "floor as in docs/learned-rate.md (the simulation's own, for the same limiter)"
 echo
-echo "| shape | client | real: wall / floor | real: 429s | real: early | real: lost | sim: wall / floor | sim: 429s | sim: early | sim, loaded machine: wall / floor |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-for shape in $SHAPES; do
-  client_row "$shape" polite 1 "polite, 1 process"
-  client_row "$shape" polite 2 "polite, 2 processes (file: budget)"
-  client_row "$shape" urllib3 1 "urllib3 Retry, $CONC threads"
-done
+echo "| shape | client | real: wall / floor | real: 429s | real: early | real: lost | sim: wall / floor | sim: 429s | sim: early | sim, loaded machine: wall / floor | answers stalled 40 ms (simulated too) |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+if [ -z "$AB" ]; then
+  for shape in $SHAPES; do
+    client_row "$shape" polite 1 "polite, 1 process"
+    client_row "$shape" polite 2 "polite, 2 processes (file: budget)"
+    client_row "$shape" urllib3 1 "urllib3 Retry, $CONC threads"
+  done
+else
+  echo "A: $A_BIN"
+  echo "B: $B_BIN"
+  echo
+  for shape in $SHAPES; do
+    for r in $(seq "$ROUNDS"); do
+      for p in 1 2; do
+        for b in A B; do
+          use_build "$b"
+          pl="$p processes"; [ "$p" = 1 ] && pl="1 process"
+          client_row "$shape" polite "$p" "$b polite, $pl" "$shape.$b.${p}p.$r"
+        done
+      done
+    done
+    use_build B
+    client_row "$shape" urllib3 1 "urllib3 Retry, $CONC threads"
+  done
+  echo
+  echo "Each build's rounds (wall / floor per round, their mean, 429s per round):"
+  echo
+  echo "| shape | client | walls | mean | 429s |"
+  echo "|---|---|---|---:|---|"
+  ab_means
+fi
 echo
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"

@@ -3,7 +3,7 @@
  * simulation beside it: SPEC is space- or comma-separated key=value pairs,
  *   name=S kind=gcra|fixed|log|counter|conc rate=R burst=B quota=Q
  *   window_ms=W inflight=K headers=0|1 anchored=0|1 ra=N|none|window
- *   latency_ms=L
+ *   latency_ms=L slow_ms=S slow_share=F (a share F of answers S ms later)
  *   jitter_ms=J n=N conc=C other_burst=K other_period_ms=P
  *   change_at_ms=T change_by=F [change2_at_ms=T2 change2_by=F2] (the limit
  *   times F from T on, times F * F2 from T2 on)
@@ -41,9 +41,15 @@ static int set_ra(const char *v) {
     g_row.z.retry_after = ZOO_RA_NONE;
   else if (strcmp(v, "window") == 0)
     g_row.z.retry_after = ZOO_RA_WINDOW;
-  else
-    g_row.z.retry_after = atoi(v);
-  return g_row.z.retry_after < -2 ? -1 : 0;
+  else {
+    /* A number of seconds, all of v: "ra=x" or "ra=1s" is refused. */
+    char *end = NULL;
+    long s = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || s < 0 || s > 86400)
+      return -1;
+    g_row.z.retry_after = (int)s;
+  }
+  return 0;
 }
 
 /* Sets key to the number v; -1 for an unknown key or a bad value. */
@@ -69,6 +75,10 @@ static int set_number(const char *key, double v) {
     g_row.z.latency_us = (int64_t)(v * ms);
   else if (strcmp(key, "jitter_ms") == 0)
     g_row.z.jitter_us = (int64_t)(v * ms);
+  else if (strcmp(key, "slow_ms") == 0)
+    g_row.z.slow_us = (int64_t)(v * ms);
+  else if (strcmp(key, "slow_share") == 0)
+    g_row.z.slow_share = v;
   else if (strcmp(key, "n") == 0)
     g_row.requests = (unsigned)v;
   else if (strcmp(key, "conc") == 0)
@@ -108,7 +118,7 @@ const sim_scenario *sim_parse_row(const char *spec, char *err, size_t errlen) {
   memset(&g_row, 0, sizeof g_row);
   g_row.z =
       (zoo_params){ZOO_GCRA, 40,           2,         0, 0, 0, 0, 1, 100000,
-                   10000,    {0, 0, 0, 0}, {0, 0, 0}, 0};
+                   10000,    {0, 0, 0, 0}, {0, 0, 0}, 0, 0, 0};
   g_row.requests = 600;
   g_row.concurrency = 8;
   char buf[1024];

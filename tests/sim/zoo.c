@@ -150,6 +150,9 @@ zoo_answer zoo_arrive(zoo *z, int64_t now) {
   if (ok) {
     double j = z->p.jitter_us * (2 * zoo_uniform(&z->rng) - 1);
     a.latency_us = z->p.latency_us + (int64_t)j;
+    /* Drawn only when asked, so that rows without it keep their draws. */
+    if (z->p.slow_share > 0 && zoo_uniform(&z->rng) < z->p.slow_share)
+      a.latency_us += z->p.slow_us;
     if (a.latency_us < 1000)
       a.latency_us = 1000;
     return a;

@@ -52,6 +52,13 @@ typedef struct {
   int anchored;    /* fixed window: opened by the first request after the last
                       one expired (express-rate-limit's memory store), not at
                       t0 + k w */
+  /* A share slow_share of admitted answers comes slow_us later (0: none),
+   * as a Nagle/delayed-ACK stall does: python's http.server writes the
+   * headers and the body apart, and behind nginx's keepalive upstream 80%
+   * of the bench's 100 ms answers take 140 ms. Last, so that the tables'
+   * positional initializers leave it 0. */
+  int64_t slow_us;
+  double slow_share;
 } zoo_params;
 
 #define ZOO_LOG_MAX 4096 /* the sliding log's largest quota */
