@@ -26,7 +26,11 @@ int polite__sched_memo_get(polite__sched *s, job *j, int64_t at, int64_t now,
                            unsigned cost, int64_t *w, int *rc) {
   for (unsigned i = 0; i < s->n_memo; i++) {
     const polite__ask_memo *m = &s->memo[i];
-    if (m->cost != cost || !polite__sched_same_key(m->key, j->key))
+    /* A submitted request's account says it without comparing keys (no
+     * account is made or freed while a turn admits). */
+    if (m->cost != cost ||
+        (m->acct && j->acct ? m->acct != j->acct
+                            : !polite__sched_same_key(m->key, j->key)))
       continue;
     int64_t wait = timed(m->got, m->rc) ? m->end - at : m->end;
     if (timed(m->got, m->rc) && m->end <= now)
@@ -63,5 +67,6 @@ void polite__sched_memo_put(polite__sched *s, const job *j, int64_t at,
   m->rc = rc;
   m->end = timed(got, rc) ? at + w : w;
   m->rate = j->rate;
+  m->acct = j->acct;
   s->n_memo++;
 }

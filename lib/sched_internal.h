@@ -79,7 +79,8 @@ typedef struct {
   unsigned cost;
   int got, rc; /* polite__sched_ask's answer */
   int64_t end; /* a timed wait's end; else the wait it gave */
-  struct polite__rate_acct *rate; /* the account's learned rate */
+  struct polite__rate_acct *rate;  /* the account's learned rate */
+  const struct polite__acct *acct; /* its queue (submitted); NULL: read */
 } polite__ask_memo;
 #define POLITE__ASK_MEMO_N 8
 
