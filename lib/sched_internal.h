@@ -72,6 +72,18 @@ typedef struct polite__rate_acct {
   polite_ratectl rc;
 } polite__rate_acct;
 
+/* What the budget (or the learned rate) answered a blocked account in
+ * this turn (lib/sched_ask_memo.c). */
+typedef struct {
+  char *key; /* NULL: the default account */
+  unsigned cost;
+  int got, rc; /* polite__sched_ask's answer */
+  int64_t end; /* a timed wait's end; else the wait it gave */
+  struct polite__rate_acct *rate;  /* the account's learned rate */
+  const struct polite__acct *acct; /* its queue (submitted); NULL: read */
+} polite__ask_memo;
+#define POLITE__ASK_MEMO_N 8
+
 struct polite__sched {
   polite_batch_options o;
   polite__sched_io io;
@@ -121,6 +133,8 @@ struct polite__sched {
   /* Submitted requests' accounts (lib/sched_account.c). */
   polite__acct_table accts;
   unsigned n_refused;
+  polite__ask_memo memo[POLITE__ASK_MEMO_N];
+  unsigned n_memo;
 };
 
 /* scheduler.c */
@@ -222,6 +236,20 @@ enum { POLITE__ASK_BUDGET, POLITE__ASK_LEARNED, POLITE__ASK_FULL };
 int polite__sched_ask(polite__sched *s, job *j, int64_t at, unsigned cost,
                       polite_gcra *next, const polite__now *now, int64_t *w,
                       int *rc);
+
+/* sched_ask_memo.c: in one turn, a blocked account is asked once. */
+/* The answer j's account got in this turn for `cost` as polite__sched_ask
+ * would give it at `at` (a timed wait from `at`, one over by now is none; the
+ * job's learned rate set as the ask sets it), or -1 when there is none (ask the
+ * budget). */
+int polite__sched_memo_get(polite__sched *s, job *j, int64_t at, int64_t now,
+                           unsigned cost, int64_t *w, int *rc);
+/* Keeps what polite__sched_ask answered j at `at`: a wait is kept for its
+ * account; an admission forgets every answer (the budget changed). */
+void polite__sched_memo_put(polite__sched *s, const job *j, int64_t at,
+                            unsigned cost, int got, int rc, int64_t w);
+/* Forgets every answer (the start of a turn). */
+void polite__sched_memo_clear(polite__sched *s);
 
 /* sched_rate.c: the seam for a rate controller. */
 /* Starts the learned rate at now (rate_mode AUTO; else nothing). */

@@ -112,6 +112,7 @@ void polite__sched_free(polite__sched *s) {
   }
   polite__sched_rate_free(s);
   polite__sched_acct_free(s);
+  polite__sched_memo_clear(s);
   free(s->intervals);
   free(s);
 }
@@ -520,7 +521,10 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
   unsigned cost = j->req->cost ? j->req->cost : 1;
   polite_gcra next;
   int64_t at = polite__sched_admission_time(s, j, t), w;
-  int rc, got = polite__sched_ask(s, j, at, cost, &next, now, &w, &rc);
+  int rc, got = polite__sched_memo_get(s, j, at, t, cost, &w, &rc);
+  if (got >= 0)
+    goto answered; /* its account was asked in this turn */
+  got = polite__sched_ask(s, j, at, cost, &next, now, &w, &rc);
   /* Asked for a moment before now (admission_time's slack), a wait may end
    * by now: then ask again at its end, so that no wait ends at or before
    * now (the wake would be now: a busy loop). Each try moves `at` forward
@@ -534,6 +538,8 @@ static int admit(polite__sched *s, job *j, const polite__now *now,
     at += w;
     got = polite__sched_ask(s, j, at, cost, &next, now, &w, &rc);
   }
+  polite__sched_memo_put(s, j, at, cost, got, rc, w);
+answered:
   if (got == POLITE__ASK_FULL)
     return ADM_BLOCKED;
   /* The learned rate holds for what the server's headers asked (r = 0
@@ -609,6 +615,7 @@ static void schedule(polite__sched *s, const polite__now *now, int64_t *wake) {
   unsigned nb = 0;
   unsigned lookahead = s->o.scope_host ? HOST_LOOKAHEAD : 0;
   int64_t t = now->mono_us;
+  polite__sched_memo_clear(s); /* the budget may have changed since */
   if (polite__sched_outage_wait(s, t, wake))
     return; /* the budget is out: nothing is admitted before the next try */
   while (!s->fatal) {
