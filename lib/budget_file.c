@@ -716,9 +716,20 @@ static unsigned file_in_use(polite_budget *b, const char *key) {
 }
 
 static const polite_budget_vtable file_vt = {
-    "file",          file_acquire, file_release,      file_pause_until,
-    file_paused_for, file_close,   file_publish_rate, file_shared_rate,
-    file_inspect,    file_clear,   file_set_slot_cap, file_in_use};
+    "file",
+    file_acquire,
+    file_release,
+    file_pause_until,
+    file_paused_for,
+    file_close,
+    file_publish_rate,
+    file_shared_rate,
+    file_inspect,
+    file_clear,
+    file_set_slot_cap,
+    file_in_use,
+    NULL,  /* admissions: not counted in the file yet */
+    NULL}; /* window: each participant keeps its own */
 
 int polite__budget_file_new(const char *uri, const polite_budget_config *cfg,
                             polite_budget **out, char *errbuf, size_t errlen) {

@@ -667,9 +667,20 @@ static unsigned redis_in_use(polite_budget *b, const char *key) {
 }
 
 static const polite_budget_vtable redis_vt = {
-    "redis",          redis_acquire, redis_release,      redis_pause_until,
-    redis_paused_for, redis_close,   redis_publish_rate, redis_shared_rate,
-    redis_inspect,    redis_clear,   redis_set_slot_cap, redis_in_use};
+    "redis",
+    redis_acquire,
+    redis_release,
+    redis_pause_until,
+    redis_paused_for,
+    redis_close,
+    redis_publish_rate,
+    redis_shared_rate,
+    redis_inspect,
+    redis_clear,
+    redis_set_slot_cap,
+    redis_in_use,
+    NULL,  /* admissions: not counted in the script yet */
+    NULL}; /* window: each participant keeps its own */
 
 /* Parses redis://[[USER]:PASSWORD@]HOST[:PORT]/NAME[?lease=D&timeout=D]
  * into rb: what comes before '?' as every Redis URI of libpolite
