@@ -73,13 +73,6 @@
 #define LO_FLOOR 0.5    /* the lower estimate is at least this x the upper */
 #define RELAPSE_AT 0.95 /* see estimates */
 #define OWN_CAP_MIN 0.9 /* see estimates */
-/* A relapse's own estimate and slow start's lower one, within this share
- * of each other, are one window's quota (see estimates); the relapse's
- * rate is at most QUOTA_AT x slow start's. */
-#define QUOTA_BAND 0.05
-#define QUOTA_AT 0.9
-#define STREAK_HOLD_US 500000 /* see hold_streak */
-#define STREAK_MAX_US 8000000
 #define CAP_WINDOW_US 2000000
 #define CAP_HOLD_US 20000000
 #define CAP_HEADROOM 1.25
@@ -260,8 +253,9 @@ void polite__rc_count_cut(polite_ratectl *c, polite_ratectl_cause why,
 #define QUOTA 2 /* estimates' *fitted: a window's quota, not a bucket's fit */
 
 static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
-                     double *hi, int *fitted) {
+                     double *hi, int *fitted, double *whole_lo) {
   *fitted = 0;
+  *whole_lo = -1;
   /* At least a second, or the server's pause when it is longer (a
    * limiter's Retry-After is about its window). */
   int64_t w = imax(WINDOW_US, c->pause_end_us - c->last_cut_us);
@@ -302,40 +296,35 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
      * relapse tripped again at 20.8). Only after a pause the server named
      * (the bucket drained in it; a window without Retry-After is no
      * bucket) and alone (a shared budget's other starts fill it unseen). */
+    /* A whole depth (polite__rc_bucket_fit) at the first relapse after
+     * slow start's cut, the short run's landing; not at its refines, nor
+     * at a later relapse, where the rings hold more of the series: there
+     * it moved the held-out rows either way by 0.02-0.06 x, no gain. */
+    double *whole = c->ss_landed > 0 ? whole_lo : NULL;
     double fit = c->others || c->longest_pause_us <= 0
                      ? -1
                      : polite__rc_bucket_fit(c, imin(chain, from), now_us,
-                                             LO_FLOOR * *hi, *hi);
+                                             LO_FLOOR * *hi, *hi, whole);
     /* ... and when the cap above left no rate that explains, between it
      * and the rate that tripped (a real series fitted only at 20.2 of
      * nginx's 20/s, above the cap's 18.8, and fell back to half the upper
      * estimate: 8.9/s), the cap is the estimate, taken as a fit. */
     if (fit <= 0 && *hi < hi_tripped && !c->others && c->longest_pause_us > 0 &&
-        polite__rc_bucket_fit(c, imin(chain, from), now_us, *hi, hi_tripped) >
-            0)
+        polite__rc_bucket_fit(c, imin(chain, from), now_us, *hi, hi_tripped,
+                              whole) > 0)
       fit = *hi;
     if (fit > 0) {
       *hi = fit;
       *fitted = 1;
+    } else {
+      *whole_lo = -1;
     }
-    /* A window's quota: the first relapse after slow start's cut got
-     * through over its window, the pause in it, what slow start's lower
-     * estimate did over the window before its 429, though it tripped at
-     * a rate well below slow start's. The same count at two rates is a
-     * limit on the count in a window, and the count is the limit (a
-     * sliding log of 40 in 1 s: 40.0/s in slow start at 82/s, 38.9/s at
-     * the relapse at 68.6/s; capped at 0.9 x the rate that tripped and
-     * floored at slow start's landing, the relapse landed at 60/s and the
-     * next at 25.6/s). A bucket lets more through at a higher rate, and
-     * in the pause drains or refills: its two differ (nginx 20/s: 12.8
-     * and 5.1/s; a token bucket 58.9 and 29.1/s). The higher of the two
-     * is the quota (a counter that counts the refused ones: 58.7 and
-     * 57.2 of 60/s). */
-    if (c->ss_lo > 0 && own > 0 && own <= at &&
-        fabs(own - c->ss_lo) <= QUOTA_BAND * c->ss_lo &&
-        polite__rc_rate_at_start(c, c->cut_from_us) < QUOTA_AT * c->ss_at) {
-      *hi = dmax(own, c->ss_lo);
+    /* A window's quota (polite__rc_window_quota). */
+    double quota = polite__rc_window_quota(c, own, at);
+    if (quota > 0) {
+      *hi = quota;
       *fitted = QUOTA;
+      *whole_lo = -1;
     }
   } else {
     int64_t short_w = c->cut_in_ss ? WINDOW_SS_US : WINDOW_US;
@@ -369,9 +358,9 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
  * cuts in a row that find about the same limit make the controller
  * steady: a shallower cut and a longer plateau. */
 static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
-  double lo, hi;
+  double lo, hi, whole_lo;
   int fitted;
-  int clean = estimates(c, now_us, &lo, &hi, &fitted);
+  int clean = estimates(c, now_us, &lo, &hi, &fitted, &whole_lo);
   double raw_lo = lo;
   int fast = 0;
   if (refine && lo <= 0 && !c->cut_in_headers)
@@ -456,6 +445,11 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
     cut_to = plateau = (c->prev_fitted ? PLATEAU : PLATEAU_SS) * hi;
     c->cut_fitted = 1;
   }
+  /* With a whole depth the fit is bounded from below too: the lowest rate
+   * that depth explains (the gateway's nginx 20/s, for real: 19.4-21.2/s,
+   * landed at 19.4 instead of 0.9 x 21.2 = 19.1). */
+  if (fitted == 1 && whole_lo > 0 && !c->cut_in_headers)
+    cut_to = plateau = whole_lo;
   /* A window's quota is counted, not fitted: held as a clean estimate is
    * (at 0.9 x it the sliding log held 35 of 40/s for 25 s; 0.95 x gained
    * half as much). */
@@ -611,32 +605,6 @@ static int follow_cap(polite_ratectl *c, int64_t now, unsigned busy,
   return 0;
 }
 
-/* A refusal that names no wait, of a request started after the last such
- * hold began: the second in a row without an admitted answer between
- * holds every start for STREAK_HOLD_US, each further one twice as long
- * (at most STREAK_MAX_US). Without a server wait there is no account
- * pause, and a limiter that refuses whatever the rate (a spent fixed
- * window) refused every start until its window ended: 105 x 429 in 1200
- * against 100 per 5 s (issue #23). The answers of requests already in
- * flight at the hold are its echoes. */
-static void hold_streak(polite_ratectl *c, int64_t now, int64_t started_us) {
-  if (started_us < c->streak_from_us)
-    return;
-  if (c->streak == 0)
-    c->streak_onset_us = started_us;
-  if (++c->streak < 2)
-    return;
-  if (c->streak > 2)
-    c->qw_persist = 1; /* refused again after a hold: a spent window */
-  int64_t hold = STREAK_HOLD_US << (c->streak - 2 < 4 ? c->streak - 2 : 4);
-  if (hold > STREAK_MAX_US)
-    hold = STREAK_MAX_US;
-  c->hold_until_us = imax(c->hold_until_us, now + hold);
-  c->streak_from_us = now;
-  polite__rc_log_pause(c, now,
-                       now + hold); /* not sending time, for the estimate */
-}
-
 void polite_ratectl_on_pause(polite_ratectl *c, int64_t now_us,
                              int64_t until_us) {
   if (c == NULL || until_us <= now_us)
@@ -682,14 +650,14 @@ polite_ratectl_on_response(polite_ratectl *c,
     made = polite__rc_take_plan(c, now, r->started_us, r->plan);
   /* A refusal that names no wait, with an earlier one since the last
    * admitted answer: the same spent window, not a new limit (see
-   * hold_streak). */
+   * polite__rc_hold_streak). */
   int same_streak = throttled && r->server_wait_us < 0 && c->streak > 0 &&
                     !c->others && !c->qw_crowd;
   if (throttled && r->server_wait_us < 0 && !at_cap &&
       polite__rc_quota_refused(c, r->started_us))
     same_streak = 1;
   if (throttled && r->server_wait_us < 0) {
-    hold_streak(c, now, r->started_us);
+    polite__rc_hold_streak(c, now, r->started_us);
     polite__rc_quota_span_hold(c, now);
   } else if (r->status > 0 && !throttled) {
     polite__rc_quota_admitted(c, r->started_us);

@@ -228,6 +228,9 @@ unsigned polite__rc_concurrency_signature(const polite_ratectl *c, int64_t from,
  * L that explains the whole series is an upper bound of the limit (the
  * bucket drains in the pause, so its level is known again after it). */
 #define FIT_SLACK 0.05
+/* A whole depth tells more than the landing's margin only while one
+ * request is more than 10% of the bucket (see polite__rc_bucket_fit). */
+#define WHOLE_DEPTH_MAX 10
 #define FIT_STEPS 64
 
 /* The starts made in [from, to], oldest first, into t, and whether each
@@ -267,10 +270,12 @@ static unsigned starts_and_refusals(const polite_ratectl *c, int64_t from,
   return n;
 }
 
-/* 1 when a leaky bucket of rate l (per s) and some depth explains the n
- * answers (see above). */
-static int bucket_explains(const int64_t *t, const unsigned char *ok,
-                           unsigned n, double l) {
+/* The depth of a leaky bucket of rate l (per s) that explains the n
+ * answers (see above), or 0 when none does; with `whole`, the least whole
+ * number of requests that does (see polite__rc_bucket_fit), else the
+ * least depth the admitted ones need. */
+static double bucket_explains(const int64_t *t, const unsigned char *ok,
+                              unsigned n, double l, int whole) {
   double level = 0, need = 0, below = 1e300;
   for (unsigned i = 0; i < n; i++) {
     if (i > 0) {
@@ -286,23 +291,53 @@ static int bucket_explains(const int64_t *t, const unsigned char *ok,
       below = level + 1;
     }
   }
-  return need < below + FIT_SLACK;
+  if (whole)
+    need = fmax(1, ceil(need - FIT_SLACK));
+  return need < below + FIT_SLACK ? fmax(need, 1e-9) : 0;
 }
 
+/* A limiter's depth is a whole number of requests (nginx's burst=N is a
+ * bucket of N + 1, a token bucket holds whole tokens): a rate whose
+ * answers only a fractional depth explains is above the limit (nginx 20/s
+ * burst 1 behind the OpenAI Node SDK: 24.4/s explained a depth of
+ * 1.34-1.42, and the landing at 0.9 x it tripped again; with a whole
+ * depth, 21.2/s). From hi down, in geometric steps, the first rate that
+ * explains with a whole depth, and into *low the lowest below it that
+ * explains with the same depth; when none does (the starts' times are not
+ * the arrivals'), the first that explains with any depth, and *low = -1. */
 double polite__rc_bucket_fit(const polite_ratectl *c, int64_t from, int64_t to,
-                             double lo, double hi) {
+                             double lo, double hi, double *low) {
   int64_t t[POLITE__RATECTL_RING];
   unsigned char ok[POLITE__RATECTL_RING];
   unsigned n = starts_and_refusals(c, from, to, t, ok), refused = 0;
+  double unused;
+  int whole = low != NULL;
+  if (!whole)
+    low = &unused;
+  *low = -1;
   for (unsigned i = 0; i < n; i++)
     refused += !ok[i];
   if (refused == 0 || n - refused < 3 || !(lo > 0) || !(hi > lo))
     return -1;
-  /* From hi down, in geometric steps: the first rate that explains. */
   double step = pow(lo / hi, 1.0 / (FIT_STEPS - 1));
-  double l = hi;
+  double l = hi, fit = -1, depth = 0;
+  for (unsigned s = 0; whole && s < FIT_STEPS; s++, l *= step) {
+    double d = bucket_explains(t, ok, n, l, 1);
+    if (fit > 0 && d != depth)
+      break;
+    if (d > 0 && fit <= 0) {
+      fit = l;
+      depth = d;
+    }
+    if (fit > 0)
+      *low = l;
+  }
+  if (fit > 0 && depth < WHOLE_DEPTH_MAX)
+    return fit;
+  *low = -1;
+  l = hi;
   for (unsigned s = 0; s < FIT_STEPS; s++, l *= step)
-    if (bucket_explains(t, ok, n, l))
+    if (bucket_explains(t, ok, n, l, 0) > 0)
       return l;
   return -1;
 }
@@ -344,4 +379,31 @@ double polite__rc_started_rate(const polite_ratectl *c, int64_t from,
   }
   return n >= need && last > first ? (n - 1) * 1e6 / (double)(last - first)
                                    : -1;
+}
+
+/* A relapse's own estimate and slow start's lower one, within this share
+ * of each other, are one window's quota (see estimates); the relapse's
+ * rate is at most QUOTA_AT x slow start's. */
+#define QUOTA_BAND 0.05
+#define QUOTA_AT 0.9
+
+/* A window's quota: the first relapse after slow start's cut got
+ * through over its window, the pause in it, what slow start's lower
+ * estimate did over the window before its 429, though it tripped at
+ * a rate well below slow start's. The same count at two rates is a
+ * limit on the count in a window, and the count is the limit (a
+ * sliding log of 40 in 1 s: 40.0/s in slow start at 82/s, 38.9/s at
+ * the relapse at 68.6/s; capped at 0.9 x the rate that tripped and
+ * floored at slow start's landing, the relapse landed at 60/s and the
+ * next at 25.6/s). A bucket lets more through at a higher rate, and
+ * in the pause drains or refills: its two differ (nginx 20/s: 12.8
+ * and 5.1/s; a token bucket 58.9 and 29.1/s). The higher of the two
+ * is the quota (a counter that counts the refused ones: 58.7 and
+ * 57.2 of 60/s). */
+double polite__rc_window_quota(const polite_ratectl *c, double own, double at) {
+  if (c->ss_lo > 0 && own > 0 && own <= at &&
+      fabs(own - c->ss_lo) <= QUOTA_BAND * c->ss_lo &&
+      polite__rc_rate_at_start(c, c->cut_from_us) < QUOTA_AT * c->ss_at)
+    return own > c->ss_lo ? own : c->ss_lo;
+  return -1;
 }

@@ -83,17 +83,25 @@ unsigned polite__rc_concurrency_signature(const polite_ratectl *c, int64_t from,
                                           int64_t to, unsigned refused,
                                           unsigned need);
 /* The highest rate in [lo, hi] (in geometric steps) at which a leaky
- * bucket of some depth explains the answers of the requests started in
- * [from, to]: each admitted start within its depth, each refused one
- * beyond it (ratectl_measure.c). -1 when none does, or the answers hold no
- * refusal or fewer than 3 admissions. */
+ * bucket of a whole depth (else, when none, of any depth) explains the
+ * answers of the requests started in [from, to]: each admitted start
+ * within its depth, each refused one beyond it (ratectl_measure.c). -1
+ * when none does, or the answers hold no refusal or fewer than 3
+ * admissions. low NULL: any depth, no whole one. *low: with a whole
+ * depth, the lowest rate below the fit that the same depth explains, else
+ * -1. */
 double polite__rc_bucket_fit(const polite_ratectl *c, int64_t from, int64_t to,
-                             double lo, double hi);
+                             double lo, double hi, double *low);
 
 /* The rate this participant started requests at over [from, to]: one
  * fewer than its starts there over the time from the first to the last;
  * -1 with fewer than `need` (ratectl_measure.c). */
 double polite__rc_started_rate(const polite_ratectl *c, int64_t from,
                                int64_t to, unsigned need);
+
+/* A window's quota at the first relapse after slow start's cut: own, what
+ * got through over the relapse's window, and at, the rate that tripped;
+ * the quota, or -1 when the two counts are not one window's. */
+double polite__rc_window_quota(const polite_ratectl *c, double own, double at);
 
 #endif

@@ -138,3 +138,34 @@ void polite__rc_probe_on_answer(polite_ratectl *c, int64_t now_us) {
   c->probe_fast_us = now_us;
   c->probe_fast_rate = slow(c, (double)(now_us - probing) / 1e6);
 }
+
+#define STREAK_HOLD_US 500000 /* see polite__rc_hold_streak */
+#define STREAK_MAX_US 8000000
+
+/* A refusal that names no wait, of a request started after the last such
+ * hold began: the second in a row without an admitted answer between
+ * holds every start for STREAK_HOLD_US, each further one twice as long
+ * (at most STREAK_MAX_US). Without a server wait there is no account
+ * pause, and a limiter that refuses whatever the rate (a spent fixed
+ * window) refused every start until its window ended: 105 x 429 in 1200
+ * against 100 per 5 s (issue #23). The answers of requests already in
+ * flight at the hold are its echoes. */
+void polite__rc_hold_streak(polite_ratectl *c, int64_t now,
+                            int64_t started_us) {
+  if (started_us < c->streak_from_us)
+    return;
+  if (c->streak == 0)
+    c->streak_onset_us = started_us;
+  if (++c->streak < 2)
+    return;
+  if (c->streak > 2)
+    c->qw_persist = 1; /* refused again after a hold: a spent window */
+  int64_t hold = STREAK_HOLD_US << (c->streak - 2 < 4 ? c->streak - 2 : 4);
+  if (hold > STREAK_MAX_US)
+    hold = STREAK_MAX_US;
+  if (c->hold_until_us < now + hold)
+    c->hold_until_us = now + hold;
+  c->streak_from_us = now;
+  polite__rc_log_pause(c, now,
+                       now + hold); /* not sending time, for the estimate */
+}

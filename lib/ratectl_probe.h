@@ -16,4 +16,8 @@ double polite__rc_probe_curve(const polite_ratectl *c, double y, int64_t t_us);
  * climb starts (sets probe_fast_us and probe_fast_rate). */
 void polite__rc_probe_on_answer(polite_ratectl *c, int64_t now_us);
 
+/* A refusal that names no wait at now, of a request started at
+ * started_us: the second in a row holds the account (the streak's hold). */
+void polite__rc_hold_streak(polite_ratectl *c, int64_t now, int64_t started_us);
+
 #endif

@@ -9,7 +9,7 @@
 
 #define HEADER_FRESH_US 5000000 /* a plan rules this long after its answer */
 /* A streak's refusals that lasted this long were probed at the streak's
- * longest hold (8 s, ratectl.c STREAK_MAX_US) more than once. */
+ * longest hold (8 s, ratectl_probe.c STREAK_MAX_US) more than once. */
 #define SPAN_HOLD_MIN_US 16000000
 
 static int64_t imax(int64_t a, int64_t b) {
@@ -151,9 +151,9 @@ polite_ratectl_cause polite__rc_take_plan(polite_ratectl *c, int64_t now_us,
  * A fixed window that names no wait (no headers, no Retry-After: the
  * express-rate-limit default) admits its quota and then refuses every
  * request until the window ends, whatever the rate. Its refusals come in
- * streaks that outlast a hold (hold_streak in ratectl.c: a leaky bucket's
- * do not, it drains in the hold), and each streak ends at a window's
- * opening. Between two such openings the limiter admitted one quota,
+ * streaks that outlast a hold (polite__rc_hold_streak in ratectl_probe.c: a
+ * leaky bucket's do not, it drains in the hold), and each streak ends at a
+ * window's opening. Between two such openings the limiter admitted one quota,
  * counted up to the streak's first refusal, over one period. Once both are
  * known, the account starts at most the quota from each opening and holds
  * until the period is over: a whole quota at each window's start, as the

@@ -13,8 +13,12 @@
 #include <string.h>
 
 /* How often on_tick runs at least, and the longest sleep between turns (a
- * cancel from a signal handler is seen within it). */
+ * cancel from a signal handler is seen within it) while on_tick or o.next
+ * is set or a waiting request has no due time of its own (needs_tick). */
 #define TICK_US 100000
+/* The longest sleep between turns otherwise: a cancel from a signal
+ * handler is still seen within it, and the wake is never "no time". */
+#define IDLE_US 1000000
 /* Lookahead past blocked requests with one account per host, so one busy
  * host does not hold up the others. */
 #define HOST_LOOKAHEAD 64
@@ -716,6 +720,23 @@ static void stops(polite__sched *s, const polite__now *pn) {
   }
 }
 
+/* 1 when a turn at the next tick could do something that no other wake
+ * asks for: call on_tick, poll o.next, or look again at waiting requests
+ * put back at now (blocked for a slot, behind one account's blocked
+ * request, or past the lookahead; their deadlines and the order among them
+ * are kept by these turns). Otherwise every waiting request has its due
+ * time, which the wake already asks for, and everything else that happens
+ * is an event the caller steps after (a submit, an answer, a cancel): a
+ * paced gateway then sleeps until its next start (or IDLE_US) instead of
+ * waking 10 times a second for nothing (issue #22: 0.5 of its 3.5 wake-ups
+ * per request at 20/s, and nearly all of them at 1/s). */
+static int needs_tick(const polite__sched *s, int64_t t) {
+  if (s->o.on_tick != NULL || s->o.next != NULL)
+    return 1;
+  const polite__heap_entry *top = polite__heap_top(&s->waiting);
+  return top != NULL && top->due <= t;
+}
+
 static void lower(int64_t *wake, int64_t t) {
   if (t < *wake)
     *wake = t;
@@ -751,7 +772,7 @@ int polite__sched_step(polite__sched *s, const polite__now *now,
   }
   if (s->st.in_flight == 0 && s->waiting.n == 0 && reading_over(s))
     return 1;
-  lower(&wake, s->last_tick_us + TICK_US);
+  lower(&wake, needs_tick(s, t) ? s->last_tick_us + TICK_US : t + IDLE_US);
   if (!s->run_deadline_hit)
     lower(&wake, s->run_deadline_us);
   if (s->cancelling)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by bench/gateway/run.sh: the network rows, the gateway as its
 # users run it. The naive script (tests/integration/gateway/naive.py:
 # Python requests, 8 threads, one GET per URL, no retry logic) against

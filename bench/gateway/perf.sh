@@ -12,7 +12,13 @@
 #     through each gateway alternately, LAT_ROUNDS rounds of LAT_N; the
 #     p50 of each round, then the median of the rounds;
 #  3. SSE: an upstream writes an event every 20 ms with its CLOCK_MONOTONIC
-#     time; the client's receipt time minus it, p50 and max, per gateway.
+#     time; the client's receipt time minus it, p50 and max, per gateway;
+#  4. CPU per paced request: each gateway at --rate PACED_RATE (20/s)
+#     --concurrency 8 in front of nginx's /free/, wrk -c PACED_C (8 and 256:
+#     the rest wait in the queue), the builds alternating, PACED_ROUNDS
+#     rounds of PACED_S s; perf stat of the gateway (task-clock, context
+#     switches) from 2 s after wrk starts (its connections are in), per
+#     request the gateway logged in that window, the upstream nginx's beside.
 # Usage: bench/gateway/perf.sh OLD_POLITE NEW_POLITE  (either may be the
 # same binary). A benchmark: it prints Markdown tables and never fails on a
 # slow machine; on a shared machine every number is noisy.
@@ -74,7 +80,7 @@ gw() {
   shift 3
   rm -f "$T/$n.addr"
   "$bin" gateway --listen 127.0.0.1:0 --ready-file "$T/$n.addr" --upstream "$up" \
-    --log "$T/$n.log" --rate none --quiet "$@" 2>"$T/$n.err" &
+    --log "$T/$n.log" --rate "${GW_RATE:-none}" --quiet "$@" 2>"$T/$n.err" &
   GWP=$!
   PIDS+=("$GWP")
   for _ in $(seq 100); do [ -s "$T/$n.addr" ] && break; sleep 0.05; done
@@ -230,5 +236,44 @@ stop "$GWP"
 gw sb "$B" "http://$SSE"
 sse_row new "$GWA"
 stop "$GWP"
+
+echo
+echo "## CPU per paced request"
+echo
+PACED_RATE=${PACED_RATE:-20/s}
+PACED_S=${PACED_S:-5}
+PACED_ROUNDS=${PACED_ROUNDS:-2}
+echo "--rate $PACED_RATE --concurrency 8, wrk -t1 -cC (the clients beyond 8 wait in the queue), perf stat over"
+echo "${PACED_S} s from 2 s after wrk starts, per request the gateway logged then; nginx is the upstream's own"
+echo "CPU for the same requests. Wake-ups: the gateway's context switches per request."
+echo
+echo "| round | clients | requests | old CPU us/req | old wake-ups/req | new CPU us/req | new wake-ups/req | nginx CPU us/req |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+# paced BINARY C: "requests cpu_us_per_req cs_per_req nginx_cpu_us_per_req".
+paced() {
+  GW_RATE=$PACED_RATE gw pc "$1" "http://$NG" --concurrency 8
+  wrk -t1 -c"$2" -d$((PACED_S + 3))s --timeout 30s "http://$GWA/free/x" >/dev/null 2>&1 &
+  local wp=$! n0 n1
+  sleep 2
+  n0=$(wc -l <"$T/pc.log")
+  perf stat -x, -e task-clock,context-switches -p "$NGPID" -o "$T/perf.ng" -- sleep "$PACED_S" &
+  local ps=$!
+  perf stat -x, -e task-clock,context-switches -p "$GWP" -o "$T/perf.gw" -- sleep "$PACED_S" || true
+  wait "$ps" || true
+  n1=$(wc -l <"$T/pc.log")
+  wait "$wp" || true
+  stop "$GWP"
+  awk -F, -v n=$((n1 - n0)) '
+    FILENAME ~ /gw$/ {g[$3] = $1} FILENAME ~ /ng$/ {x[$3] = $1}
+    END {if (n < 1) n = 1; printf "%d %.0f %.1f %.0f\n", n, g["task-clock"] * 1000 / n,
+         g["context-switches"] / n, x["task-clock"] * 1000 / n}' "$T/perf.gw" "$T/perf.ng"
+}
+for r in $(seq "$PACED_ROUNDS"); do
+  for c in 8 256; do
+    read -r an ac aw ax <<<"$(paced "$A" "$c")"
+    read -r bn bc bw bx <<<"$(paced "$B" "$c")"
+    echo "| $r | $c | $an, $bn | $ac | $aw | $bc | $bw | $ax, $bx |"
+  done
+done
 echo
 echo "(load when this ended: $(cut -d' ' -f1-3 /proc/loadavg); a shared machine makes every number noisy.)"

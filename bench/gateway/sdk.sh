@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by bench/gateway/run.sh: the official OpenAI Node SDK (npm
 # `openai`, tests/node's lock) with its own retries left on (2), SDK_N chat
 # completions 8 at a time against nginx limit_req SDK_RATE r/s burst 1

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/proxy/lib.sh: what bench/proxy/run.sh and https.sh share (sourced, not run): the checks, a temporary
 # directory and the processes to stop, wrk runs and how their numbers are read, the measurement and the table.
 # The caller sets POLITE and SECS before sourcing, and defines url_of TARGET before calling measure.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the bench scripts (bench/run, bench/adaptive): starts nginx
 # with $T/ng/nginx.conf in the foreground, without a master process (with
 # one when NGINX_MASTER=on: `nginx -s reload` needs it), and

@@ -191,7 +191,8 @@ POLITE_EXTERN void polite_engine_drain(polite_engine *e, int64_t timeout_ms,
                                        const polite_engine_now *now);
 /* Stops now: waiting requests end `cancelled`, attempts in flight get
  * o.cancel_grace_ms, then io.abort. Async-signal-safe (sets a flag; the
- * next step acts on it). */
+ * next step acts on it: with no o.on_tick and no o.next the wake asked for
+ * may be up to 1 s off, so step after calling it, as after any event). */
 POLITE_EXTERN void polite_engine_cancel(polite_engine *e);
 
 /* The user's pointer of attempt a (NULL until set): the transport keeps

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/integration/lib.sh: the one harness integration scripts source.
 #
 #   . "$(dirname "$0")/lib.sh"

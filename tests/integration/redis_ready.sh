@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/integration/redis_ready.sh: is the redis-server a test just started
 # up? Sourced by lib.sh, budget/redis.sh, queue/lib.sh and
 # bench/gateway/net.sh.

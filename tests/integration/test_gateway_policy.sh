@@ -69,13 +69,26 @@ else bad "--idempotency-key auto: keys '$keys'"; fi
 
 # ---- A full queue answers 503 at once -------------------------------------
 # --concurrency 1, --queue-max 1: one in flight, one waiting, the third is
-# refused.
-curl -s -m 10 -o /dev/null "$B/slow?ms=1500" &
+# refused. Each step waits until the one before it has happened (the first
+# has reached the upstream, the second is in the gateway's queue), not a
+# fixed time; the first's 2.5 s leave the third room on a loaded machine.
+# wait_metric RE: waits (10 s) until a line of the gateway's metrics matches.
+wait_metric() {
+  for _ in $(seq 200); do
+    curl -s -m 2 "$B/__polite/metrics" | grep -qE -- "$1" && return 0
+    sleep 0.05
+  done
+  echo "# wait_metric: no metrics line matches '$1' after 10 s" >&2
+  return 1
+}
+curl -s -m 10 -o /dev/null "$B/slow?ms=2500" &
 s1=$!
-sleep 0.3
+check "a full queue: the first request reaches the upstream" \
+  wait_count 1 '"path": "/slow\?ms=2500"' "$TMP/up.rec"
 curl -s -m 10 -o /dev/null "$B/slow?ms=10" &
 s2=$!
-sleep 0.3
+check "a full queue: the second waits in the gateway's queue" \
+  wait_metric '^polite_gateway_queue_length\{[^}]*\} 1$'
 read -r code secs < <(req "$B/ok/third")
 check_eq "a full queue: 503" "$code" 503
 check_grep "a full queue: with Retry-After" '^Retry-After: [0-9]+' "$TMP/head"

@@ -5,6 +5,8 @@
  *   window_ms=W inflight=K headers=0|1 anchored=0|1 ra=N|none|window
  *   latency_ms=L
  *   jitter_ms=J n=N conc=C other_burst=K other_period_ms=P
+ *   change_at_ms=T change_by=F [change2_at_ms=T2 change2_by=F2] (the limit
+ *   times F from T on, times F * F2 from T2 on)
  * Bad input gets an error naming the pair. */
 #include "sim.h"
 
@@ -71,6 +73,14 @@ static int set_number(const char *key, double v) {
     g_row.requests = (unsigned)v;
   else if (strcmp(key, "conc") == 0)
     g_row.concurrency = (unsigned)v;
+  else if (strcmp(key, "change_at_ms") == 0)
+    g_row.z.change.t1_us = (int64_t)(v * ms);
+  else if (strcmp(key, "change_by") == 0)
+    g_row.z.change.f1 = v;
+  else if (strcmp(key, "change2_at_ms") == 0)
+    g_row.z.change.t2_us = (int64_t)(v * ms);
+  else if (strcmp(key, "change2_by") == 0)
+    g_row.z.change.f2 = v;
   else if (strcmp(key, "other_burst") == 0)
     g_row.z.other.burst = (unsigned)v;
   else if (strcmp(key, "other_period_ms") == 0)

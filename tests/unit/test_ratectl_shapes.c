@@ -472,8 +472,7 @@ static void relapse_fits_the_leaky_bucket(void **state) {
   int64_t resumed = 2256 * MS + SEC;
   double landed = polite_ratectl_rate(&c, resumed);
   double held = polite_ratectl_rate(&c, resumed + 5 * SEC);
-  printf("# cuts %u, landed at %.1f/s, %.1f/s 5 s later\n",
-         c.cuts[POLITE_CUT_THROTTLE], landed, held);
+  printf("# %.1f/s 5 s later\n", held);
   assert_int_equal(last, POLITE_CUT_THROTTLE);
   assert_int_equal(c.cuts[POLITE_CUT_THROTTLE], 2);
   assert_true(landed >= 0.85 * 20 && landed < 20);
@@ -497,48 +496,77 @@ static void replay_ms(polite_ratectl *c, const int64_t *ms, unsigned n,
   }
 }
 
+/* Replays a real attempt log's starts (replay_ms) into a fresh controller
+ * and returns its rate a second after the last start, the landing. */
+static double replayed_landing(polite_ratectl *c, const int64_t *ms, unsigned n,
+                               const int64_t *refused, unsigned n_refused) {
+  polite_ratectl_init(c, NULL, 0);
+  replay_ms(c, ms, n, refused, n_refused);
+  double landed = polite_ratectl_rate(c, (ms[n - 1] + 2) * MS + SEC);
+  printf("# cuts %u, landed at %.1f/s\n", c->cuts[POLITE_CUT_THROTTLE], landed);
+  return landed;
+}
+
 /* The same row for real (bench/adaptive/gateway_ab.sh, the gateway's
  * attempt log, in ms): slow start trips at 891 ms, the landing at 27/s
- * after the pause at 2157 ms, and the fitted landing (0.9 x the bucket's
- * 25/s) at 3782 ms. The third cut's series bounds the bucket from both
- * sides of 20/s: it lands within 5% of its fit, not 10% (17.6/s, 1.51 x
- * the floor for that run). */
+ * after the pause at 2157 ms. The fitted landing of any depth (0.9 x the
+ * bucket's 25/s) tripped at 3782 ms, and the third cut's series bounded
+ * the bucket from both sides of 20/s: 17.6/s, 1.51 x the floor. With a
+ * whole depth the relapse lands below 20/s (relapse_fit_has_a_whole_depth)
+ * and the third series, paced at 22/s, is no longer sent: replayed, its
+ * starts would outrun the rate the controller set. */
 static void second_fitted_relapse_holds_near_the_limit(void **state) {
   (void)state;
   polite_ratectl c;
-  polite_ratectl_init(&c, NULL, 0);
-  static const int64_t ms[] = {0,    254,  507,  636,  701,  745,  788,  824,
-                               857,  891,  1969, 2006, 2046, 2083, 2120, 2157,
-                               3234, 3278, 3326, 3370, 3418, 3466, 3510, 3554,
-                               3599, 3645, 3690, 3734, 3782};
-  static const int64_t refused[] = {891, 2157, 3782};
-  replay_ms(&c, ms, sizeof ms / sizeof ms[0], refused, 3);
-  double landed = polite_ratectl_rate(&c, 3784 * MS + SEC);
-  printf("# cuts %u, landed at %.1f/s\n", c.cuts[POLITE_CUT_THROTTLE], landed);
-  assert_int_equal(c.cuts[POLITE_CUT_THROTTLE], 3);
+  static const int64_t ms[] = {0,   254, 507,  636,  701,  745,  788,  824,
+                               857, 891, 1969, 2006, 2046, 2083, 2120, 2157};
+  static const int64_t refused[] = {891, 2157};
+  double landed =
+      replayed_landing(&c, ms, sizeof ms / sizeof ms[0], refused, 2);
+  assert_int_equal(c.cuts[POLITE_CUT_THROTTLE], 2);
   assert_true(landed >= 0.9 * 20 && landed < 20);
 }
 
-/* Another real run of that row: its third cut (at 4166 ms) is fitted by a
- * bucket only at 20.2/s, above the cap that what got through over the
+/* Another real run of that row: its third cut (at 4166 ms) was fitted by
+ * a bucket only at 20.2/s, above the cap that what got through over the
  * limiter's window put on the upper estimate (18.8/s, "over a window with a
- * pause"). Searched under the cap, the fit found none and the relapse fell
- * to half the upper estimate (8.9/s, 1.55 x the floor for that run); the
- * cap is taken as the fit instead, and the run lands near the limit. */
+ * pause"); searched under the cap, the fit found none and the relapse fell
+ * to half the upper estimate (8.9/s, 1.55 x the floor for that run), so
+ * the cap is taken as the fit. With a whole depth the second cut, at
+ * 2233 ms, lands below the limit already and the third series (22/s) is
+ * no longer sent. */
 static void fit_above_the_window_cap(void **state) {
   (void)state;
   polite_ratectl c;
-  polite_ratectl_init(&c, NULL, 0);
-  static const int64_t ms[] = {
-      0,    253,  504,  632,  695,  739,  783,  816,  852,  885,  2040, 2080,
-      2119, 2157, 2195, 2233, 3319, 3365, 3413, 3459, 3507, 3553, 3601, 3647,
-      3694, 3740, 3795, 3841, 3888, 3933, 3979, 4027, 4073, 4119, 4166};
-  static const int64_t refused[] = {885, 2233, 4166};
-  replay_ms(&c, ms, sizeof ms / sizeof ms[0], refused, 3);
-  double landed = polite_ratectl_rate(&c, 4168 * MS + SEC);
-  printf("# cuts %u, landed at %.1f/s\n", c.cuts[POLITE_CUT_THROTTLE], landed);
-  assert_int_equal(c.cuts[POLITE_CUT_THROTTLE], 3);
-  assert_true(landed >= 0.85 * 20 && landed < 20);
+  static const int64_t ms[] = {0,   253, 504,  632,  695,  739,  783,  816,
+                               852, 885, 2040, 2080, 2119, 2157, 2195, 2233};
+  static const int64_t refused[] = {885, 2233};
+  double landed =
+      replayed_landing(&c, ms, sizeof ms / sizeof ms[0], refused, 2);
+  assert_int_equal(c.cuts[POLITE_CUT_THROTTLE], 2);
+  assert_true(landed >= 0.9 * 20 && landed < 20);
+}
+
+/* A third real run of that row (the OpenAI Node SDK, 863c2d6): slow start
+ * trips at 874 ms, lands at 26.3/s, and the relapse after the pause trips
+ * at 2075 ms. A bucket of some depth explains the series up to 24.4/s (a
+ * depth of 1.3-1.4 requests), and its landing at 0.9 x that, 22/s, tripped
+ * again 1.5 s after the second pause (3 x 429, 1.44 x the floor). A depth
+ * is a whole number of requests: 2 explains 19.6-21.2/s, and the relapse
+ * lands at the lowest of those, below the limit (1.27 x, 2 x 429). */
+static void relapse_fit_has_a_whole_depth(void **state) {
+  (void)state;
+  polite_ratectl c;
+  static const int64_t ms[] = {0,   250, 500,  625,  687,  732,  776,  809,
+                               842, 874, 1884, 1922, 1960, 1998, 2036, 2075};
+  static const int64_t refused[] = {874, 2075};
+  double landed =
+      replayed_landing(&c, ms, sizeof ms / sizeof ms[0], refused, 2);
+  double held = polite_ratectl_rate(&c, 2077 * MS + 6 * SEC);
+  printf("# %.1f/s 5 s later\n", held);
+  assert_int_equal(c.cuts[POLITE_CUT_THROTTLE], 2);
+  assert_true(landed >= 0.95 * 20 && landed < 20);
+  assert_true(held >= 0.95 * 20 && held < 20);
 }
 
 /* The leaky-bucket trace above, but the last admitted answer before the
@@ -706,6 +734,7 @@ int main(void) {
       cmocka_unit_test(relapse_fits_the_leaky_bucket),
       cmocka_unit_test(second_fitted_relapse_holds_near_the_limit),
       cmocka_unit_test(fit_above_the_window_cap),
+      cmocka_unit_test(relapse_fit_has_a_whole_depth),
       cmocka_unit_test(cut_under_headers_is_not_fitted),
       cmocka_unit_test(slow_start_estimate_is_what_was_sent),
       cmocka_unit_test(sliding_log_relapse_is_the_quota),

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The budget contract seen from several processes, written once and run per
 # backend: sourced by test_budget_file.sh and test_budget_redis.sh, which
 # set W (budget_worker), A (analyse.py), tmp, pids, ok/bad and mono_us, and

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the Redis budget tests (and bench/budget/run.sh): a
 # redis-server of the test's own on a free port of 127.0.0.1 (free_port,
 # from tests/integration/lib.sh or the caller's own), in $tmp (which the

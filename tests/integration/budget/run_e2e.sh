@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by test_budget_file.sh and test_budget_redis.sh: two `polite run`
 # processes share one budget against tests/integration/upstream.py.
 # Needs: POLITE, tmp, ok, bad, pids. Usage: run_e2e URI_FOR_RATE URI_FOR_PAUSE

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/integration/gateway/gw.sh: what the gateway's integration tests
 # share, sourced after lib.sh:
 #   start_upstream [CERT KEY]  the scripted API (../upstream.py): UP (ADDR:PORT),

@@ -36,17 +36,39 @@ url = px.base + "/shared"
 errors = []
 
 
+# The four threads start together: each opens its connection, and none asks
+# before all four are open. The judge takes a connection opened after a 429
+# of the same identity (address and User-Agent) for the told client coming
+# back (section 6); a thread that a loaded machine starts 100 ms late would
+# open its first connection after another thread's 429 and be flagged
+# (3 of 4 flagged, with thread starts 0.3 s apart), which is the judge's
+# documented guess, not what this section tests.
+together = threading.Barrier(4)
+
+
 def good():
     retry = Retry(total=20, status_forcelist=[429, 503], respect_retry_after_header=True,
                   backoff_factor=0, allowed_methods=None, raise_on_status=False)
     http = urllib3.PoolManager(retries=retry)
+    pool = http.connection_from_url(url)
+    conn = pool._get_conn()
+    conn.connect()
+    pool._put_conn(conn)
+    together.wait(timeout=30)
     for _ in range(6):
         r = http.request("GET", url)
         if r.status != 200:
             errors.append(r.status)
 
 
-bad_early = []
+# The impatient client's own account of each request after a wait: how early
+# it was by its clock (ms: the told wait counted from when the 429 was read,
+# less the time since, at the send) and whether the proxy answered it as an
+# early retry. The proxy counts the wait from when the 429 left (before it
+# was read) to when the retry arrived (after it was sent), so its early_ms is
+# at most the client's; a loaded machine makes the client's sleep overshoot,
+# which moves both alike.
+bad_sends = []
 
 
 def bad():
@@ -55,14 +77,22 @@ def bad():
     # half lands on time.
     s = requests.Session()
     h = {"Authorization": "Bearer impatient"}
+    due = None  # monotonic seconds when the last fresh 429's wait ends
     for _ in range(4):
         while True:
+            sent = time.monotonic()
             r = s.get(url, headers=h, timeout=10)
+            got = time.monotonic()
+            answered_early = "early_retry" in r.text
+            if due is not None:
+                bad_sends.append(((due - sent) * 1000, answered_early))
             if r.status_code == 200:
+                due = None
                 break
-            if "early_retry" not in r.text:
-                bad_early.append(1)  # the next one goes at half its wait
-            time.sleep(int(r.headers["Retry-After"]) / 2)
+            wait = int(r.headers["Retry-After"])
+            if not answered_early:
+                due = got + wait  # a fresh wait; the next one goes at half of it
+            time.sleep(wait / 2)
     s.close()
 
 
@@ -79,11 +109,24 @@ check(good_flags == [], "no urllib3 thread that waited its Retry-After is flagge
       % (len(good_flags), [e["early_ms"] for e in good_flags]))
 check(rep["during_throttle"] > 0,
       "threads asking during another's throttle are counted apart (%d)" % rep["during_throttle"])
-check(len(bad_flags) == len(bad_early) and bad_flags,
-      "every early retry of the impatient client is caught, and only those (%d flagged, %d sent)"
-      % (len(bad_flags), len(bad_early)))
-check(all(300 <= e["early_ms"] <= 1000 for e in bad_flags),
-      "each about half a second early (%s)" % [e["early_ms"] for e in bad_flags])
+# Early by its own clock (more than 20 ms: the two clocks' reading points
+# differ by the network's delivery) must be caught; late must not be.
+sent_early = [ms for ms, _ in bad_sends if ms > 20]
+told_early = [ms for ms, e in bad_sends if e]
+check(sent_early and all(e for ms, e in bad_sends if ms > 20)
+      and not any(e for ms, e in bad_sends if ms <= 0)
+      and len(bad_flags) == len(told_early),
+      "every early retry of the impatient client is caught, and only those "
+      "(%d flagged, %d answered early, sent early by ms: %s)"
+      % (len(bad_flags), len(told_early), [round(ms) for ms, _ in bad_sends]))
+# How early: the proxy's measure is at most the client's (the 429's delivery
+# and the retry's are inside the client's span) and within 250 ms of it; a
+# judge counting the wait from the request, or in other units, or not from
+# the first 429 of the chain, is off by far more.
+pairs = list(zip([e["early_ms"] for e in bad_flags], told_early))
+check(pairs and all(ms - 250 <= px_ms <= ms + 2 for px_ms, ms in pairs),
+      "each as early as the client was, by its own clock (proxy, client ms: %s)"
+      % [(px_ms, round(ms)) for px_ms, ms in pairs])
 clients = {c["client"]: c for c in rep["clients"]}
 check(set(clients) == {"127.0.0.1", next((c for c in clients if "auth:" in c), "?")},
       "the report has the clients apart (%s)" % sorted(clients))

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/integration/queue/lib.sh: what the work queue's tests share, on top
 # of tests/integration/lib.sh (source that first).
 #   start_redis [ARGS...]  a redis-server of the test's own on a free port of
