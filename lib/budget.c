@@ -158,6 +158,43 @@ void polite_budget_set_slot_cap(polite_budget *b, const char *key,
     b->vt->set_slot_cap(b, key, cap);
 }
 
+int polite_shared_window_merge(polite_shared_window *stored,
+                               polite_shared_window *in) {
+  int retract = stored->quota > 0 && in->retract_us > 0 &&
+                in->retract_us == stored->open_us &&
+                in->open_us < stored->open_us;
+  if (in->quota == 0 ||
+      (stored->quota > 0 && in->open_us < stored->open_us && !retract)) {
+    *in = *stored;
+    return 0;
+  }
+  polite_shared_window was = *stored;
+  if (stored->quota > 0 && in->open_us == stored->open_us && !retract) {
+    /* One window, two readings: a period errs long (each participant
+     * places an opening at its own first admitted start after it), so
+     * the shorter one and the earlier next start are kept. */
+    if (stored->period_us > 0 && stored->period_us < in->period_us)
+      in->period_us = stored->period_us;
+    if (stored->next_us > 0 && stored->next_us < in->next_us)
+      in->next_us = stored->next_us;
+  }
+  *stored = *in;
+  return was.open_us != stored->open_us || was.open_n != stored->open_n ||
+         was.period_us != stored->period_us || was.next_us != stored->next_us ||
+         was.quota != stored->quota;
+}
+
+int polite_budget_window(polite_budget *b, const char *key,
+                         polite_shared_window *w) {
+  if (b == NULL || w == NULL || b->vt->window == NULL)
+    return POLITE_EINVAL;
+  return b->vt->window(b, key, w);
+}
+
+uint64_t polite_budget_admissions(polite_budget *b, const char *key) {
+  return b != NULL && b->vt->admissions != NULL ? b->vt->admissions(b, key) : 0;
+}
+
 unsigned polite_budget_in_use(polite_budget *b, const char *key) {
   return b != NULL && b->vt->in_use != NULL ? b->vt->in_use(b, key) : 0;
 }

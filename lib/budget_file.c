@@ -8,7 +8,7 @@
  * the bytes; this file keeps the accounts). */
 #define _GNU_SOURCE
 #include "budget_backends.h"
-#include "budget_file_store.h"
+#include "budget_file_acct.h"
 
 #include <polite/clock.h>
 
@@ -25,51 +25,6 @@
  * participant with requests in flight re-registers its slots first (the
  * engine renews its leases every second while requests run). */
 #define SETTLE_US 2000000
-
-/* What this participant knows of one account, whatever the file says:
- * where its record was, the slots it holds, the latest pause and learned
- * rate it saw. A rebuilt record starts from this. */
-typedef struct {
-  char *key; /* "" for the default account */
-  int index; /* its record; -1 until found */
-  unsigned held;
-  unsigned in_use_seen; /* the account's slots after the last admission */
-  int64_t pause_seen_us;
-  polite_shared_rate sr_seen;
-  uint32_t repairs_seen; /* the record's repair count when last read */
-  int read_once;
-} pf_local;
-
-typedef struct {
-  polite_budget base;
-  pthread_mutex_t mu; /* flock is per open file: threads need their own */
-  pf_store st;
-  char *uri;   /* for messages */
-  uint64_t id; /* this participant's owner id (random, nonzero) */
-  int64_t lease_us;
-  int32_t pid; /* for people reading the file (getpid is a system call) */
-  int inspect; /* polite budget show|clear: never rebuilds, holds nothing */
-  polite_gcra proto; /* interval/tolerance at proto_rate; tat unused */
-  double proto_rate; /* 0: not set up */
-  int64_t verified_us;
-  int verified;
-  int64_t switched_us; /* when the path last named a new file; 0: never */
-  char note[200];    /* damage repaired, said by the next acquire ("": none) */
-  uint64_t bad_now;  /* damaged records seen at the last check */
-  uint64_t bad_told; /* of those, the ones already reported */
-  pf_local loc[PF_ACCOUNTS];
-  unsigned nloc;
-} file_budget;
-
-/* One call's account: the record (a private copy) and this participant's
- * entry in it. */
-typedef struct {
-  pf_local *l;
-  pf_record r;
-  pf_owner *me;
-  int dirty;
-  int rebuilt; /* fresh_record rebuilt it in this call */
-} pf_acct;
 
 static int errf(file_budget *fb, const char *fmt, const char *detail) {
   polite__budget_errf(fb->base.errstr, sizeof fb->base.errstr, fb->uri, fmt,
@@ -138,6 +93,11 @@ static void fresh_record(file_budget *fb, pf_acct *a, unsigned index,
   r->sr_rate = a->l->sr_seen.rate_per_s;
   r->sr_limit = a->l->sr_seen.limit_per_s;
   r->sr_gen = a->l->sr_seen.generation;
+  r->admits = a->l->admits_seen;
+  r->win = a->l->win;
+  char bad[8]; /* a window this participant read before it was found bad */
+  if (polite__pf_record_check(&fb->st, r, now_us, bad, sizeof bad) != 0)
+    memset(&r->win, 0, sizeof r->win);
   int64_t from = r->settle_until_us > r->paused_until_us ? r->settle_until_us
                                                          : r->paused_until_us;
   if (file_rate(fb, r) > 0) {
@@ -335,8 +295,8 @@ static void tell_damage(file_budget *fb, pf_acct *a) {
  * with both locks held, 1 when the account does not exist and `create` is
  * 0 (nothing held), or a negative errno (nothing held). now_us INT64_MIN:
  * a call without a clock (no check of the file, no lease renewal). */
-static int enter(file_budget *fb, const char *key, int64_t now_us, int create,
-                 pf_acct *a) {
+int polite__pf_enter(file_budget *fb, const char *key, int64_t now_us,
+                     int create, pf_acct *a) {
   memset(a, 0, sizeof *a);
   pthread_mutex_lock(&fb->mu);
   char err[300], why[200] = "";
@@ -384,6 +344,8 @@ static int enter(file_budget *fb, const char *key, int64_t now_us, int create,
   a->l->sr_seen.rate_per_s = a->r.sr_rate;
   a->l->sr_seen.limit_per_s = a->r.sr_limit;
   a->l->sr_seen.generation = a->r.sr_gen;
+  a->l->admits_seen = a->r.admits;
+  a->l->win = a->r.win;
   return 0;
 fail:
   if (held)
@@ -394,7 +356,7 @@ fail:
 
 /* Writes a back when changed, keeping the locks. Returns 0 or
  * POLITE_EBUDGET (the write failed: the call must not count). */
-static int write_back(file_budget *fb, pf_acct *a) {
+int polite__pf_write_back(file_budget *fb, pf_acct *a) {
   char err[300];
   if (a->dirty && polite__pf_write(&fb->st, &a->r, err, sizeof err) != 0)
     return errf(fb, "%s", err);
@@ -402,7 +364,7 @@ static int write_back(file_budget *fb, pf_acct *a) {
 }
 
 /* Drops the locks enter took. */
-static void leave(file_budget *fb) {
+void polite__pf_leave(file_budget *fb) {
   polite__pf_unlock(&fb->st);
   pthread_mutex_unlock(&fb->mu);
 }
@@ -451,7 +413,7 @@ static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
                         unsigned units, unsigned slots, int64_t *wait_us) {
   file_budget *fb = (file_budget *)b;
   pf_acct a;
-  int rc = enter(fb, key, now_us, 1, &a);
+  int rc = polite__pf_enter(fb, key, now_us, 1, &a);
   if (rc != 0)
     return rc < 0 ? rc : POLITE_EBUDGET;
   int take = b->cfg.concurrency > 0 && slots > 0;
@@ -465,6 +427,8 @@ static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
   } else if (now_us < a.r.paused_until_us) {
     *wait_us = a.r.paused_until_us - now_us;
     rc = POLITE_BUDGET_WAIT_PAUSE;
+  } else if (polite__pf_window_wait(&a.r, now_us, units, wait_us)) {
+    rc = POLITE_BUDGET_WAIT_RATE;
   } else if (!take || (rc = take_slot(fb, &a, now_us, slots, wait_us)) == 0) {
     rc = POLITE_BUDGET_ADMITTED;
     if (file_rate(fb, &a.r) > 0) {
@@ -479,6 +443,8 @@ static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
         a.dirty = 1;
       }
     }
+    if (rc == POLITE_BUDGET_ADMITTED)
+      polite__pf_window_count(&a, units);
     if (rc == POLITE_BUDGET_ADMITTED && take) {
       a.me->pid = fb->pid;
       a.me->slots += slots;
@@ -489,12 +455,12 @@ static int file_acquire(polite_budget *b, const char *key, int64_t now_us,
   }
   if (rc == POLITE_BUDGET_ADMITTED)
     *wait_us = 0;
-  int wrc = write_back(fb, &a);
+  int wrc = polite__pf_write_back(fb, &a);
   if (wrc != 0)
     rc = wrc; /* not recorded: not admitted either */
   else if (rc == POLITE_BUDGET_ADMITTED && take)
     a.l->held += slots;
-  leave(fb);
+  polite__pf_leave(fb);
   return rc;
 }
 
@@ -508,7 +474,7 @@ static void file_release(polite_budget *b, const char *key, unsigned slots) {
   if (b->cfg.concurrency == 0)
     return;
   pf_acct a;
-  int rc = enter(fb, key, INT64_MIN, 0, &a);
+  int rc = polite__pf_enter(fb, key, INT64_MIN, 0, &a);
   if (rc != 0) {
     pthread_mutex_lock(&fb->mu);
     pf_local *l = local_of(fb, key);
@@ -525,8 +491,8 @@ static void file_release(polite_budget *b, const char *key, unsigned slots) {
       memset(a.me, 0, sizeof *a.me);
     a.dirty = 1;
   }
-  write_back(fb, &a);
-  leave(fb);
+  polite__pf_write_back(fb, &a);
+  polite__pf_leave(fb);
 }
 
 /* Pauses the account for every process: no start before until_us, then
@@ -535,7 +501,7 @@ static int file_pause_until(polite_budget *b, const char *key, int64_t now_us,
                             int64_t until_us) {
   file_budget *fb = (file_budget *)b;
   pf_acct a;
-  int rc = enter(fb, key, now_us, 1, &a);
+  int rc = polite__pf_enter(fb, key, now_us, 1, &a);
   if (rc != 0)
     return rc < 0 ? rc : POLITE_EBUDGET;
   if (until_us > a.r.paused_until_us) {
@@ -549,8 +515,8 @@ static int file_pause_until(polite_budget *b, const char *key, int64_t now_us,
       a.r.tat_ns = g.tat_ns;
     }
   }
-  rc = write_back(fb, &a);
-  leave(fb);
+  rc = polite__pf_write_back(fb, &a);
+  polite__pf_leave(fb);
   return rc;
 }
 
@@ -558,12 +524,12 @@ static int64_t file_paused_for(polite_budget *b, const char *key,
                                int64_t now_us) {
   file_budget *fb = (file_budget *)b;
   pf_acct a;
-  if (enter(fb, key, now_us, 0, &a) != 0)
+  if (polite__pf_enter(fb, key, now_us, 0, &a) != 0)
     return 0;
   int64_t left =
       a.r.paused_until_us > now_us ? a.r.paused_until_us - now_us : 0;
-  write_back(fb, &a);
-  leave(fb);
+  polite__pf_write_back(fb, &a);
+  polite__pf_leave(fb);
   return left;
 }
 
@@ -576,15 +542,15 @@ static void file_close(polite_budget *b) {
     if (fb->loc[i].held == 0 && fb->inspect)
       continue;
     fb->loc[i].held = 0;
-    if (enter(fb, fb->loc[i].key, INT64_MIN, 0, &a) != 0)
+    if (polite__pf_enter(fb, fb->loc[i].key, INT64_MIN, 0, &a) != 0)
       continue;
     a.me = polite__pf_owner_find(&a.r, fb->id);
     if (a.me != NULL) {
       memset(a.me, 0, sizeof *a.me);
       a.dirty = 1;
     }
-    write_back(fb, &a);
-    leave(fb);
+    polite__pf_write_back(fb, &a);
+    polite__pf_leave(fb);
   }
   for (unsigned i = 0; i < fb->nloc; i++)
     free(fb->loc[i].key);
@@ -606,7 +572,7 @@ static int file_publish_rate(polite_budget *b, const char *key, int64_t now_us,
                              polite_shared_rate *r, int is_cut) {
   file_budget *fb = (file_budget *)b;
   pf_acct a;
-  int rc = enter(fb, key, now_us, 1, &a);
+  int rc = polite__pf_enter(fb, key, now_us, 1, &a);
   if (rc != 0)
     return rc < 0 ? rc : POLITE_EBUDGET;
   polite_shared_rate sr = {a.r.sr_rate, a.r.sr_limit, a.r.sr_gen};
@@ -617,8 +583,8 @@ static int file_publish_rate(polite_budget *b, const char *key, int64_t now_us,
   a.l->sr_seen = sr;
   a.dirty |= changed != 0;
   *r = sr;
-  rc = write_back(fb, &a);
-  leave(fb);
+  rc = polite__pf_write_back(fb, &a);
+  polite__pf_leave(fb);
   return rc != 0 ? rc : changed;
 }
 
@@ -627,14 +593,14 @@ static int file_shared_rate(polite_budget *b, const char *key,
                             polite_shared_rate *out) {
   file_budget *fb = (file_budget *)b;
   pf_acct a;
-  int rc = enter(fb, key, INT64_MIN, 0, &a);
+  int rc = polite__pf_enter(fb, key, INT64_MIN, 0, &a);
   if (rc != 0)
     return rc < 0 ? rc : 0;
   out->rate_per_s = a.r.sr_rate;
   out->limit_per_s = a.r.sr_limit;
   out->generation = a.r.sr_gen;
-  write_back(fb, &a);
-  leave(fb);
+  polite__pf_write_back(fb, &a);
+  polite__pf_leave(fb);
   return 0;
 }
 
@@ -642,7 +608,7 @@ static int file_inspect(polite_budget *b, const char *key, int64_t now_us,
                         polite_budget_state *out) {
   file_budget *fb = (file_budget *)b;
   pf_acct a;
-  int rc = enter(fb, key, now_us, 0, &a);
+  int rc = polite__pf_enter(fb, key, now_us, 0, &a);
   out->config_stored = 1;
   out->config.rate_per_s = fb->st.h.rate_per_s;
   out->config.burst = fb->st.h.burst;
@@ -666,7 +632,7 @@ static int file_inspect(polite_budget *b, const char *key, int64_t now_us,
       hd->lease_left_us = o->expiry_us - now_us;
     }
   }
-  leave(fb);
+  polite__pf_leave(fb);
   return 0;
 }
 
@@ -674,7 +640,7 @@ static int file_inspect(polite_budget *b, const char *key, int64_t now_us,
 static int file_clear(polite_budget *b, const char *key, int64_t now_us) {
   file_budget *fb = (file_budget *)b;
   pf_acct a;
-  int rc = enter(fb, key, now_us, 0, &a);
+  int rc = polite__pf_enter(fb, key, now_us, 0, &a);
   if (rc != 0)
     return rc < 0 ? rc : 0; /* nothing to clear */
   a.r.paused_until_us = 0;
@@ -682,10 +648,11 @@ static int file_clear(polite_budget *b, const char *key, int64_t now_us) {
     a.r.tat_ns = now_us * 1000;
   a.r.sr_rate = a.r.sr_limit = 0;
   a.r.slot_cap = 0;
+  memset(&a.r.win, 0, sizeof a.r.win); /* the learned window too */
   a.r.sr_gen++; /* raises from before the clear are stale */
   a.dirty = 1;
-  rc = write_back(fb, &a);
-  leave(fb);
+  rc = polite__pf_write_back(fb, &a);
+  polite__pf_leave(fb);
   return rc;
 }
 
@@ -696,14 +663,14 @@ static int file_clear(polite_budget *b, const char *key, int64_t now_us) {
 static void file_set_slot_cap(polite_budget *b, const char *key, unsigned cap) {
   file_budget *fb = (file_budget *)b;
   pf_acct a;
-  if (enter(fb, key, INT64_MIN, 1, &a) != 0)
+  if (polite__pf_enter(fb, key, INT64_MIN, 1, &a) != 0)
     return;
   if (a.r.slot_cap != cap) {
     a.r.slot_cap = cap;
     a.dirty = 1;
   }
-  write_back(fb, &a);
-  leave(fb);
+  polite__pf_write_back(fb, &a);
+  polite__pf_leave(fb);
 }
 
 static unsigned file_in_use(polite_budget *b, const char *key) {
@@ -716,9 +683,20 @@ static unsigned file_in_use(polite_budget *b, const char *key) {
 }
 
 static const polite_budget_vtable file_vt = {
-    "file",          file_acquire, file_release,      file_pause_until,
-    file_paused_for, file_close,   file_publish_rate, file_shared_rate,
-    file_inspect,    file_clear,   file_set_slot_cap, file_in_use};
+    "file",
+    file_acquire,
+    file_release,
+    file_pause_until,
+    file_paused_for,
+    file_close,
+    file_publish_rate,
+    file_shared_rate,
+    file_inspect,
+    file_clear,
+    file_set_slot_cap,
+    file_in_use,
+    polite__pf_admissions,
+    polite__pf_window}; /* window: each participant keeps its own */
 
 int polite__budget_file_new(const char *uri, const polite_budget_config *cfg,
                             polite_budget **out, char *errbuf, size_t errlen) {

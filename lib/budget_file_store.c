@@ -551,6 +551,18 @@ int polite__pf_record_check(const pf_store *s, const pf_record *r,
                  1000000);
     return 1;
   }
+  /* A window that would hold every sharer for longer than any pause. */
+  const polite_shared_window *w = &r->win;
+  if (w->quota > 0 && (w->next_us - now_us > PF_MAX_AHEAD_US ||
+                       w->period_us < 0 || w->period_us > PF_MAX_AHEAD_US)) {
+    snprintf(why, len,
+             "account '%.*s' has a window of %u starts in %lld s, the next "
+             "one %lld s ahead",
+             (int)r->keylen, r->key, w->quota,
+             (long long)(w->period_us / 1000000),
+             (long long)((w->next_us - now_us) / 1000000));
+    return 1;
+  }
   if (!(r->sr_rate >= 0 && r->sr_rate <= PF_MAX_RATE) ||
       !(r->sr_limit >= 0 && r->sr_limit <= PF_MAX_RATE)) {
     snprintf(why, len, "account '%.*s' has a learned rate of %g/s",

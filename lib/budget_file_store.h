@@ -13,8 +13,8 @@
 #include <sys/types.h>
 
 #define PF_MAGIC 0x46425445544c4f50ULL /* "POLITEBF" little-endian */
-#define PF_VERSION 3u                  /* 3: pread/pwrite, checksummed */
-#define PF_PAGE 4096u                  /* header and each account record */
+#define PF_VERSION 4u  /* 3: pread/pwrite, checksummed; 4: the window */
+#define PF_PAGE 4096u  /* header and each account record */
 #define PF_ACCOUNTS 64 /* keys (hosts with --budget-scope host) per file */
 #define PF_OWNERS 128  /* participants holding slots in one account */
 #define PF_KEYLEN 256  /* a host name fits (253) */
@@ -79,8 +79,14 @@ typedef struct {
                         0: none; the same word was padding before, always 0 */
   uint64_t bad_seen; /* the damaged records known at the last mark */
   char why[120];     /* what the rebuild or the last repair found */
+  /* Version 4: the account's admissions that charged rate units (every
+   * participant's: polite_budget_admissions) and its learned window
+   * (polite_shared_window, its times monotonic us like the others). */
+  uint64_t admits;
+  polite_shared_window win;
   pf_owner owners[PF_OWNERS];
 } pf_record;
+_Static_assert(sizeof(pf_record) <= PF_PAGE, "a record fits in its page");
 
 /* The open file of one participant. */
 typedef struct {

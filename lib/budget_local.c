@@ -16,9 +16,11 @@ typedef struct account {
   double rate;           /* the rate gcra runs at; 0: unlimited */
   polite_shared_rate sr; /* the learned rate */
   unsigned in_flight;
-  unsigned slot_cap;       /* polite_budget_set_slot_cap; 0: none */
-  unsigned in_use_seen;    /* in_flight after the last admission */
-  int64_t paused_until_us; /* 0 when never paused */
+  unsigned slot_cap;        /* polite_budget_set_slot_cap; 0: none */
+  unsigned in_use_seen;     /* in_flight after the last admission */
+  uint64_t admits;          /* admissions that charged rate units */
+  polite_shared_window win; /* the learned window */
+  int64_t paused_until_us;  /* 0 when never paused */
 } account;
 
 typedef struct {
@@ -84,6 +86,10 @@ static int local_acquire(polite_budget *b, const char *key, int64_t now_us,
   } else if (polite__budget_slots_short(conc, a->in_flight, slots)) {
     *wait_us = -1;
     rc = POLITE_BUDGET_WAIT_SLOT;
+  } else if (units > 0 && a->win.quota > 0 && now_us < a->win.next_us &&
+             a->admits >= a->win.open_n + a->win.quota) {
+    *wait_us = a->win.next_us - now_us; /* the window's quota is spent */
+    rc = POLITE_BUDGET_WAIT_RATE;
   } else {
     int64_t w =
         sync_rate(lb, a) > 0 ? polite_gcra_admit(&a->gcra, now_us, units) : 0;
@@ -91,6 +97,7 @@ static int local_acquire(polite_budget *b, const char *key, int64_t now_us,
       *wait_us = w;
       rc = POLITE_BUDGET_WAIT_RATE;
     } else {
+      a->admits += units > 0;
       if (conc > 0) {
         a->in_flight += slots;
         if (slots > 0)
@@ -239,10 +246,33 @@ static unsigned local_in_use(polite_budget *b, const char *key) {
   return n;
 }
 
+/* In one process the count is exact at any time: this participant's last
+ * admission was the last call into the budget it made. */
+static uint64_t local_admissions(polite_budget *b, const char *key) {
+  local_budget *lb = (local_budget *)b;
+  pthread_mutex_lock(&lb->mu);
+  account *a = find_account(lb, key);
+  uint64_t n = a != NULL ? a->admits : 0;
+  pthread_mutex_unlock(&lb->mu);
+  return n;
+}
+
+static int local_window(polite_budget *b, const char *key,
+                        polite_shared_window *w) {
+  local_budget *lb = (local_budget *)b;
+  pthread_mutex_lock(&lb->mu);
+  account *a = find_account(lb, key);
+  if (a != NULL)
+    polite_shared_window_merge(&a->win, w);
+  pthread_mutex_unlock(&lb->mu);
+  return a != NULL ? 0 : POLITE_ENOMEM;
+}
+
 static const polite_budget_vtable local_vt = {
     "local",          local_acquire, local_release,      local_pause_until,
     local_paused_for, local_close,   local_publish_rate, local_shared_rate,
-    local_inspect,    local_clear,   local_set_slot_cap, local_in_use};
+    local_inspect,    local_clear,   local_set_slot_cap, local_in_use,
+    local_admissions, local_window};
 
 int polite_budget_local_new(const polite_budget_config *cfg,
                             polite_budget **out) {

@@ -16,6 +16,7 @@
 #include <sys/time.h>
 
 #include "budget_redis_script.h"
+#include "budget_redis_window.h"
 #include "clock_wait.h"
 #include "redis_uri.h"
 
@@ -30,12 +31,13 @@ typedef struct pause_memo {
   char *key;
   int64_t until_us;
   polite_shared_rate sr; /* as the last admission returned it */
-  unsigned owed;   /* slots released while the server could not be reached:
-                      given back at the next call that reaches it, so that
-                      a lease renewed by the heartbeat does not keep them */
-  unsigned in_use; /* the account's slots after the last admission with
-                      one (polite_budget_in_use) */
-  unsigned cap;    /* the in-flight cap this participant last stored */
+  unsigned owed;      /* slots released while the server could not be reached:
+                         given back at the next call that reaches it, so that
+                         a lease renewed by the heartbeat does not keep them */
+  unsigned in_use;    /* the account's slots after the last admission with
+                         one (polite_budget_in_use) */
+  unsigned cap;       /* the in-flight cap this participant last stored */
+  polite__rw_memo rw; /* the admission count and the window */
 } pause_memo;
 
 typedef struct {
@@ -188,15 +190,6 @@ static int ensure_conn(redis_budget *rb, int64_t now_us) {
   return 0;
 }
 
-/* Errors after which the connection is useless (the server went away, or
- * a failover turned it into a replica / it is loading its data). */
-static int fatal_reply(const redisReply *r) {
-  return strncmp(r->str, "READONLY", 8) == 0 ||
-         strncmp(r->str, "LOADING", 7) == 0 ||
-         strncmp(r->str, "MASTERDOWN", 10) == 0 ||
-         strncmp(r->str, "CLUSTERDOWN", 11) == 0;
-}
-
 /* Redis Cluster answers "MOVED SLOT HOST:PORT" when another node owns the
  * budget's slot: switch to that node (connect and load the script there).
  * Returns 1 when connected to the new node, else 0 (errstr set). */
@@ -225,7 +218,8 @@ typedef struct {
   int64_t pause_us;
   const polite_shared_rate *pub; /* op "rate" */
   int is_cut;
-  int keep; /* 1: hand the whole reply over in `whole` (op "show") */
+  int keep;        /* 1: hand the whole reply over in `whole` (op "show") */
+  char (*win)[40]; /* op "win": its six arguments (polite__rw_args) */
   /* out */
   long long st, val;
   int has_rate;
@@ -233,25 +227,14 @@ typedef struct {
   redisReply *whole;
 } script_call;
 
-/* The learned rate in elements 2-4 of a reply, when there. */
-static int reply_rate(const redisReply *r, polite_shared_rate *sr) {
-  if (r->elements < 5 || r->element[2]->type != REDIS_REPLY_STRING ||
-      r->element[3]->type != REDIS_REPLY_STRING ||
-      r->element[4]->type != REDIS_REPLY_INTEGER)
-    return 0;
-  sr->rate_per_s = strtod(r->element[2]->str, NULL);
-  sr->limit_per_s = strtod(r->element[3]->str, NULL);
-  sr->generation = (uint64_t)r->element[4]->integer;
-  return sr->rate_per_s >= 0 && sr->limit_per_s >= 0;
-}
-
 /* The script's argument vector for one call: EVALSHA, the sha, the five
- * keys, the op, the owner and twelve numbers. The numbers live here and the
- * keys in one malloc'ed block, so that argv can point into them. */
+ * keys, the op, the owner and eighteen numbers. The numbers live here and
+ * the keys in one malloc'ed block, so that argv can point into them. */
+#define SCRIPT_ARGC 28
 typedef struct {
-  const char *argv[22];
-  size_t lens[22];
-  char num[12][40];
+  const char *argv[SCRIPT_ARGC];
+  size_t lens[SCRIPT_ARGC];
+  char num[18][40];
   char *keys;
 } script_args;
 
@@ -294,9 +277,11 @@ static int script_args_fill(redis_budget *rb, const char *key,
   snprintf(num[10], sizeof num[10], "%llu",
            (unsigned long long)pub->generation);
   snprintf(num[11], sizeof num[11], "%d", sc->is_cut ? 1 : 0);
-  for (int i = 0; i < 12; i++)
+  for (int i = 0; i < 6; i++)
+    snprintf(num[12 + i], sizeof num[12 + i], "%s", sc->win ? sc->win[i] : "0");
+  for (int i = 0; i < 18; i++)
     a->argv[10 + i] = num[i];
-  for (int i = 0; i < 22; i++)
+  for (int i = 0; i < SCRIPT_ARGC; i++)
     a->lens[i] = strlen(a->argv[i]);
   return 0;
 }
@@ -309,7 +294,7 @@ static redisReply *send_script(redis_budget *rb, script_args *a, int *lost) {
   redisReply *r = NULL;
   *lost = 0;
   for (int attempt = 0; attempt < 3; attempt++) {
-    r = command(rb, 22, a->argv, a->lens);
+    r = command(rb, SCRIPT_ARGC, a->argv, a->lens);
     if (r != NULL && r->type == REDIS_REPLY_ERROR &&
         strncmp(r->str, "MOVED ", 6) == 0 && attempt < 2) {
       int moved = follow_moved(rb, r->str);
@@ -377,7 +362,7 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   } else if (r->type == REDIS_REPLY_ERROR) {
     polite__budget_errf(rb->base.errstr, sizeof rb->base.errstr, rb->safe_uri,
                         "the server refused: %.60s", r->str);
-    if (!fatal_reply(r)) {
+    if (!polite__rw_fatal(r)) {
       freeReplyObject(r);
       return POLITE_EBUDGET;
     }
@@ -391,7 +376,7 @@ static int run_script(redis_budget *rb, const char *key, int64_t now_us,
   } else {
     sc->st = r->element[0]->integer;
     sc->val = r->element[1]->integer;
-    sc->has_rate = reply_rate(r, &sc->sr);
+    sc->has_rate = polite__rw_rate(r, &sc->sr);
     if (sc->keep)
       sc->whole = r;
     else
@@ -463,12 +448,17 @@ static void pay_owed(redis_budget *rb, const char *key, int64_t now_us) {
 static int redis_acquire(polite_budget *b, const char *key, int64_t now_us,
                          unsigned units, unsigned slots, int64_t *wait_us) {
   redis_budget *rb = (redis_budget *)b;
-  script_call sc = {.op = "acq", .units = units, .slots = slots};
+  script_call sc = {.op = "acq", .units = units, .slots = slots, .keep = 1};
   pthread_mutex_lock(&rb->mu);
   pay_owed(rb, key, now_us);
   int rc = run_script(rb, key, now_us, &sc);
   long long st = sc.st, val = sc.val;
   if (rc == 0) {
+    pause_memo *wm = memo_of(rb, key);
+    if (wm != NULL)
+      polite__rw_reply(&wm->rw, sc.whole, now_us,
+                       st == POLITE_BUDGET_ADMITTED && units > 0);
+    freeReplyObject(sc.whole);
     memo_pause(rb, key, st == POLITE_BUDGET_WAIT_PAUSE ? now_us + val : 0, &sc);
     pause_memo *m = st == POLITE_BUDGET_ADMITTED && slots > 0 && val > 0
                         ? memo_of(rb, key)
@@ -666,10 +656,51 @@ static unsigned redis_in_use(polite_budget *b, const char *key) {
   return n;
 }
 
+/* The account's admissions after this participant's last one, as its
+ * reply counted them (no round trip). */
+static uint64_t redis_admissions(polite_budget *b, const char *key) {
+  redis_budget *rb = (redis_budget *)b;
+  pthread_mutex_lock(&rb->mu);
+  const pause_memo *m = memo_find(rb, key);
+  uint64_t n = m != NULL ? m->rw.admits : 0;
+  pthread_mutex_unlock(&rb->mu);
+  return n;
+}
+
+/* A window that would not change the one of the last reply costs no
+ * round trip (the engine offers its window at every start and answer);
+ * one that would is merged inside the script, atomically. */
+static int redis_window(polite_budget *b, const char *key,
+                        polite_shared_window *w) {
+  redis_budget *rb = (redis_budget *)b;
+  int64_t now_us = polite_env_mono_us(rb->env);
+  pthread_mutex_lock(&rb->mu);
+  pause_memo *m = memo_of(rb, key);
+  polite_shared_window seen = m != NULL ? m->rw.win : *w, in = *w;
+  int rc = m != NULL ? 0 : POLITE_ENOMEM;
+  if (m != NULL && m->rw.seen && !polite_shared_window_merge(&seen, &in)) {
+    *w = in;
+  } else if (m != NULL) {
+    char args[6][40];
+    polite__rw_args(&m->rw, w, now_us, args);
+    script_call sc = {.op = "win", .win = args, .keep = 1};
+    rc = run_script(rb, key, now_us, &sc);
+    if (rc == 0 && !polite__rw_reply(&m->rw, sc.whole, now_us, 0))
+      rc = POLITE_EBUDGET;
+    if (rc == 0)
+      *w = m->rw.win;
+    freeReplyObject(sc.whole);
+  }
+  pthread_mutex_unlock(&rb->mu);
+  return rc;
+}
+
 static const polite_budget_vtable redis_vt = {
     "redis",          redis_acquire, redis_release,      redis_pause_until,
     redis_paused_for, redis_close,   redis_publish_rate, redis_shared_rate,
-    redis_inspect,    redis_clear,   redis_set_slot_cap, redis_in_use};
+    redis_inspect,    redis_clear,   redis_set_slot_cap, redis_in_use,
+    redis_admissions, redis_window}; /* window: each participant keeps its own
+                                      */
 
 /* Parses redis://[[USER]:PASSWORD@]HOST[:PORT]/NAME[?lease=D&timeout=D]
  * into rb: what comes before '?' as every Redis URI of libpolite

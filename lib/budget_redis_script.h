@@ -20,6 +20,15 @@
  * stored every participant's admission holds the account's slots in use
  * to min(concurrency, cap), and an admission with a slot returns the
  * account's slots in use after it (polite_budget_in_use).
+ * The rate hash also counts the account's admissions that charge units
+ * (n) and holds the learned window (wo opening, wn the count at it, wp
+ * period, wx next start, wr retracted opening, wq quota;
+ * polite_shared_window): "win" merges ARGV 15-20 (open, open_n, period,
+ * next, retract, quota; a time "@T" in Redis TIME, "~D" D us from now, or
+ * "0") by polite_shared_window_merge's rule, and while the window's quota
+ * of n is spent and wx not reached an admission that charges units waits
+ * (status 1). Admissions and "win" return, after the common five, n,
+ * Redis's now, then the window (times in Redis TIME).
  * "acq" with units 0 and slots 0 takes nothing and only renews this
  * owner's lease (and reports the pause). Times are microseconds of Redis TIME
  * (doubles: exact up to 2^53 us, the TAT keeps a fraction for rates like
@@ -44,6 +53,18 @@ static const char SCRIPT[] =
     "local function ret(a, b)\n"
     "  local v = redis.call('HMGET', KEYS[5], 'r', 'l', 'g')\n"
     "  return {a, b, v[1] or '0', v[2] or '0', tonumber(v[3] or '0')}\n"
+    "end\n"
+    "local function retw(a, b)\n"
+    "  local o = ret(a, b)\n"
+    "  local v = redis.call('HMGET', KEYS[5], 'n', 'wo', 'wn', 'wp', 'wx', "
+    "'wr', 'wq')\n"
+    "  o[6] = tonumber(v[1] or '0')\n"
+    "  o[7] = string.format('%.0f', now)\n"
+    "  o[8], o[9], o[10] = v[2] or '0', tonumber(v[3] or '0'), "
+    "tonumber(v[4] or '0')\n"
+    "  o[11], o[12], o[13] = v[5] or '0', v[6] or '0', tonumber(v[7] or "
+    "'0')\n"
+    "  return o\n"
     "end\n"
     "local burst = tonumber(ARGV[10])\n"
     "local lr = tonumber(redis.call('HGET', KEYS[5], 'r') or '0')\n"
@@ -98,6 +119,36 @@ static const char SCRIPT[] =
     "  redis.call('PEXPIRE', KEYS[5], 86400000)\n"
     "  return ret(changed, 0)\n"
     "end\n"
+    "if op == 'win' then\n"
+    "  local function at(x)\n"
+    "    local c = string.sub(x, 1, 1)\n"
+    "    if c == '@' then return tonumber(string.sub(x, 2)) end\n"
+    "    if c == '~' then return now + tonumber(string.sub(x, 2)) end\n"
+    "    return 0\n"
+    "  end\n"
+    "  local io, inn, ip = at(ARGV[15]), tonumber(ARGV[16]), "
+    "tonumber(ARGV[17])\n"
+    "  local ix, ir, iq = at(ARGV[18]), at(ARGV[19]), tonumber(ARGV[20])\n"
+    "  local v = redis.call('HMGET', KEYS[5], 'wo', 'wp', 'wx', 'wq')\n"
+    "  local so, sp = tonumber(v[1] or '0'), tonumber(v[2] or '0')\n"
+    "  local sx, sq = tonumber(v[3] or '0'), tonumber(v[4] or '0')\n"
+    "  local back = sq > 0 and ir > 0 and ir == so and io < so\n"
+    "  if iq <= 0 or (sq > 0 and io < so and not back) then\n"
+    "    return retw(0, 0)\n"
+    "  end\n"
+    "  if sq > 0 and io == so and not back then\n"
+    "    if sp > 0 and sp < ip then ip = sp end\n"
+    "    if sx > 0 and sx < ix then ix = sx end\n"
+    "  end\n"
+    "  local function f0(x) return string.format('%.0f', x) end\n"
+    "  redis.call('HSET', KEYS[5], 'wo', f0(io), 'wn', f0(inn), 'wp', "
+    "f0(ip),\n"
+    "             'wx', f0(ix), 'wr', f0(ir), 'wq', f0(iq))\n"
+    "  local n = tonumber(redis.call('HGET', KEYS[5], 'n') or '0')\n"
+    "  if n < inn then redis.call('HSET', KEYS[5], 'n', f0(inn)) end\n"
+    "  redis.call('PEXPIRE', KEYS[5], 86400000)\n"
+    "  return retw(1, 0)\n"
+    "end\n"
     "if op == 'cap' then\n"
     "  if slots > 0 then redis.call('HSET', KEYS[5], 'c', slots)\n"
     "  else redis.call('HDEL', KEYS[5], 'c') end\n"
@@ -106,7 +157,7 @@ static const char SCRIPT[] =
     "end\n"
     "if op == 'clear' then\n"
     "  redis.call('DEL', KEYS[2])\n"
-    "  redis.call('HDEL', KEYS[5], 'c')\n"
+    "  redis.call('HDEL', KEYS[5], 'c', 'wo', 'wn', 'wp', 'wx', 'wr', 'wq')\n"
     "  local tat = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
     "  if tat > now then redis.call('SET', KEYS[1], fmt(now), 'PX', 1000) end\n"
     "  local g = tonumber(redis.call('HGET', KEYS[5], 'g') or '0')\n"
@@ -166,6 +217,14 @@ static const char SCRIPT[] =
     "    return ret(3, -1)\n"
     "  end\n"
     "end\n"
+    "if units > 0 then\n"
+    "  local v = redis.call('HMGET', KEYS[5], 'n', 'wn', 'wx', 'wq')\n"
+    "  local wq, wx = tonumber(v[4] or '0'), tonumber(v[3] or '0')\n"
+    "  if wq > 0 and now < wx and\n"
+    "     tonumber(v[1] or '0') >= tonumber(v[2] or '0') + wq then\n"
+    "    return retw(1, math.ceil(wx - now))\n"
+    "  end\n"
+    "end\n"
     "if T > 0 and units > 0 then\n"
     "  local tat = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
     "  local inc = units * T\n"
@@ -177,12 +236,16 @@ static const char SCRIPT[] =
     "  redis.call('SET', KEYS[1], fmt(nt), 'PX',\n"
     "             math.ceil((nt - now) / 1000) + 1000)\n"
     "end\n"
+    "if units > 0 then\n"
+    "  redis.call('HINCRBY', KEYS[5], 'n', 1)\n"
+    "  redis.call('PEXPIRE', KEYS[5], 86400000)\n"
+    "end\n"
     "if conc > 0 and slots > 0 then\n"
     "  redis.call('HINCRBY', KEYS[4], owner, slots)\n"
     "  redis.call('ZADD', KEYS[3], fmt(now + lease), owner)\n"
     "  keep_leases()\n"
-    "  return ret(0, used + slots)\n"
+    "  return retw(0, used + slots)\n"
     "end\n"
-    "return ret(0, 0)\n";
+    "return retw(0, 0)\n";
 
 #endif

@@ -186,6 +186,7 @@ void polite_ratectl_on_start(polite_ratectl *c, int64_t now_us) {
   double r = polite_ratectl_rate(c, now_us);
   c->highest = dmax(c->highest, r);
   c->st_us[c->st_head] = now_us;
+  c->st_acct[c->st_head] = c->acct_starts;
   /* With a shared budget the account is paced at the shared rate, which
    * another participant may have raised above this one's. */
   c->st_rate[c->st_head] = dmax(r, c->shared_seen);

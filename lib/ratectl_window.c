@@ -206,9 +206,66 @@ static int64_t first_start_after(const polite_ratectl *c, int64_t after,
  * ho-fixed-60s, 45 x 429 in 1500). The opening is a recent start, still in
  * the ring, so its counts start from the ring's; from then on they count
  * every start and admitted answer themselves. */
+/* The count the quota is held on: the account's starts when the budget
+ * counts them (every participant's: one quota between them), else this
+ * participant's own, this start included either way. */
+static uint64_t count_now(const polite_ratectl *c) {
+  return c->acct_starts > 0 ? c->acct_starts : c->starts;
+}
+
+/* The count before this participant's first start at or after t (the
+ * current count when there is none in the ring). */
+static uint64_t count_before(const polite_ratectl *c, int64_t t) {
+  if (c->acct_starts == 0)
+    return c->starts - polite_ratectl_started_after(c, t - 1);
+  uint64_t n = c->acct_starts;
+  for (unsigned i = 0; i < c->st_n; i++) {
+    unsigned k =
+        (c->st_head + POLITE__RATECTL_RING - 1 - i) % POLITE__RATECTL_RING;
+    if (c->st_us[k] < t)
+      break;
+    n = c->st_acct[k] > 0 ? c->st_acct[k] - 1 : 0;
+  }
+  return n;
+}
+
+void polite_ratectl_account_starts(polite_ratectl *c, uint64_t n) {
+  if (c != NULL)
+    c->acct_starts = n;
+}
+
+void polite_ratectl_take_window(const polite_ratectl *c,
+                                polite_shared_window *w) {
+  int on = c->acct_starts > 0 && c->qw_open_us > 0;
+  w->quota = on ? c->qw_quota : 0;
+  w->period_us = c->qw_period_us;
+  w->open_us = c->qw_open_us;
+  w->open_n = c->qw_open_n;
+  w->next_us = c->qw_open_us + period_try(c);
+  w->retract_us = c->qw_retract_us;
+}
+
+void polite_ratectl_on_window(polite_ratectl *c,
+                              const polite_shared_window *w) {
+  if (w->quota == 0 || c->acct_starts == 0)
+    return;
+  if (w->open_us > c->qw_open_us) {
+    c->qw_prev_open_us = c->qw_open_us;
+    c->qw_prev_open_n = c->qw_open_n;
+    c->qw_prev_ok = c->qw_ok;
+    c->qw_ok = 0;
+    c->qw_probe = 0;
+  }
+  c->qw_open_us = w->open_us;
+  c->qw_open_n = w->open_n;
+  c->qw_quota = w->quota;
+  c->qw_period_us = w->period_us;
+  c->qw_next_us = w->next_us;
+}
+
 static void set_open(polite_ratectl *c, int64_t t) {
   c->qw_open_us = t;
-  c->qw_open_n = c->starts - polite_ratectl_started_after(c, t - 1);
+  c->qw_open_n = count_before(c, t);
   int ok = polite__rc_admitted_count(c, t, INT64_MAX);
   c->qw_ok = ok > 0 ? (unsigned)ok : 0;
 }
@@ -216,6 +273,7 @@ static void set_open(polite_ratectl *c, int64_t t) {
 /* Back to the window before (a start taken for the next one's first was
  * refused: the old one is still open): its counts take the current's. */
 static void reopen_prev(polite_ratectl *c) {
+  c->qw_retract_us = c->qw_open_us; /* for the budget's copy too */
   c->qw_open_us = c->qw_prev_open_us;
   c->qw_open_n = c->qw_prev_open_n;
   c->qw_ok += c->qw_prev_ok;
@@ -224,6 +282,10 @@ static void reopen_prev(polite_ratectl *c) {
 /* What got through of the current window's starts before `to`: from the
  * ring while it holds them all, else the window's own count. */
 static int window_admitted(const polite_ratectl *c, int64_t to) {
+  if (c->acct_starts > 0) { /* the account's starts before `to` */
+    uint64_t n = count_before(c, to);
+    return n > c->qw_open_n ? (int)(n - c->qw_open_n) : 0;
+  }
   int q = polite__rc_admitted_count(c, c->qw_open_us, to);
   return q >= 0 ? q : (int)c->qw_ok;
 }
@@ -273,6 +335,10 @@ void polite__rc_quota_reopened(polite_ratectl *c, int64_t started_us) {
 
 int polite__rc_quota_refused(polite_ratectl *c, int64_t started_us) {
   c->qw_last_refused_us = started_us;
+  if (c->acct_starts > 0 && c->qw_quota > 0 && started_us >= c->qw_open_us &&
+      started_us < c->qw_open_us + c->qw_period_us &&
+      count_before(c, started_us) >= c->qw_open_n + c->qw_quota)
+    return 1; /* past the account's quota: the window is spent, as known */
   if (c->qw_quota > 0 && !c->qw_probe && started_us == c->qw_open_us &&
       c->qw_prev_open_us > 0) {
     /* The first start after the period found the window closed: the
@@ -288,7 +354,10 @@ int polite__rc_quota_refused(polite_ratectl *c, int64_t started_us) {
     if (c->qw_quota > 0 && started_us >= c->qw_open_us &&
         started_us < c->qw_open_us + c->qw_period_us) {
       int q = window_admitted(c, started_us);
-      if (q >= 3 && (unsigned)q < c->qw_quota)
+      /* On the account's count a start refused early may be of a window
+       * whose opening another participant placed late: half at most. */
+      if (q >= 3 && (unsigned)q < c->qw_quota &&
+          (c->acct_starts == 0 || 2 * (unsigned)q >= c->qw_quota))
         c->qw_quota = (unsigned)q;
     }
     return 0;
@@ -324,10 +393,16 @@ void polite__rc_quota_span_hold(polite_ratectl *c, int64_t now_us) {
 }
 
 void polite__rc_quota_on_start(polite_ratectl *c, int64_t now_us) {
-  if (c->qw_quota == 0 || c->qw_open_us <= 0 || c->others || c->qw_crowd)
+  if (c->qw_quota == 0 || c->qw_open_us <= 0 ||
+      (c->acct_starts == 0 && (c->others || c->qw_crowd)))
     return;
   int64_t end = c->qw_open_us + c->qw_period_us;
   int64_t try_end = c->qw_open_us + period_try(c);
+  /* A participant that placed no bounds of its own (it adopted the
+   * window) starts the next window where the budget's learner probes. */
+  if (c->qw_lo_us == 0 && c->qw_next_us > c->qw_open_us &&
+      c->qw_next_us < try_end)
+    try_end = c->qw_next_us;
   if (now_us >= try_end) {
     /* The first start of the next window, or the probe for it. */
     c->qw_probe = now_us < end;
@@ -335,12 +410,12 @@ void polite__rc_quota_on_start(polite_ratectl *c, int64_t now_us) {
     c->qw_prev_open_n = c->qw_open_n;
     c->qw_prev_ok = c->qw_ok;
     c->qw_open_us = now_us;
-    c->qw_open_n = c->starts - 1; /* this start is the window's first */
+    c->qw_open_n = count_now(c) - 1; /* this start is the window's first */
     c->qw_ok = 0;
     if (c->qw_probe) /* nothing more until its answer says */
       c->hold_until_us = imax(c->hold_until_us, end);
     return;
   }
-  if (c->starts - c->qw_open_n >= c->qw_quota)
+  if (count_now(c) - c->qw_open_n >= c->qw_quota)
     c->hold_until_us = imax(c->hold_until_us, try_end);
 }

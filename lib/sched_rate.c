@@ -77,6 +77,16 @@ static void report(polite__sched *s, acct *a, double rate,
 
 /* Publishes a's rate to the budget when it is due (a cut at once, a raise
  * at most every 100 ms). */
+/* Shares a's window quota through the budget (ratectl_window.c). */
+static void sync_window(polite__sched *s, acct *a) {
+  if (!a->shared || a->rc.acct_starts == 0)
+    return;
+  polite_shared_window w;
+  polite_ratectl_take_window(&a->rc, &w);
+  if (polite_budget_window(s->o.budget, a->key, &w) == 0)
+    polite_ratectl_on_window(&a->rc, &w);
+}
+
 static void publish(polite__sched *s, acct *a, int64_t now) {
   polite_shared_rate r;
   int is_cut = 0;
@@ -357,7 +367,13 @@ void polite__sched_observe_start(polite__sched *s, const job *j,
     return;
   acct *a = acct_seen(s, j);
   a->inflight++;
+  if (a->shared) {
+    polite_ratectl_account_starts(
+        &a->rc, polite_budget_admissions(s->o.budget, a->key));
+    sync_window(s, a);
+  }
   polite_ratectl_on_start(&a->rc, now->mono_us);
+  sync_window(s, a);
   /* The budget's count of the account's slots, this start's included,
    * when it keeps one: the cap is then the account's (0: unknown). */
   unsigned in_use = polite_budget_in_use(s->o.budget, a->key);
@@ -420,6 +436,7 @@ void polite__sched_observe_response(polite__sched *s, const job *j,
            now->wall_ms);
   }
   follow(a, rate);
+  sync_window(s, a);
   publish(s, a, t);
 }
 

@@ -33,6 +33,28 @@ POLITE_EXTERN int polite_shared_rate_merge(polite_shared_rate *stored,
                                            const polite_shared_rate *in,
                                            int is_cut);
 
+/* A window's quota as one participant learned it from its refusals
+ * (ratectl_window.c), held on the account's count of admissions
+ * (polite_budget_admissions): the window opened at open_us (monotonic)
+ * after open_n admissions, and admits quota of them each period_us. */
+typedef struct {
+  int64_t open_us;
+  uint64_t open_n;
+  int64_t period_us;
+  int64_t next_us;    /* the next window's first start may come from then */
+  int64_t retract_us; /* an opening found false (its start was refused:
+                         the window before was still open); 0: none */
+  unsigned quota;     /* 0: none learned */
+} polite_shared_window;
+
+/* The window's merge rule: a later opening wins, unless the later one is
+ * what in retracts (then in's is stored); at the same opening the newer
+ * quota, the shorter period and the earlier next start; a window with no
+ * quota stores nothing. *in
+ * becomes what is stored. Returns 1 when the stored one changed. */
+POLITE_EXTERN int polite_shared_window_merge(polite_shared_window *stored,
+                                             polite_shared_window *in);
+
 /* What one account allows. A budget holds any number of accounts, named by
  * a key (NULL or "" is the default account); `--budget-scope host` uses the
  * host name as the key, so each host gets its own account with these
@@ -151,6 +173,16 @@ typedef struct {
    * trip: on redis:// the admission's reply carries it); 0 when unknown
    * or when slots are not counted (concurrency 0). NULL: not supported. */
   unsigned (*in_use)(polite_budget *b, const char *key);
+  /* The account's admissions that charged rate units, everyone's and this
+   * one's included, right after this participant's last such admission
+   * (no round trip); 0 when unknown. NULL: not supported. */
+  uint64_t (*admissions)(polite_budget *b, const char *key);
+  /* Merges *w into the account's window (from then on an acquire that
+   * charges units waits, WAIT_RATE, while the window's quota of the
+   * account's admissions is spent and its next_us not reached)
+   * (polite_shared_window_merge) and sets *w to the result. Returns 0 or a
+   * negative errno. NULL: not supported (every participant keeps its own). */
+  int (*window)(polite_budget *b, const char *key, polite_shared_window *w);
 } polite_budget_vtable;
 
 /* Every backend's object starts with this header. */
@@ -249,6 +281,14 @@ POLITE_EXTERN int polite_budget_pause_too_long(const polite_budget *b,
 POLITE_EXTERN void polite_budget_set_slot_cap(polite_budget *b, const char *key,
                                               unsigned cap);
 POLITE_EXTERN unsigned polite_budget_in_use(polite_budget *b, const char *key);
+/* The account's count of admissions (the admissions member; NULL-safe, 0
+ * when the backend keeps none). */
+POLITE_EXTERN uint64_t polite_budget_admissions(polite_budget *b,
+                                                const char *key);
+/* The window member (NULL-safe): POLITE_EINVAL when the backend has
+ * none, *w then left as it was. */
+POLITE_EXTERN int polite_budget_window(polite_budget *b, const char *key,
+                                       polite_shared_window *w);
 
 /* Last error message; never NULL. */
 POLITE_EXTERN const char *polite_budget_errstr(const polite_budget *b);

@@ -259,6 +259,13 @@ typedef struct {
   int64_t qw_last_refused_us;
   int qw_probe;
   int qw_crowd; /* the account had more in flight than this participant */
+  /* the account's admissions, every participant's, as the budget counted
+   * them at this participant's newest start (0: the budget keeps no count;
+   * polite_ratectl_account_starts), and at each start of the ring */
+  uint64_t acct_starts;
+  int64_t qw_next_us;    /* the budget's next window start (0: none) */
+  int64_t qw_retract_us; /* the opening reopen_prev abandoned (0: none) */
+  uint64_t st_acct[POLITE__RATECTL_RING];
   /* the counts of the current window and the one before it, kept apart
    * from the rings (a quota of 300 outgrows their 256): `starts` before
    * each one's first start, and the admitted answers of the current one's
@@ -353,6 +360,22 @@ POLITE_EXTERN double polite_ratectl_rate(const polite_ratectl *c,
  * polite_budget_set_slot_cap). */
 POLITE_EXTERN void polite_ratectl_account_busy(polite_ratectl *c,
                                                unsigned busy);
+
+/* The account's admissions so far, every participant's, this one's next
+ * start included, as the shared budget counts them (call it before
+ * polite_ratectl_on_start; 0: no count). With it a window's quota is
+ * learned and held on the account's count (ratectl_window.c), so that
+ * participants of one budget apply one quota between them. */
+POLITE_EXTERN void polite_ratectl_account_starts(polite_ratectl *c, uint64_t n);
+
+/* The window's quota through the budget: _take_window fills *w with this
+ * participant's (quota 0: none learned, or no account count to hold it
+ * on); _on_window adopts the budget's (its later opening, its quota), so
+ * that every participant holds the account to one quota. */
+POLITE_EXTERN void polite_ratectl_take_window(const polite_ratectl *c,
+                                              polite_shared_window *w);
+POLITE_EXTERN void polite_ratectl_on_window(polite_ratectl *c,
+                                            const polite_shared_window *w);
 
 POLITE_EXTERN unsigned polite_ratectl_cap(const polite_ratectl *c,
                                           int64_t now_us);

@@ -336,6 +336,81 @@ static void slot_rule_is_one_for_every_backend(void **state) {
   }
 }
 
+/* The account's admissions are counted across participants (only those
+ * that charge rate units), and a learned window holds the account to its
+ * quota: past it every acquire waits until the window's next start. */
+static void window_quota_holds_the_account(void **state) {
+  (void)state;
+  polite_budget *b = mk(0, 1, 0); /* no configured rate */
+  int64_t w;
+  assert_int_equal(polite_budget_admissions(b, NULL), 0);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 1, &w),
+                     POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 0, 1, &w),
+                   POLITE_BUDGET_ADMITTED); /* no units: not counted */
+  assert_int_equal(polite_budget_admissions(b, NULL), 3);
+  /* A window opened after the first admission, quota 3: one more fits. */
+  polite_shared_window win = {T0, 1, 5 * SEC, T0 + 5 * SEC, 0, 3};
+  assert_int_equal(polite_budget_window(b, NULL, &win), 0);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + SEC, 1, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 2 * SEC, 1, 1, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 3 * SEC);
+  assert_int_equal(polite_budget_admissions(b, NULL), 4);
+  /* Another account is not held by it. */
+  assert_int_equal(polite_budget_acquire(b, "other", T0 + 2 * SEC, 1, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  /* From the next start on the account is admitted again. */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 5 * SEC, 1, 1, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_window(NULL, NULL, &win), POLITE_EINVAL);
+  assert_int_equal(polite_budget_admissions(NULL, NULL), 0);
+  polite_budget_close(b);
+}
+
+/* The window's merge rule (every backend's): a later opening wins, a
+ * retraction of the stored opening goes back, one opening keeps the
+ * shorter period and the earlier next start, no quota stores nothing. */
+static void window_merge_rule(void **state) {
+  (void)state;
+  polite_shared_window st = {0, 0, 0, 0, 0, 0};
+  polite_shared_window none = {T0, 5, SEC, T0 + SEC, 0, 0};
+  assert_int_equal(polite_shared_window_merge(&st, &none), 0);
+  assert_int_equal(st.quota, 0);
+  assert_int_equal(none.quota, 0); /* in became the stored one */
+  polite_shared_window a = {T0, 10, 9 * SEC, T0 + 6 * SEC, 0, 100};
+  assert_int_equal(polite_shared_window_merge(&st, &a), 1);
+  assert_int_equal(st.open_us, T0);
+  /* The same opening read again by another: the shorter period and the
+   * earlier next start are kept, the newer quota taken. */
+  polite_shared_window b = {T0, 10, 5 * SEC, T0 + 8 * SEC, 0, 97};
+  assert_int_equal(polite_shared_window_merge(&st, &b), 1);
+  assert_int_equal(st.period_us, 5 * SEC);
+  assert_int_equal(st.next_us, T0 + 6 * SEC);
+  assert_int_equal(st.quota, 97);
+  assert_int_equal(b.period_us, 5 * SEC);
+  /* An older opening does not win ... */
+  polite_shared_window old = {T0 - SEC, 2, 5 * SEC, T0 + 4 * SEC, 0, 100};
+  assert_int_equal(polite_shared_window_merge(&st, &old), 0);
+  assert_int_equal(old.open_us, T0);
+  /* ... a later one does ... */
+  polite_shared_window later = {T0 + 5 * SEC,  110, 5 * SEC,
+                                T0 + 10 * SEC, 0,   97};
+  assert_int_equal(polite_shared_window_merge(&st, &later), 1);
+  assert_int_equal(st.open_n, 110);
+  /* ... and an older one that retracts it goes back, whole. */
+  polite_shared_window back = {T0, 10, 5 * SEC, T0 + 5 * SEC, T0 + 5 * SEC, 97};
+  assert_int_equal(polite_shared_window_merge(&st, &back), 1);
+  assert_int_equal(st.open_us, T0);
+  assert_int_equal(st.next_us, T0 + 5 * SEC);
+  /* A retraction of another opening than the stored one is just old. */
+  polite_shared_window stale = {T0 - SEC, 2, 5 * SEC, T0, T0 + 7 * SEC, 97};
+  assert_int_equal(polite_shared_window_merge(&st, &stale), 0);
+  assert_int_equal(st.open_us, T0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(rate_spaces_starts_evenly),
@@ -349,6 +424,8 @@ int main(void) {
       cmocka_unit_test(open_by_uri),
       cmocka_unit_test(threads_share_slots_safely),
       cmocka_unit_test(slot_rule_is_one_for_every_backend),
+      cmocka_unit_test(window_quota_holds_the_account),
+      cmocka_unit_test(window_merge_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

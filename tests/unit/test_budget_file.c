@@ -598,6 +598,80 @@ static void ids_and_creation_time_come_from_the_env(void **state) {
   polite_budget_close(b);
 }
 
+/* Two participants of one file share the account's count of admissions
+ * and one learned window: a window one of them learned (quota 4 from the
+ * opening after the first admission) holds the other, and a third that
+ * joins later, until the window's next start; the other reads it back. */
+static void window_is_shared_between_participants(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 0, 1, 0);
+  polite_budget *b = open_ok(uri, 0, 1, 0);
+  int64_t w;
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(acq(a, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 0, 0, &w),
+                   POLITE_BUDGET_ADMITTED); /* no units: not counted */
+  assert_int_equal(acq(b, T0, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_admissions(a, NULL), 3);
+  assert_int_equal(polite_budget_admissions(b, NULL), 4);
+  polite_shared_window win = {T0, 1, 5 * SEC, T0 + 5 * SEC, 0, 4};
+  assert_int_equal(polite_budget_window(a, NULL, &win), 0);
+  assert_int_equal(acq(b, T0 + SEC, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq(a, T0 + 2 * SEC, 1, &w), POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 3 * SEC);
+  assert_int_equal(acq(b, T0 + 2 * SEC, 1, &w), POLITE_BUDGET_WAIT_RATE);
+  polite_budget *c = open_ok(uri, 0, 1, 0);
+  assert_int_equal(acq(c, T0 + 3 * SEC, 1, &w), POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 2 * SEC);
+  /* b learned nothing itself: offering no quota reads the stored one. */
+  polite_shared_window got = {0, 0, 0, 0, 0, 0};
+  assert_int_equal(polite_budget_window(b, NULL, &got), 0);
+  assert_int_equal(got.quota, 4);
+  assert_int_equal(got.next_us, T0 + 5 * SEC);
+  /* An older opening offered by b changes nothing; the next start frees. */
+  polite_shared_window old = {T0 - SEC, 0, 5 * SEC, T0 + 4 * SEC, 0, 9};
+  assert_int_equal(polite_budget_window(b, NULL, &old), 0);
+  assert_int_equal(old.open_us, T0);
+  assert_int_equal(acq(c, T0 + 5 * SEC, 1, &w), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_admissions(c, NULL), 6);
+  /* polite budget clear forgets it. */
+  assert_int_equal(polite_budget_window(a, NULL, &win), 0);
+  assert_int_equal(polite_budget_clear(a, NULL, T0 + 2 * SEC), 0);
+  assert_int_equal(acq(b, T0 + 2 * SEC, 1, &w), POLITE_BUDGET_ADMITTED);
+  polite_budget_close(a);
+  polite_budget_close(b);
+  polite_budget_close(c);
+}
+
+/* A file of version 3 (before the window) is refused, never rewritten,
+ * with a message naming the file and both versions. */
+static void old_version_is_refused_by_name(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 0, 1, 0);
+  polite_budget_close(a);
+  int fd = open(path, O_RDWR);
+  assert_true(fd >= 0);
+  pf_header h;
+  assert_int_equal(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+  h.version = 3;
+  polite__pf_header_seal(&h);
+  assert_int_equal(pwrite(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+  close(fd);
+  polite_budget_config c = {0, 1, 0};
+  polite_budget *b = NULL;
+  char err[256];
+  assert_int_equal(polite__budget_file_new(uri, &c, &b, err, sizeof err),
+                   POLITE_EBUDGET);
+  assert_null(b);
+  assert_non_null(strstr(err, path));
+  assert_non_null(strstr(err, "another version (3, this is 4)"));
+  fd = open(path, O_RDONLY);
+  assert_true(fd >= 0);
+  assert_int_equal(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+  close(fd);
+  assert_int_equal(h.version, 3); /* left as it was */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(rate_is_shared_between_participants,
@@ -634,6 +708,10 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(learned_rate_paces_every_participant,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(window_is_shared_between_participants,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(old_version_is_refused_by_name, setup,
+                                      teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   rmdir(dir);

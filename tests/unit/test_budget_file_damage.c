@@ -293,6 +293,48 @@ static void random_damage_never_crashes(void **state) {
   polite_budget_close(b);
 }
 
+/* The learned window survives a rebuild (the participant that meets the
+ * damage restores the window it read), and a window no polite could have
+ * written (its next start years ahead) is a damaged record: rebuilt
+ * without it, so it never holds the sharers. */
+static void rebuild_keeps_the_window_and_drops_a_bad_one(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 0, 1, 0);
+  polite_budget *b = open_ok(uri, 0, 1, 0);
+  int64_t w;
+  assert_int_equal(polite_budget_acquire(a, NULL, T0, 1, 0, &w),
+                   POLITE_BUDGET_ADMITTED);
+  polite_shared_window win = {T0, 0, 60 * SEC, T0 + 60 * SEC, 0, 1};
+  assert_int_equal(polite_budget_window(a, NULL, &win), 0);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 0, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  overwrite(PF_PAGE, 64, 0, 1);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + SEC, 1, 0, &w),
+                   POLITE_EBUDGET);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + 4 * SEC, 1, 0, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(w, 56 * SEC);
+  /* a says the repair once (nothing starts), then waits as b does. */
+  assert_int_equal(polite_budget_acquire(a, NULL, T0 + 4 * SEC, 1, 0, &w),
+                   POLITE_EBUDGET);
+  assert_int_equal(polite_budget_acquire(a, NULL, T0 + 4 * SEC, 1, 0, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  /* A window 10^9 s ahead: the next call rebuilds the record without it. */
+  polite_shared_window bad = {T0 + 5 * SEC,     0, 60 * SEC,
+                              INT64_C(1) << 60, 0, 1};
+  assert_int_equal(polite_budget_window(a, NULL, &bad), 0);
+  assert_int_equal(polite_budget_acquire(a, NULL, T0 + 5 * SEC, 1, 0, &w),
+                   POLITE_EBUDGET);
+  assert_non_null(strstr(polite_budget_errstr(a), "window"));
+  int64_t t = T0 + 8 * SEC; /* settled */
+  assert_int_equal(polite_budget_acquire(a, NULL, t, 1, 0, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, t, 1, 0, &w),
+                   POLITE_BUDGET_ADMITTED);
+  polite_budget_close(a);
+  polite_budget_close(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(damage_is_repaired),
@@ -308,6 +350,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(random_damage_never_crashes, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(
+          rebuild_keeps_the_window_and_drops_a_bad_one, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   rmdir(dir);

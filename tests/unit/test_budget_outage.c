@@ -61,7 +61,8 @@ static int fb_clear(polite_budget *b, const char *key, int64_t now) {
 static const polite_budget_vtable flaky_vt = {
     "flaky",  fb_acquire, fb_release, fb_pause,   fb_paused,
     fb_close, fb_publish, fb_shared,  fb_inspect, fb_clear,
-    NULL,     NULL}; /* no slot cap, no account count */
+    NULL,     NULL,       NULL,       NULL}; /* no slot cap, no account count,
+                                             no admissions, no window */
 
 /* A sim of n requests at 10/s, concurrency 4, 300 ms answers, whose budget
  * fails in [from, until) after the run's start T0. */

@@ -82,13 +82,11 @@ static int redis_up(void) {
 
 /* Starts redis-server (no persistence) on a free port; a few tries, as
  * the port may be taken between free_port and the server's bind. */
-static int start_redis(void **state) {
-  (void)state;
-  if (mkdtemp(dir) == NULL)
-    return -1;
+static int spawn_redis(int same_port) {
   for (int attempt = 0; attempt < 5; attempt++) {
     char port[16];
-    redis_port = free_port();
+    if (!same_port)
+      redis_port = free_port();
     snprintf(port, sizeof port, "%d", redis_port);
     redis_pid = fork();
     if (redis_pid == 0) {
@@ -115,6 +113,13 @@ static int start_redis(void **state) {
   }
   fprintf(stderr, "could not start redis-server (is it installed?)\n");
   return -1;
+}
+
+static int start_redis(void **state) {
+  (void)state;
+  if (mkdtemp(dir) == NULL)
+    return -1;
+  return spawn_redis(0);
 }
 
 static void kill_redis(void) {
@@ -308,11 +313,88 @@ static void release_backoff_is_on_the_env_clock(void **state) {
   polite_budget_close(b);
 }
 
+/* b's acquire at the fake clock's next step after f->now_us moved on, until
+ * the server answers again (reconnects wait a backoff on the env's clock). */
+static int acq_when_back(polite_budget *b, fake *f) {
+  int64_t w;
+  int rc = POLITE_EBUDGET;
+  for (int i = 0; i < 20 && rc == POLITE_EBUDGET; i++) {
+    f->now_us += 200 * MS;
+    rc = polite_budget_acquire(b, NULL, f->now_us, 1, 0, &w);
+  }
+  return rc;
+}
+
+/* Two participants (two hosts: one Redis) share the account's count of
+ * admissions and one learned window, merged inside the script: a window
+ * one learned (quota 4 from the opening after the first admission) holds
+ * the other until its next start, the other reads it back, and an
+ * unchanged window costs no round trip. The window is kept in Redis TIME
+ * (the fake clock here is 31 years from the real one: only durations
+ * cross). A restarted Redis forgets it; the next offer of the participant
+ * that learned it stores it again, and the count resumes from its
+ * opening's. */
+static void window_is_shared_and_offered_again_after_a_restart(void **st) {
+  (void)st;
+  fake f = {T0, 0x31};
+  polite_env env = {fake_mono, NULL, fake_bytes, &f};
+  polite_budget *a = open_env("win", &env);
+  polite_budget *b = open_env("win", &env);
+  int64_t w;
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(polite_budget_acquire(a, NULL, T0, 1, 0, &w),
+                     POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 0, 0, &w),
+                   POLITE_BUDGET_ADMITTED); /* no units: not counted */
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 0, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_admissions(a, NULL), 3);
+  assert_int_equal(polite_budget_admissions(b, NULL), 4);
+  int64_t sec = 1000 * MS;
+  polite_shared_window win = {T0, 1, 60 * sec, T0 + 60 * sec, 0, 4};
+  assert_int_equal(polite_budget_window(a, NULL, &win), 0);
+  assert_int_equal(win.quota, 4);
+  assert_int_equal(win.open_us, T0); /* its own times come back exactly */
+  assert_int_equal(win.next_us, T0 + 60 * sec);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 0, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(a, NULL, T0, 1, 0, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  assert_true(w > 59 * sec && w <= 60 * sec);
+  assert_int_equal(polite_budget_acquire(b, NULL, T0, 1, 0, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  polite_shared_window got = {0, 0, 0, 0, 0, 0};
+  assert_int_equal(polite_budget_window(b, NULL, &got), 0);
+  assert_int_equal(got.quota, 4);
+  assert_int_equal(got.open_n, 1);
+  assert_true(llabs(got.next_us - (T0 + 60 * sec)) < 100 * MS);
+  uint64_t trips = polite__budget_redis_round_trips(a);
+  assert_int_equal(polite_budget_window(a, NULL, &win), 0);
+  assert_int_equal(polite__budget_redis_round_trips(a), trips);
+  kill_redis();
+  assert_int_equal(spawn_redis(1), 0);
+  assert_int_equal(acq_when_back(b, &f), POLITE_BUDGET_ADMITTED);
+  assert_int_equal(acq_when_back(a, &f), POLITE_BUDGET_ADMITTED);
+  win = (polite_shared_window){T0, 1, 60 * sec, T0 + 60 * sec, 0, 4};
+  trips = polite__budget_redis_round_trips(a);
+  assert_int_equal(polite_budget_window(a, NULL, &win), 0);
+  assert_int_equal(polite__budget_redis_round_trips(a), trips + 1);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(polite_budget_acquire(b, NULL, f.now_us, 1, 0, &w),
+                     POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_acquire(b, NULL, f.now_us, 1, 0, &w),
+                   POLITE_BUDGET_WAIT_RATE);
+  assert_int_equal(polite_budget_admissions(b, NULL), 5);
+  polite_budget_close(a);
+  polite_budget_close(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(lease_ids_come_from_the_env),
       cmocka_unit_test(uri_is_read_as_the_queue_reads_it),
       cmocka_unit_test(late_admission_keeps_the_schedule),
+      cmocka_unit_test(window_is_shared_and_offered_again_after_a_restart),
       cmocka_unit_test(release_backoff_is_on_the_env_clock),
   };
   return cmocka_run_group_tests(tests, start_redis, stop_redis);

@@ -355,9 +355,45 @@ static void one_cut_per_streak(void **state) {
   assert_int_equal(c.cuts[POLITE_CUT_THROTTLE], 1);
 }
 
+/* A window's quota through the budget: a participant with the account's
+ * count adopts another's window and holds the account to its quota, on
+ * the account's count (others' starts included), until the period is
+ * over; one without the count adopts nothing; and what it hands the
+ * budget is its own window only when it has the count. */
+static void shared_window_holds_on_the_account_count(void **state) {
+  (void)state;
+  polite_ratectl c;
+  polite_ratectl_init(&c, NULL, MONO);
+  polite_shared_window w = {MONO, 10, 5 * SEC, MONO + 5 * SEC, 0, 4};
+  polite_ratectl_on_window(&c, &w); /* no account count yet: ignored */
+  assert_int_equal(c.qw_quota, 0);
+  polite_shared_window out;
+  polite_ratectl_take_window(&c, &out);
+  assert_int_equal(out.quota, 0);
+  polite_ratectl_account_starts(&c, 11);
+  polite_ratectl_on_window(&c, &w);
+  assert_int_equal(c.qw_quota, 4);
+  /* The account's 11th and 12th admissions: the 1st and 2nd of the
+   * window. No hold. */
+  polite_ratectl_on_start(&c, MONO + 100 * MS);
+  polite_ratectl_account_starts(&c, 12);
+  polite_ratectl_on_start(&c, MONO + 200 * MS);
+  assert_int_equal(polite_ratectl_hold_until(&c), 0);
+  /* Others started two more meanwhile: this one's next is the quota's
+   * last, and it holds to the window's end. */
+  polite_ratectl_account_starts(&c, 15);
+  polite_ratectl_on_start(&c, MONO + 300 * MS);
+  assert_int_equal(polite_ratectl_hold_until(&c), MONO + 5 * SEC);
+  polite_ratectl_take_window(&c, &out);
+  assert_int_equal(out.quota, 4);
+  assert_int_equal(out.open_us, MONO);
+  assert_int_equal(out.open_n, 10);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(in_flight_count_against_remaining),
+      cmocka_unit_test(shared_window_holds_on_the_account_count),
       cmocka_unit_test(absolute_resets_are_marked),
       cmocka_unit_test(end_is_the_sharpest_bound),
       cmocka_unit_test(time_reset_counts_from_the_answer),

@@ -331,7 +331,8 @@ static int cb_clear(polite_budget *b, const char *key, int64_t now) {
 static const polite_budget_vtable counting_vt = {
     "counting", cb_acquire, cb_release, cb_pause,   cb_paused,
     cb_close,   cb_publish, cb_shared,  cb_inspect, cb_clear,
-    NULL,       NULL}; /* no slot cap, no account count */
+    NULL,       NULL,       NULL,       NULL}; /* no slot cap, no account
+                                               count, admissions, window */
 
 static sim_answer takes_3500ms(sim *x, unsigned req, unsigned attempt) {
   (void)x, (void)req, (void)attempt;
