@@ -10,6 +10,7 @@
  * Bad input gets an error naming the pair. */
 #include "sim.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,14 +37,30 @@ static int set_kind(const char *v) {
   return -1;
 }
 
+/* ra=none, ra=window or ra=SECONDS (a whole number, 0 to 86400: atoi took
+ * "2x" for 2 and "x" for 0). A bad value is named on stderr, beside the
+ * caller's "bad pair". */
 static int set_ra(const char *v) {
-  if (strcmp(v, "none") == 0)
+  if (strcmp(v, "none") == 0) {
     g_row.z.retry_after = ZOO_RA_NONE;
-  else if (strcmp(v, "window") == 0)
+    return 0;
+  }
+  if (strcmp(v, "window") == 0) {
     g_row.z.retry_after = ZOO_RA_WINDOW;
-  else
-    g_row.z.retry_after = atoi(v);
-  return g_row.z.retry_after < -2 ? -1 : 0;
+    return 0;
+  }
+  char *end;
+  errno = 0;
+  long s = strtol(v, &end, 10);
+  if (end == v || *end != '\0' || errno != 0 || s < 0 || s > 86400) {
+    fprintf(stderr,
+            "polite_sim: --row: ra='%s' is not none, window or whole "
+            "seconds from 0 to 86400\n",
+            v);
+    return -1;
+  }
+  g_row.z.retry_after = (int)s;
+  return 0;
 }
 
 /* Sets key to the number v; -1 for an unknown key or a bad value. */
