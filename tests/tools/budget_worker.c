@@ -3,12 +3,16 @@
  * admits them on the real clock, holds each slot H ms, and prints one line
  * per event:
  *   READY <pid> <mono_us>
- *   START <pid> <now_us> <wall_us> <after_us>
+ *   START <pid> <now_us> <wall_us> <after_us> <late_us>
  *   END <pid> <mono_us>             (slot released)
  * now_us is the time given to acquire, after_us the clock read once it
  * returned and END's the clock read before the release: [after, END] lies
  * inside the true holding time, so overlaps counted from them are never
- * more than the real ones.
+ * more than the real ones. late_us is how much later than planned the
+ * worker woke for this acquire (0 when it did not sleep before it): a
+ * start can be later than the budget allowed by no more than that, which
+ * lets the tests bound timing by what the machine delivered.
+ *   RENEW <pid> <now_us>            (--hold-forever: the lease renewed)
  *   ERR <pid> <mono_us> <message>   (the budget failed: nothing started)
  *   DONE <pid> <mono_us> <admissions> <errors>
  * Usage: budget_worker URI [--rate R] [--burst B] [--concurrency C]
@@ -157,8 +161,11 @@ int main(int argc, char **argv) {
   if (ends == NULL)
     return 1;
   long started = 0, released = 0, errors = 0;
+  int64_t planned = 0; /* the wake-up the last sleep aimed at, 0: none */
   while (started < count || (!forever && released < started)) {
     int64_t now = polite_mono_us();
+    int64_t late = planned > 0 && now > planned ? now - planned : 0;
+    planned = 0;
     /* Release what is due (slots are released in start order). */
     while (!forever && released < started && ends[released] <= now) {
       printf("END %d %lld\n", (int)pid, (long long)polite_mono_us());
@@ -173,8 +180,8 @@ int main(int argc, char **argv) {
       int rc = polite_budget_acquire(b, NULL, now, cost, slots, &w);
       if (rc == POLITE_BUDGET_ADMITTED) {
         int64_t after = polite_mono_us();
-        printf("START %d %lld %lld %lld\n", (int)pid, (long long)now,
-               (long long)wall_us(), (long long)after);
+        printf("START %d %lld %lld %lld %lld\n", (int)pid, (long long)now,
+               (long long)wall_us(), (long long)after, (long long)late);
         ends[started++] = now + hold_ms * 1000;
         continue;
       }
@@ -189,12 +196,15 @@ int main(int argc, char **argv) {
     }
     if (started >= count && released >= started)
       break;
+    planned = next;
     sleep_until(next);
   }
   while (forever) {
     /* Keep the slots and the lease (0 units and 0 slots renews it). */
     int64_t w;
-    polite_budget_acquire(b, NULL, polite_mono_us(), 0, 0, &w);
+    int64_t now = polite_mono_us();
+    if (polite_budget_acquire(b, NULL, now, 0, 0, &w) >= 0)
+      printf("RENEW %d %lld\n", (int)pid, (long long)now);
     sleep_until(polite_mono_us() + 100000);
   }
   printf("DONE %d %lld %ld %ld\n", (int)pid, (long long)polite_mono_us(),

@@ -49,8 +49,11 @@ run_contract() {
   fi
 
   # 3. A participant killed by SIGKILL while holding both slots: the waiter
-  # starts only after the kill, and within the lease TTL (1 s) of it, with
-  # 0.5 s for a loaded machine to wake it (0.3 s before).
+  # starts only after the kill, and at most the lease TTL (1 s) + 0.5 s +
+  # the delays the waiter measured after the holder's last renewal (it
+  # renews every 100 ms, printing RENEW; analyse.py lease) (a fixed
+  # 1.5 s from the kill failed at a load of 10: the waiter's wake-up was
+  # late, and nothing said by how much).
   u="$($mk kill lease=1s)"
   "$W" "$u" --concurrency 2 --count 2 --hold-forever >"$tmp/kill.holder" 2>&1 &
   local holder=$!
@@ -63,18 +66,18 @@ run_contract() {
   local waiter=$!
   pids+=($waiter)
   sleep 1.5 # longer than the TTL: the holder's renewals keep its lease
-  local early t_kill t_start
+  local early t_kill t_start why
   early="$(grep -c START "$tmp/kill.waiter")"
   t_kill="$(mono_us)"
   kill -9 "$holder"
   wait "$holder" 2>/dev/null
   wait "$waiter"
   t_start="$($A first "$tmp/kill.waiter")"
-  if [ "$early" = 0 ] && [ "$t_start" != none ] && [ "$t_start" -gt "$t_kill" ] &&
-    [ $((t_start - t_kill)) -le 1500000 ]; then
-    ok "SIGKILLed holder's slots back after $(((t_start - t_kill) / 1000)) ms (lease 1 s)"
+  if why="$($A lease 1000000 "$tmp/kill.holder" "$tmp/kill.waiter")" &&
+    [ "$early" = 0 ] && [ "$t_start" -gt "$t_kill" ]; then
+    ok "SIGKILLed holder's slots back after $(((t_start - t_kill) / 1000)) ms: $why"
   else
-    bad "killed holder: early=$early kill=$t_kill waiter start=$t_start"
+    bad "killed holder: early=$early kill=$t_kill waiter start=$t_start: $why"
   fi
 
   # 4. One process pauses the account for 1.5 s: another one starts only
@@ -94,16 +97,21 @@ run_contract() {
   fi
 
   # 5. Cost: a request of cost 3 advances the rate by 3 intervals (600 ms
-  # at 5/s), not 2 or 4: up to 180 ms late is a loaded machine's wake-up
-  # (at 10/s the bound was 40 ms over 300).
+  # at 5/s), not 2 or 4 (400 or 800 ms): each gap is at most 600 ms + 30 ms
+  # + what the worker measured of its delay (the start's late wake-up and
+  # the previous start's round trip), so that 800 fails unless the machine
+  # made it 170 ms late, and says so.
   "$W" "$($mk cost)" --rate 5 --burst 1 --count 3 --cost 3 >"$tmp/cost.rate" 2>&1
   local gaps
-  gaps="$(awk '/START/{if (p) printf "%d ", ($3 - p) / 1000; p = $3}' "$tmp/cost.rate")"
-  set -- $gaps
-  if [ $# = 2 ] && [ "$1" -ge 599 ] && [ "$1" -le 780 ] && [ "$2" -ge 599 ] && [ "$2" -le 780 ]; then
-    ok "cost 3 at 5/s: starts ${1} ms and ${2} ms apart"
+  gaps="$(awk '/START/ {
+      if (p) printf "%d/%d ", ($3 - p) / 1000, 630 + ($6 + rt) / 1000
+      p = $3; rt = $5 - $3
+    }' "$tmp/cost.rate")"
+  if [ "$(echo "$gaps" | wc -w)" = 2 ] && echo "$gaps" | tr ' /' '\n ' |
+    awk 'NF {n++; if ($1 < 599 || $1 > $2) bad = 1} END {exit n != 2 || bad}'; then
+    ok "cost 3 at 5/s: starts $gaps ms apart (gap/bound)"
   else
-    bad "cost 3 at 5/s: gaps (ms) $gaps"
+    bad "cost 3 at 5/s: gaps (ms, gap/bound) $gaps"
   fi
   # Slots are asked for separately: one holding 3 of 4 slots makes one
   # asking for 2 wait for its release.
@@ -111,7 +119,7 @@ run_contract() {
   "$W" "$u" --concurrency 4 --count 1 --slots 3 --hold 600 >"$tmp/cost.a" 2>&1 &
   local ca=$!
   pids+=($ca)
-  for _ in $(seq 100); do grep -q START "$tmp/cost.a" && break; sleep 0.02; done
+  for _ in $(seq 500); do grep -q START "$tmp/cost.a" && break; sleep 0.02; done
   "$W" "$u" --concurrency 4 --count 1 --slots 2 >"$tmp/cost.b" 2>&1
   wait "$ca"
   local a_start a_end b_start
@@ -130,7 +138,7 @@ run_contract() {
   "$W" "$u" --rate 10 --burst 1 --concurrency 3 --count 1 --cost 3 --hold 1500 >"$tmp/one.a" 2>&1 &
   ca=$!
   pids+=($ca)
-  for _ in $(seq 100); do grep -q START "$tmp/one.a" && break; sleep 0.02; done
+  for _ in $(seq 500); do grep -q START "$tmp/one.a" && break; sleep 0.02; done
   "$W" "$u" --rate 10 --burst 1 --concurrency 3 --count 1 --slots 2 >"$tmp/one.b" 2>&1
   wait "$ca"
   a_start="$($A first "$tmp/one.a")"
