@@ -63,8 +63,8 @@ const sim_scenario sim_heldout[] = {
   {"ho-gw-naive-short", "nginx limit_req 40 r/s burst=1, a 100 ms handler, "
    "600 GETs from 8 threads (the gateway's naive row), Retry-After 1",
    {ZOO_GCRA, 40, 2, 0, 0, 0, 0, 1, 100 * MS, 10 * MS, {0}, {0}, 0, 0, 0}, 600, 8},
-  /* bench/adaptive/shapes.sh's nginx-burst as it runs: the bench
-   * upstream's 100 ms answers behind nginx's keepalive upstream stall
+  /* bench/adaptive/shapes.sh's nginx-burst as it ran before the bench
+   * upstream set TCP_NODELAY (d96dc67): its 100 ms answers behind nginx's keepalive upstream stall
    * 40 ms on a delayed ACK for 77-86% of them (zoo.h, slow_share), so the
    * 8 in flight start at most about 56/s, not 79/s: slow start trips at
    * 2.1-2.2 s (real and simulated), cuts to 53-56/s, relapses at 4.6 s

@@ -360,8 +360,8 @@ HELDOUT_SHORT = [
      "a 15 s run ends inside the plateau's hold (1.11-1.17 x; real "
      "1.12-1.22 x)."),
     ("ho-nginx-burst-stall",
-     "bench/adaptive/shapes.sh's nginx-burst as the real run sees it: 80% "
-     "of the 100 ms answers stall 40 ms (a delayed ACK behind nginx's "
+     "bench/adaptive/shapes.sh's nginx-burst as the real run saw it before "
+     "the bench upstream set TCP_NODELAY: 80% of the 100 ms answers stall 40 ms (a delayed ACK behind nginx's "
      "keepalive upstream), so 8 in flight start at most 56/s. Slow start "
      "trips at 2.1 s and lands at 53-56/s, above the limit; the relapse at "
      "4.6 s lands at 0.9-0.95 x that, still above, and the third cut, over "

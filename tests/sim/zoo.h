@@ -55,7 +55,8 @@ typedef struct {
   /* A share slow_share of admitted answers comes slow_us later (0: none),
    * as a Nagle/delayed-ACK stall does: python's http.server writes the
    * headers and the body apart, and behind nginx's keepalive upstream 80%
-   * of the bench's 100 ms answers take 140 ms. Last, so that the tables'
+   * of the bench's 100 ms answers took 140 ms
+   * (until its upstream set TCP_NODELAY). Last, so that the tables'
    * positional initializers leave it 0. */
   int64_t slow_us;
   double slow_share;
