@@ -18,7 +18,15 @@ NET_RATE=${NET_RATE:-40}
 T=$tmp
 PIDS=()
 NAIVE=$src/tests/integration/gateway/naive.py
-net_cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+# A kill that finds nothing (a gateway the table already stopped) is no
+# error: under run.sh's set -e it would end the trap at the first dead pid,
+# leave redis-server running, and that server, holding the bench lock's
+# descriptor it inherited from flock, would block every later bench.
+net_cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
 trap 'net_cleanup; rm -rf "$tmp"' EXIT
 
 python3 "$src/bench/run/upstream.py" "$T/up.port" &
