@@ -389,6 +389,7 @@ void polite__rc_quota_span_hold(polite_ratectl *c, int64_t now_us) {
   if (until <= c->hold_until_us)
     return;
   c->hold_until_us = until;
+  c->qw_persist = 1; /* a hold the window outlasted: see span_learns */
   polite__rc_log_pause(c, now_us, until); /* not sending time */
 }
 

@@ -288,7 +288,12 @@ typedef struct {
  *    time every 8 s (without: 12 refused from 40 s; with: 6). The
  *    openings its probe places lag less than the first streak's did, so
  *    the period may be placed a little short of the window: the first
- *    start after it is then refused and lengthens it. */
+ *    start after it is then refused and lengthens it.
+ *  - At fixed times, 300 per 60 s and 100 per 30 s: a window so long that
+ *    the streak's span hold outlasts it, so that no refusal follows the
+ *    hold. The hold itself says the window was spent: without that, its
+ *    quota and period were never kept (300 per 60 s: quota 293, period
+ *    175 s, 900 admitted of 1500 from 120 s; held-out ho-fixed-60s). */
 static const fw_row k_fw_rows[] = {
     {"fixed 40 per 2 s", 40, 2 * SEC, 0, 40 * SEC, 12 * SEC, 2 * SEC * 11 / 10,
      0, 2, 14 * 40 - 8},
@@ -298,6 +303,10 @@ static const fw_row k_fw_rows[] = {
      5 * SEC * 11 / 10, 0, 2, 10 * 300 - 20},
     {"fixed 40 per 40 s", 40, 40 * SEC, 0, 200 * SEC, 40 * SEC,
      40 * SEC * 11 / 10, 2 * SEC, 8, 4 * 40 - 4},
+    {"fixed 300 per 60 s", 300, 60 * SEC, 0, 400 * SEC, 120 * SEC,
+     60 * SEC * 11 / 10, 2 * SEC, 5, 5 * 300 - 20},
+    {"fixed 100 per 30 s", 100, 30 * SEC, 0, 300 * SEC, 60 * SEC,
+     30 * SEC * 11 / 10, 2 * SEC, 5, 8 * 100 - 20},
 };
 
 static void window_quota_is_learned(void **state) {
