@@ -93,18 +93,25 @@ static int alone_lately(const polite_ratectl *c) {
  * learned during the curve's own probe jumped it far above the limit),
  * and only while the budget counts no starts but its own: the account's
  * memory, for whichever participant sends after the limit moved down.
- * Others are known by their publishes or by the account's requests in
- * flight beyond this participant's (a follower may never publish).
+ * Others are known by their publishes or, alone, by the account's
+ * requests in flight beyond this participant's (a follower may never
+ * publish).
  * Not after a throttle that named no wait: a limiter without one has no
  * known window (a concurrency limit's admitted rate over 5 s swings with
  * its latency: ho-conc-6 on a loaded machine 1.64 -> 1.65 x). */
 static double recall_to(const polite_ratectl *c) {
-  if (c->qw_crowd || c->probe_blind)
+  if (c->probe_blind)
     return 0;
-  double to = c->others ? c->recall_shared : c->probe_ceiling;
-  if (!(to > RECALL_GAP * c->plateau))
-    return 0;
-  return !c->others || alone_lately(c) ? to : 0;
+  if (!c->others) /* alone as far as it knows */
+    return !c->qw_crowd && c->probe_ceiling > RECALL_GAP * c->plateau
+               ? c->probe_ceiling
+               : 0;
+  /* qw_crowd stays set once another's request was in flight at a start
+   * (the one a participant took over from had answers to come): the
+   * budget's count of the newest starts is the fresher evidence. */
+  return c->recall_shared > RECALL_GAP * c->plateau && alone_lately(c)
+             ? c->recall_shared
+             : 0;
 }
 
 static int recalls(const polite_ratectl *c) {
