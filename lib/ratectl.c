@@ -763,14 +763,12 @@ int polite_ratectl_take_publish(polite_ratectl *c, int64_t now_us,
   int cut_now = c->pending_cut;
   if (!cut_now &&
       !(c->published <= 0 || (r > c->published * PUBLISH_STEP &&
-                              now_us - c->published_us >= PUBLISH_MIN_US)) &&
-      !polite__rc_probe_ceiling_news(c, now_us))
+                              now_us - c->published_us >= PUBLISH_MIN_US)))
     return 0;
   out->rate_per_s = r;
   out->limit_per_s = c->limit;
   out->generation = c->generation;
-  out->ceiling_per_s = c->probe_ceiling;
-  c->published_ceiling = c->probe_ceiling;
+  out->ceiling_per_s = c->probe_ceiling; /* rides along, never alone */
   if (is_cut != NULL)
     *is_cut = cut_now;
   c->pending_cut = 0;

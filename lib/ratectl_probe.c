@@ -67,12 +67,6 @@ void polite__rc_probe_on_shared(polite_ratectl *c,
     c->shared_ceiling = v;
 }
 
-int polite__rc_probe_ceiling_news(const polite_ratectl *c, int64_t now_us) {
-  return c->probe_ceiling > c->published_ceiling * 1.02 &&
-         c->probe_ceiling > c->shared_ceiling && c->published > 0 &&
-         now_us - c->published_us >= RECALL_EVERY_US;
-}
-
 /* The budget counted only this participant's starts among its newest
  * RECALL_OWN_STARTS (0 when it keeps no count). */
 static int alone_lately(const polite_ratectl *c) {

@@ -25,8 +25,5 @@ void polite__rc_hold_streak(polite_ratectl *c, int64_t now, int64_t started_us);
  * and limit, raises shared_ceiling. */
 void polite__rc_probe_on_shared(polite_ratectl *c,
                                 const polite_shared_rate *s);
-/* 1 when this participant's ceiling grew since it was last published and
- * above the budget's: worth a publish of its own. */
-int polite__rc_probe_ceiling_news(const polite_ratectl *c, int64_t now_us);
 
 #endif
