@@ -643,8 +643,8 @@ static void window_is_shared_between_participants(void **state) {
   polite_budget_close(c);
 }
 
-/* A file of version 3 (before the window) is refused, never rewritten,
- * with a message naming the file and both versions. */
+/* A file of version 4 (before the rate's ceiling) is refused, never
+ * rewritten, with a message naming the file and both versions. */
 static void old_version_is_refused_by_name(void **state) {
   (void)state;
   polite_budget *a = open_ok(uri, 0, 1, 0);
@@ -653,7 +653,7 @@ static void old_version_is_refused_by_name(void **state) {
   assert_true(fd >= 0);
   pf_header h;
   assert_int_equal(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
-  h.version = 3;
+  h.version = 4;
   polite__pf_header_seal(&h);
   assert_int_equal(pwrite(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
   close(fd);
@@ -664,12 +664,12 @@ static void old_version_is_refused_by_name(void **state) {
                    POLITE_EBUDGET);
   assert_null(b);
   assert_non_null(strstr(err, path));
-  assert_non_null(strstr(err, "another version (3, this is 4)"));
+  assert_non_null(strstr(err, "another version (4, this is 5)"));
   fd = open(path, O_RDONLY);
   assert_true(fd >= 0);
   assert_int_equal(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
   close(fd);
-  assert_int_equal(h.version, 3); /* left as it was */
+  assert_int_equal(h.version, 4); /* left as it was */
 }
 
 int main(void) {
