@@ -496,7 +496,7 @@ static void learned_rate_paces_every_participant(void **state) {
   int64_t w;
   assert_int_equal(acq2(a, T0, 1, 0, &w), POLITE_BUDGET_ADMITTED);
   assert_int_equal(acq2(b, T0 + 10 * MS, 1, 0, &w), POLITE_BUDGET_ADMITTED);
-  polite_shared_rate r = {2, 3, 0};
+  polite_shared_rate r = {2, 3, 0, 0};
   assert_int_equal(polite_budget_publish_rate(a, NULL, T0 + 20 * MS, &r, 1), 1);
   assert_int_equal(r.generation, 1);
   /* The new spacing applies from the next admission: b starts at once,
@@ -508,7 +508,7 @@ static void learned_rate_paces_every_participant(void **state) {
   assert_int_equal(polite_budget_shared_rate(b, NULL, &s), 0);
   assert_true(s.rate_per_s == 2 && s.generation == 1);
   /* A learned rate above the configured one is capped by it (100/s). */
-  polite_shared_rate up = {1000, 0, 1};
+  polite_shared_rate up = {1000, 0, 1, 0};
   assert_int_equal(polite_budget_publish_rate(a, NULL, T0, &up, 0), 1);
   assert_int_equal(acq2(a, T0 + 520 * MS, 1, 0, &w), POLITE_BUDGET_ADMITTED);
   assert_int_equal(acq2(a, T0 + 521 * MS, 1, 0, &w), POLITE_BUDGET_WAIT_RATE);

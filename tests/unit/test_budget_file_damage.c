@@ -282,7 +282,7 @@ static void random_damage_never_crashes(void **state) {
       polite_budget_release(p, NULL, 1);
     polite_budget_pause_until(p, NULL, t, t + (int64_t)(r % 3) * MS);
     (void)polite_budget_paused_for(p, NULL, t);
-    polite_shared_rate sr = {5, 6, 1};
+    polite_shared_rate sr = {5, 6, 1, 0};
     polite_budget_publish_rate(p, NULL, t, &sr, 1);
     polite_budget_shared_rate(p, NULL, &sr);
     if (r % 11 == 0) {
