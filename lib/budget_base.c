@@ -6,7 +6,6 @@
 #include <polite/redact.h>
 #include <polite/budget.h>
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,10 +110,14 @@ int polite__budget_uri_params(const char *q, const polite__budget_param *params,
 }
 
 /* The publish rule of polite/budget.h, one for every backend. */
+/* The highest ceiling a budget stores: the file's bound on every rate
+ * (a higher one would read as a damaged record to every sharer). */
+#define CEILING_MAX 1e9
+
 static int merge_ceiling(polite_shared_rate *stored,
                          const polite_shared_rate *in) {
   double c = in->ceiling_per_s;
-  if (!(c > 0) || !isfinite(c) || !(c > stored->ceiling_per_s))
+  if (!(c > 0) || !(c <= CEILING_MAX) || !(c > stored->ceiling_per_s))
     return 0;
   stored->ceiling_per_s = c;
   return 1;

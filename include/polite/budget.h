@@ -32,8 +32,8 @@ typedef struct {
  * learned), takes in's limit and bumps the generation; a raise is applied
  * only when in->generation equals the stored one and in's rate is higher
  * (or when nothing is stored). The ceiling is the higher of the two
- * whatever the generation (a value that is not finite and positive is
- * ignored).
+ * whatever the generation (a value that is not a positive number of at
+ * most 10^9/s is ignored).
  * Returns 1 when *stored changed, else 0. */
 POLITE_EXTERN int polite_shared_rate_merge(polite_shared_rate *stored,
                                            const polite_shared_rate *in,
