@@ -13,8 +13,8 @@
 #include <sys/types.h>
 
 #define PF_MAGIC 0x46425445544c4f50ULL /* "POLITEBF" little-endian */
-#define PF_VERSION 5u  /* 3: pread/pwrite, checksummed; 4: the window;
-                          5: the rate's ceiling */
+/* 3: pread/pwrite, checksummed; 4: the window; 5: the rate's ceiling */
+#define PF_VERSION 5u
 #define PF_PAGE 4096u  /* header and each account record */
 #define PF_ACCOUNTS 64 /* keys (hosts with --budget-scope host) per file */
 #define PF_OWNERS 128  /* participants holding slots in one account */

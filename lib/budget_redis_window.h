@@ -41,7 +41,8 @@ int polite__rw_reply(polite__rw_memo *m, const redisReply *r, int64_t now_us,
 /* Errors after which the connection is useless (the server went away, or
  * a failover turned it into a replica / it is loading its data). */
 int polite__rw_fatal(const redisReply *r);
-/* The learned rate in elements 2-5 of a reply (the ceiling bounded), when there. */
+/* The learned rate in elements 2-5 of a reply (the ceiling bounded), when
+ * there. */
 int polite__rw_rate(const redisReply *r, polite_shared_rate *sr);
 
 #endif

@@ -60,8 +60,7 @@ void polite__rc_probe_on_shared(polite_ratectl *c,
                                 const polite_shared_rate *s) {
   double v = s->ceiling_per_s;
   double base = s->limit_per_s > s->rate_per_s ? s->limit_per_s : s->rate_per_s;
-  if (!(v > 0) || !isfinite(v) || !(base > 0) ||
-      v > SHARED_CEILING_OVER * base)
+  if (!(v > 0) || !isfinite(v) || !(base > 0) || v > SHARED_CEILING_OVER * base)
     return;
   if (v > c->shared_ceiling)
     c->shared_ceiling = v;
@@ -72,7 +71,8 @@ void polite__rc_probe_on_shared(polite_ratectl *c,
 static int alone_lately(const polite_ratectl *c) {
   if (c->st_n <= RECALL_OWN_STARTS)
     return 0;
-  unsigned newest = (c->st_head + POLITE__RATECTL_RING - 1) % POLITE__RATECTL_RING;
+  unsigned newest =
+      (c->st_head + POLITE__RATECTL_RING - 1) % POLITE__RATECTL_RING;
   unsigned old = (c->st_head + POLITE__RATECTL_RING - 1 - RECALL_OWN_STARTS) %
                  POLITE__RATECTL_RING;
   return c->st_acct[old] > 0 &&

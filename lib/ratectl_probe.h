@@ -23,7 +23,6 @@ void polite__rc_hold_streak(polite_ratectl *c, int64_t now, int64_t started_us);
 /* The budget's state at an admission: its ceiling (the account's memory
  * of a rate that got through), when finite and within bounds of its rate
  * and limit, raises shared_ceiling. */
-void polite__rc_probe_on_shared(polite_ratectl *c,
-                                const polite_shared_rate *s);
+void polite__rc_probe_on_shared(polite_ratectl *c, const polite_shared_rate *s);
 
 #endif

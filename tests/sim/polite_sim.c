@@ -94,10 +94,8 @@ typedef struct {
 } known_miss;
 
 static const known_miss k_known[] = {
-    {"token-bucket", 4, "429"},
-    {"sliding-log", 1, "wall"},
-    {"fixed-window-headers", 1, "peer"},
-    {"fixed-window-headers", 2, "peer"},
+    {"token-bucket", 4, "429"},          {"sliding-log", 1, "wall"},
+    {"fixed-window-headers", 1, "peer"}, {"fixed-window-headers", 2, "peer"},
     {"fixed-window-headers", 4, "peer"},
 };
 #define N_KNOWN (sizeof k_known / sizeof k_known[0])
