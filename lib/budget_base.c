@@ -110,10 +110,24 @@ int polite__budget_uri_params(const char *q, const polite__budget_param *params,
 }
 
 /* The publish rule of polite/budget.h, one for every backend. */
+/* The highest ceiling a budget stores: the file's bound on every rate
+ * (a higher one would read as a damaged record to every sharer). */
+#define CEILING_MAX 1e9
+
+static int merge_ceiling(polite_shared_rate *stored,
+                         const polite_shared_rate *in) {
+  double c = in->ceiling_per_s;
+  if (!(c > 0) || !(c <= CEILING_MAX) || !(c > stored->ceiling_per_s))
+    return 0;
+  stored->ceiling_per_s = c;
+  return 1;
+}
+
 int polite_shared_rate_merge(polite_shared_rate *stored,
                              const polite_shared_rate *in, int is_cut) {
   if (stored == NULL || in == NULL || !(in->rate_per_s > 0))
     return 0;
+  int ceil = merge_ceiling(stored, in);
   if (is_cut) {
     if (stored->rate_per_s <= 0 || in->rate_per_s < stored->rate_per_s)
       stored->rate_per_s = in->rate_per_s;
@@ -124,7 +138,7 @@ int polite_shared_rate_merge(polite_shared_rate *stored,
   /* Nothing learned yet (or cleared): any participant may set it. */
   if (stored->rate_per_s > 0 && (in->generation != stored->generation ||
                                  !(in->rate_per_s > stored->rate_per_s)))
-    return 0;
+    return ceil;
   stored->rate_per_s = in->rate_per_s;
   return 1;
 }

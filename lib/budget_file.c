@@ -62,7 +62,8 @@ static pf_local *local_of(file_budget *fb, const char *key) {
 /* Sets fb->proto up for rate r (configured or learned) and returns it, 0
  * for unlimited. */
 static double file_rate(file_budget *fb, const pf_record *rec) {
-  polite_shared_rate sr = {rec->sr_rate, rec->sr_limit, rec->sr_gen};
+  polite_shared_rate sr = {rec->sr_rate, rec->sr_limit, rec->sr_gen,
+                           rec->sr_ceiling};
   double r = polite__budget_rate(&fb->base.cfg, &sr);
   if (r > 0 && r != fb->proto_rate &&
       polite_gcra_init(&fb->proto, r, fb->base.cfg.burst) != 0)
@@ -93,6 +94,7 @@ static void fresh_record(file_budget *fb, pf_acct *a, unsigned index,
   r->sr_rate = a->l->sr_seen.rate_per_s;
   r->sr_limit = a->l->sr_seen.limit_per_s;
   r->sr_gen = a->l->sr_seen.generation;
+  r->sr_ceiling = a->l->sr_seen.ceiling_per_s;
   r->admits = a->l->admits_seen;
   r->win = a->l->win;
   char bad[8]; /* a window this participant read before it was found bad */
@@ -344,6 +346,7 @@ int polite__pf_enter(file_budget *fb, const char *key, int64_t now_us,
   a->l->sr_seen.rate_per_s = a->r.sr_rate;
   a->l->sr_seen.limit_per_s = a->r.sr_limit;
   a->l->sr_seen.generation = a->r.sr_gen;
+  a->l->sr_seen.ceiling_per_s = a->r.sr_ceiling;
   a->l->admits_seen = a->r.admits;
   a->l->win = a->r.win;
   return 0;
@@ -575,11 +578,13 @@ static int file_publish_rate(polite_budget *b, const char *key, int64_t now_us,
   int rc = polite__pf_enter(fb, key, now_us, 1, &a);
   if (rc != 0)
     return rc < 0 ? rc : POLITE_EBUDGET;
-  polite_shared_rate sr = {a.r.sr_rate, a.r.sr_limit, a.r.sr_gen};
+  polite_shared_rate sr = {a.r.sr_rate, a.r.sr_limit, a.r.sr_gen,
+                           a.r.sr_ceiling};
   int changed = polite_shared_rate_merge(&sr, r, is_cut);
   a.r.sr_rate = sr.rate_per_s;
   a.r.sr_limit = sr.limit_per_s;
   a.r.sr_gen = sr.generation;
+  a.r.sr_ceiling = sr.ceiling_per_s;
   a.l->sr_seen = sr;
   a.dirty |= changed != 0;
   *r = sr;
@@ -599,6 +604,7 @@ static int file_shared_rate(polite_budget *b, const char *key,
   out->rate_per_s = a.r.sr_rate;
   out->limit_per_s = a.r.sr_limit;
   out->generation = a.r.sr_gen;
+  out->ceiling_per_s = a.r.sr_ceiling;
   polite__pf_write_back(fb, &a);
   polite__pf_leave(fb);
   return 0;
@@ -620,6 +626,7 @@ static int file_inspect(polite_budget *b, const char *key, int64_t now_us,
   out->rate.rate_per_s = a.r.sr_rate;
   out->rate.limit_per_s = a.r.sr_limit;
   out->rate.generation = a.r.sr_gen;
+  out->rate.ceiling_per_s = a.r.sr_ceiling;
   for (uint32_t i = 0; i < a.r.hi; i++) {
     const pf_owner *o = &a.r.owners[i];
     if (o->id == 0 || o->slots == 0 || o->expiry_us <= now_us)
@@ -646,7 +653,7 @@ static int file_clear(polite_budget *b, const char *key, int64_t now_us) {
   a.r.paused_until_us = 0;
   if (a.r.tat_ns > now_us * 1000) /* the pause had pushed it too */
     a.r.tat_ns = now_us * 1000;
-  a.r.sr_rate = a.r.sr_limit = 0;
+  a.r.sr_rate = a.r.sr_limit = a.r.sr_ceiling = 0;
   a.r.slot_cap = 0;
   memset(&a.r.win, 0, sizeof a.r.win); /* the learned window too */
   a.r.sr_gen++; /* raises from before the clear are stale */

@@ -564,7 +564,8 @@ int polite__pf_record_check(const pf_store *s, const pf_record *r,
     return 1;
   }
   if (!(r->sr_rate >= 0 && r->sr_rate <= PF_MAX_RATE) ||
-      !(r->sr_limit >= 0 && r->sr_limit <= PF_MAX_RATE)) {
+      !(r->sr_limit >= 0 && r->sr_limit <= PF_MAX_RATE) ||
+      !(r->sr_ceiling >= 0 && r->sr_ceiling <= PF_MAX_RATE)) {
     snprintf(why, len, "account '%.*s' has a learned rate of %g/s",
              (int)r->keylen, r->key, r->sr_rate);
     return 1;

@@ -13,7 +13,8 @@
 #include <sys/types.h>
 
 #define PF_MAGIC 0x46425445544c4f50ULL /* "POLITEBF" little-endian */
-#define PF_VERSION 4u  /* 3: pread/pwrite, checksummed; 4: the window */
+/* 3: pread/pwrite, checksummed; 4: the window; 5: the rate's ceiling */
+#define PF_VERSION 5u
 #define PF_PAGE 4096u  /* header and each account record */
 #define PF_ACCOUNTS 64 /* keys (hosts with --budget-scope host) per file */
 #define PF_OWNERS 128  /* participants holding slots in one account */
@@ -84,6 +85,7 @@ typedef struct {
    * (polite_shared_window, its times monotonic us like the others). */
   uint64_t admits;
   polite_shared_window win;
+  double sr_ceiling; /* version 5: polite_shared_rate's ceiling_per_s */
   pf_owner owners[PF_OWNERS];
 } pf_record;
 _Static_assert(sizeof(pf_record) <= PF_PAGE, "a record fits in its page");

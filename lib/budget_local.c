@@ -219,7 +219,7 @@ static int local_clear(polite_budget *b, const char *key, int64_t now_us) {
       a->gcra.tat_ns = now_us * 1000;
       a->gcra.tat_us = now_us;
     }
-    a->sr.rate_per_s = a->sr.limit_per_s = 0;
+    a->sr.rate_per_s = a->sr.limit_per_s = a->sr.ceiling_per_s = 0;
     a->slot_cap = 0;
     a->sr.generation++; /* raises from before the clear are stale */
   }

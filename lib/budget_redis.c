@@ -230,11 +230,11 @@ typedef struct {
 /* The script's argument vector for one call: EVALSHA, the sha, the five
  * keys, the op, the owner and eighteen numbers. The numbers live here and
  * the keys in one malloc'ed block, so that argv can point into them. */
-#define SCRIPT_ARGC 28
+#define SCRIPT_ARGC 29
 typedef struct {
   const char *argv[SCRIPT_ARGC];
   size_t lens[SCRIPT_ARGC];
-  char num[18][40];
+  char num[19][40];
   char *keys;
 } script_args;
 
@@ -261,7 +261,7 @@ static int script_args_fill(redis_budget *rb, const char *key,
   }
   a->argv[8] = sc->op;
   a->argv[9] = rb->owner;
-  const polite_shared_rate none = {0, 0, 0};
+  const polite_shared_rate none = {0, 0, 0, 0};
   const polite_shared_rate *pub = sc->pub ? sc->pub : &none;
   char(*num)[40] = a->num;
   snprintf(num[0], sizeof num[0], "%lld", (long long)rb->lease_us);
@@ -279,7 +279,8 @@ static int script_args_fill(redis_budget *rb, const char *key,
   snprintf(num[11], sizeof num[11], "%d", sc->is_cut ? 1 : 0);
   for (int i = 0; i < 6; i++)
     snprintf(num[12 + i], sizeof num[12 + i], "%s", sc->win ? sc->win[i] : "0");
-  for (int i = 0; i < 18; i++)
+  snprintf(num[18], sizeof num[18], "%.6f", pub->ceiling_per_s);
+  for (int i = 0; i < 19; i++)
     a->argv[10 + i] = num[i];
   for (int i = 0; i < SCRIPT_ARGC; i++)
     a->lens[i] = strlen(a->argv[i]);
@@ -584,7 +585,7 @@ static int redis_shared_rate(polite_budget *b, const char *key,
   return 0;
 }
 
-/* The reply of "show": the common five elements, then (owner, slots,
+/* The reply of "show": the common six elements, then (owner, slots,
  * lease left) triples. */
 static int redis_inspect(polite_budget *b, const char *key, int64_t now_us,
                          polite_budget_state *out) {
@@ -599,7 +600,7 @@ static int redis_inspect(polite_budget *b, const char *key, int64_t now_us,
   if (sc.has_rate)
     out->rate = sc.sr;
   redisReply *r = sc.whole;
-  for (size_t i = 5; r != NULL && i + 2 < r->elements; i += 3) {
+  for (size_t i = 6; r != NULL && i + 2 < r->elements; i += 3) {
     redisReply *o = r->element[i], *sl = r->element[i + 1],
                *left = r->element[i + 2];
     if (o->type != REDIS_REPLY_STRING || sl->type != REDIS_REPLY_INTEGER ||

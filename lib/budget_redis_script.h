@@ -7,11 +7,14 @@
 /* The one script. KEYS: tat, pause, leases (zset owner -> expiry), units
  * (hash owner -> slots held; the key keeps its name from before rate units
  * and slots were separate, so running fleets keep their slots), rate (hash:
- * r the learned rate, l its limit, g its generation, c the learned
+ * r the learned rate, l its limit, g its generation, k its ceiling
+ * (polite_shared_rate's ceiling_per_s), c the learned
  * in-flight cap, absent when none). ARGV: op,
  * owner, lease_us, interval_us, tau_us, concurrency, units (rate units to
  * charge), slots (slots to take, or to give back for "rel"), pause_us,
- * burst, then for "rate": rate, limit, generation, is_cut. The admission
+ * burst, then for "rate": rate, limit, generation, is_cut (and the
+ * ceiling in ARGV 21, kept when higher, as polite_shared_rate_merge
+ * does, and at most 10^9/s). The admission
  * paces at the learned rate when one is stored (capped by interval_us when
  * that is > 0) and returns it: the learned rate costs no round trip.
  * "rate" publishes (polite_shared_rate_merge's rule), "cap" stores the
@@ -27,7 +30,8 @@
  * next, retract, quota; a time "@T" in Redis TIME, "~D" D us from now, or
  * "0") by polite_shared_window_merge's rule, and while the window's quota
  * of n is spent and wx not reached an admission that charges units waits
- * (status 1). Admissions and "win" return, after the common five, n,
+ * (status 1). Every reply with the rate has six common elements (status,
+ * wait, r, l, g, k). Admissions and "win" return, after the common six, n,
  * Redis's now, then the window (times in Redis TIME).
  * "acq" with units 0 and slots 0 takes nothing and only renews this
  * owner's lease (and reports the pause). Times are microseconds of Redis TIME
@@ -51,18 +55,19 @@ static const char SCRIPT[] =
     "local units, slots = tonumber(ARGV[7]), tonumber(ARGV[8])\n"
     "local function fmt(x) return string.format('%.3f', x) end\n"
     "local function ret(a, b)\n"
-    "  local v = redis.call('HMGET', KEYS[5], 'r', 'l', 'g')\n"
-    "  return {a, b, v[1] or '0', v[2] or '0', tonumber(v[3] or '0')}\n"
+    "  local v = redis.call('HMGET', KEYS[5], 'r', 'l', 'g', 'k')\n"
+    "  return {a, b, v[1] or '0', v[2] or '0', tonumber(v[3] or '0'),\n"
+    "          v[4] or '0'}\n"
     "end\n"
     "local function retw(a, b)\n"
     "  local o = ret(a, b)\n"
     "  local v = redis.call('HMGET', KEYS[5], 'n', 'wo', 'wn', 'wp', 'wx', "
     "'wr', 'wq')\n"
-    "  o[6] = tonumber(v[1] or '0')\n"
-    "  o[7] = string.format('%.0f', now)\n"
-    "  o[8], o[9], o[10] = v[2] or '0', tonumber(v[3] or '0'), "
+    "  o[7] = tonumber(v[1] or '0')\n"
+    "  o[8] = string.format('%.0f', now)\n"
+    "  o[9], o[10], o[11] = v[2] or '0', tonumber(v[3] or '0'), "
     "tonumber(v[4] or '0')\n"
-    "  o[11], o[12], o[13] = v[5] or '0', v[6] or '0', tonumber(v[7] or "
+    "  o[12], o[13], o[14] = v[5] or '0', v[6] or '0', tonumber(v[7] or "
     "'0')\n"
     "  return o\n"
     "end\n"
@@ -107,6 +112,12 @@ static const char SCRIPT[] =
     "  local nr, nl = tonumber(ARGV[11]), tonumber(ARGV[12])\n"
     "  local ng, cut = tonumber(ARGV[13]), ARGV[14] == '1'\n"
     "  local changed = 0\n"
+    "  local nk = tonumber(ARGV[21]) or 0\n"
+    "  local k = tonumber(redis.call('HGET', KEYS[5], 'k') or '0') or 0\n"
+    "  if nr > 0 and nk > k and nk <= 1e9 then\n"
+    "    redis.call('HSET', KEYS[5], 'k', string.format('%.6f', nk))\n"
+    "    changed = 1\n"
+    "  end\n"
     "  if nr > 0 and cut then\n"
     "    if r <= 0 or nr < r then r = nr end\n"
     "    redis.call('HSET', KEYS[5], 'r', string.format('%.6f', r),\n"
@@ -161,7 +172,7 @@ static const char SCRIPT[] =
     "  local tat = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
     "  if tat > now then redis.call('SET', KEYS[1], fmt(now), 'PX', 1000) end\n"
     "  local g = tonumber(redis.call('HGET', KEYS[5], 'g') or '0')\n"
-    "  redis.call('HSET', KEYS[5], 'r', '0', 'l', '0', 'g', g + 1)\n"
+    "  redis.call('HSET', KEYS[5], 'r', '0', 'l', '0', 'k', '0', 'g', g + 1)\n"
     "  redis.call('PEXPIRE', KEYS[5], 86400000)\n"
     "  return ret(0, 0)\n"
     "end\n"

@@ -53,19 +53,19 @@ static int64_t mono_of(int64_t srv, int64_t old_srv, int64_t old_mono,
 
 int polite__rw_reply(polite__rw_memo *m, const redisReply *r, int64_t now_us,
                      int admitted) {
-  if (r->elements < 13)
+  if (r->elements < 14)
     return 0;
-  for (size_t i = 5; i < 13; i++)
+  for (size_t i = 6; i < 14; i++)
     if (r->element[i]->type != REDIS_REPLY_INTEGER &&
         r->element[i]->type != REDIS_REPLY_STRING)
       return 0;
-  int64_t n = str_us(r->element[5]), srv_now = str_us(r->element[6]);
+  int64_t n = str_us(r->element[6]), srv_now = str_us(r->element[7]);
   if (admitted && n > 0)
     m->admits = (uint64_t)n;
-  int64_t so = str_us(r->element[7]), sx = str_us(r->element[10]);
-  int64_t sr = str_us(r->element[11]);
-  int64_t q = str_us(r->element[12]), on = str_us(r->element[8]);
-  int64_t p = str_us(r->element[9]);
+  int64_t so = str_us(r->element[8]), sx = str_us(r->element[11]);
+  int64_t sr = str_us(r->element[12]);
+  int64_t q = str_us(r->element[13]), on = str_us(r->element[9]);
+  int64_t p = str_us(r->element[10]);
   polite_shared_window w = {0, 0, 0, 0, 0, 0};
   if (q > 0 && q <= UINT32_MAX && on >= 0 && p >= 0) {
     w.open_us = mono_of(so, m->srv_open, m->win.open_us, srv_now, now_us);
@@ -95,14 +95,19 @@ int polite__rw_fatal(const redisReply *r) {
          strncmp(r->str, "CLUSTERDOWN", 11) == 0;
 }
 
-/* The learned rate in elements 2-4 of a reply, when there. */
+/* The learned rate in elements 2-5 of a reply, when there. A ceiling
+ * that is not a number from 0 to 10^9/s is read as none (the Redis key may
+ * hold anything a foreign writer put there). */
 int polite__rw_rate(const redisReply *r, polite_shared_rate *sr) {
-  if (r->elements < 5 || r->element[2]->type != REDIS_REPLY_STRING ||
+  if (r->elements < 6 || r->element[2]->type != REDIS_REPLY_STRING ||
       r->element[3]->type != REDIS_REPLY_STRING ||
-      r->element[4]->type != REDIS_REPLY_INTEGER)
+      r->element[4]->type != REDIS_REPLY_INTEGER ||
+      r->element[5]->type != REDIS_REPLY_STRING)
     return 0;
   sr->rate_per_s = strtod(r->element[2]->str, NULL);
   sr->limit_per_s = strtod(r->element[3]->str, NULL);
   sr->generation = (uint64_t)r->element[4]->integer;
+  double k = strtod(r->element[5]->str, NULL);
+  sr->ceiling_per_s = k >= 0 && k <= 1e9 ? k : 0;
   return sr->rate_per_s >= 0 && sr->limit_per_s >= 0;
 }

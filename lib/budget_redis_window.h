@@ -30,7 +30,7 @@ typedef struct {
 void polite__rw_args(const polite__rw_memo *m, const polite_shared_window *w,
                      int64_t now_us, char num[6][40]);
 
-/* Takes the window of a reply (elements 5-12, after the common five: the
+/* Takes the window of a reply (elements 6-13, after the common six: the
  * count, Redis's now, then open, open_n, period, next, retract, quota) as
  * seen at now_us; `admitted`: the reply admitted a start that charged rate
  * units (its count is then this participant's). Returns 1 when the reply
@@ -41,7 +41,8 @@ int polite__rw_reply(polite__rw_memo *m, const redisReply *r, int64_t now_us,
 /* Errors after which the connection is useless (the server went away, or
  * a failover turned it into a replica / it is loading its data). */
 int polite__rw_fatal(const redisReply *r);
-/* The learned rate in elements 2-4 of a reply, when there. */
+/* The learned rate in elements 2-5 of a reply (the ceiling bounded), when
+ * there. */
 int polite__rw_rate(const redisReply *r, polite_shared_rate *sr);
 
 #endif

@@ -233,6 +233,7 @@ static void aim(polite_ratectl *c, double limit, double plateau, double cut_to,
   double y0 = below > 0 ? -cbrt(below / (CUBIC_C * limit)) : 0;
   c->epoch_us = resume_us - (int64_t)(y0 * 1e6);
   c->phase = POLITE_RC_PROBE;
+  c->recall_shared = c->shared_ceiling; /* ratectl_probe.c, recalls */
 }
 
 void polite__rc_count_cut(polite_ratectl *c, polite_ratectl_cause why,
@@ -731,6 +732,7 @@ void polite_ratectl_on_shared(polite_ratectl *c, int64_t now_us,
   if (c == NULL || s == NULL || !(s->rate_per_s > 0))
     return;
   c->shared_seen = s->rate_per_s;
+  polite__rc_probe_on_shared(c, s);
   double cur = polite_ratectl_rate(c, now_us);
   if (s->generation != c->generation) {
     /* Another participant's cut: hold at its rate (it leads). */
@@ -766,6 +768,7 @@ int polite_ratectl_take_publish(polite_ratectl *c, int64_t now_us,
   out->rate_per_s = r;
   out->limit_per_s = c->limit;
   out->generation = c->generation;
+  out->ceiling_per_s = c->probe_ceiling; /* rides along, never alone */
   if (is_cut != NULL)
     *is_cut = cut_now;
   c->pending_cut = 0;

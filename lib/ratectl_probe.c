@@ -49,17 +49,67 @@ static int fast_now(const polite_ratectl *c) {
   return c->probe_fast_us > c->epoch_us && c->probe_fast_rate > 0;
 }
 
-/* The plateau is far below a rate that got through earlier, and this
- * participant probes for itself: with others on the budget a follower
- * that probes first costs them all a pause (see on_pause in ratectl.c);
- * others are known by their publishes or by the account's requests in
- * flight beyond this participant's (a follower may never publish).
+/* A budget's ceiling above this many times its own rate and limit is not
+ * a rate any participant measured (a damaged or foreign value): ignored. */
+#define SHARED_CEILING_OVER 16.0
+/* With others on the budget, the recall needs this many of the
+ * participant's newest starts to be the account's only ones. */
+#define RECALL_OWN_STARTS 8
+
+void polite__rc_probe_on_shared(polite_ratectl *c,
+                                const polite_shared_rate *s) {
+  double v = s->ceiling_per_s;
+  double base = s->limit_per_s > s->rate_per_s ? s->limit_per_s : s->rate_per_s;
+  if (!(v > 0) || !isfinite(v) || !(base > 0) || v > SHARED_CEILING_OVER * base)
+    return;
+  if (v > c->shared_ceiling)
+    c->shared_ceiling = v;
+}
+
+/* The budget counted only this participant's starts among its newest
+ * RECALL_OWN_STARTS (0 when it keeps no count). */
+static int alone_lately(const polite_ratectl *c) {
+  if (c->st_n <= RECALL_OWN_STARTS)
+    return 0;
+  unsigned newest =
+      (c->st_head + POLITE__RATECTL_RING - 1) % POLITE__RATECTL_RING;
+  unsigned old = (c->st_head + POLITE__RATECTL_RING - 1 - RECALL_OWN_STARTS) %
+                 POLITE__RATECTL_RING;
+  return c->st_acct[old] > 0 &&
+         c->st_acct[newest] - c->st_acct[old] == RECALL_OWN_STARTS;
+}
+
+/* The rate a recall climbs back to, 0 when there is none: the plateau
+ * is far below a rate that got through earlier. Alone, the rate this
+ * participant saw; with others on the budget (a follower that probes first
+ * costs them all a pause, see on_pause in ratectl.c) only the budget's
+ * ceiling as it stood when the curve was aimed (one this participant
+ * learned during the curve's own probe jumped it far above the limit),
+ * and only while the budget counts no starts but its own: the account's
+ * memory, for whichever participant sends after the limit moved down.
+ * Others are known by their publishes or, alone, by the account's
+ * requests in flight beyond this participant's (a follower may never
+ * publish).
  * Not after a throttle that named no wait: a limiter without one has no
  * known window (a concurrency limit's admitted rate over 5 s swings with
  * its latency: ho-conc-6 on a loaded machine 1.64 -> 1.65 x). */
+static double recall_to(const polite_ratectl *c) {
+  if (c->probe_blind)
+    return 0;
+  if (!c->others) /* alone as far as it knows */
+    return !c->qw_crowd && c->probe_ceiling > RECALL_GAP * c->plateau
+               ? c->probe_ceiling
+               : 0;
+  /* qw_crowd stays set once another's request was in flight at a start
+   * (the one a participant took over from had answers to come): the
+   * budget's count of the newest starts is the fresher evidence. */
+  return c->recall_shared > RECALL_GAP * c->plateau && alone_lately(c)
+             ? c->recall_shared
+             : 0;
+}
+
 static int recalls(const polite_ratectl *c) {
-  return !c->others && !c->qw_crowd && !c->probe_blind &&
-         c->probe_ceiling > RECALL_GAP * c->plateau;
+  return recall_to(c) > 0;
 }
 
 /* How long the plateau is held before the probe. */
@@ -82,8 +132,9 @@ double polite__rc_probe_curve(const polite_ratectl *c, double y, int64_t t_us) {
   if (recalls(c)) {
     /* Back to what got through before, doubling every PROBE_DOUBLE_US. */
     double f = c->plateau * exp2((y - hold) * 1e6 / PROBE_DOUBLE_US);
-    if (f > c->probe_ceiling)
-      f = c->probe_ceiling;
+    double to = recall_to(c);
+    if (f > to)
+      f = to;
     if (f > r)
       r = f;
   }

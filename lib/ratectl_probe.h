@@ -20,4 +20,9 @@ void polite__rc_probe_on_answer(polite_ratectl *c, int64_t now_us);
  * started_us: the second in a row holds the account (the streak's hold). */
 void polite__rc_hold_streak(polite_ratectl *c, int64_t now, int64_t started_us);
 
+/* The budget's state at an admission: its ceiling (the account's memory
+ * of a rate that got through), when finite and within bounds of its rate
+ * and limit, raises shared_ceiling. */
+void polite__rc_probe_on_shared(polite_ratectl *c, const polite_shared_rate *s);
+
 #endif

@@ -103,7 +103,7 @@ static void publish(polite__sched *s, acct *a, int64_t now) {
 static void admitted(polite__sched *s, acct *a, const polite__now *now) {
   if (!a->shared)
     return;
-  polite_shared_rate r = {0, 0, 0};
+  polite_shared_rate r = {0, 0, 0, 0};
   int64_t t = now->mono_us;
   if (polite_budget_shared_rate(s->o.budget, a->key, &r) == 0) {
     unsigned cuts = a->rc.cuts[POLITE_CUT_SHARED];

@@ -21,13 +21,19 @@ typedef struct {
   double rate_per_s;   /* the account's learned rate; 0: none learned */
   double limit_per_s;  /* the rate that got through at the last cut */
   uint64_t generation; /* counts cuts in the account */
+  /* the highest rate that got through over 5 s of a probe with no pause
+   * in it, any participant's (the account's memory when a limit moved
+   * down: whoever sends next recalls it); 0: none */
+  double ceiling_per_s;
 } polite_shared_rate;
 
 /* The budget's publish rule, one function for every backend: a cut
  * (is_cut) lowers *stored to min(stored, in) (or sets it when none was
  * learned), takes in's limit and bumps the generation; a raise is applied
  * only when in->generation equals the stored one and in's rate is higher
- * (or when nothing is stored).
+ * (or when nothing is stored). The ceiling is the higher of the two
+ * whatever the generation (a value that is not a positive number of at
+ * most 10^9/s is ignored).
  * Returns 1 when *stored changed, else 0. */
 POLITE_EXTERN int polite_shared_rate_merge(polite_shared_rate *stored,
                                            const polite_shared_rate *in,

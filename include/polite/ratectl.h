@@ -195,6 +195,11 @@ typedef struct {
    * phase with no pause in it (ratectl_probe.c), and when it was read */
   double probe_ceiling;
   int64_t probe_ceiling_us;
+  /* the budget's ceiling (polite_shared_rate's, bounded), and the one
+   * taken when the current curve was aimed (a participant with others on
+   * the budget recalls only that one: ratectl_probe.c) */
+  double shared_ceiling;
+  double recall_shared;
   /* headers */
   double header_rate;
   int64_t header_until_us;

@@ -43,7 +43,7 @@ static void use(polite_budget *b, int64_t t, unsigned r) {
     abort();
   if (polite_budget_paused_for(b, NULL, t) < 0)
     abort();
-  polite_shared_rate sr = {1.0 + (r % 7), 2.0, r % 3};
+  polite_shared_rate sr = {1.0 + (r % 7), 2.0, r % 3, 0};
   int pub = polite_budget_publish_rate(b, NULL, t, &sr, (int)(r & 1));
   if (pub != 0 && pub != 1 && pub != POLITE_EBUDGET)
     abort();

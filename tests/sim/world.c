@@ -142,9 +142,11 @@ static void pol_rate(void *ud, const polite_rate_change *c) {
     const polite_ratectl *rc = &p->s->rate.rc;
     fprintf(stderr,
             "        limit %.2f plateau %.2f upper %.2f hold %.1f s "
-            "relapse %d ss %d steady %u cap %u\n",
+            "relapse %d ss %d steady %u cap %u others %d ceiling %.2f "
+            "budget's %.2f (aimed %.2f)\n",
             rc->limit, rc->plateau, rc->upper, (double)rc->hold_us / 1e6,
-            rc->relapse, rc->cut_in_ss, rc->steady, rc->cap);
+            rc->relapse, rc->cut_in_ss, rc->steady, rc->cap, rc->others,
+            rc->probe_ceiling, rc->shared_ceiling, rc->recall_shared);
   }
 }
 

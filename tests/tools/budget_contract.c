@@ -102,22 +102,22 @@ static void test_pause(polite_budget *a, polite_budget *b) {
 
 static void test_learned_rate(polite_budget *a, polite_budget *b) {
   const char *k = "rate";
-  polite_shared_rate s = {0, 0, 0};
+  polite_shared_rate s = {0, 0, 0, 0};
   int64_t w;
   /* Nothing learned: unlimited (the budgets are opened with rate 0). */
   polite_budget_acquire(b, k, polite_mono_us(), 1, 0, &w);
   polite_budget_shared_rate(b, k, &s);
   check(s.rate_per_s == 0, "nothing learned at first", NULL);
   /* A raise from nothing, then a cut by the other participant. */
-  polite_shared_rate up = {50, 0, 0};
+  polite_shared_rate up = {50, 0, 0, 0};
   int rc1 = polite_budget_publish_rate(a, k, polite_mono_us(), &up, 0);
-  polite_shared_rate cut = {10, 12, up.generation};
+  polite_shared_rate cut = {10, 12, up.generation, 0};
   int rc2 = polite_budget_publish_rate(b, k, polite_mono_us(), &cut, 1);
   check(rc1 == 1 && rc2 == 1 && cut.rate_per_s == 10 &&
             cut.generation == up.generation + 1,
         "a raise, then a cut that starts a generation", NULL);
   /* A's raise from before the cut is stale. */
-  polite_shared_rate stale = {80, 0, up.generation};
+  polite_shared_rate stale = {80, 0, up.generation, 0};
   int rc3 = polite_budget_publish_rate(a, k, polite_mono_us(), &stale, 0);
   check(rc3 == 0 && stale.rate_per_s == 10,
         "a raise from before the cut is refused (the store says 10/s)", NULL);
@@ -131,7 +131,7 @@ static void test_learned_rate(polite_budget *a, polite_budget *b) {
             s.generation == cut.generation,
         "the other participant reads the cut at its next admission", d);
   /* Another key (another host with --budget-scope host) has its own. */
-  polite_shared_rate other = {0, 0, 0};
+  polite_shared_rate other = {0, 0, 0, 0};
   polite_budget_acquire(a, "rate-other", polite_mono_us(), 1, 0, &w);
   polite_budget_shared_rate(a, "rate-other", &other);
   check(other.rate_per_s == 0 && other.generation == 0,
@@ -239,6 +239,43 @@ static void test_round_trips(polite_budget *a) {
   check(r1 - r0 == 21, "20 admissions and a release: 21 round trips", d);
 }
 
+/* The rate's ceiling (the account's memory of a rate that got through):
+ * kept at the higher of what is stored and what is published, by a cut or
+ * a stale raise too, read by the other participant at its next admission,
+ * and removed by clear. */
+static void test_ceiling(polite_budget *a, polite_budget *b) {
+  const char *k = "ceiling";
+  int64_t w;
+  polite_shared_rate up = {20, 25, 0, 40};
+  polite_budget_publish_rate(a, k, polite_mono_us(), &up, 0);
+  polite_shared_rate cut = {10, 12, up.generation, 0};
+  polite_budget_publish_rate(b, k, polite_mono_us(), &cut, 1);
+  check(cut.ceiling_per_s == 40,
+        "a cut that brings no ceiling keeps the stored one", NULL);
+  polite_shared_rate low = {11, 0, cut.generation, 30};
+  polite_budget_publish_rate(a, k, polite_mono_us(), &low, 0);
+  polite_shared_rate stale = {5, 0, up.generation, 60};
+  int rc = polite_budget_publish_rate(a, k, polite_mono_us(), &stale, 0);
+  check(low.ceiling_per_s == 40 && rc == 1 && stale.ceiling_per_s == 60 &&
+            stale.rate_per_s == 11,
+        "a lower ceiling is ignored; a higher one is kept even from a stale "
+        "raise (the rate is not)",
+        NULL);
+  polite_shared_rate s = {0, 0, 0, 0};
+  polite_budget_acquire(b, k, polite_mono_us(), 1, 0, &w);
+  polite_budget_shared_rate(b, k, &s);
+  char d[120];
+  snprintf(d, sizeof d, "%.2f/s", s.ceiling_per_s);
+  check(s.ceiling_per_s == 60,
+        "the other participant reads the ceiling at its next admission", d);
+  polite_budget_clear(b, k, polite_mono_us());
+  polite_shared_rate none = {0, 0, 0, 0};
+  polite_budget_acquire(a, k, polite_mono_us(), 1, 0, &w);
+  polite_budget_shared_rate(a, k, &none);
+  snprintf(d, sizeof d, "%.2f/s", none.ceiling_per_s);
+  check(none.ceiling_per_s == 0, "clear removes the ceiling", d);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: budget_contract URI\n");
@@ -262,6 +299,7 @@ int main(int argc, char **argv) {
   test_slot_cap(a, b);
   test_pause(a, b);
   test_learned_rate(a, b);
+  test_ceiling(a, b);
   test_throttle_spreads(a, b);
   if (strncmp(uri, "redis://", 8) == 0)
     test_round_trips(a);

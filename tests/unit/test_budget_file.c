@@ -496,7 +496,7 @@ static void learned_rate_paces_every_participant(void **state) {
   int64_t w;
   assert_int_equal(acq2(a, T0, 1, 0, &w), POLITE_BUDGET_ADMITTED);
   assert_int_equal(acq2(b, T0 + 10 * MS, 1, 0, &w), POLITE_BUDGET_ADMITTED);
-  polite_shared_rate r = {2, 3, 0};
+  polite_shared_rate r = {2, 3, 0, 0};
   assert_int_equal(polite_budget_publish_rate(a, NULL, T0 + 20 * MS, &r, 1), 1);
   assert_int_equal(r.generation, 1);
   /* The new spacing applies from the next admission: b starts at once,
@@ -508,7 +508,7 @@ static void learned_rate_paces_every_participant(void **state) {
   assert_int_equal(polite_budget_shared_rate(b, NULL, &s), 0);
   assert_true(s.rate_per_s == 2 && s.generation == 1);
   /* A learned rate above the configured one is capped by it (100/s). */
-  polite_shared_rate up = {1000, 0, 1};
+  polite_shared_rate up = {1000, 0, 1, 0};
   assert_int_equal(polite_budget_publish_rate(a, NULL, T0, &up, 0), 1);
   assert_int_equal(acq2(a, T0 + 520 * MS, 1, 0, &w), POLITE_BUDGET_ADMITTED);
   assert_int_equal(acq2(a, T0 + 521 * MS, 1, 0, &w), POLITE_BUDGET_WAIT_RATE);
@@ -643,8 +643,8 @@ static void window_is_shared_between_participants(void **state) {
   polite_budget_close(c);
 }
 
-/* A file of version 3 (before the window) is refused, never rewritten,
- * with a message naming the file and both versions. */
+/* A file of version 4 (before the rate's ceiling) is refused, never
+ * rewritten, with a message naming the file and both versions. */
 static void old_version_is_refused_by_name(void **state) {
   (void)state;
   polite_budget *a = open_ok(uri, 0, 1, 0);
@@ -653,7 +653,7 @@ static void old_version_is_refused_by_name(void **state) {
   assert_true(fd >= 0);
   pf_header h;
   assert_int_equal(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
-  h.version = 3;
+  h.version = 4;
   polite__pf_header_seal(&h);
   assert_int_equal(pwrite(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
   close(fd);
@@ -664,12 +664,12 @@ static void old_version_is_refused_by_name(void **state) {
                    POLITE_EBUDGET);
   assert_null(b);
   assert_non_null(strstr(err, path));
-  assert_non_null(strstr(err, "another version (3, this is 4)"));
+  assert_non_null(strstr(err, "another version (4, this is 5)"));
   fd = open(path, O_RDONLY);
   assert_true(fd >= 0);
   assert_int_equal(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
   close(fd);
-  assert_int_equal(h.version, 3); /* left as it was */
+  assert_int_equal(h.version, 4); /* left as it was */
 }
 
 int main(void) {

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,7 +283,7 @@ static void random_damage_never_crashes(void **state) {
       polite_budget_release(p, NULL, 1);
     polite_budget_pause_until(p, NULL, t, t + (int64_t)(r % 3) * MS);
     (void)polite_budget_paused_for(p, NULL, t);
-    polite_shared_rate sr = {5, 6, 1};
+    polite_shared_rate sr = {5, 6, 1, 0};
     polite_budget_publish_rate(p, NULL, t, &sr, 1);
     polite_budget_shared_rate(p, NULL, &sr);
     if (r % 11 == 0) {
@@ -335,6 +336,31 @@ static void rebuild_keeps_the_window_and_drops_a_bad_one(void **state) {
   polite_budget_close(b);
 }
 
+/* A ceiling no polite could have measured (above the file's bound on a
+ * rate, or not a number) is never stored: the record stays sound, every
+ * sharer keeps admitting, and a sound ceiling is kept beside it. */
+static void a_foreign_ceiling_is_not_stored(void **state) {
+  (void)state;
+  polite_budget *a = open_ok(uri, 0, 1, 0);
+  polite_budget *b = open_ok(uri, 0, 1, 0);
+  int64_t w;
+  const double bad[] = {1e30, NAN, INFINITY, -1};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    polite_shared_rate r = {20, 25, 0, bad[i]};
+    assert_true(polite_budget_publish_rate(a, NULL, T0, &r, 0) >= 0);
+    assert_true(r.ceiling_per_s == 0);
+  }
+  polite_shared_rate ok = {20, 25, 0, 50};
+  assert_true(polite_budget_publish_rate(a, NULL, T0, &ok, 0) >= 0);
+  polite_shared_rate s = {0, 0, 0, 0};
+  assert_int_equal(polite_budget_acquire(b, NULL, T0 + SEC, 1, 0, &w),
+                   POLITE_BUDGET_ADMITTED);
+  assert_int_equal(polite_budget_shared_rate(b, NULL, &s), 0);
+  assert_true(s.ceiling_per_s == 50);
+  polite_budget_close(a);
+  polite_budget_close(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(damage_is_repaired),
@@ -352,6 +378,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(
           rebuild_keeps_the_window_and_drops_a_bad_one, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_foreign_ceiling_is_not_stored, setup,
+                                      teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   rmdir(dir);

@@ -187,8 +187,8 @@ static void test_plan_proxy_contract(void **state) {
 
 static void test_shared_merge(void **state) {
   (void)state;
-  polite_shared_rate st = {0, 0, 0};
-  polite_shared_rate in = {10, 0, 0};
+  polite_shared_rate st = {0, 0, 0, 0};
+  polite_shared_rate in = {10, 0, 0, 0};
   assert_int_equal(polite_shared_rate_merge(&st, &in, 0), 1); /* first */
   assert_true(st.rate_per_s == 10);
   in.rate_per_s = 12;
@@ -196,7 +196,7 @@ static void test_shared_merge(void **state) {
   assert_true(st.rate_per_s == 12);
   in.rate_per_s = 11;
   assert_int_equal(polite_shared_rate_merge(&st, &in, 0), 0); /* not higher */
-  polite_shared_rate cutv = {7, 10, 0};
+  polite_shared_rate cutv = {7, 10, 0, 0};
   assert_int_equal(polite_shared_rate_merge(&st, &cutv, 1), 1);
   assert_true(st.rate_per_s == 7 && st.limit_per_s == 10);
   assert_int_equal(st.generation, 1);
@@ -299,7 +299,7 @@ static sim_result simulate(const sim_cfg *cfg, int64_t settle_us) {
   int win_q = (int)(cfg->limit * 10), win_used = 0;
   int64_t win_start = 0;
   worker w[MAX_WORKERS];
-  polite_shared_rate store = {0, 0, 0};
+  polite_shared_rate store = {0, 0, 0, 0};
   polite_ratectl_config rc = {0, cfg->max_rate, 0, cfg->concurrency};
   int64_t now = SEC;
   for (int i = 0; i < cfg->workers; i++) {
@@ -710,7 +710,7 @@ static void test_ramp_and_shared(void **state) {
   assert_true(fabs(polite_ratectl_rate(&c, 500 * MS) - 8) < 1e-9);
   assert_true(fabs(polite_ratectl_rate(&c, 900 * MS) - 8) < 1e-9);
   /* Another participant's cut is adopted at once. */
-  polite_shared_rate s = {5, 7, 3};
+  polite_shared_rate s = {5, 7, 3, 0};
   polite_ratectl_on_shared(&c, SEC, &s);
   assert_true(fabs(polite_ratectl_rate(&c, SEC) - 5) < 1e-3);
   assert_int_equal(c.cuts[POLITE_CUT_SHARED], 1);
@@ -725,7 +725,7 @@ static void test_ramp_and_shared(void **state) {
   assert_int_equal(polite_ratectl_take_publish(&c, 3 * SEC, &out, &is_cut), 0);
   /* The same generation, higher: another participant's raise, followed and
    * held (not a jump up this participant's own probe). */
-  polite_shared_rate up = {6, 7, 3};
+  polite_shared_rate up = {6, 7, 3, 0};
   polite_ratectl_on_shared(&c, 4 * SEC, &up);
   assert_true(fabs(polite_ratectl_rate(&c, 4 * SEC) - 6) < 1e-3);
   assert_true(fabs(polite_ratectl_rate(&c, 33 * SEC) - 6) < 1e-3);

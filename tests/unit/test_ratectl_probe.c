@@ -162,6 +162,11 @@ typedef struct {
   int status[RING];
   int n;
   int crowd; /* the budget counts others' requests in flight too */
+  /* the budget's count of the account's admissions (0: none kept), and
+   * how much it grows at each of this participant's starts (1: its own
+   * alone; 2: another's start between each two of its own) */
+  uint64_t acct;
+  unsigned acct_step;
 } limited;
 
 static void limited_answer(limited *w, int64_t until) {
@@ -191,6 +196,8 @@ static void limited_until(limited *w, int64_t until, double limit) {
       w->t = w->c.pause_end_us;
       continue;
     }
+    if (w->acct_step > 0)
+      polite_ratectl_account_starts(&w->c, w->acct += w->acct_step);
     polite_ratectl_on_start(&w->c, w->t);
     if (w->crowd)
       polite_ratectl_account_busy(&w->c, (unsigned)w->n + 4);
@@ -284,6 +291,87 @@ static void a_steady_limit_keeps_the_long_hold(void **state) {
   assert_true(fabs(polite_ratectl_rate(&w.c, e + 15 * SEC) - held) < 1e-9);
 }
 
+/* A relay (the simulation's participants of one budget send one after
+ * another): A sends alone at 40/s for 40 s, then the limit halves and A's
+ * cut is published; B takes over from the budget with `ceiling` as the
+ * budget's memory (-1: A's own) and sends against 20/s until 15 s later
+ * the limit is back at 40/s. `step`: how the budget's count grows at each
+ * of B's starts. Returns how long after the raise B passed 32/s (-1: not
+ * within 30 s). */
+static int64_t relay_after(limited *b, double ceiling, unsigned step) {
+  static limited a;
+  memset(&a, 0, sizeof a);
+  polite_ratectl_config cfg = {0, 0, 0, 8};
+  polite_ratectl_init(&a.c, &cfg, 0);
+  limited_until(&a, 40 * SEC, 40);
+  limited_until(&a, 60 * SEC, 20); /* A's cuts settle under 20/s */
+  /* What the budget holds after A's publishes: its rate, its limit, the
+   * generation of its cuts, and its memory riding along. */
+  polite_shared_rate s = {polite_ratectl_rate(&a.c, a.t), a.c.limit, 1,
+                          a.c.probe_ceiling};
+  printf("# A hands over at %.1f/s (limit %.1f/s), ceiling %.1f/s\n",
+         s.rate_per_s, s.limit_per_s, s.ceiling_per_s);
+  assert_true(s.ceiling_per_s > 30 && s.rate_per_s < 21);
+  if (ceiling >= 0)
+    s.ceiling_per_s = ceiling;
+  memset(b, 0, sizeof *b);
+  polite_ratectl_init(&b->c, &cfg, a.t);
+  b->t = a.t;
+  b->acct = 5000;
+  b->acct_step = step;
+  b->tat = a.tat;
+  polite_ratectl_on_shared(&b->c, b->t, &s);
+  int64_t raised = b->t + 15 * SEC;
+  limited_until(b, raised, 20);
+  while (b->t < raised + 30 * SEC) {
+    limited_until(b, b->t + 100 * MS, 40);
+    if (polite_ratectl_rate(&b->c, b->t) > 32)
+      return b->t - raised;
+  }
+  return -1;
+}
+
+/* The account's memory is the budget's: the participant that takes over
+ * after the limit moved down recalls the rate its predecessor saw get
+ * through while the budget counts only its own starts; with another's
+ * starts between its own, or with no memory in the budget, it holds 30 s
+ * and probes slowly (sim halve-double with 2-4 processes 1.24-1.36 x
+ * the floor without it). */
+static void the_budget_remembers_for_whoever_sends_next(void **state) {
+  (void)state;
+  static limited b;
+  int64_t with = relay_after(&b, -1, 1);
+  double to = b.c.recall_shared;
+  int64_t none = relay_after(&b, 0, 1);
+  int64_t shared = relay_after(&b, -1, 2);
+  printf("# B back above 32/s %.1f s after the raise with the budget's "
+         "ceiling (%.1f/s), %.1f s without it, %.1f s with others' starts\n",
+         (double)with / 1e6, to, (double)none / 1e6, (double)shared / 1e6);
+  assert_true(to > 30);
+  assert_true(with >= 0 && with < 10 * SEC);
+  assert_true(none < 0 || none > 15 * SEC);
+  assert_true(shared < 0 || shared > 15 * SEC);
+}
+
+/* A damaged or foreign ceiling (not finite, negative, or far above the
+ * budget's rate and limit) is not adopted. */
+static void a_damaged_ceiling_is_ignored(void **state) {
+  (void)state;
+  const double bad[] = {NAN, INFINITY, -5, 1e12, 17 * 25.0};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    polite_ratectl c;
+    polite_ratectl_init(&c, NULL, 0);
+    polite_shared_rate s = {20, 25, 1, bad[i]};
+    polite_ratectl_on_shared(&c, SEC, &s);
+    assert_true(c.shared_ceiling == 0);
+  }
+  polite_ratectl c;
+  polite_ratectl_init(&c, NULL, 0);
+  polite_shared_rate s = {20, 25, 1, 16 * 25.0};
+  polite_ratectl_on_shared(&c, SEC, &s);
+  assert_true(c.shared_ceiling == 16 * 25.0); /* within the bound */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(raised_limit_found_fast),
@@ -293,6 +381,8 @@ int main(void) {
       cmocka_unit_test(a_limit_that_moved_down_is_recalled),
       cmocka_unit_test(others_keep_the_long_hold),
       cmocka_unit_test(a_steady_limit_keeps_the_long_hold),
+      cmocka_unit_test(the_budget_remembers_for_whoever_sends_next),
+      cmocka_unit_test(a_damaged_ceiling_is_ignored),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -136,7 +136,7 @@ static void follower_holds_per_pause(void **state) {
   (void)state;
   polite_ratectl c;
   polite_ratectl_init(&c, NULL, 0);
-  polite_shared_rate s = {20, 22, 1};
+  polite_shared_rate s = {20, 22, 1, 0};
   polite_ratectl_on_shared(&c, SEC, &s);
   assert_int_equal(c.hold_us, 30 * SEC);
   polite_ratectl_on_pause(&c, SEC, 11 * SEC);

@@ -169,7 +169,7 @@ static void each_host_learns_its_own_rate(void **state) {
   assert_true(st->rate_highest_per_s == fast->highest_per_s);
 
   /* Each host's rate lives in the budget under its key. */
-  polite_shared_rate sr = {0, 0, 0};
+  polite_shared_rate sr = {0, 0, 0, 0};
   assert_int_equal(polite_budget_shared_rate(x.budget, "slow.test", &sr), 0);
   assert_true(sr.rate_per_s > 0 && sr.rate_per_s < 1.5 * 5.0);
   assert_true(sr.generation >= 1);
@@ -265,7 +265,7 @@ static void hosts_beyond_the_bound_share_one_rate(void **state) {
   assert_int_equal(ab_log.start, 2);
   assert_int_equal(sim_find(&x, "r3")->outcome, POLITE_OUT_OK);
   assert_non_null(strstr(other_log.start_detail, "more than 2 hosts"));
-  polite_shared_rate sr = {0, 0, 0};
+  polite_shared_rate sr = {0, 0, 0, 0};
   assert_int_equal(polite_budget_shared_rate(x.budget, "a.test", &sr), 0);
   assert_true(sr.rate_per_s > 0);
   sr.rate_per_s = 0;
