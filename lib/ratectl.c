@@ -343,8 +343,8 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
         *hi = polite__rc_admitted_sending(c, a, now_us, MIN_SAMPLES);
     }
     if (c->cut_in_ss) /* a leaky bucket's whole depth bounds the landing */
-      *whole_lo =
-          polite__rc_ss_landing(c, from, now_us, *hi, own, PLATEAU_SS * *hi);
+      *whole_lo = polite__rc_ss_landing(c, from, now_us, *hi, own,
+                                        PLATEAU_SS * *hi);
   }
   /* A relapse's window reaches back over the previous cut's landing, a
    * lower rate than the one that tripped: a lower bound, not the limit. */

@@ -342,41 +342,6 @@ double polite__rc_bucket_fit(const polite_ratectl *c, int64_t from, int64_t to,
   return -1;
 }
 
-/* From hi down, in geometric steps to lo, the first rate at which a
- * bucket of a whole depth of at least min_depth requests explains the
- * answers of the requests started in [from, to], and into *low the lowest
- * rate that the same depth explains; -1 (and *low -1) when none does, or
- * the answers hold no refusal or fewer than 3 admissions. */
-double polite__rc_bucket_range(const polite_ratectl *c, int64_t from,
-                               int64_t to, double lo, double hi,
-                               unsigned min_depth, double *low) {
-  int64_t t[POLITE__RATECTL_RING];
-  unsigned char ok[POLITE__RATECTL_RING];
-  unsigned n = starts_and_refusals(c, from, to, t, ok), refused = 0;
-  *low = -1;
-  for (unsigned i = 0; i < n; i++)
-    refused += !ok[i];
-  if (refused == 0 || n - refused < 3 || !(lo > 0) || !(hi > lo))
-    return -1;
-  double step = pow(lo / hi, 1.0 / (FIT_STEPS - 1));
-  double l = hi, fit = -1, depth = 0;
-  for (unsigned s = 0; s < FIT_STEPS; s++, l *= step) {
-    double d = bucket_explains(t, ok, n, l, 1);
-    if (fit > 0 && d != depth)
-      break;
-    if (d >= min_depth && fit <= 0) {
-      fit = l;
-      depth = d;
-    }
-    if (fit > 0)
-      *low = l;
-  }
-  if (fit > 0 && depth < WHOLE_DEPTH_MAX)
-    return fit;
-  *low = -1;
-  return -1;
-}
-
 int polite__rc_admitted_count(const polite_ratectl *c, int64_t from,
                               int64_t to) {
   int n = 0;

@@ -93,14 +93,6 @@ unsigned polite__rc_concurrency_signature(const polite_ratectl *c, int64_t from,
 double polite__rc_bucket_fit(const polite_ratectl *c, int64_t from, int64_t to,
                              double lo, double hi, double *low);
 
-/* The rates a leaky bucket of one whole depth, the shallowest of at
- * least min_depth requests, explains the answers of the requests started
- * in [from, to] at: the highest returned, the lowest into *low; -1 when
- * none (ratectl_measure.c). */
-double polite__rc_bucket_range(const polite_ratectl *c, int64_t from,
-                               int64_t to, double lo, double hi,
-                               unsigned min_depth, double *low);
-
 /* The rate this participant started requests at over [from, to]: one
  * fewer than its starts there over the time from the first to the last;
  * -1 with fewer than `need` (ratectl_measure.c). */

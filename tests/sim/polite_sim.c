@@ -94,9 +94,9 @@ typedef struct {
 } known_miss;
 
 static const known_miss k_known[] = {
-    {"sliding-log", 1, "wall"},          {"halve-double", 2, "wall"},
-    {"fixed-window-headers", 1, "peer"}, {"fixed-window-headers", 2, "peer"},
-    {"fixed-window-headers", 4, "peer"},
+    {"token-bucket", 4, "429"},          {"sliding-log", 1, "wall"},
+    {"halve-double", 2, "wall"},         {"fixed-window-headers", 1, "peer"},
+    {"fixed-window-headers", 2, "peer"}, {"fixed-window-headers", 4, "peer"},
 };
 #define N_KNOWN (sizeof k_known / sizeof k_known[0])
 static int k_known_seen[N_KNOWN];

@@ -234,8 +234,8 @@ SHORT = [
      "window from a leaky bucket, which the same landing suits "
      "(docs/decisions.md, the sixth round). With 2-4 processes the shared "
      "rate lags the ramp and the rows meet 1.25 x."),
-    ("token-bucket (4 processes on seeds 2 and 5: 1.09-1.41% 429s)",
-     "7-9 of 640 requests: a bucket of 40 lets slow start's burst through, "
+    ("token-bucket (4 processes: 1.25% 429s)",
+     "8 of 640 requests: a bucket of 40 lets slow start's burst through, "
      "and every estimate before the bucket is drained is above the 20/s it "
      "refills at; the relapses that drain it cost one 429 each. With 1-2 "
      "processes the bucket's fit drains it in fewer (5-6, under 1%). The "
@@ -349,14 +349,11 @@ HELDOUT_SHORT = [
      "rows a probe each: 1.06 -> 1.10 x)."),
     ("ho-gw-sdk-short",
      "the gateway's SDK row (nginx 20/s burst 1, instant answers, 200 "
-     "calls): slow start trips at twice the limit; the bucket of the "
-     "shallowest whole depth above 1 that explains its answers lands it "
-     "at 19.6/s, below the limit (docs/decisions.md, the eighth round), "
-     "and one 1 s pause and the ramp are most of what is left: 1.16-1.18 "
-     "x, one 429 (1.26-1.30 x and two before). The real row starts "
-     "sparser than the rate (its callers), which the simulation does not "
-     "model; its three replayed slow starts land at 18.9-19.2/s "
-     "(test_ratectl_landing)."),
+     "calls): slow start trips at twice the limit and lands at 24.6/s, "
+     "the relapse after the pause lands below it (a whole-depth fit), and "
+     "two 1 s pauses and the ramp are a quarter of a 10 s floor: 1.26-1.30 "
+     "x. The real row starts sparser than the rate (its callers), which "
+     "the simulation does not model: 1.44 -> 1.27 x in one A/B."),
     ("ho-gw-naive-short",
      "the gateway's naive row (nginx 40/s, 100 ms, 600 GETs): one 429, "
      "a refined landing at 0.9-0.95 x the limit held to the end, since "
