@@ -5,7 +5,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "ratectl_landing.h"
 #include "ratectl_measure.h"
 #include "ratectl_probe.h"
 
@@ -342,9 +341,6 @@ static int estimates(const polite_ratectl *c, int64_t now_us, double *lo,
       if (a >= c->pause_start_us && a < since)
         *hi = polite__rc_admitted_sending(c, a, now_us, MIN_SAMPLES);
     }
-    if (c->cut_in_ss) /* a leaky bucket's whole depth bounds the landing */
-      *whole_lo = polite__rc_ss_landing(c, from, now_us, *hi, own,
-                                        PLATEAU_SS * *hi);
   }
   /* A relapse's window reaches back over the previous cut's landing, a
    * lower rate than the one that tripped: a lower bound, not the limit. */
@@ -452,8 +448,7 @@ static void aim_measured(polite_ratectl *c, int64_t now_us, int refine) {
   /* With a whole depth the fit is bounded from below too: the lowest rate
    * that depth explains (the gateway's nginx 20/s, for real: 19.4-21.2/s,
    * landed at 19.4 instead of 0.9 x 21.2 = 19.1). */
-  if ((fitted == 1 || (c->cut_in_ss && !refine)) && whole_lo > 0 &&
-      !c->cut_in_headers)
+  if (fitted == 1 && whole_lo > 0 && !c->cut_in_headers)
     cut_to = plateau = whole_lo;
   /* A window's quota is counted, not fitted: held as a clean estimate is
    * (at 0.9 x it the sliding log held 35 of 40/s for 25 s; 0.95 x gained
