@@ -53,6 +53,7 @@ check "-d @/dev/zero exits 2 at once" [ $rc -eq 2 ]
 check_grep "... naming the file and the cap" "'/dev/zero' is larger than --max-data" "$TMP/err"
 head -c 5000 /dev/urandom | base64 -w0 >"$TMP/body.txt"
 echo "$B/echo/x" | run -d @"$TMP/body.txt" --max-data 8k >"$TMP/d.out"
+# shellcheck disable=SC2016 # $b: jq's variable, not the shell's
 check "a file under --max-data is sent whole" jq -e --rawfile b "$TMP/body.txt" '.body==$b' "$TMP/d.out"
 echo "$B/echo/x" | run -d @"$TMP/body.txt" --max-data 4k >/dev/null 2>&1
 check "the same file over --max-data 4k is refused" [ $? -eq 2 ]

@@ -60,6 +60,7 @@ check_no_grep "an error about another option quotes no credentials" "alice" "$TM
 # ---- -A and the default User-Agent -------------------------------------------
 echo "$B/ua" | run $CA >"$TMP/ua.out"
 ver=$("$P" --version | awk '{print $2}')
+# shellcheck disable=SC2016 # $v: jq's variable, not the shell's
 check "the default User-Agent is polite/VERSION" jq -e --arg v "polite/$ver" '.body==$v' "$TMP/ua.out"
 echo "$B/ua" | run $CA -A 'batch-tool/2' >"$TMP/ua2.out"
 check "-A sets it" jq -e '.body=="batch-tool/2"' "$TMP/ua2.out"
