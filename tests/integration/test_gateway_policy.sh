@@ -14,6 +14,7 @@
 #    the log (client_retries) and the metrics.
 . "$(dirname "$0")/lib.sh"
 . "$IT/gateway/gw.sh"
+# shellcheck disable=SC2119 # start_upstream's arguments are optional: none here
 start_upstream
 
 # curl -s -w: "STATUS SECONDS" of one request; its body in $TMP/body.
@@ -63,6 +64,7 @@ check_eq "--idempotency-key auto: a keyless POST is retried" "$code" 200
 keys=$(grep '/flip/auto' "$TMP/up.rec" | python3 -c '
 import json, sys
 print(" ".join(json.loads(l)["headers"].get("idempotency-key", "-") for l in sys.stdin))')
+# shellcheck disable=SC2086 # the keys, one a word: split on purpose
 set -- $keys
 if [ $# -eq 2 ] && [ "$1" = "$2" ] && [ "$1" != - ]; then ok "--idempotency-key auto: the same key on both ($1)"
 else bad "--idempotency-key auto: keys '$keys'"; fi
