@@ -12,7 +12,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$IT/gateway/gw.sh"
 
-# shellcheck disable=SC2119 # start_upstream's arguments are optional: none here
 start_upstream
 make_cert "$TMP/tls" server
 start_nginx_tls "$TMP/tls"

@@ -12,7 +12,6 @@
 #    client sees a connection error, never a wrong answer.
 . "$(dirname "$0")/lib.sh"
 . "$IT/gateway/gw.sh"
-# shellcheck disable=SC2119 # start_upstream's arguments are optional: none here
 start_upstream
 start_gateway a --upstream "http://$UP" --retry-body-max 64k --spread 0 --log "$TMP/a.log"
 B=http://$GW

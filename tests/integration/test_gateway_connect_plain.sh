@@ -16,7 +16,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$IT/gateway/gw.sh"
 need_node
-# shellcheck disable=SC2119 # start_upstream's arguments are optional: none here
 start_upstream
 # A second upstream (python's http.server) on a free port: one taken in
 # between makes it exit, and is a new try on a new port, five in all.

@@ -19,7 +19,6 @@ field() {
   python3 -c 'import json, sys; o = json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"
 }
 N=40
-# shellcheck disable=SC2119 # start_upstream's arguments are optional: none here
 start_upstream
 start_proxy --upstream "http://$UP" --rate-limit 10/s --burst 1 \
   --retry-after-scope host --report "$TMP/px.json"

@@ -14,7 +14,6 @@
 #    the log (client_retries) and the metrics.
 . "$(dirname "$0")/lib.sh"
 . "$IT/gateway/gw.sh"
-# shellcheck disable=SC2119 # start_upstream's arguments are optional: none here
 start_upstream
 
 # curl -s -w: "STATUS SECONDS" of one request; its body in $TMP/body.

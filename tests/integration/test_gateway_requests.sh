@@ -73,7 +73,6 @@ else bad "nginx answered $n429 429s"; fi
 check_eq "nginx served all $N" "$(grep -c '" 200 ' "$d/logs/access.log")" $N
 
 # ---- Server-sent events, event by event ------------------------------------
-# shellcheck disable=SC2119 # start_upstream's arguments are optional: none here
 start_upstream
 start_gateway c --upstream "http://$UP"
 python3 - "http://$GW/sse?ms=300&n=5" >"$TMP/sse.out" 2>&1 <<'EOF'

@@ -9,7 +9,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$IT/queue/lib.sh"
 start_cluster || exit 1
-# shellcheck disable=SC2119 # start_upstream's arguments are optional: none here
 start_upstream
 owner=$(slot_owner 'polite:queue:{cl}:work')
 others=()

@@ -9,7 +9,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$IT/queue/lib.sh"
 start_redis || exit 1
-# shellcheck disable=SC2119 # start_upstream's arguments are optional: none here
 start_upstream
 Q="redis://127.0.0.1:$RPORT/push"
 U="http://127.0.0.1:$UP_PORT"

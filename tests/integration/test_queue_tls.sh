@@ -30,7 +30,6 @@ start_redis_tls() {
   return 1
 }
 start_redis_tls || { echo "redis-server with TLS did not start"; cat "$TMP/redis/log"; exit 1; }
-# shellcheck disable=SC2119 # start_upstream's arguments are optional: none here
 start_upstream
 push_ids 20 ok
 # The password holds '@' and '/': written %-encoded, as the redis URI

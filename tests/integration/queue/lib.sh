@@ -45,6 +45,7 @@ _redis_up() {
   redis_ready "$RPID" "$RPORT"
 }
 
+# shellcheck disable=SC2120 # ARGS are optional: most tests pass none
 start_redis() {
   REDIS_ARGS=("$@")
   if [ -n "$RPORT" ]; then
