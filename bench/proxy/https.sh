@@ -70,8 +70,8 @@ run warm1 "$(url_of nginx)" 16 2 2
 run warm2 "$(url_of polite)" 16 2 2
 measure "${targets[@]}"
 table "${targets[@]}"
-mitm=() # mitmproxy's requests/s, when it ran
-case " ${targets[*]} " in *" mitmproxy "*) mitm=("$(rps "$tmp/mitmproxy-tput.txt")") ;; esac
+mitm=() # mitmproxy's requests/s, when it ran and wrk reported one (none: no argument, as on main)
+case " ${targets[*]} " in *" mitmproxy "*) m=$(rps "$tmp/mitmproxy-tput.txt"); [ -z "$m" ] || mitm=("$m") ;; esac
 python3 - "$(rps "$tmp/polite-tput.txt")" "$(rps "$tmp/nginx-tput.txt")" \
   "$(medlat polite 50%)" "$(medlat nginx 50%)" "$(medlat direct 50%)" \
   "$(medlat polite 99%)" "$(medlat nginx 99%)" "$(medlat direct 99%)" \
