@@ -3,7 +3,8 @@
 #   make test   install what is missing, build, run every test (plain + ASan/UBSan + fuzz smoke + lint)
 #   make sim    the learned-rate simulation: build/sim/results.json and docs/learned-rate.md
 #   make lint   cppcheck, clang-tidy (.clang-tidy), banned functions (scripts/checksrc.sh), clang-format
-#               over lib/ src/ proxy/ gateway/; fails on any finding
+#               over lib/ src/ proxy/ gateway/, shellcheck over every shell script
+#               (scripts/checkshell.sh); fails on any finding
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -20,7 +21,7 @@ SIM_SEEDS  ?= 2 3 4 5
 DEB_PACKAGES = build-essential cmake pkg-config clang libclang-rt-14-dev \
   libcurl4-openssl-dev libjansson-dev libevent-dev libhiredis-dev libsqlite3-dev \
   libcmocka-dev curl jq redis-server nginx-light python3 python3-requests \
-  cppcheck clang-tidy libssl-dev openssl chromium nodejs npm man-db prometheus libyaml-dev \
+  cppcheck clang-tidy shellcheck libssl-dev openssl chromium nodejs npm man-db prometheus libyaml-dev \
   golang-go
 
 .PHONY: all deps build asan fuzz fuzz-build demo lint sim test test-unit test-asan clean install
@@ -82,6 +83,7 @@ lint: deps
 	scripts/checksrc.sh lib common src net proxy gateway
 	scripts/checklayers.sh
 	scripts/checksize.sh
+	scripts/checkshell.sh
 	@files=$$(git ls-files '*.c' '*.h' 2>/dev/null || find lib common src net proxy gateway include tests examples bench -name '*.[ch]'); \
 	clang-format --dry-run --Werror $$files || { echo "clang-format: run 'clang-format -i' on the files above"; exit 1; }; \
 	echo "clang-format: clean ($$(echo $$files | wc -w) files)"

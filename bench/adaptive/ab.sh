@@ -50,7 +50,7 @@ echo
 echo "| row | A: wall / floor (429s), each round | B: wall / floor (429s), each round |"
 echo "|---|---|---|"
 for i in 0 1 2 3; do
-  a= b=
+  a='' b=''
   for r in $(seq "$ROUNDS"); do
     a="$a $(sed -n "$((i + 1))p" "$tmp/A.$r" | awk '{printf "%s (%s)", $1, $2}')"
     b="$b $(sed -n "$((i + 1))p" "$tmp/B.$r" | awk '{printf "%s (%s)", $1, $2}')"

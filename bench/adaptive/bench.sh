@@ -21,13 +21,13 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 RUN=$HERE/../run # upstream.py, analyse.py, py_client.py
-WITH_POLITE= PEERS=1 LOGS= NOHDR= HALVE=
+WITH_POLITE='' PEERS=1 LOGS='' NOHDR='' HALVE=''
 while :; do
   case "${1:-}" in
   --with-polite) WITH_POLITE=1 ;;
-  --only-polite) WITH_POLITE=1 PEERS= ;;
+  --only-polite) WITH_POLITE=1 PEERS='' ;;
   --no-headers) NOHDR=1 ;;
-  --halve) HALVE=1 WITH_POLITE=1 PEERS= NGINX_MASTER=on ;;
+  --halve) HALVE=1 WITH_POLITE=1 PEERS='' NGINX_MASTER=on ;;
   --logs) LOGS=$2; shift; mkdir -p "$LOGS" || exit 2 ;;
   *) break ;;
   esac
@@ -60,6 +60,7 @@ UP=$(cat "$T/up.port")
 # nginx on a free port: the limit is per client address, so every client
 # here shares it, one after the other.
 mkdir -p "$T/ng/logs" "$T/ng/tmp"
+# shellcheck source=../run/nginx.sh
 . "$RUN/nginx.sh"
 conf() { # rate
   sed -e "s|@T@|$T|g" -e "s|@UP@|$UP|g" -e "s|@PORT@|$PORT|g" \
@@ -191,7 +192,7 @@ fi
   --rate-limit "$HRATE/s" --burst 1 --ready-file "$T/px.addr" \
   --report "$T/px.json" >"$T/px.log" 2>&1 &
 PX=$!
-PIDS+=($PX)
+PIDS+=("$PX")
 for _ in $(seq 100); do [ -s "$T/px.addr" ] && break; sleep 0.05; done
 HN=$((HRATE * ${HSEC:-30})) # HSEC s at the limit
 echo

@@ -75,6 +75,7 @@ now() { date +%s.%N; }
 # and LOG.
 nginx_up() {
   mkdir -p "$T/ng/logs" "$T/ng/tmp"
+  # shellcheck source=../run/nginx.sh
   . "$RUN/nginx.sh"
   for _ in $(seq 20); do
     PORT=$((20000 + RANDOM % 30000))

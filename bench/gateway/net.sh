@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # src and tmp are bench/gateway/run.sh's, which sources this file
 # Sourced by bench/gateway/run.sh: the network rows, the gateway as its
 # users run it. The naive script (tests/integration/gateway/naive.py:
 # Python requests, 8 threads, one GET per URL, no retry logic) against
@@ -48,7 +49,7 @@ gw_start() {
   "$POLITE" gateway --listen 127.0.0.1:0 --ready-file "$T/$n.addr" --upstream "http://$NG" \
     --log "$T/$n.log" "$@" 2>"$T/$n.err" &
   GWP=$!
-  PIDS+=($GWP)
+  PIDS+=("$GWP")
   for _ in $(seq 100); do [ -s "$T/$n.addr" ] && break; sleep 0.05; done
   GWA=$(cat "$T/$n.addr")
 }
@@ -107,7 +108,7 @@ net_redis() {
     RP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no >>"$T/redis.log" 2>&1 &
     rpid=$!
-    PIDS+=($rpid)
+    PIDS+=("$rpid")
     redis_ready "$rpid" "$RP" && return 0
     kill -9 "$rpid" 2>/dev/null
   done

@@ -52,8 +52,8 @@ echo "|---|---:|---:|---:|---:|---|"
 row() { # name n target
   local line us tc per heap
   line=$("$tmp/engine_bench" "$1" "$2")
-  us=$(sed 's/.*us_per_request=\([^ ]*\).*/\1/' <<<"$line")
-  heap=$(sed 's/.*bytes_per_waiting=\([^ ]*\).*/\1/' <<<"$line")
+  us=${line##*us_per_request=} && us=${us%% *}
+  heap=${line##*bytes_per_waiting=} && heap=${heap%% *}
   tc=$(task_clock "$tmp/engine_bench" "$1" "$2")
   if [ "$tc" = - ]; then per=-; else per=$(awk -v t="$tc" -v n="$2" 'BEGIN {printf "%.3f", t * 1000 / n}'); fi
   [ "$heap" = 0 ] && heap=

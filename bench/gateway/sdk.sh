@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # src and tmp are bench/gateway/run.sh's, which sources this file
 # Sourced by bench/gateway/run.sh: the official OpenAI Node SDK (npm
 # `openai`, tests/node's lock) with its own retries left on (2), SDK_N chat
 # completions 8 at a time against nginx limit_req SDK_RATE r/s burst 1
@@ -55,7 +56,7 @@ sdk_gateway() {
   "$POLITE" gateway --listen 127.0.0.1:0 --ready-file "$SDK_T/$tag.addr" \
     --upstream "http://$SDK_NG/v1" --log "$SDK_T/$tag.log" "$@" 2>"$SDK_T/$tag.err" &
   gwp=$!
-  SDK_PIDS+=($gwp)
+  SDK_PIDS+=("$gwp")
   for _ in $(seq 100); do [ -s "$SDK_T/$tag.addr" ] && break; sleep 0.05; done
   gwa=$(cat "$SDK_T/$tag.addr")
   c0=$(awk '{print $14 + $15}' "/proc/$gwp/stat")

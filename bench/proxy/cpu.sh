@@ -25,6 +25,7 @@ command -v perf >/dev/null || { echo "perf is not installed (linux-perf)" >&2; e
 # shellcheck source=bench/proxy/procs.sh
 . "$(dirname "$0")/procs.sh"
 
+declare -A URL PID # each target's URL and the pid perf counts
 # nginx_run NAME SERVERS: one nginx process of its own (own prefix, pid, config), started in the background.
 nginx_run() {
   local d=$tmp/$1
@@ -40,7 +41,7 @@ $2
 CONF
   nginx -c "$d/nginx.conf" -p "$d" &
   pids+=($!)
-  eval "PID_$1=$!"
+  PID[$1]=$!
 }
 
 UP=$(free_port); NG=$(free_port)
@@ -50,9 +51,7 @@ nginx_run nginx "  upstream backend { server 127.0.0.1:$UP; keepalive 128; keepa
   server { listen 127.0.0.1:$NG;
     location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
 targets=(nginx)
-declare -A URL PID
 URL[nginx]="http://127.0.0.1:$NG/"
-PID[nginx]=$PID_nginx
 i=0
 for b in "${BINS[@]}"; do
   i=$((i + 1))
@@ -64,7 +63,7 @@ for b in "${BINS[@]}"; do
   PID[polite$i]=$!
   for _ in $(seq 100); do [ -s "$tmp/p$i.ready" ] && break; sleep 0.05; done
   URL[polite$i]="http://$(cat "$tmp/p$i.ready")/"
-  targets+=(polite$i)
+  targets+=("polite$i")
 done
 sleep 0.3
 for t in "${targets[@]}"; do

@@ -81,7 +81,7 @@ wrk_run() { # name proxy-url conns secs [abs]
 # HTTPS: Node undici through CONNECT (the script runs from $tmp with tests/node's modules).
 cp "$here/load.mjs" "$tmp/load.mjs"; ln -s "$node_dir/node_modules" "$tmp/node_modules"
 node_run() { # name proxy-url-or-empty conns secs
-  NODE_EXTRA_CA_CERTS="$tmp/trust.pem" node "$tmp/load.mjs" "https://localhost:$UPS/" "$3" "$4" $2 >"$tmp/$1.json"
+  NODE_EXTRA_CA_CERTS="$tmp/trust.pem" node "$tmp/load.mjs" "https://localhost:$UPS/" "$3" "$4" ${2:+"$2"} >"$tmp/$1.json"
 }
 j() { python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))[sys.argv[2]] if sys.argv[2] != "rps" else "%.0f" % json.load(open(sys.argv[1]))["rps"])' "$1" "$2"; }
 
@@ -94,7 +94,7 @@ wrk_run h-polite "http://$PX/" 32 "$SECS" abs
 wrk_run h-mitm "http://127.0.0.1:$MP/" 32 "$SECS" abs
 for t in direct nginx polite mitm; do
   wrk_run "h-$t-lat" "$(case $t in direct) echo "http://127.0.0.1:$UP/";; nginx) echo "http://127.0.0.1:$NG/";;
-    polite) echo "http://$PX/";; mitm) echo "http://127.0.0.1:$MP/";; esac)" 1 3 $([ $t = polite ] || [ $t = mitm ] && echo abs)
+    polite) echo "http://$PX/";; mitm) echo "http://127.0.0.1:$MP/";; esac)" 1 3 "$([ $t = polite ] || [ $t = mitm ] && echo abs)"
 done
 echo "HTTPS (CONNECT, intercepted)..."
 node_run s-direct "" 32 "$SECS"

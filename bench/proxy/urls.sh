@@ -33,7 +33,7 @@ run() {
   rm -f "$tmp/ready"
   "$bin" proxy --listen 127.0.0.1:0 --ready-file "$tmp/ready" --log /dev/null "$@" 2>"$tmp/px.err" &
   local px=$!
-  pids+=($px)
+  pids+=("$px")
   for _ in $(seq 100); do [ -s "$tmp/ready" ] && break; sleep 0.05; done
   local addr
   addr=$(cat "$tmp/ready")
@@ -41,16 +41,16 @@ run() {
   before=$(rss_kb "$px")
   perf stat -e task-clock -p "$px" -o "$tmp/perf.txt" &
   local perfpid=$!
-  pids+=($perfpid)
+  pids+=("$perfpid")
   sleep 0.2
   (while kill -0 "$px" 2>/dev/null; do rss_kb "$px" >>"$tmp/rss.$name"; sleep 1; done) 2>/dev/null &
   local sampler=$!
-  pids+=($sampler)
+  pids+=("$sampler")
   local t0 t1
   t0=$(date +%s.%N)
   wrk -t2 -c32 -d3600s -s "$here/urls.lua" "http://$addr/" >"$tmp/wrk.$name" 2>&1 &
   local wrkpid=$!
-  pids+=($wrkpid)
+  pids+=("$wrkpid")
   # wrk runs until the proxy has answered URLS requests (its metrics say).
   while :; do
     sleep 0.2

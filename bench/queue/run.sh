@@ -139,7 +139,7 @@ for i in range(100000): print('https://api.example.com/v1/items/%d?page=1' % i)"
 
 : >"$T/rows"
 fleet fleet3 b1 0 3
-fleet kill1 b2 $(python3 -c "print(round($N / $RATE / 3, 1))") 3
+fleet kill1 b2 "$(python3 -c "print(round($N / $RATE / 3, 1))")" 3
 single
 push
 echo "bench/queue: $N requests (half POST), a ${RATE}/s Redis budget (--concurrency 8), a 50 ms upstream; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"

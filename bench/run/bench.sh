@@ -12,7 +12,13 @@ RATE=${3:-40}
 CONC=8
 T=$(mktemp -d /tmp/polite-bench-run.XXXXXX)
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
 
 python3 "$HERE/upstream.py" "$T/up.port" &
 PIDS+=($!)

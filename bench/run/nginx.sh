@@ -30,6 +30,7 @@ bench_nginx_limited() {
   local up=$1 rate=$2 _
   for _ in $(seq 20); do
     PORT=$((20000 + RANDOM % 30000))
+    # shellcheck disable=SC2154 # src (the checkout) is the sourcing script's
     sed -e "s|@T@|$T|g" -e "s|@UP@|$up|g" -e "s|@PORT@|$PORT|g" \
       -e "s|@HTTP@|limit_req_zone \$binary_remote_addr zone=z:1m rate=${rate}r/s;|" \
       -e "s|@LOCATION@|limit_req zone=z burst=1 nodelay; limit_req_status 429; error_page 429 = @limited;|" \

@@ -11,7 +11,13 @@ shift || true
 SIZES=${*:-10000 100000 1000000}
 T=$(mktemp -d /tmp/polite-bench-rss.XXXXXX)
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
 mkdir -p "$T/ng/www"
 echo ok >"$T/ng/www/ok.txt"
 . "$HERE/nginx.sh"

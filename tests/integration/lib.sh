@@ -152,8 +152,8 @@ print("\n".join(map(str, out)))
 EOF
 }
 wait_port() {
-  local port=$1 secs=${2:-10} i
-  for i in $(seq $((secs * 20))); do
+  local port=$1 secs=${2:-10} _
+  for _ in $(seq $((secs * 20))); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
     sleep 0.05
   done
@@ -200,6 +200,7 @@ while True:
     [ -s "$f" ] && break
     sleep 0.05
   done
+  # shellcheck disable=SC2034 # for the scripts that source this file
   CLOSED_PORT=$(cat "$f")
 }
 
@@ -227,6 +228,7 @@ start_api() {
 start_pyserver() {
   start_api py
   PY_REC=$API_REC
+  # shellcheck disable=SC2034 # for the scripts that source this file
   PY_PORT=${API##*:}
 }
 
@@ -298,7 +300,7 @@ _nginx_start() {
     printf -v "$var" '%s' "$port"
     _nginx_run "$d" "127.0.0.1:$port${suffix:+ $suffix}" "$more"
     if _nginx_up "$d" && wait_port "$port" 5; then
-      PIDS+=($NGINX_PID)
+      PIDS+=("$NGINX_PID")
       return 0
     fi
     kill -9 "$NGINX_PID" 2>/dev/null
@@ -348,6 +350,7 @@ start_proxy() {
     cat "$TMP/px.log" >&2
     return 1
   fi
+  # shellcheck disable=SC2034 # for the scripts that source this file
   PX=$(cat "$TMP/px.addr")
 }
 
@@ -472,6 +475,7 @@ side_by_side() {
   local name=$1
   shift
   (
+    # shellcheck disable=SC2030 # the case's own counts: they reach the script through the file below
     pass=0 fail=0
     "$@"
     echo "$pass $fail" >"$TMP/$name.side.counts"
@@ -488,7 +492,9 @@ side_by_side_wait() {
     cat "$TMP/$name.side.log"
     if c=$(cat "$TMP/$name.side.counts" 2>/dev/null); then
       p=${c% *}
+      # shellcheck disable=SC2031 # the script's counts, which the subshells above did not change
       pass=$((pass + p))
+      # shellcheck disable=SC2031 # as pass
       fail=$((fail + ${c#* }))
     else
       bad "$name: the case ended without its counts (it died)"

@@ -10,7 +10,11 @@ P="$POLITE"
 [ -x "$C" ] || { echo "missing $C (build the tests)"; exit 1; }
 command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 1; }
 tmp=$TMP
-on_exit '[ -n "$rpid" ] && kill -9 "$rpid" 2>/dev/null; wait 2>/dev/null'
+at_exit() {
+  [ -n "$rpid" ] && kill -9 "$rpid" 2>/dev/null
+  wait 2>/dev/null
+}
+on_exit at_exit
 
 . "$(dirname "$0")/budget/redis.sh"
 
@@ -85,6 +89,6 @@ for u in "file:$tmp/p.budget?token=SEKRIT1&lease=1s" \
   fi
 done
 "$P" budget show local >"$tmp/e3" 2>&1
-[ $? = 2 ] && ok "show local is a usage error" || bad "show local: $(cat "$tmp/e3")"
+if [ $? = 2 ]; then ok "show local is a usage error"; else bad "show local: $(cat "$tmp/e3")"; fi
 
 finish

@@ -11,7 +11,12 @@ A="python3 $here/budget/analyse.py"
 [ -x "$W" ] || { echo "missing $W (build the tests)"; exit 1; }
 tmp=$TMP
 pids=()
-on_exit 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null'
+at_exit() {
+  local p
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+}
+on_exit at_exit
 mono_us() { python3 -c 'import time; print(int(time.monotonic() * 1e6))'; }
 
 # 1. The contract shared with the Redis backend (tests/integration/budget/

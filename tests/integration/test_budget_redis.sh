@@ -15,7 +15,15 @@ pids=()
 rpid=""
 # Waits for its own children only: a bare wait would wait for the cluster's
 # nodes too, which lib.sh's exit trap stops after the hooks.
-on_exit 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; { [ -n "$rpid" ] && kill -9 "$rpid" && wait "$rpid"; [ ${#pids[@]} -eq 0 ] || wait "${pids[@]}"; } 2>/dev/null'
+at_exit() {
+  local p
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  {
+    [ -n "$rpid" ] && kill -9 "$rpid" && wait "$rpid"
+    [ ${#pids[@]} -eq 0 ] || wait "${pids[@]}"
+  } 2>/dev/null
+}
+on_exit at_exit
 mono_us() { python3 -c 'import time; print(int(time.monotonic() * 1e6))'; }
 
 . "$(dirname "$0")/budget/redis.sh"
@@ -108,9 +116,9 @@ fi
 "$W" "$R/hang?timeout=200ms" --rate 20 --burst 1 --count 25 \
   >"$tmp/out.hang" 2>&1 &
 hw=$!
-pids+=($hw)
+pids+=("$hw")
 for _ in $(seq 200); do
-  [ "$(cat "$tmp/out.hang" 2>/dev/null | grep -c START)" -ge 5 ] && break
+  [ -s "$tmp/out.hang" ] && [ "$(grep -c START "$tmp/out.hang")" -ge 5 ] && break
   sleep 0.02
 done
 kill -STOP "$rpid"

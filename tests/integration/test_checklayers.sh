@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 SRC=$POLITE_SRC
 
-out=$("$SRC/scripts/checklayers.sh" "$SRC" 2>&1) && ok "the repository is clean" || bad "the repository is clean: $out"
+if out=$("$SRC/scripts/checklayers.sh" "$SRC" 2>&1); then ok "the repository is clean"; else bad "the repository is clean: $out"; fi
 
 mkdir -p "$TMP/src" "$TMP/proxy" "$TMP/net" "$TMP/common" "$TMP/lib"
 touch "$TMP/proxy/proxy.h" "$TMP/proxy/px.h" "$TMP/net/net_server.h" "$TMP/common/cli.h" \
@@ -14,7 +14,7 @@ touch "$TMP/proxy/proxy.h" "$TMP/proxy/px.h" "$TMP/net/net_server.h" "$TMP/commo
 printf '#include "cli.h"\n#include "proxy.h"\n#include <stdio.h>\n' >"$TMP/src/ok.c"
 printf '#include "px.h"\n#include "net_server.h"\n#include "cli.h"\n' >"$TMP/proxy/ok.c"
 printf '#include "http_syntax.h"\n#include "scheduler.h"\n' >"$TMP/lib/ok.c"
-out=$("$SRC/scripts/checklayers.sh" "$TMP" 2>&1) && ok "allowed includes pass" || bad "allowed includes pass: $out"
+if out=$("$SRC/scripts/checklayers.sh" "$TMP" 2>&1); then ok "allowed includes pass"; else bad "allowed includes pass: $out"; fi
 
 printf '/* x */\n#include "px.h"\n' >"$TMP/src/bad.c"
 printf '#include "px.h"\n' >"$TMP/net/bad.c"
@@ -22,7 +22,7 @@ printf '#include "run_output.h"\n' >"$TMP/proxy/bad.c"
 printf '#include "cli.h"\n' >"$TMP/lib/bad.c"
 out=$("$SRC/scripts/checklayers.sh" "$TMP" 2>&1)
 rc=$?
-[ $rc -ne 0 ] && ok "a broken tree fails" || bad "a broken tree fails (rc $rc)"
+if [ $rc -ne 0 ]; then ok "a broken tree fails"; else bad "a broken tree fails (rc $rc)"; fi
 for want in "src/bad.c:2: includes proxy/px.h" "net/bad.c:1: includes proxy/px.h" \
   "proxy/bad.c:1: includes src/run_output.h" "lib/bad.c:1: includes common/cli.h" "checklayers: 4 finding"; do
   case $out in *"$want"*) ok "names $want" ;; *) bad "names $want: $out" ;; esac

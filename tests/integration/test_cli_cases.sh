@@ -56,7 +56,7 @@ case_proxy_stop() {
   [ -n "${CASE_PX_PID:-}" ] || return 0
   kill "$CASE_PX_PID" 2>/dev/null
   wait "$CASE_PX_PID" 2>/dev/null
-  CASE_PX_PID= PX=
+  CASE_PX_PID='' PX=''
 }
 on_exit case_proxy_stop
 
@@ -106,6 +106,7 @@ for f in "$CASES"/*.case; do
   fi
   case $server in
   "proxy "*)
+    pxargv=()
     eval "pxargv=(${server#proxy } )"
     case_proxy "${pxargv[@]}"
     check "$c: the case's proxy listens" [ -n "$PX" ]
@@ -116,6 +117,7 @@ for f in "$CASES"/*.case; do
     section "$f" "file $fname" | subst >"$DIR/$fname"
   done
   args=$(section "$f" args | head -1 | subst)
+  argv=()
   eval "argv=($args)"
   if has_section "$f" stdin; then
     section "$f" stdin | subst >"$DIR/stdin"

@@ -13,6 +13,7 @@ check "docs/ option tables match 'polite help --markdown'" [ $? -eq 0 ]
 [ -s "$TMP/drift" ] && sed 's/^/#   /' "$TMP/drift"
 # The check can fail: a changed row in a copy of docs/ is found.
 cp -r "$POLITE_SRC/docs" "$TMP/docs"
+# shellcheck disable=SC2016 # the backquotes are the page's Markdown, not a command
 sed -i 's/| `--burst N` | 1 (1..1000000) |/| `--burst N` | 2 |/' "$TMP/docs/run.md"
 python3 "$GEN" docs "$P" "$TMP/docs" --check 2>"$TMP/drift2"
 check "a drifted row is caught" [ $? -eq 1 ]
@@ -23,6 +24,7 @@ check "regenerating restores the page" [ $? -eq 0 ]
 
 # Rows of another command's table (queue.md shows polite run's queue rows)
 # drift too.
+# shellcheck disable=SC2016 # the backquotes are the page's Markdown, not a command
 sed -i 's/| `--lease DURATION` | 30s |/| `--lease DURATION` | 60s |/' "$TMP/docs/queue.md"
 python3 "$GEN" docs "$P" "$TMP/docs" --check 2>"$TMP/drift4"
 check "a drifted row of run's table in queue.md is caught" [ $? -eq 1 ]
@@ -81,7 +83,7 @@ while read -r name; do
   if [ ! -f "$md" ]; then
     md=$POLITE_SRC/docs/${name%% *}.md man=$TMP/polite-${name%% *}.txt
   fi
-  missing_help= missing_man= missing_md=
+  missing_help='' missing_man='' missing_md=''
   # shellcheck disable=SC2086 # the words of the name are its argv
   "$P" $name --help >"$TMP/help.txt"
   while read -r opt; do
@@ -101,12 +103,14 @@ done
 check_grep "polite-budget(1) has both subcommands' synopses" "polite budget clear \[OPTIONS\] URI" "$TMP/polite-budget.txt"
 check_grep "polite-proxy(1) lists polite proxy ca" "polite proxy ca" "$TMP/polite-proxy.txt"
 # The proxy's table can drift too: a changed row of docs/proxy.md is found.
+# shellcheck disable=SC2016 # the backquotes are the page's Markdown, not a command
 sed -i 's/| `--max-headers N` | 100 (1..100000) |/| `--max-headers N` | 200 |/' "$TMP/docs/proxy.md"
 python3 "$GEN" docs "$P" "$TMP/docs" --check 2>"$TMP/drift3"
 check "a drifted proxy row is caught" [ $? -eq 1 ]
 check_grep "... naming proxy.md" "proxy.md" "$TMP/drift3"
 # So can a subcommand's table in its parent's page.
 python3 "$GEN" docs "$P" "$TMP/docs" >/dev/null
+# shellcheck disable=SC2016 # the backquotes are the page's Markdown, not a command
 sed -i 's/| `--json` | off | print one JSON object |/| `--json` | on | print one JSON object |/' "$TMP/docs/budget.md"
 python3 "$GEN" docs "$P" "$TMP/docs" --check 2>"$TMP/drift4"
 check "a drifted 'budget show' row is caught" [ $? -eq 1 ]
@@ -131,7 +135,7 @@ jq -r '.. | objects | select(has("subcommands") and .name != "") | .name as $c |
   >"$TMP/valued"
 declare -A sample=([uint]=1 [int]=1 [duration]=1s [rate]=1/s [size]=1k
   [string]=x [enum]=x [list]='X-A: b' [custom]='X-A: b')
-differ= refused= accepted=0 n=0
+differ='' refused='' accepted=0 n=0
 while IFS=$'\t' read -r cmd opt kind; do
   v=${sample[$kind]:-x}
   # shellcheck disable=SC2086 # the words of the name are its argv

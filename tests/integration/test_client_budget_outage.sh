@@ -11,7 +11,11 @@ C=$POLITE_BUILD/tools/budget_client
 [ -x "$C" ] || { echo "missing $C (build the tests)"; exit 1; }
 tmp=$TMP
 . "$IT/budget/redis.sh"
-on_exit 'kill -CONT $rpid 2>/dev/null; kill -9 $rpid 2>/dev/null'
+at_exit() {
+  kill -CONT "$rpid" 2>/dev/null
+  kill -9 "$rpid" 2>/dev/null
+}
+on_exit at_exit
 start_pyserver
 U=http://127.0.0.1:$PY_PORT/ok/client
 R="redis://127.0.0.1:$port"

@@ -47,6 +47,7 @@ check "shared: the file holds the learned rate, cut at least once" \
   jq -e '.rate_per_s > 0 and .rate_per_s < 20 and .generation >= 1' "$TMP/show.json"
 # The process that ended last read the budget after every publish.
 FILE_RATE=$(jq .rate_per_s "$TMP/show.json")
+# shellcheck disable=SC2086 # RATES: one number a word, split on purpose
 check "shared: a process reports the file's rate ($FILE_RATE/s; they say $RATES)" \
   python3 -c "import sys; f = float(sys.argv[1]); sys.exit(0 if any(abs(float(r) - f) <= f * 0.01 for r in sys.argv[2:]) else 1)" "$FILE_RATE" $RATES
 finish

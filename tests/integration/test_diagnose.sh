@@ -8,7 +8,8 @@
 SRC=$POLITE_SRC
 FIX="$SRC/tests/fixtures/diagnose"
 SERVER_PID=
-on_exit '[ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null'
+at_exit() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; }
+on_exit at_exit
 
 # expect_rc WANT DESCRIPTION -- command...
 expect_rc() {
@@ -56,45 +57,57 @@ EOF
 n_fix=$(grep -c '^ok ' "$TMP/fixtures.log")
 pass=$((pass + n_fix))
 while read -r line; do bad "fixture $line"; done < <(grep -v '^ok ' "$TMP/fixtures.log")
-[ "$n_fix" -ge 40 ] && ok || bad "only $n_fix fixtures passed in $FIX"
+if [ "$n_fix" -ge 40 ]; then ok; else bad "only $n_fix fixtures passed in $FIX"; fi
 
 # ---- plain words, stdin, '-' ------------------------------------------------
 expect_rc 0 "plain output" -- "$POLITE" diagnose --now 1796014800 "$FIX/aws_apigw_usage_plan_quota.http"
-grep -q "sent by:     gateway:aws-api-gateway" "$TMP/out" && grep -q "^limit:       quota" "$TMP/out" \
-  && grep -q "waiting will not help" "$TMP/out" && grep -q "retry helps: no" "$TMP/out" \
-  && ok || bad "plain quota output: $(cat "$TMP/out")"
+if grep -q "sent by:     gateway:aws-api-gateway" "$TMP/out" && grep -q "^limit:       quota" "$TMP/out" \
+  && grep -q "waiting will not help" "$TMP/out" && grep -q "retry helps: no" "$TMP/out"; then
+  ok
+else
+  bad "plain quota output: $(cat "$TMP/out")"
+fi
 expect_rc 0 "plain CDN output" -- "$POLITE" diagnose --now 1796014800 "$FIX/cloudflare_1015_html.http"
-grep -q "a CDN rule, not the API" "$TMP/out" && grep -q "cf-ray: 8ea1b2c3d4e5f616-AMS" "$TMP/out" \
-  && ok || bad "plain CDN output: $(cat "$TMP/out")"
-"$POLITE" diagnose --json <"$FIX/slack_429.http" >"$TMP/out" 2>&1 && grep -q '"component":"origin:slack"' "$TMP/out" \
-  && ok || bad "stdin without argument: $(cat "$TMP/out")"
-"$POLITE" diagnose --json - <"$FIX/openai_tokens_tpm.http" >"$TMP/out" 2>&1 && grep -q '"limit":"tokens"' "$TMP/out" \
-  && ok || bad "stdin as '-': $(cat "$TMP/out")"
+if grep -q "a CDN rule, not the API" "$TMP/out" && grep -q "cf-ray: 8ea1b2c3d4e5f616-AMS" "$TMP/out"; then
+  ok
+else
+  bad "plain CDN output: $(cat "$TMP/out")"
+fi
+if "$POLITE" diagnose --json <"$FIX/slack_429.http" >"$TMP/out" 2>&1 && grep -q '"component":"origin:slack"' "$TMP/out"; then
+  ok
+else
+  bad "stdin without argument: $(cat "$TMP/out")"
+fi
+if "$POLITE" diagnose --json - <"$FIX/openai_tokens_tpm.http" >"$TMP/out" 2>&1 && grep -q '"limit":"tokens"' "$TMP/out"; then
+  ok
+else
+  bad "stdin as '-': $(cat "$TMP/out")"
+fi
 expect_rc 0 "help" -- "$POLITE" diagnose --help
-grep -q "Usage: polite diagnose" "$TMP/out" && ok || bad "help text"
+if grep -q "Usage: polite diagnose" "$TMP/out"; then ok; else bad "help text"; fi
 
 # ---- usage errors (2) and bad input (1) ------------------------------------
 expect_rc 2 "unknown option" -- "$POLITE" diagnose --bogus "$FIX/bare_429.http"
-grep -q -- "--bogus" "$TMP/err" && ok || bad "unknown option not named: $(cat "$TMP/err")"
+if grep -q -- "--bogus" "$TMP/err"; then ok; else bad "unknown option not named: $(cat "$TMP/err")"; fi
 expect_rc 2 "two inputs" -- "$POLITE" diagnose "$FIX/bare_429.http" "$FIX/nginx_429.http"
 expect_rc 2 "-H with a file" -- "$POLITE" diagnose -H 'X-A: 1' "$FIX/bare_429.http"
-grep -q -- "-H only applies to a URL" "$TMP/err" && ok || bad "-H message: $(cat "$TMP/err")"
+if grep -q -- "-H only applies to a URL" "$TMP/err"; then ok; else bad "-H message: $(cat "$TMP/err")"; fi
 expect_rc 2 "bad --now" -- "$POLITE" diagnose --now yesterday "$FIX/bare_429.http"
-grep -q "yesterday" "$TMP/err" && ok || bad "--now value not named"
+if grep -q "yesterday" "$TMP/err"; then ok; else bad "--now value not named"; fi
 expect_rc 2 "--now without value" -- "$POLITE" diagnose --now
 expect_rc 2 "-H without colon" -- "$POLITE" diagnose -H 'Authorization Bearer SECRET' http://127.0.0.1:9/
-grep -q SECRET "$TMP/err" && bad "a header value reached an error message" || ok
+if grep -q SECRET "$TMP/err"; then bad "a header value reached an error message"; else ok; fi
 
 printf 'HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nthis is not a header\r\n\r\n' >"$TMP/broken.http"
 expect_rc 1 "header line without colon" -- "$POLITE" diagnose "$TMP/broken.http"
-grep -q "broken.http:3:" "$TMP/err" && ok || bad "file and line not named: $(cat "$TMP/err")"
+if grep -q "broken.http:3:" "$TMP/err"; then ok; else bad "file and line not named: $(cat "$TMP/err")"; fi
 printf '<html>not a response</html>\n' >"$TMP/page.html"
 expect_rc 1 "no status line" -- "$POLITE" diagnose --json "$TMP/page.html"
-grep -q "page.html:1: expected a status line" "$TMP/err" && ok || bad "status line message: $(cat "$TMP/err")"
+if grep -q "page.html:1: expected a status line" "$TMP/err"; then ok; else bad "status line message: $(cat "$TMP/err")"; fi
 : >"$TMP/empty.http"
 expect_rc 1 "empty file" -- "$POLITE" diagnose "$TMP/empty.http"
 expect_rc 1 "missing file" -- "$POLITE" diagnose "$TMP/nope.http"
-grep -q "nope.http" "$TMP/err" && ok || bad "missing file not named"
+if grep -q "nope.http" "$TMP/err"; then ok; else bad "missing file not named"; fi
 
 # ---- a real request to a throttling loopback server -------------------------
 cat >"$TMP/server.py" <<'EOF'
@@ -147,22 +160,28 @@ if [ -z "$PORT" ]; then
 else
   BASE="http://127.0.0.1:$PORT"
   expect_rc 0 "URL POST" -- "$POLITE" diagnose --json -X POST -H 'X-Test: yes' -d 'a=1' "$BASE/v1/messages"
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["component"]=="origin:anthropic" and d["limit"]=="rate" and d["wait_ms"]==3000 and d["request_ids"][0]["value"]=="req_loopback", d' "$TMP/out" \
-    && ok || bad "URL POST diagnosis: $(cat "$TMP/out")"
+  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["component"]=="origin:anthropic" and d["limit"]=="rate" and d["wait_ms"]==3000 and d["request_ids"][0]["value"]=="req_loopback", d' "$TMP/out"; then
+    ok
+  else
+    bad "URL POST diagnosis: $(cat "$TMP/out")"
+  fi
   # -d alone means POST, as in curl.
   expect_rc 0 "URL -d implies POST" -- "$POLITE" diagnose --json -H 'X-Test: yes' -d 'a=1' "$BASE/v1/messages"
-  grep -q '"component":"origin:anthropic"' "$TMP/out" && ok || bad "-d without -X: $(cat "$TMP/out")"
+  if grep -q '"component":"origin:anthropic"' "$TMP/out"; then ok; else bad "-d without -X: $(cat "$TMP/out")"; fi
   expect_rc 0 "URL redirect not followed" -- "$POLITE" diagnose --json "$BASE/redirect"
-  grep -q '"status":302' "$TMP/out" && ok || bad "302 without -L: $(cat "$TMP/out")"
+  if grep -q '"status":302' "$TMP/out"; then ok; else bad "302 without -L: $(cat "$TMP/out")"; fi
   expect_rc 0 "URL redirect followed" -- "$POLITE" diagnose --json -L "$BASE/redirect"
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["status"]==429 and d["component"]=="gateway:kong" and d["wait_ms"]==7000, d' "$TMP/out" \
-    && ok || bad "302 then Kong 429 with -L: $(cat "$TMP/out")"
+  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["status"]==429 and d["component"]=="gateway:kong" and d["wait_ms"]==7000, d' "$TMP/out"; then
+    ok
+  else
+    bad "302 then Kong 429 with -L: $(cat "$TMP/out")"
+  fi
   expect_rc 0 "URL PUT 503" -- "$POLITE" diagnose -X PUT "$BASE/x"
-  grep -q "^status:      503" "$TMP/out" && grep -q "wait:        2000 ms" "$TMP/out" && ok || bad "PUT 503: $(cat "$TMP/out")"
+  if grep -q "^status:      503" "$TMP/out" && grep -q "wait:        2000 ms" "$TMP/out"; then ok; else bad "PUT 503: $(cat "$TMP/out")"; fi
   # Nothing listens on the server's port once it is stopped.
   kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; SERVER_PID=
   expect_rc 1 "connection refused" -- "$POLITE" diagnose --max-time 5 "$BASE/kong?api_key=SECRET"
-  grep -q "the request failed" "$TMP/err" && ! grep -q SECRET "$TMP/err" && ok || bad "refused message: $(cat "$TMP/err")"
+  if grep -q "the request failed" "$TMP/err" && ! grep -q SECRET "$TMP/err"; then ok; else bad "refused message: $(cat "$TMP/err")"; fi
 fi
 
 # ---- TLS: verified by default, -k turns verification off -------------------
@@ -178,9 +197,9 @@ if openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
     bad "the TLS loopback server did not start"
   else
     expect_rc 1 "self-signed certificate refused" -- "$POLITE" diagnose --max-time 10 "https://127.0.0.1:$PORT/kong"
-    grep -qi "certificate" "$TMP/err" && ok || bad "TLS failure not explained: $(cat "$TMP/err")"
+    if grep -qi "certificate" "$TMP/err"; then ok; else bad "TLS failure not explained: $(cat "$TMP/err")"; fi
     expect_rc 0 "-k accepts it" -- "$POLITE" diagnose --json -k --max-time 10 "https://127.0.0.1:$PORT/kong"
-    grep -q '"component":"gateway:kong"' "$TMP/out" && ok || bad "https -k: $(cat "$TMP/out")"
+    if grep -q '"component":"gateway:kong"' "$TMP/out"; then ok; else bad "https -k: $(cat "$TMP/out")"; fi
   fi
 else
   echo "note: openssl could not make a certificate; TLS checks skipped" >&2

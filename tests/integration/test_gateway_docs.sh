@@ -48,9 +48,9 @@ if [ -n "$PROMTOOL" ]; then
   check "... and a label value with an unescaped quote" [ $? -ne 0 ]
 fi
 missing=
-for m in $(sed -n 's/^# TYPE \([a-z_]*\) .*/\1/p' "$TMP/metrics.txt"); do
+while read -r m; do
   grep -qF "| \`$m\` |" "$PAGE" || missing="$missing $m"
-done
+done < <(sed -n 's/^# TYPE \([a-z_]*\) .*/\1/p' "$TMP/metrics.txt")
 check_eq "every metric family is in docs/gateway.md" "$missing" ""
 check_grep "hostile names are escaped" 'account="we\\"ird\\\\host\\nname"' "$TMP/metrics.txt"
 check_grep "accounts beyond the bound count as other" 'account="other"' "$TMP/metrics.txt"

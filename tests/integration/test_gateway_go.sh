@@ -40,7 +40,7 @@ field() { # JSON-LINES-FILE N EXPR: EXPR of the Nth line (o)
 # ---- HTTPS_PROXY ---------------------------------------------------------------
 HTTPS_PROXY=http://$GW SSL_CERT_FILE=$POLITE_CA_DIR/ca.pem "$TMP/get" \
   https://api.example.test/ok/go 'https://api.example.test/flip/go?n=1&ra=1' >"$TMP/proxy.out" 2>&1
-cat "$TMP/proxy.out" | sed 's/^/# /'
+sed 's/^/# /' "$TMP/proxy.out"
 check_eq "HTTPS_PROXY: intercepted and answered 200 with the gateway's Via" \
   "$(field "$TMP/proxy.out" 0 '(o.get("status"), o.get("via"), o.get("body", "").strip())')" "(200, '1.1 polite', 'ok /ok/go')"
 check_eq "a 429 (Retry-After: 1) is waited out by the gateway: the program gets 200" \

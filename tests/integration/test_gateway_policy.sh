@@ -63,6 +63,7 @@ check_eq "--idempotency-key auto: a keyless POST is retried" "$code" 200
 keys=$(grep '/flip/auto' "$TMP/up.rec" | python3 -c '
 import json, sys
 print(" ".join(json.loads(l)["headers"].get("idempotency-key", "-") for l in sys.stdin))')
+# shellcheck disable=SC2086 # the keys, one a word: split on purpose
 set -- $keys
 if [ $# -eq 2 ] && [ "$1" = "$2" ] && [ "$1" != - ]; then ok "--idempotency-key auto: the same key on both ($1)"
 else bad "--idempotency-key auto: keys '$keys'"; fi

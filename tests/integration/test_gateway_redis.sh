@@ -20,7 +20,7 @@ for _ in 1 2 3 4 5; do
   (cd "$TMP" && exec redis-server --port "$RP" --bind 127.0.0.1 --save '' \
     --appendonly no >>redis.log 2>&1) &
   RPID=$!
-  PIDS+=($RPID)
+  PIDS+=("$RPID")
   redis_ready "$RPID" "$RP" && break
   kill -9 "$RPID" 2>/dev/null
   wait "$RPID" 2>/dev/null

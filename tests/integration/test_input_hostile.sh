@@ -29,6 +29,7 @@ check "... none attempted" jq -e -s 'all(.attempts == 0)' "$TMP/out"
 check "the BOM line is skipped (first result is line 2)" jq -e -s '.[0].line == 2' "$TMP/out"
 check "malformed JSON gives line, column and kind" jq -e -s \
   '[.[0:5][] | .error | test("^not valid JSON at line [0-9]+, column [0-9]+: ")] | all' "$TMP/out"
+# shellcheck disable=SC2016 # $e: jq's variable, not the shell's
 check "... the five kinds" jq -e -s '[.[0:5][] | .error] as $e |
   ($e[0] | test("unterminated string")) and ($e[1] | test("bad escape")) and
   ($e[2] | test("control character")) and ($e[3] | test("invalid UTF-8")) and

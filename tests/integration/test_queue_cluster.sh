@@ -46,8 +46,8 @@ check_eq "both workers end 0 across the migration" "$rc" 0
 check_eq "the queue now lives on the new owner" \
   "$(slot_owner 'polite:queue:{cl}:work')" "$dst"
 "$POLITE" queue results "redis://127.0.0.1:$owner/cl" >"$TMP/results.jsonl"
-check "one result per id, none lost" $QCHECK results $N "$TMP/results.jsonl"
-check "the workers' --out share no id" $QCHECK union $N "$TMP"/c[12].jsonl
+check "one result per id, none lost" qcheck results $N "$TMP/results.jsonl"
+check "the workers' --out share no id" qcheck union $N "$TMP"/c[12].jsonl
 check_eq "status through the old owner follows MOVED" \
   "$("$POLITE" queue status --json "redis://127.0.0.1:$owner/cl" | jq -c '[.done, .pending, .in_flight]')" \
   "[$N,0,0]"

@@ -46,21 +46,21 @@ check_eq "workers 1, 3 and 4 end 0 once nothing is pending or in flight" "$rc" 0
 
 "$POLITE" queue results "$Q" -o "$TMP/results.jsonl" 2>/dev/null
 check "the results stream has exactly one line per id" \
-  $QCHECK results $N "$TMP/results.jsonl"
-$QCHECK union $N "$TMP"/w[1234].jsonl >"$TMP/union"
+  qcheck results $N "$TMP/results.jsonl"
+qcheck union $N "$TMP"/w[1234].jsonl >"$TMP/union"
 check "no id has a line in two workers' --out" [ $? = 0 ]
 missing=$(awk '{print $5}' "$TMP/union")
 # The killed worker may have recorded results it had not written yet.
 check "ids without a line in any --out: $missing (at most what worker 2 had in hand)" \
   [ "$missing" -le 8 ]
 check "every write carries one key on every attempt and every host" \
-  $QCHECK keys "$UP_REC"
+  qcheck keys "$UP_REC"
 # In flight at the kill, for the queue: sent by worker 2, result not
 # recorded by it (its consumer name is HOST:PID:...).
 redis-cli -p "$RPORT" --raw xrange 'polite:queue:{fleet}:results' - + >"$TMP/dump"
-inflight=$($QCHECK killed "$UP_REC" w2 "$(hostname):${WPID[w2]}:" "$TMP/dump")
+inflight=$(qcheck killed "$UP_REC" w2 "$(hostname):${WPID[w2]}:" "$TMP/dump")
 check "every path sent twice was first sent by the killed worker" [ $? = 0 ]
-twice=$($QCHECK twice "$UP_REC")
+twice=$(qcheck twice "$UP_REC")
 check "sent twice: $twice, at most the $inflight it had in flight (<= its window, 8)" \
   test "$twice" -le "$inflight" -a "$inflight" -le 8
 grep -h '^queue:' "$TMP"/w[134].err >"$TMP/summaries"

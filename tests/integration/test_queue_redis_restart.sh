@@ -46,9 +46,9 @@ PY
 check "while Redis was down only entries already held were sent ($during <= 2 x 8)" \
   [ "$during" -le 16 ]
 "$POLITE" queue results "$Q" >"$TMP/results.jsonl"
-check "one result per id, none lost" $QCHECK results $N "$TMP/results.jsonl"
-check "the workers' --out share no id" $QCHECK union $N "$TMP"/w[12].jsonl
-check "every write kept one key" $QCHECK keys "$UP_REC"
+check "one result per id, none lost" qcheck results $N "$TMP/results.jsonl"
+check "the workers' --out share no id" qcheck union $N "$TMP"/w[12].jsonl
+check "every write kept one key" qcheck keys "$UP_REC"
 check_grep "the summary tells of the outage" \
   "Redis was unreachable 1 time\(s\), [0-9.]+ s in all" "$TMP/w1.err"
 

@@ -33,5 +33,5 @@ check_grep "A's summary: claimed none, lost none" \
 check_grep "B took nothing" "^queue: took 0 " "$TMP/B.err"
 check_eq "A's --out has the 3 results" "$(grep -c '"outcome":"ok"' "$TMP/A.jsonl")" 3
 "$POLITE" queue results "$Q" >"$TMP/results.jsonl"
-check "the queue has one result per id" $QCHECK results 3 "$TMP/results.jsonl"
+check "the queue has one result per id" qcheck results 3 "$TMP/results.jsonl"
 finish

@@ -33,9 +33,9 @@ check_eq "a given-back entry (the newest) keeps its count of deliveries: 0" \
   -o "$TMP/B.jsonl" 2>"$TMP/B.err"
 check_eq "B does the rest and ends 0" "$?" 0
 "$POLITE" queue results "$Q" >"$TMP/results.jsonl"
-check "one result per id" $QCHECK results 40 "$TMP/results.jsonl"
-check "A's and B's --out share no id" $QCHECK union 40 "$TMP/A.jsonl" "$TMP/B.jsonl"
-check_eq "no id was sent twice" "$($QCHECK twice "$UP_REC")" 0
+check "one result per id" qcheck results 40 "$TMP/results.jsonl"
+check "A's and B's --out share no id" qcheck union 40 "$TMP/A.jsonl" "$TMP/B.jsonl"
+check_eq "no id was sent twice" "$(qcheck twice "$UP_REC")" 0
 
 # --follow: an empty queue is waited on; entries pushed later run at once.
 Q2="redis://127.0.0.1:$RPORT/follow"

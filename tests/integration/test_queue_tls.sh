@@ -21,7 +21,7 @@ start_redis_tls() {
       --tls-ca-cert-file "$K/ca.pem" --requirepass 's3cr@t/pw' \
       >>"$TMP/redis/log" 2>&1) &
     RPID=$!
-    PIDS+=($RPID)
+    PIDS+=("$RPID")
     redis_ready "$RPID" "$RPORT" --tls --cacert "$K/ca.pem" \
       --cert "$K/client.pem" --key "$K/client.key" -a 's3cr@t/pw' && return 0
     kill -9 "$RPID" 2>/dev/null

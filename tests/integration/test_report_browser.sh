@@ -33,7 +33,7 @@ cp "$src/check_page.js" "$NODE_DIR/"
   --retry-after 1 --ready-file "$TMP/px.addr" --log "$TMP/px.log" \
   --report-html "$TMP/proxy.html" 2>"$TMP/px.err" &
 PXPID=$!
-PIDS+=($PXPID)
+PIDS+=("$PXPID")
 for _ in $(seq 100); do [ -s "$TMP/px.addr" ] && break; sleep 0.05; done
 PX=$(cat "$TMP/px.addr")
 for i in $(seq 1 16); do echo "http://$PX/v1/items/$i"; done >"$TMP/in.txt"

@@ -12,7 +12,7 @@ export PYTHONDONTWRITEBYTECODE=1
   --ready-file "$TMP/px.addr" --log "$TMP/px.log" --report "$TMP/px.json" \
   --report-html "$TMP/px.html" 2>"$TMP/px.err" &
 PXPID=$!
-PIDS+=($PXPID)
+PIDS+=("$PXPID")
 for _ in $(seq 100); do [ -s "$TMP/px.addr" ] && break; sleep 0.05; done
 PX=$(cat "$TMP/px.addr")
 for i in $(seq 1 12); do echo "http://$PX/v1/items/$i"; done >"$TMP/in.txt"
@@ -61,7 +61,7 @@ if $CHECK static "$TMP/px.html" 1; then ok "self-contained, chart titled and des
 "$POLITE" proxy --listen 127.0.0.1:0 --ready-file "$TMP/px2.addr" \
   --report-html "$TMP/px2.html" --log - 2>"$TMP/px2.err" &
 PX2=$!
-PIDS+=($PX2)
+PIDS+=("$PX2")
 for _ in $(seq 100); do [ -s "$TMP/px2.addr" ] && break; sleep 0.05; done
 curl -s -o /dev/null "http://$(cat "$TMP/px2.addr")/x"
 kill -TERM "$PX2"

@@ -87,13 +87,16 @@ case_() {
 # The cases mostly wait (sleeps, the 40/s rate, the settling), each on its
 # own budget file and paths: they run side by side.
 each() { side_by_side "$1" case_ "$@"; }
-each truncated0 'truncate -s 0 "$F"' 1
-each truncated4096 'truncate -s 4096 "$F"' 1
-each zeroed 'dd if=/dev/zero of="$F" bs=266240 count=1 conv=notrunc status=none' 1
-each random_account 'random_bytes "$F" 4096 4096' 1
-each random_elsewhere 'random_bytes "$F" $((8192 + RANDOM % 150000)) 70000' 1 0
-each random_header 'random_bytes "$F" 0 512' 1 0
-each random_all 'random_bytes "$F" 0 266240' 0
+# shellcheck disable=SC2016 # each DAMAGE is code for case_'s bash -c, on that shell's $F
+{
+  each truncated0 'truncate -s 0 "$F"' 1
+  each truncated4096 'truncate -s 4096 "$F"' 1
+  each zeroed 'dd if=/dev/zero of="$F" bs=266240 count=1 conv=notrunc status=none' 1
+  each random_account 'random_bytes "$F" 4096 4096' 1
+  each random_elsewhere 'random_bytes "$F" $((8192 + RANDOM % 150000)) 70000' 1 0
+  each random_header 'random_bytes "$F" 0 512' 1 0
+  each random_all 'random_bytes "$F" 0 266240' 0
+}
 side_by_side_wait
 check_grep "random_all: the file is left alone and the message says to remove it" \
   "remove it and the participants make a new one" "$TMP/random_all.1.err"

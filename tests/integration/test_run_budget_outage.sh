@@ -21,7 +21,13 @@ own_redis() {
   echo "$rpid" >"$tmp/redis.pid"
   R="redis://127.0.0.1:$port"
 }
-on_exit 'for f in "$TMP"/[ab]/redis.pid; do p=$(cat "$f" 2>/dev/null) && { kill -CONT $p; kill -9 $p; } 2>/dev/null; done'
+at_exit() {
+  local f p
+  for f in "$TMP"/[ab]/redis.pid; do
+    p=$(cat "$f" 2>/dev/null) && { kill -CONT "$p"; kill -9 "$p"; } 2>/dev/null
+  done
+}
+on_exit at_exit
 start_pyserver
 B=http://127.0.0.1:$PY_PORT
 # twice PREFIX: paths under PREFIX the server received more than once.

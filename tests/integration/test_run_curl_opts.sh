@@ -60,6 +60,7 @@ check_no_grep "an error about another option quotes no credentials" "alice" "$TM
 # ---- -A and the default User-Agent -------------------------------------------
 echo "$B/ua" | run $CA >"$TMP/ua.out"
 ver=$("$P" --version | awk '{print $2}')
+# shellcheck disable=SC2016 # $v: jq's variable, not the shell's
 check "the default User-Agent is polite/VERSION" jq -e --arg v "polite/$ver" '.body==$v' "$TMP/ua.out"
 echo "$B/ua" | run $CA -A 'batch-tool/2' >"$TMP/ua2.out"
 check "-A sets it" jq -e '.body=="batch-tool/2"' "$TMP/ua2.out"
@@ -99,7 +100,7 @@ check "... in absolute form" grep -q "\"path\": *\"$X/ok/via-proxy\"" "$PY_REC"
 echo "$X/ok/direct" | run --proxy "http://127.0.0.1:$PY_PORT" --noproxy 127.0.0.1 >"$TMP/np.out"
 check "--noproxy HOST goes direct (here: a refused port)" jq -e '.outcome=="network_error"' "$TMP/np.out"
 check_no_grep "... and the proxy never saw it" "/ok/direct" "$PY_REC"
-echo "$X/ok/env" | HTTP_PROXY= http_proxy="http://127.0.0.1:$PY_PORT" run >"$TMP/envpx.out"
+echo "$X/ok/env" | HTTP_PROXY='' http_proxy="http://127.0.0.1:$PY_PORT" run >"$TMP/envpx.out"
 check "http_proxy in the environment still works (libcurl reads it)" jq -e '.status==200' "$TMP/envpx.out"
 echo "http://127.0.0.1:$PY_PORT/ok/noenv" | http_proxy="$X" run --proxy '' >"$TMP/nopx.out"
 check "--proxy '' turns the variables off" jq -e '.status==200' "$TMP/nopx.out"

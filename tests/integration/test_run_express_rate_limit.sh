@@ -104,8 +104,10 @@ for p in a b; do
     --budget "file:$TMP/budget" "$TMP/in.$p" >"$TMP/two.$p.out" 2>"$TMP/two.$p.err" &
   eval "pid_$p=\$!"
 done
+# shellcheck disable=SC2154 # pid_a: set by the eval above
 wait "$pid_a"
 rc_a=$?
+# shellcheck disable=SC2154 # pid_b: set by the eval above
 wait "$pid_b"
 rc_b=$?
 t1=$(now_ms)

@@ -18,7 +18,7 @@ echo "$B/slow?ms=4000" >"$TMP/a.txt"
 echo "$B/ok/second" >"$TMP/b.txt"
 "$POLITE" run "${ARGS[@]}" --log "$TMP/a.log" --out "$TMP/a.out" "$TMP/a.txt" 2>"$TMP/a.err" &
 pa=$!
-PIDS+=($pa)
+PIDS+=("$pa")
 for _ in $(seq 200); do
   grep -q '"/slow' "$REC" && break
   sleep 0.01

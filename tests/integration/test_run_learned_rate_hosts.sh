@@ -11,10 +11,13 @@
 P=$POLITE
 
 FAST=$(free_port)
-start_nginx 5r/s "" "server {
+if ! start_nginx 5r/s "" "server {
     listen 127.0.0.1:$FAST;
     location / { root $TMP/nginx/www; try_files /ok.txt =404; }
-  }" && wait_port "$FAST" 5 || { echo "0 passed, 1 failed"; exit 1; }
+  }" || ! wait_port "$FAST" 5; then
+  echo "0 passed, 1 failed"
+  exit 1
+fi
 SLOW=$NG_PORT
 
 # 30 requests to the slow host, 300 to the fast one, mixed (one in 11).
@@ -65,8 +68,10 @@ run_case() { # uri tag
   check "$tag: throttle cuts belong to the slow host only" [ \
     "$(rates "select(.reason == \"throttle\" and .host != \"127.0.0.1:$SLOW\")" | wc -l)" -eq 0 -a \
     "$(rates "select(.reason == \"throttle\")" | wc -l)" -ge 1 ]
+  # shellcheck disable=SC2016 # $s and $f: jq's variables, not the shell's
   check "$tag: the summary has both hosts' rates" jq -e --arg s "127.0.0.1:$SLOW" --arg f "127.0.0.1:$FAST" \
     '[.rate_learned.hosts[].host] | (index($s) != null and index($f) != null)' "$TMP/$tag.part.00.json"
+  # shellcheck disable=SC2016 # $f: jq's variable, not the shell's
   check "$tag: the fast host's rate grew past 20/s" jq -e --arg f "127.0.0.1:$FAST" \
     '.rate_learned.hosts[] | select(.host == $f) | .highest_per_s > 20' "$TMP/$tag.part.00.json"
 
@@ -81,6 +86,7 @@ run_case() { # uri tag
   # Each process either cut the slow host's rate itself or followed the
   # other's cut or rate through the budget (a "budget" line).
   for f in "$TMP/$tag".part.0[01]; do
+    # shellcheck disable=SC2016 # $s: jq's variable, not the shell's
     check "$tag: ${f##*.}: cut the slow host's rate or followed the other's cut" \
       jq -e -s --arg s "127.0.0.1:$SLOW" \
       'map(select(.event == "rate" and .host == $s and (.reason == "throttle" or .reason == "budget"))) | length >= 1' "$f.log"

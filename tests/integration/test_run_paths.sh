@@ -13,7 +13,8 @@ cd "$TMP" || exit 1
 
 # --- a journal whose directory cannot hold it ---------------------------------
 MNT=""
-on_exit '[ -n "$MNT" ] && umount "$MNT" 2>/dev/null'
+at_exit() { [ -n "$MNT" ] && umount "$MNT" 2>/dev/null; }
+on_exit at_exit
 mkdir -p ro
 if mount -t tmpfs -o ro,size=64k tmpfs ro 2>/dev/null; then
   MNT=$TMP/ro

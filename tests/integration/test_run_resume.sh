@@ -8,7 +8,8 @@
 . "$(dirname "$0")/lib.sh"
 HERE=$IT/resume
 MNT=""
-on_exit '[ -n "$MNT" ] && umount "$MNT" 2>/dev/null'
+at_exit() { [ -n "$MNT" ] && umount "$MNT" 2>/dev/null; }
+on_exit at_exit
 # verify DESC ARGS...: runs check.py and shows its complaints on failure.
 verify() {
   local d=$1

@@ -60,7 +60,9 @@ cp "$S/ss.pem" "$S/capath/$(openssl x509 -hash -noout -in "$S/ss.pem").0"
   { bad "polite proxy ca --issue failed"; finish; exit; }
 s_server self "$S/ss.pem" "$S/ss.key" || { bad "s_server did not start"; finish; exit; }
 s_server leaf "$S/leaf.pem" "$S/leaf.key" || { bad "s_server did not start"; finish; exit; }
+# shellcheck disable=SC2154 # PORT_self: set by s_server's printf -v
 SELF=https://127.0.0.1:$PORT_self
+# shellcheck disable=SC2154 # PORT_leaf: set by s_server's printf -v
 LEAF=https://127.0.0.1:$PORT_leaf
 run() { "$P" run --no-progress -q "$@"; }
 
@@ -115,6 +117,7 @@ if [ -x "$FETCH" ]; then
   # A server of its own: the self-signed one's count may still be
   # catching up with the refusals above.
   s_server client "$S/ss.pem" "$S/ss.key" || bad "s_server did not start"
+  # shellcheck disable=SC2154 # PORT_client: set by s_server's printf -v
   "$FETCH" --rate none "https://127.0.0.1:$PORT_client/client" >"$TMP/f.out" 2>&1
   check "polite_client: exit 1" [ $? -eq 1 ]
   check_grep "polite_client: tls_error after one attempt" "^tls_error .*attempts=1 " "$TMP/f.out"

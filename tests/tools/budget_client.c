@@ -9,15 +9,37 @@
 #include <polite/client.h>
 #include <polite/clock.h>
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Parses V, the argument named WHAT, as a whole number >= 0: the whole of
+ * V is the digits (no sign, no blanks, no trailing text) and it fits.
+ * Returns 0 with *out set, or -1 after naming WHAT and V on stderr. */
+static int whole(const char *what, const char *v, long long *out) {
+  char *end = NULL;
+  errno = 0;
+  long long n = strtoll(v, &end, 10);
+  if (!isdigit((unsigned char)v[0]) || *end != '\0' || errno != 0) {
+    fprintf(stderr, "budget_client: %s: '%s' is not a whole number >= 0\n",
+            what, v);
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
 
 int main(int argc, char **argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: budget_client URI URL COUNT [OUTAGE_MS]\n");
     return 2;
   }
+  long long n = 0, outage_ms = -1;
+  if (whole("COUNT", argv[3], &n) != 0 ||
+      (argc > 4 && whole("OUTAGE_MS", argv[4], &outage_ms) != 0))
+    return 2;
   polite_budget_config cfg = {20, 1, 2};
   polite_budget *b = NULL;
   char err[256];
@@ -29,20 +51,19 @@ int main(int argc, char **argv) {
   polite_client_options_init(&o);
   o.budget = b;
   o.rate_mode = POLITE_RATE_FIXED;
-  if (argc > 4)
-    o.budget_outage_ms = strtoll(argv[4], NULL, 10);
+  if (outage_ms >= 0)
+    o.budget_outage_ms = outage_ms;
   polite_client *c = polite_client_new(&o);
   if (c == NULL)
     return 1;
   setvbuf(stdout, NULL, _IOLBF, 0);
-  long n = strtol(argv[3], NULL, 10);
-  for (long i = 0; i < n; i++) {
+  for (long long i = 0; i < n; i++) {
     polite_request *req = polite_request_new();
     req->url = strdup(argv[2]);
     polite_response resp;
     int64_t t0 = polite_mono_us();
     int rc = polite_client_request(c, req, &resp);
-    printf("CALL %ld rc=%d outcome=%s attempts=%u ms=%lld error=%s\n", i, rc,
+    printf("CALL %lld rc=%d outcome=%s attempts=%u ms=%lld error=%s\n", i, rc,
            polite_outcome_name(resp.outcome), resp.attempts,
            (long long)((polite_mono_us() - t0) / 1000),
            resp.error ? resp.error : "");

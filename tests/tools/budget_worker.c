@@ -32,6 +32,10 @@
 
 #include "../../lib/budget_backends.h" /* tools do not get lib/ */
 
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +74,50 @@ static int usage(const char *why) {
   return 2;
 }
 
+/* The options that take a number: the option's name, what it takes and
+ * where the value goes (out points to a double, an unsigned or a long as
+ * kind says). None takes a negative number. */
+typedef enum { NUM_RATE, NUM_UNSIGNED, NUM_LONG } num_kind;
+typedef struct {
+  const char *name;
+  num_kind kind;
+  void *out;
+} num_opt;
+
+/* Parses V, the value given to option O, into O's field: the whole of V
+ * must be the number (no sign, no blanks, no trailing text), a finite
+ * decimal number for NUM_RATE, else a whole number that fits the field.
+ * Returns 0, or 2 (a usage error) after naming the option and the value on
+ * stderr; the field is then left as it was. */
+static int parse_num(const num_opt *o, const char *v) {
+  char *end = NULL;
+  errno = 0;
+  if (o->kind == NUM_RATE) {
+    double d = strtod(v, &end);
+    if ((!isdigit((unsigned char)v[0]) && v[0] != '.') || *end != '\0' ||
+        errno != 0 || !isfinite(d)) {
+      fprintf(stderr, "budget_worker: %s: '%s' is not a number >= 0\n", o->name,
+              v);
+      return 2;
+    }
+    *(double *)o->out = d;
+    return 0;
+  }
+  long long max = o->kind == NUM_UNSIGNED ? (long long)UINT_MAX : LONG_MAX;
+  long long n = strtoll(v, &end, 10);
+  if (!isdigit((unsigned char)v[0]) || *end != '\0' || errno != 0 || n > max) {
+    fprintf(stderr,
+            "budget_worker: %s: '%s' is not a whole number from 0 to %lld\n",
+            o->name, v, max);
+    return 2;
+  }
+  if (o->kind == NUM_UNSIGNED)
+    *(unsigned *)o->out = (unsigned)n;
+  else
+    *(long *)o->out = (long)n;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2)
     return usage("usage: budget_worker URI [options]");
@@ -78,6 +126,16 @@ int main(int argc, char **argv) {
   long count = 10, hold_ms = 0, pause_ms = 0;
   unsigned cost = 1, slots = 1;
   int forever = 0, bench = 0;
+  const num_opt nums[] = {
+      {"--rate", NUM_RATE, &cfg.rate_per_s},
+      {"--burst", NUM_UNSIGNED, &cfg.burst},
+      {"--concurrency", NUM_UNSIGNED, &cfg.concurrency},
+      {"--count", NUM_LONG, &count},
+      {"--hold", NUM_LONG, &hold_ms},
+      {"--cost", NUM_UNSIGNED, &cost},
+      {"--slots", NUM_UNSIGNED, &slots},
+      {"--pause-ms", NUM_LONG, &pause_ms},
+  };
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -92,24 +150,14 @@ int main(int argc, char **argv) {
     if (v == NULL)
       return usage("missing value after an option");
     i++;
-    if (strcmp(a, "--rate") == 0)
-      cfg.rate_per_s = atof(v);
-    else if (strcmp(a, "--burst") == 0)
-      cfg.burst = (unsigned)atoi(v);
-    else if (strcmp(a, "--concurrency") == 0)
-      cfg.concurrency = (unsigned)atoi(v);
-    else if (strcmp(a, "--count") == 0)
-      count = atol(v);
-    else if (strcmp(a, "--hold") == 0)
-      hold_ms = atol(v);
-    else if (strcmp(a, "--cost") == 0)
-      cost = (unsigned)atoi(v);
-    else if (strcmp(a, "--slots") == 0)
-      slots = (unsigned)atoi(v);
-    else if (strcmp(a, "--pause-ms") == 0)
-      pause_ms = atol(v);
-    else
+    const num_opt *o = NULL;
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0] && o == NULL; k++)
+      if (strcmp(a, nums[k].name) == 0)
+        o = &nums[k];
+    if (o == NULL)
       return usage(a);
+    if (parse_num(o, v) != 0)
+      return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
   polite_budget *b = NULL;

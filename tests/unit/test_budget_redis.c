@@ -12,6 +12,9 @@
 
 #include <hiredis/hiredis.h>
 
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -150,19 +153,83 @@ static polite_budget *open_env(const char *name, const polite_env *env) {
   return b;
 }
 
-/* Redis TIME in microseconds, and the account's TAT (key "" of `name`). */
+/* Reads S, a number Redis sent, into *out: the whole of S must be the
+ * number (an optional '-', then digits, or for a decimal number what
+ * strtod reads, finite), else the reply is not what the test expects.
+ * Returns 0, or -1 with *out unchanged. */
+static int reply_i64(const char *s, int64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (!(isdigit((unsigned char)s[0]) ||
+        (s[0] == '-' && isdigit((unsigned char)s[1]))) ||
+      *end != '\0' || errno != 0)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int reply_double(const char *s, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || *end != '\0' || errno != 0 || !isfinite(v) ||
+      isspace((unsigned char)s[0]))
+    return -1;
+  *out = v;
+  return 0;
+}
+
+/* The readers refuse what is not a number rather than read it as 0. */
+static void reply_numbers_are_checked(void **state) {
+  (void)state;
+  static const char *const i64_bad[] = {
+      "", "x", "12x", " 1", "+1", "-", "1.5", "99999999999999999999"};
+  static const char *const dbl_bad[] = {"",      "x",   "1.5x", " 1",
+                                        "1e999", "nan", "inf"};
+  int64_t i = 7;
+  double d = 7;
+  for (size_t k = 0; k < sizeof i64_bad / sizeof i64_bad[0]; k++) {
+    if (reply_i64(i64_bad[k], &i) != -1 || i != 7)
+      fail_msg("reply_i64 took '%s'", i64_bad[k]);
+  }
+  for (size_t k = 0; k < sizeof dbl_bad / sizeof dbl_bad[0]; k++) {
+    if (reply_double(dbl_bad[k], &d) != -1 || d != 7)
+      fail_msg("reply_double took '%s'", dbl_bad[k]);
+  }
+  assert_int_equal(reply_i64("1733300000", &i), 0);
+  assert_int_equal(i, INT64_C(1733300000));
+  assert_int_equal(reply_i64("-3", &i), 0);
+  assert_int_equal(i, -3);
+  assert_int_equal(reply_double("1733300000123456.5", &d), 0);
+  assert_true(d == 1733300000123456.5);
+}
+
+/* Redis TIME in microseconds, and the account's TAT (key "" of `name`;
+ * 0 when there is none). A reply that is not a number fails the test,
+ * naming it. */
 static int64_t redis_time_us(redisContext *c) {
   redisReply *r = redisCommand(c, "TIME");
   assert_non_null(r);
-  int64_t t = atoll(r->element[0]->str) * 1000000 + atoll(r->element[1]->str);
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+      r->element[0]->type != REDIS_REPLY_STRING ||
+      r->element[1]->type != REDIS_REPLY_STRING)
+    fail_msg("TIME: not an array of two strings (type %d)", r->type);
+  int64_t sec = 0, usec = 0;
+  if (reply_i64(r->element[0]->str, &sec) != 0 ||
+      reply_i64(r->element[1]->str, &usec) != 0)
+    fail_msg("TIME: '%s' '%s' are not whole numbers", r->element[0]->str,
+             r->element[1]->str);
   freeReplyObject(r);
-  return t;
+  return sec * 1000000 + usec;
 }
 
 static double redis_tat(redisContext *c, const char *name) {
   redisReply *r = redisCommand(c, "GET polite:{%s}::tat", name);
   assert_non_null(r);
-  double t = r->type == REDIS_REPLY_STRING ? atof(r->str) : 0;
+  double t = 0;
+  if (r->type == REDIS_REPLY_STRING && reply_double(r->str, &t) != 0)
+    fail_msg("the TAT of %s: '%s' is not a number", name, r->str);
   freeReplyObject(r);
   return t;
 }
@@ -391,6 +458,7 @@ static void window_is_shared_and_offered_again_after_a_restart(void **st) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(reply_numbers_are_checked),
       cmocka_unit_test(lease_ids_come_from_the_env),
       cmocka_unit_test(uri_is_read_as_the_queue_reads_it),
       cmocka_unit_test(late_admission_keeps_the_schedule),

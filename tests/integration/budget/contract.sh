@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # tmp and here are the sourcing test's (see below)
 # The budget contract seen from several processes, written once and run per
 # backend: sourced by test_budget_file.sh and test_budget_redis.sh, which
 # set W (budget_worker), A (analyse.py), tmp, pids, ok/bad and mono_us, and
@@ -57,14 +58,14 @@ run_contract() {
   u="$($mk kill lease=1s)"
   "$W" "$u" --concurrency 2 --count 2 --hold-forever >"$tmp/kill.holder" 2>&1 &
   local holder=$!
-  pids+=($holder)
+  pids+=("$holder")
   for _ in $(seq 100); do
     [ "$(grep -c START "$tmp/kill.holder")" = 2 ] && break
     sleep 0.05
   done
   "$W" "$u" --concurrency 2 --count 1 >"$tmp/kill.waiter" 2>&1 &
   local waiter=$!
-  pids+=($waiter)
+  pids+=("$waiter")
   sleep 1.5 # longer than the TTL: the holder's renewals keep its lease
   local early t_kill t_start why
   early="$(grep -c START "$tmp/kill.waiter")"
@@ -118,7 +119,7 @@ run_contract() {
   u="$($mk cost2)"
   "$W" "$u" --concurrency 4 --count 1 --slots 3 --hold 600 >"$tmp/cost.a" 2>&1 &
   local ca=$!
-  pids+=($ca)
+  pids+=("$ca")
   for _ in $(seq 500); do grep -q START "$tmp/cost.a" && break; sleep 0.02; done
   "$W" "$u" --concurrency 4 --count 1 --slots 2 >"$tmp/cost.b" 2>&1
   wait "$ca"
@@ -137,7 +138,7 @@ run_contract() {
   u="$($mk cost3)"
   "$W" "$u" --rate 10 --burst 1 --concurrency 3 --count 1 --cost 3 --hold 1500 >"$tmp/one.a" 2>&1 &
   ca=$!
-  pids+=($ca)
+  pids+=("$ca")
   for _ in $(seq 500); do grep -q START "$tmp/one.a" && break; sleep 0.02; done
   "$W" "$u" --rate 10 --burst 1 --concurrency 3 --count 1 --slots 2 >"$tmp/one.b" 2>&1
   wait "$ca"
@@ -152,6 +153,7 @@ run_contract() {
   fi
 
   # 6. End to end: two `polite run` processes on one budget.
+  # shellcheck source=run_e2e.sh
   . "$here/budget/run_e2e.sh"
   run_e2e "$($mk e2e-rate)" "$($mk e2e-pause)"
 }

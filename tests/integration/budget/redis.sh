@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # tmp is the sourcing script's (see below)
 # Sourced by the Redis budget tests (and bench/budget/run.sh): a
 # redis-server of the test's own on a free port of 127.0.0.1 (free_port,
 # from tests/integration/lib.sh or the caller's own), in $tmp (which the

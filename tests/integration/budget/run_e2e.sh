@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # tmp is the sourcing test's (see below)
 # Sourced by test_budget_file.sh and test_budget_redis.sh: two `polite run`
 # processes share one budget against tests/integration/upstream.py.
 # Needs: POLITE, tmp, ok, bad, pids. Usage: run_e2e URI_FOR_RATE URI_FOR_PAUSE
@@ -15,9 +16,10 @@ run_e2e() {
   : >"$rec"
   python3 "$here_e2e/upstream.py" "$pf" "$rec" &
   local spid=$!
-  pids+=($spid)
+  pids+=("$spid")
   for _ in $(seq 100); do [ -s "$pf" ] && break; sleep 0.05; done
-  local B="http://127.0.0.1:$(cat "$pf")" i
+  local B i
+  B="http://127.0.0.1:$(cat "$pf")"
   for i in $(seq 15); do echo "$B/ok/a$i"; done >"$tmp/e2e.a"
   for i in $(seq 15); do echo "$B/ok/b$i"; done >"$tmp/e2e.b"
   "$POLITE" run --no-progress -q --rate 20/s --burst 1 --budget "$u_rate" \

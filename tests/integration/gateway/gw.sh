@@ -16,6 +16,7 @@
 GWT=$IT/gateway
 export POLITE_CA_DIR=$TMP/ca
 
+# shellcheck disable=SC2120 # CERT KEY are optional: plain HTTP without them
 start_upstream() {
   rm -f "$TMP/up.port"
   : >"$TMP/up.rec"
@@ -24,6 +25,7 @@ start_upstream() {
     [ -s "$TMP/up.port" ] && break
     sleep 0.05
   done
+  # shellcheck disable=SC2034 # for the test that sources this file
   UP=127.0.0.1:$(cat "$TMP/up.port")
 }
 
@@ -45,6 +47,7 @@ start_gateway() {
 stop_gateway() {
   kill -TERM "$GW_PID" 2>/dev/null
   wait "$GW_PID" 2>/dev/null
+  # shellcheck disable=SC2034 # for the test that sources this file
   GW_RC=$?
 }
 
@@ -59,6 +62,7 @@ judge_verdict() {
   kill -TERM "$1"
   wait "$1"
   for _ in $(seq 50); do [ -s "$TMP/px.json" ] && break; sleep 0.1; done
+  # shellcheck disable=SC2034 # for the test that sources this file
   read -r EARLY LIMITED < <(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))

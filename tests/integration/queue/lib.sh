@@ -14,10 +14,10 @@
 #                          -A NAME, --out $TMP/NAME.jsonl, stderr to
 #                          $TMP/NAME.err; its pid in WPID[NAME]. Workers
 #                          are killed (-9) at exit before the servers
-#   QCHECK                 python3 tests/integration/queue/check.py
+#   qcheck ARGS...         python3 tests/integration/queue/check.py ARGS...
 command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 1; }
 QDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-QCHECK="python3 $QDIR/check.py"
+qcheck() { python3 "$QDIR/check.py" "$@"; }
 RPID=""
 RPORT=""
 declare -A WPID
@@ -45,6 +45,7 @@ _redis_up() {
   redis_ready "$RPID" "$RPORT"
 }
 
+# shellcheck disable=SC2120 # ARGS are optional: most tests pass none
 start_redis() {
   REDIS_ARGS=("$@")
   if [ -n "$RPORT" ]; then
