@@ -12,20 +12,15 @@ RATE=${3:-40}
 CONC=8
 T=$(mktemp -d /tmp/polite-bench-run.XXXXXX)
 PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
+# shellcheck source=nginx.sh
+. "$HERE/nginx.sh"
+trap bench_cleanup EXIT
 
 python3 "$HERE/upstream.py" "$T/up.port" &
 PIDS+=($!)
 for _ in $(seq 100); do [ -s "$T/up.port" ] && break; sleep 0.05; done
 UP=$(cat "$T/up.port")
 
-. "$HERE/nginx.sh"
 for _ in $(seq 20); do
   PORT=$((20000 + RANDOM % 30000))
   bench_nginx_conf <<CONF

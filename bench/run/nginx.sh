@@ -5,6 +5,15 @@
 # waits until http://127.0.0.1:$PORT/probe answers. Returns 0 with its pid
 # added to PIDS, or 1 (nginx stopped again) when it did not come up, e.g.
 # because $PORT was taken: the caller picks another port and retries.
+# The EXIT trap of the bench/run scripts: stops every process in PIDS and
+# removes $T. A kill that finds its process already gone is not an error.
+bench_cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null
+  rm -rf "$T"
+}
+
 bench_nginx_start() {
   nginx -p "$T/ng" -c "$T/ng/nginx.conf" -g "daemon off; master_process ${NGINX_MASTER:-off};" \
     2>"$T/ng/stderr" &

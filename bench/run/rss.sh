@@ -11,16 +11,11 @@ shift || true
 SIZES=${*:-10000 100000 1000000}
 T=$(mktemp -d /tmp/polite-bench-rss.XXXXXX)
 PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
+# shellcheck source=nginx.sh
+. "$HERE/nginx.sh"
+trap bench_cleanup EXIT
 mkdir -p "$T/ng/www"
 echo ok >"$T/ng/www/ok.txt"
-. "$HERE/nginx.sh"
 for _ in $(seq 20); do
   PORT=$((20000 + RANDOM % 30000))
   bench_nginx_conf <<CONF
