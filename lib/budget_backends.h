@@ -15,6 +15,12 @@ extern "C" {
  * `?lease=DURATION` changes it per participant. */
 #define POLITE__BUDGET_LEASE_DEFAULT_MS 30000
 
+/* The highest rate (per second) a shared budget stores or believes when
+ * read back, learned rate and ceiling alike: beyond it a value was not
+ * written by polite (a damaged file, a foreign Redis writer). The Redis
+ * script (budget_redis_script.h) spells the same bound as 1e9. */
+#define POLITE__BUDGET_RATE_MAX 1e9
+
 /* When no slot is free, the shared backends answer POLITE_BUDGET_WAIT_SLOT
  * with *wait_us set to a poll hint (> 0) instead of -1: a release in another
  * process or on another host wakes nobody here, so the caller should come

@@ -109,20 +109,20 @@ int polite__budget_uri_params(const char *q, const polite__budget_param *params,
   return 0;
 }
 
-/* The publish rule of polite/budget.h, one for every backend. */
-/* The highest ceiling a budget stores: the file's bound on every rate
- * (a higher one would read as a damaged record to every sharer). */
-#define CEILING_MAX 1e9
-
+/* A ceiling above POLITE__BUDGET_RATE_MAX is never stored: the file's
+ * bound on every rate (a higher one would read as a damaged record to
+ * every sharer). */
 static int merge_ceiling(polite_shared_rate *stored,
                          const polite_shared_rate *in) {
   double c = in->ceiling_per_s;
-  if (!(c > 0) || !(c <= CEILING_MAX) || !(c > stored->ceiling_per_s))
+  if (!(c > 0) || !(c <= POLITE__BUDGET_RATE_MAX) ||
+      !(c > stored->ceiling_per_s))
     return 0;
   stored->ceiling_per_s = c;
   return 1;
 }
 
+/* The publish rule of polite/budget.h, one for every backend. */
 int polite_shared_rate_merge(polite_shared_rate *stored,
                              const polite_shared_rate *in, int is_cut) {
   if (stored == NULL || in == NULL || !(in->rate_per_s > 0))

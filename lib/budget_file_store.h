@@ -6,6 +6,8 @@
 #ifndef POLITE_BUDGET_FILE_STORE_H
 #define POLITE_BUDGET_FILE_STORE_H
 
+#include "budget_backends.h"
+
 #include <polite/budget.h>
 
 #include <stddef.h>
@@ -31,7 +33,7 @@
  * not written by polite (a stray write, another program, a bad disk). */
 #define PF_MAX_AHEAD_US (POLITE_RA_MAX_SECONDS * 1000000) /* pause, TAT */
 #define PF_MAX_LEASE_US (INT64_C(7) * 86400 * 1000000)
-#define PF_MAX_RATE 1e9
+#define PF_MAX_RATE POLITE__BUDGET_RATE_MAX
 
 /* The first page. Written once by the creator; never changed after. */
 typedef struct {

@@ -6,6 +6,7 @@
  * trip's latency its only error. */
 #define _GNU_SOURCE
 #include "budget_redis_window.h"
+#include "budget_backends.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,6 @@ int polite__rw_rate(const redisReply *r, polite_shared_rate *sr) {
   sr->limit_per_s = strtod(r->element[3]->str, NULL);
   sr->generation = (uint64_t)r->element[4]->integer;
   double k = strtod(r->element[5]->str, NULL);
-  sr->ceiling_per_s = k >= 0 && k <= 1e9 ? k : 0;
+  sr->ceiling_per_s = k >= 0 && k <= POLITE__BUDGET_RATE_MAX ? k : 0;
   return sr->rate_per_s >= 0 && sr->limit_per_s >= 0;
 }
